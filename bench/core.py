@@ -1,0 +1,170 @@
+"""Core suite: offload, 4 KB read from the middle, literal and regex search, jq — next to `rg`, `dd` and `jq`.
+
+Every call goes through the real MCP client (in memory) into the real server, so the figures include argument
+validation and result shaping. Data is generated (seeded) into a temp dir; each yardstick runs on the same file in
+the same run. Ratios are ours / yardstick (lower is better).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import statistics
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp import Client
+
+from mcp_offload.server import build_server
+from mcp_offload.services import build_services
+from mcp_offload.settings import Settings
+
+NEEDLE = "ZEBRA-7731-NEEDLE"
+REGEX = r"ERROR [a-z]+: timeout after \d+ ms"
+RG_REGEX = r"ERROR [a-z]+: timeout after \d+ ms"
+JQ_PROGRAM = "[.items[] | select(.id % 5000 == 0) | .name] | length"
+
+
+def parse_size(text: str) -> int:
+    units = {"K": 1000, "M": 1000**2, "G": 1000**3}
+    text = text.strip().upper()
+    return int(float(text[:-1]) * units[text[-1]]) if text[-1] in units else int(text)
+
+
+def make_text(size: int, rng: random.Random) -> str:
+    words = ["alpha", "beta", "gamma", "delta", "request", "handled", "user", "cache", "miss", "ok"]
+    lines, total, i = [], 0, 0
+    while total < size:
+        if i % 5000 == 2500:
+            line = f"2026-11-21T10:00:{i % 60:02d}Z ERROR db: timeout after {rng.randint(100, 9999)} ms"
+        else:
+            line = f"2026-11-21T10:00:{i % 60:02d}Z INFO api: " + " ".join(rng.choices(words, k=12)) + f" id={i}"
+        lines.append(line)
+        total += len(line) + 1
+        i += 1
+    lines[len(lines) // 2] += " " + NEEDLE
+    return "\n".join(lines) + "\n"
+
+
+def make_json(size: int, rng: random.Random) -> str:
+    items, total, i = [], 0, 0
+    while total < size:
+        item = {"id": i, "name": f"item-{i}", "price": round(rng.random() * 100, 2), "tags": ["x", "y"][: i % 3],
+                "owner": {"login": f"user{i % 97}", "active": i % 2 == 0}, "text": "lorem ipsum " * 3}
+        items.append(item)
+        total += 150
+        i += 1
+    items[len(items) // 2]["name"] = NEEDLE
+    return json.dumps({"count": len(items), "items": items})
+
+
+def median_ms(fn, repeat: int) -> float:  # type: ignore[no-untyped-def]
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t) * 1000)
+    return statistics.median(times)
+
+
+async def amedian_ms(fn, repeat: int) -> float:  # type: ignore[no-untyped-def]
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        await fn()
+        times.append((time.perf_counter() - t) * 1000)
+    return statistics.median(times)
+
+
+def run_cli(argv: list[str]) -> None:
+    subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+
+
+def row(case: str, size: str, ours: float, yard: str | None = None, yard_ms: float | None = None, **extra: Any) -> dict:
+    r: dict[str, Any] = {"suite": "core", "case": case, "size": size, "ours_ms": round(ours, 3)}
+    if yard and yard_ms:
+        r.update(yardstick=yard, yardstick_ms=round(yard_ms, 3), ratio=round(ours / yard_ms, 2))
+    r.update(extra)
+    return r
+
+
+async def _bench(size_label: str, repeat: int, workdir: Path) -> list[dict]:
+    size = parse_size(size_label)
+    rng = random.Random(size)
+    rows: list[dict] = []
+    services = build_services(Settings(store=str(workdir / "store"), jq_timeout_s=120, jq_max_output_chars=1_000_000))
+    server = build_server(services)
+    rg, jq = shutil.which("rg"), shutil.which("jq")
+    try:
+        async with Client(server, read_timeout_seconds=600) as client:
+            for kind, content in (("text", make_text(size, rng)), ("json", make_json(size, rng))):
+                path = workdir / f"{kind}-{size_label}.{'json' if kind == 'json' else 'log'}"
+                path.write_text(content)
+                handle = ""
+
+                async def offload(content: str = content) -> None:
+                    nonlocal handle
+                    r = await client.call_tool("offload", {"content": content})
+                    assert not r.is_error, r.content
+                    handle = r.structured_content["handle"]
+
+                ms = await amedian_ms(offload, max(1, min(repeat, 3)))
+                rows.append(row(f"offload {kind}", size_label, ms, note="target <500 ms at 10M"))
+
+                mid = len(content) // 2
+
+                async def read(mid: int = mid) -> None:
+                    r = await client.call_tool("read_large_output", {"handle": handle, "start": mid, "end": mid + 4095})
+                    assert len(r.structured_content["text"]) == 4096
+
+                ms = await amedian_ms(read, repeat * 4)
+                byte_mid = len(content[:mid].encode())
+                dd = median_ms(lambda b=byte_mid, p=path: run_cli(
+                    ["dd", f"if={p}", "iflag=skip_bytes,count_bytes", f"skip={b}", "count=4096", "status=none"]),
+                    repeat * 2)
+                rows.append(row(f"read 4KB mid {kind}", size_label, ms, "dd", dd, note="target <10 ms at 100M"))
+
+                async def literal() -> None:
+                    r = await client.call_tool(
+                        "search_large_output", {"pattern": NEEDLE, "handle": handle, "literal": True,
+                                                "case_sensitive": True})
+                    assert r.structured_content["total_matches"] == 1, r.content
+
+                ms = await amedian_ms(literal, repeat)
+                rg_ms = median_ms(lambda p=path: run_cli([rg, "-n", "-F", NEEDLE, str(p)]), repeat) if rg else None
+                rows.append(row(f"search literal {kind}", size_label, ms, "rg -n -F", rg_ms))
+
+                if kind == "text":
+                    async def regex() -> None:
+                        r = await client.call_tool(
+                            "search_large_output", {"pattern": REGEX, "handle": handle, "case_sensitive": True})
+                        assert r.structured_content["total_matches"] >= 1, r.content
+
+                    ms = await amedian_ms(regex, repeat)
+                    rg_ms = median_ms(lambda p=path: run_cli([rg, "-n", RG_REGEX, str(p)]), repeat) if rg else None
+                    rows.append(row("search regex text", size_label, ms, "rg -n", rg_ms))
+                else:
+                    async def query() -> None:
+                        r = await client.call_tool("query_large_output", {"handle": handle, "query": JQ_PROGRAM})
+                        assert not r.is_error, r.content
+
+                    ms = await amedian_ms(query, repeat)
+                    jq_ms = median_ms(lambda p=path: run_cli([jq, JQ_PROGRAM, str(p)]), repeat) if jq else None
+                    rows.append(row("jq query json", size_label, ms, "jq", jq_ms))
+                path.unlink()
+    finally:
+        await services.aclose()
+    return rows
+
+
+def run(args: Any) -> list[dict]:
+    rows: list[dict] = []
+    for label in [s for s in args.sizes.split(",") if s]:
+        with tempfile.TemporaryDirectory(prefix="mcp-offload-bench-") as tmp:
+            rows.extend(anyio.run(_bench, label, args.repeat, Path(tmp)))
+    return rows

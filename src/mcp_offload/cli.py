@@ -1,0 +1,132 @@
+"""Command line: flags/env → Settings, then serve over the chosen transport, or run the demo.
+
+- `mcp-offload`: serve MCP over stdio (what Claude Desktop launches)
+- `mcp-offload --transport http --token T`: a shared service, streamable HTTP at /mcp (`sse`: /sse; `both`)
+- `mcp-offload demo`: a worked example with token savings, over a real stdio subprocess
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+import anyio
+
+from mcp_offload import __version__
+from mcp_offload.errors import OffloadError
+from mcp_offload.proxy import ProxyConfig, add_proxy_flags, open_proxy, proxy_config_from_args
+from mcp_offload.settings import Settings
+
+log = logging.getLogger("mcp_offload")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mcp-offload",
+        description="MCP server that keeps large tool outputs out of the context window, losslessly.",
+    )
+    parser.add_argument("--version", action="version", version=f"mcp-offload {__version__}")
+    parser.add_argument("command", nargs="?", choices=["serve", "demo"], default="serve")
+    parser.add_argument("--store", help="store directory or redis://host:port/db (env MCP_OFFLOAD_STORE)")
+    parser.add_argument("--encoding", help="tiktoken encoding (default o200k_base; env MCP_OFFLOAD_ENCODING)")
+    parser.add_argument("--preview-tokens", type=int, help="preview budget in tokens (default 500)")
+    parser.add_argument("--read-max-tokens", type=int, help="tokens one read returns at most (default 5000)")
+    parser.add_argument("--max-output-bytes", type=int, help="largest output accepted (default 256 MiB)")
+    parser.add_argument("--jq-timeout", type=float, dest="jq_timeout_s", help="jq time limit in seconds (default 10)")
+    parser.add_argument("--log-level", default="WARNING", help="stderr log level (default WARNING)")
+    _add_transport_flags(parser)
+    add_proxy_flags(parser)
+    return parser
+
+
+def _add_transport_flags(parser: argparse.ArgumentParser) -> None:
+    """Network serving (see http_app.py); the defaults keep it on loopback with DNS-rebinding checks on."""
+    net = parser.add_argument_group("network transports")
+    net.add_argument(
+        "--transport",
+        choices=["stdio", "http", "sse", "both"],
+        default="stdio",
+        help="stdio (default), http (streamable HTTP at /mcp), sse (/sse), both (/mcp and /sse)",
+    )
+    net.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    net.add_argument("--port", type=int, default=8765, help="port to listen on (default 8765)")
+    net.add_argument(
+        "--token",
+        action="append",
+        default=[],
+        help="bearer token clients must send; repeat for several principals (env MCP_OFFLOAD_TOKEN, comma-separated)",
+    )
+    net.add_argument(
+        "--allow-open",
+        action="store_true",
+        help="allow listening beyond loopback without a token (anyone reaching it can use it)",
+    )
+    net.add_argument(
+        "--allowed-hosts",
+        default="",
+        help="extra Host header values, comma-separated (reverse proxy names); '*' turns Host/Origin checks off",
+    )
+    net.add_argument("--allowed-origins", default="", help="extra Origin values, comma-separated")
+    net.add_argument("--stateless", action="store_true", help="streamable HTTP without sessions")
+    net.add_argument("--max-body-bytes", type=int, default=32 * 1024 * 1024, help="largest request body (32 MiB)")
+    net.add_argument("--max-sessions", type=int, default=1000, help="open sessions per transport (default 1000)")
+    net.add_argument(
+        "--session-idle-timeout",
+        type=float,
+        default=1800.0,
+        help="seconds before an idle session expires (default 1800)",
+    )
+
+
+def settings_from_args(args: argparse.Namespace) -> Settings:
+    return Settings.from_env().with_overrides(
+        store=args.store,
+        encoding=args.encoding,
+        preview_tokens=args.preview_tokens,
+        read_max_tokens=args.read_max_tokens,
+        max_output_bytes=args.max_output_bytes,
+        jq_timeout_s=args.jq_timeout_s,
+    )
+
+
+async def serve_stdio(settings: Settings, proxy: ProxyConfig | None = None) -> None:
+    from mcp.server.stdio import stdio_server
+
+    from mcp_offload.server import build_server
+    from mcp_offload.services import build_services
+
+    services = build_services(settings)
+    try:
+        async with open_proxy(services, proxy) as extensions:
+            server = build_server(services, extensions=extensions)
+            async with stdio_server() as (read, write):
+                await server.run(read, write, server.create_initialization_options())
+    finally:
+        await services.aclose()
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(
+        stream=sys.stderr,  # stdout is the MCP wire on stdio
+        level=args.log_level.upper(),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        settings = settings_from_args(args)
+        if args.command == "demo":
+            from mcp_offload.demo import run_demo
+
+            sys.exit(anyio.run(run_demo, settings))
+        if args.transport != "stdio":
+            from mcp_offload.http_app import http_options_from_args, run_http
+
+            anyio.run(run_http, settings, http_options_from_args(args))
+            return
+        anyio.run(serve_stdio, settings, proxy_config_from_args(args))
+    except OffloadError as exc:  # includes a refused network configuration (http_app.RefusedConfig)
+        print(f"mcp-offload: {exc}", file=sys.stderr)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        sys.exit(130)

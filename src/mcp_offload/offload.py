@@ -1,0 +1,183 @@
+"""Where an output goes: content → (kind, tokens, index, preview) → store.
+
+The one entry point for storing, used by the `offload` tool and by the proxy for large upstream results.
+All CPU work (encoding, indexing, parsing, counting) runs in a worker thread so the server stays responsive.
+"""
+
+from __future__ import annotations
+
+import time
+import unicodedata
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+
+from mcp_offload.errors import InvalidContent, TooLarge
+from mcp_offload.index import ContentIndex
+from mcp_offload.preview import Preview, build_preview, detect_kind
+from mcp_offload.services import Services
+from mcp_offload.store.base import OutputMeta
+from mcp_offload.store.handles import new_handle
+
+RETRIEVE_HINT = (
+    "Retrieve with read_large_output (char or line ranges), search_large_output (regex), "
+    "query_large_output (jq, JSON only)."
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Offloaded:
+    """A stored output and the preview the model sees instead of it."""
+
+    meta: OutputMeta
+    preview: Preview
+
+
+def clean_name(name: str | None, max_chars: int) -> str | None:
+    """Names are labels only (never paths): drop control/format characters, trim, cap the length."""
+    if name is None:
+        return None
+    kept = "".join(ch for ch in name if unicodedata.category(ch)[0] != "C" or ch == " ")
+    kept = " ".join(kept.split())[:max_chars]
+    return kept or None
+
+
+def _encode(text: str) -> tuple[bytes, tuple[str, ...]]:
+    try:
+        return text.encode("utf-8"), ()
+    except UnicodeEncodeError:
+        data = text.encode("utf-8", "surrogatepass")
+        return data, ("content has unpaired UTF-16 surrogates; stored exactly as given (not valid UTF-8 on disk)",)
+
+
+def _prepare_text(
+    services: Services, text: str, name: str | None, source: str | None
+) -> tuple[Offloaded, ContentIndex, bytes]:
+    settings = services.settings
+    data, notes = _encode(text)
+    if len(data) > settings.max_output_bytes:
+        raise TooLarge(
+            f"content is {len(data):,} bytes, over this server's cap of {settings.max_output_bytes:,} bytes; "
+            "nothing was stored. Split it into parts and offload each."
+        )
+    index = ContentIndex.build(data)
+    kind, parsed = detect_kind(text)
+    if "\x00" in text and kind == "text":
+        notes = (*notes, "content contains NUL characters; stored exactly as given")
+    tokens, approx = services.tokens.count_large(text)
+    preview = build_preview(
+        text,
+        kind,
+        parsed=parsed,
+        budget_tokens=settings.preview_tokens,
+        count_tokens=services.tokens.count,
+        total_lines=index.lines,
+    )
+    meta = OutputMeta(
+        handle=new_handle(),
+        kind=kind,
+        size=index.size,
+        chars=index.chars,
+        lines=index.lines,
+        tokens=tokens,
+        tokens_estimated=approx or services.tokens.estimated,
+        created=time.time(),
+        name=clean_name(name, settings.max_name_chars),
+        source=source,
+        notes=notes,
+    )
+    return Offloaded(meta=meta, preview=preview), index, data
+
+
+async def offload_text(
+    services: Services, scope: str, text: str, *, name: str | None = None, source: str | None = None
+) -> Offloaded:
+    """Store `text` under `scope` and return its metadata and preview. Raises `OffloadError`s; stores nothing then."""
+    if not isinstance(text, str) or not text:
+        raise InvalidContent("content is empty; there is nothing to offload.")
+    if len(text) > services.settings.max_output_bytes:  # every char is at least one byte: fail before encoding
+        raise TooLarge(
+            f"content is over this server's cap of {services.settings.max_output_bytes:,} bytes; nothing was stored. "
+            "Split it into parts and offload each."
+        )
+    offloaded, index, data = await anyio.to_thread.run_sync(_prepare_text, services, text, name, source)
+    await services.store.put(scope, offloaded.meta, index, data)
+    return offloaded
+
+
+async def offload_blob(
+    services: Services,
+    scope: str,
+    data: bytes,
+    *,
+    mime_type: str | None,
+    name: str | None = None,
+    source: str | None = None,
+) -> Offloaded:
+    """Store binary content (an image, audio, a binary resource) as a blob: no text preview, size and type only."""
+    if not data:
+        raise InvalidContent("content is empty; there is nothing to offload.")
+    if len(data) > services.settings.max_output_bytes:
+        raise TooLarge(f"blob is {len(data):,} bytes, over this server's cap; nothing was stored.")
+    index = ContentIndex.for_blob(len(data))
+    meta = OutputMeta(
+        handle=new_handle(),
+        kind="blob",
+        size=len(data),
+        chars=0,
+        lines=0,
+        tokens=0,
+        tokens_estimated=False,
+        created=time.time(),
+        name=clean_name(name, services.settings.max_name_chars),
+        mime_type=mime_type,
+        source=source,
+    )
+    preview = Preview(
+        kind="blob",
+        text=f"binary {mime_type or 'application/octet-stream'}, {len(data):,} bytes (not shown)",
+        data={"mime_type": mime_type, "bytes": len(data)},
+        tokens=0,
+    )
+    await services.store.put(scope, meta, index, data)
+    return Offloaded(meta=meta, preview=preview)
+
+
+def describe_size(meta: OutputMeta) -> str:
+    approx = "~" if meta.tokens_estimated else ""
+    if meta.kind == "blob":
+        return f"{meta.size:,} bytes, {meta.mime_type or 'binary'}"
+    return f"{meta.size:,} bytes, {meta.chars:,} chars, {meta.lines:,} lines, {approx}{meta.tokens:,} tokens"
+
+
+def render_reference(offloaded: Offloaded) -> str:
+    """The text the model sees instead of the output."""
+    meta = offloaded.meta
+    label = f' "{meta.name}"' if meta.name else ""
+    lines = [
+        f"Stored as {meta.handle}{label} ({meta.kind}; {describe_size(meta)}).",
+        *(f"Note: {note}" for note in meta.notes),
+        offloaded.preview.text,
+        RETRIEVE_HINT,
+    ]
+    return "\n".join(line for line in lines if line)
+
+
+def reference_data(offloaded: Offloaded) -> dict[str, Any]:
+    """structuredContent for an offload result."""
+    meta = offloaded.meta
+    return {
+        "handle": meta.handle,
+        "name": meta.name,
+        "kind": meta.kind,
+        "bytes": meta.size,
+        "chars": meta.chars,
+        "lines": meta.lines,
+        "tokens": meta.tokens,
+        "tokens_estimated": meta.tokens_estimated,
+        "mime_type": meta.mime_type,
+        "notes": list(meta.notes),
+        "preview": offloaded.preview.text,
+        "shape": offloaded.preview.data,
+    }

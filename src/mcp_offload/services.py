@@ -1,0 +1,44 @@
+"""The services a server instance shares: settings, the store, the token counter, the jq runner.
+
+Built once per process by `server.py` (or by a test) and handed to the tools and the proxy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mcp_offload.retrieve.query import JqRunner
+from mcp_offload.settings import Settings
+from mcp_offload.store.base import Store
+from mcp_offload.tokens import TokenCounter
+
+
+@dataclass(slots=True)
+class Services:
+    settings: Settings
+    store: Store
+    tokens: TokenCounter
+    jq: JqRunner
+
+    async def aclose(self) -> None:
+        await self.jq.aclose()
+        await self.store.aclose()
+
+
+def build_services(settings: Settings) -> Services:
+    """Open the store, load the tokenizer (offline-safe) and prepare the jq worker pool."""
+    from mcp_offload.store import open_store
+    from mcp_offload.tokens import load_counter
+
+    return Services(
+        settings=settings,
+        store=open_store(settings.store_location()),
+        tokens=load_counter(settings.encoding),
+        jq=JqRunner(
+            workers=settings.jq_workers,
+            timeout_s=settings.jq_timeout_s,
+            max_output_chars=settings.jq_max_output_chars,
+            max_program_chars=settings.jq_max_program_chars,
+            memory_mb=settings.jq_memory_mb,
+        ),
+    )

@@ -1,0 +1,76 @@
+"""Every knob in one frozen dataclass, with its default and what it does.
+
+`Settings.from_env()` reads `MCP_OFFLOAD_*` environment variables; the CLI overrides them with flags.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+
+import platformdirs
+
+
+def default_store_dir() -> Path:
+    return Path(platformdirs.user_data_dir("mcp-offload", appauthor=False)) / "store"
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    # where outputs live: a directory (filesystem backend) or redis://host:port/db
+    store: str = ""
+    # tokens: tiktoken encoding name
+    encoding: str = "o200k_base"
+    # offload: content larger than this (bytes) is refused
+    max_output_bytes: int = 256 * 1024 * 1024
+    # preview budget, in tokens
+    preview_tokens: int = 500
+    # one read returns at most this many tokens
+    read_max_tokens: int = 5000
+    # search: defaults and hard caps
+    search_max_results: int = 50
+    search_max_results_cap: int = 500
+    search_max_context_lines: int = 10
+    search_line_chars: int = 300
+    search_max_pattern_chars: int = 4096
+    search_time_budget_s: float = 10.0
+    # jq: per-query time limit, output cap, program size cap, worker memory cap
+    jq_timeout_s: float = 10.0
+    jq_max_output_chars: int = 100_000
+    jq_max_program_chars: int = 10_000
+    jq_memory_mb: int = 2048
+    jq_workers: int = 2
+    # names given to outputs
+    max_name_chars: int = 200
+
+    def store_location(self) -> str:
+        return self.store or str(default_store_dir())
+
+    @classmethod
+    def from_env(cls, environ: dict[str, str] | None = None) -> Settings:
+        env = os.environ if environ is None else environ
+        values: dict[str, object] = {}
+        for f in fields(cls):
+            raw = env.get(f"MCP_OFFLOAD_{f.name.upper()}")
+            if raw is None:
+                continue
+            values[f.name] = _coerce(f.type, raw, f.name)
+        return cls(**values)  # type: ignore[arg-type]
+
+    def with_overrides(self, **changes: object) -> Settings:
+        return replace(self, **{k: v for k, v in changes.items() if v is not None})
+
+
+def _coerce(annotation: object, raw: str, name: str) -> object:
+    kind = str(annotation)
+    try:
+        if kind == "int":
+            return int(raw)
+        if kind == "float":
+            return float(raw)
+        if kind == "bool":
+            return raw.strip().lower() in {"1", "true", "yes", "on"}
+    except ValueError as exc:
+        raise SystemExit(f"mcp-offload: MCP_OFFLOAD_{name.upper()}={raw!r} is not a valid {kind}") from exc
+    return raw

@@ -1,0 +1,32 @@
+"""Output stores: the `Store` protocol and its backends. `open_store` picks one from a location string."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from mcp_offload.store.base import OutputMeta, Store, StoredOutput
+from mcp_offload.store.lifecycle import StoreLimits, SweepReport
+
+__all__ = ["OutputMeta", "Store", "StoreLimits", "StoredOutput", "SweepReport", "open_store"]
+
+REDIS_SCHEMES = ("redis://", "rediss://", "valkey://", "valkeys://", "unix://")
+
+
+def open_store(
+    location: str, *, limits: StoreLimits | None = None, clock: Callable[[], float] | None = None, **options: Any
+) -> Store:
+    """`redis://…`/`rediss://…`/`valkey://…` → Redis backend; anything else is a filesystem directory.
+
+    `limits` bounds the store (TTL, quotas; `StoreLimits.from_settings(settings)`); `clock` is for tests.
+    """
+    extra: dict[str, Any] = dict(options)
+    if clock is not None:
+        extra["clock"] = clock
+    if location.startswith(REDIS_SCHEMES):
+        from mcp_offload.store.redis import RedisStore
+
+        return RedisStore(location, limits=limits, **extra)
+    from mcp_offload.store.fs import FilesystemStore
+
+    return FilesystemStore(location, limits=limits, **extra)

@@ -1,0 +1,42 @@
+"""Shared fixtures: settings on a temporary store, the services, and an in-memory server."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from mcp_offload.server import OffloadServer, build_server
+from mcp_offload.services import Services, build_services
+from mcp_offload.settings import Settings
+
+ERAS = ["auto", "legacy"]  # 2026-07-28 per-request envelope, and the 2025-11-25 handshake
+
+
+@pytest.fixture
+def store_dir(tmp_path: Path) -> Path:
+    return tmp_path / "store"
+
+
+@pytest.fixture
+def settings(store_dir: Path) -> Settings:
+    return Settings(store=str(store_dir), jq_timeout_s=3.0, jq_workers=1)
+
+
+@pytest.fixture
+async def services(settings: Settings) -> AsyncIterator[Services]:
+    services = build_services(settings)
+    try:
+        yield services
+    finally:
+        await services.aclose()
+
+
+@pytest.fixture
+def server(services: Services) -> OffloadServer:
+    return build_server(services)
+
+
+def text_of(result: object) -> str:
+    return "".join(getattr(block, "text", "") for block in result.content)  # type: ignore[attr-defined]
