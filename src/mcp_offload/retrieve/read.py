@@ -10,8 +10,8 @@ from mcp_offload.store.base import StoredOutput
 from mcp_offload.tokens import TokenCounter
 
 # Fetch at most this many bytes per allowed token before cutting by tokens: no real tokenizer packs more
-# than this into one token on text, and the cap keeps a huge request from pulling megabytes into memory.
-BYTES_PER_TOKEN_CEILING = 64
+# than this (o200k tops out at 128 bytes) into one token, and the cap keeps a huge request from pulling megabytes into memory.
+BYTES_PER_TOKEN_CEILING = 128
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,9 +88,7 @@ def read_range(
         if complete:
             text = text[:complete]
             got = text.count("\n")
-            return ReadResult(
-                text, unit, first, first + got - 1, total, counter.count(text), True, first + got, note
-            )
+            return ReadResult(text, unit, first, first + got - 1, total, counter.count(text), True, first + got, note)
         # A single line longer than the cap: hand back its start and continue by characters.
         char0 = index.char_of_byte(data, b0) + 1
         tokens = counter.count(text)
