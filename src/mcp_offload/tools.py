@@ -244,9 +244,7 @@ async def read_tool(call: ToolCall, args: ReadArgs) -> ToolReply:
         tail.append(f"[{result.note}]")
     if result.next_start is not None:
         key = "start_line" if result.mode == "lines" else "start"
-        tail.append(
-            f"[cut at the {_n(settings.read_max_tokens)}-token cap: continue with {key}={result.next_start}]"
-        )
+        tail.append(f"[cut at the {_n(settings.read_max_tokens)}-token cap: continue with {key}={result.next_start}]")
     text = "\n".join([head, result.text, *tail]) if tail else f"{head}\n{result.text}"
     structured = ReadOutput(
         handle=handle,
@@ -313,7 +311,9 @@ async def search_tool(call: ToolCall, args: SearchArgs) -> ToolReply:
             except (UnknownHandle, ExpiredHandle):
                 if args.handle is not None:
                     raise
-        result = await anyio.to_thread.run_sync(lambda: search_outputs(outputs, compiled, options))
+        result = await anyio.to_thread.run_sync(
+            lambda: search_outputs(outputs, compiled, options, max_results_cap=settings.search_max_results_cap)
+        )
     structured = SearchOutput(
         pattern=args.pattern,
         matches=[
@@ -419,8 +419,9 @@ TOOLS: tuple[ToolSpec, ...] = (
         name="search_large_output",
         title="Search stored outputs",
         description=(
-            "Find lines matching a regular expression (RE2 syntax: no backreferences or lookarounds) or plain text "
-            "(literal=true) in one stored output, or in all of this session's outputs when handle is omitted. "
+            "Find lines matching a regular expression (RE2 syntax: no backreferences or lookarounds; \\w \\d \\b are "
+            "ASCII-only, use \\pL for letters) or plain text (literal=true) in one stored output, or in all of "
+            "this session's outputs when handle is omitted. "
             "Returns line numbers and character positions you can pass to read_large_output.\n"
             'Example: search_large_output(pattern="timeout|refused", handle="out_…", context_lines=2) → '
             '"out_…:4812 [chars 301220–301226]: … connection refused …".'
