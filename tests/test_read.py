@@ -19,8 +19,16 @@ ALPHABET = st.sampled_from(list("ab \n\r\té€😀\u0301\ud800x\n"))
 def stored(text: str) -> StoredOutput:
     data = text.encode("utf-8", "surrogatepass")
     index = ContentIndex.build(data)
-    meta = OutputMeta(handle="out_" + "a" * 26, kind="text", size=len(data), chars=index.chars, lines=index.lines,
-                      tokens=0, tokens_estimated=False, created=0.0)
+    meta = OutputMeta(
+        handle="out_" + "a" * 26,
+        kind="text",
+        size=len(data),
+        chars=index.chars,
+        lines=index.lines,
+        tokens=0,
+        tokens_estimated=False,
+        created=0.0,
+    )
     return StoredOutput(meta=meta, index=index, data=data)
 
 
@@ -85,7 +93,10 @@ def test_large_output_spanning_many_blocks() -> None:
         r = read_range(out, start_line=n, end_line=n, max_tokens=1000, counter=COUNTER)
         assert r.text == lines[n - 1]
     mid = len(text) // 2
-    assert read_range(out, start=mid, end=mid + 4095, max_tokens=10_000, counter=COUNTER).text == text[mid - 1 : mid + 4095]
+    assert (
+        read_range(out, start=mid, end=mid + 4095, max_tokens=10_000, counter=COUNTER).text
+        == text[mid - 1 : mid + 4095]
+    )
 
 
 def test_end_past_total_is_clamped_with_a_note() -> None:
@@ -96,8 +107,15 @@ def test_end_past_total_is_clamped_with_a_note() -> None:
 
 @pytest.mark.parametrize(
     "kwargs",
-    [dict(start=0), dict(start=9), dict(start=3, end=2), dict(start_line=3), dict(start=1, end_line=1),
-     dict(start_line=2, end_line=1), dict(start_line=-1)],
+    [
+        dict(start=0),
+        dict(start=9),
+        dict(start=3, end=2),
+        dict(start_line=3),
+        dict(start=1, end_line=1),
+        dict(start_line=2, end_line=1),
+        dict(start_line=-1),
+    ],
 )
 def test_bad_ranges(kwargs: dict) -> None:
     with pytest.raises(RangeError):

@@ -66,8 +66,9 @@ def test_generated_handles_are_valid_and_unique() -> None:
 
 
 def _meta(handle: str, size: int) -> OutputMeta:
-    return OutputMeta(handle=handle, kind="text", size=size, chars=size, lines=1, tokens=1,
-                      tokens_estimated=False, created=1.0)
+    return OutputMeta(
+        handle=handle, kind="text", size=size, chars=size, lines=1, tokens=1, tokens_estimated=False, created=1.0
+    )
 
 
 async def _put(store: FilesystemStore, scope: str, data: bytes) -> str:

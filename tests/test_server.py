@@ -7,10 +7,9 @@ import json
 import pytest
 from mcp import Client, MCPError
 
+from conftest import ERAS, text_of
 from mcp_offload.server import build_server
 from mcp_offload.services import Services
-
-from conftest import ERAS, text_of
 
 pytestmark = pytest.mark.parametrize("mode", ERAS)
 
@@ -32,16 +31,31 @@ LOG = "".join(f"line {i} INFO all good\n" for i in range(1, 5001)).replace(
 async def test_catalog(server, mode: str) -> None:
     async with Client(server, mode=mode) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
-        assert set(tools) == {"offload", "read_large_output", "search_large_output", "query_large_output", "list_outputs"}
+        assert set(tools) == {
+            "offload",
+            "read_large_output",
+            "search_large_output",
+            "query_large_output",
+            "list_outputs",
+        }
         for name in ("read_large_output", "search_large_output", "query_large_output", "list_outputs"):
             assert tools[name].annotations.read_only_hint is True
             assert tools[name].output_schema is not None
         assert tools["offload"].annotations.read_only_hint is False
         assert tools["read_large_output"].input_schema["properties"].keys() == {
-            "handle", "start", "end", "start_line", "end_line"
+            "handle",
+            "start",
+            "end",
+            "start_line",
+            "end_line",
         }
         assert tools["search_large_output"].input_schema["properties"].keys() == {
-            "pattern", "handle", "case_sensitive", "literal", "max_results", "context_lines"
+            "pattern",
+            "handle",
+            "case_sensitive",
+            "literal",
+            "max_results",
+            "context_lines",
         }
         assert tools["query_large_output"].input_schema["required"] == ["handle", "query"]
         assert "Example" in tools["offload"].description
@@ -75,7 +89,9 @@ async def test_offload_then_retrieve(server, mode: str) -> None:
         r = await client.call_tool("read_large_output", {"handle": api, "start": 10, "end": 60})
         assert r.structured_content["text"] == API[9:60]
 
-        r = await client.call_tool("query_large_output", {"handle": api, "query": "[.items[] | select(.state == \"closed\")] | length"})
+        r = await client.call_tool(
+            "query_large_output", {"handle": api, "query": '[.items[] | select(.state == "closed")] | length'}
+        )
         assert not r.is_error, text_of(r)
         assert r.structured_content["result"].strip() == "100"
 

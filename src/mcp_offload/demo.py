@@ -32,12 +32,14 @@ def make_api_response(rng: random.Random, count: int = 600) -> str:
         items.append(
             {
                 "number": number,
-                "title": f"Issue {number}: " + " ".join(rng.choice(["fix", "crash", "slow", "add", "docs"]) for _ in range(5)),
+                "title": f"Issue {number}: "
+                + " ".join(rng.choice(["fix", "crash", "slow", "add", "docs"]) for _ in range(5)),
                 "state": rng.choice(states),
                 "labels": rng.sample(labels, rng.randint(0, 3)),
                 "user": {"login": f"user{rng.randint(1, 90)}", "id": rng.randint(1000, 99999)},
                 "comments": rng.randint(0, 40),
-                "body": "Steps to reproduce: " + " ".join(rng.choice(["click", "open", "save", "retry"]) for _ in range(30)),
+                "body": "Steps to reproduce: "
+                + " ".join(rng.choice(["click", "open", "save", "retry"]) for _ in range(30)),
             }
         )
     items[PLANTED_ISSUE - 4000]["labels"] = ["security", "release-blocker"]
@@ -50,8 +52,10 @@ def make_log(rng: random.Random, lines: int = 20_000) -> str:
     out = []
     for i in range(lines):
         level = rng.choices(["INFO", "DEBUG", "WARN"], [70, 25, 5])[0]
-        out.append(f"2026-11-21T10:{i // 600 % 60:02d}:{i % 60:02d}.{i % 1000:03d}Z {level} {rng.choice(services)}: "
-                   f"request {rng.randint(10**5, 10**6)} handled in {rng.randint(1, 900)} ms")
+        out.append(
+            f"2026-11-21T10:{i // 600 % 60:02d}:{i % 60:02d}.{i % 1000:03d}Z {level} {rng.choice(services)}: "
+            f"request {rng.randint(10**5, 10**6)} handled in {rng.randint(1, 900)} ms"
+        )
     out[13_377] = "2026-11-21T10:22:17.377Z " + PLANTED_LOG
     return "\n".join(out) + "\n"
 

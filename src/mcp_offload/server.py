@@ -242,7 +242,9 @@ def build_server(
             prompts.extend(await ext.list_prompts())
         return types.ListPromptsResult(prompts=prompts)
 
-    async def get_prompt(ctx: ServerRequestContext[RunState], params: types.GetPromptRequestParams) -> types.GetPromptResult:
+    async def get_prompt(
+        ctx: ServerRequestContext[RunState], params: types.GetPromptRequestParams
+    ) -> types.GetPromptResult:
         for ext in extensions:
             result = await ext.get_prompt(ctx, params.name, params.arguments)
             if result is not None:
