@@ -28,11 +28,12 @@ class Services:
 def build_services(settings: Settings) -> Services:
     """Open the store, load the tokenizer (offline-safe) and prepare the jq worker pool."""
     from mcp_offload.store import open_store
+    from mcp_offload.store.lifecycle import StoreLimits
     from mcp_offload.tokens import load_counter
 
     return Services(
         settings=settings,
-        store=open_store(settings.store_location()),
+        store=open_store(settings.store_location(), limits=StoreLimits.from_settings(settings)),
         tokens=load_counter(settings.encoding),
         jq=JqRunner(
             workers=settings.jq_workers,

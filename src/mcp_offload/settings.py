@@ -41,6 +41,13 @@ class Settings:
     jq_max_program_chars: int = 10_000
     jq_memory_mb: int = 2048
     jq_workers: int = 2
+    # store lifecycle (see store/lifecycle.py): time to live, per-session and global quotas, sweep period
+    store_ttl_s: float = 3 * 24 * 3600.0
+    store_session_max_bytes: int = 1024**3
+    store_session_max_outputs: int = 1000
+    store_max_bytes: int = 4 * 1024**3
+    store_max_outputs: int = 10_000
+    store_sweep_interval_s: float = 600.0
     # names given to outputs
     max_name_chars: int = 200
 

@@ -562,7 +562,7 @@ def _checked(options: SearchOptions, max_results_cap: int) -> SearchOptions:
 
 
 def _searchable(output: StoredOutput) -> Buffer:
-    data = output.data
+    data = output.contiguous()  # bytes / mmap as they are; a lazy Redis view is fetched once (we run in a thread)
     return data if hasattr(data, "find") else bytes(data)  # a memoryview has no find/rfind: one copy
 
 
