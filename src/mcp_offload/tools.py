@@ -19,7 +19,7 @@ import anyio
 import mcp.types as types
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from mcp_offload.errors import ExpiredHandle, InvalidContent, OffloadError, SearchError, UnknownHandle
+from mcp_offload.errors import ExpiredHandle, OffloadError, SearchError, UnknownHandle
 from mcp_offload.offload import describe_size, offload_text, reference_data, render_reference
 from mcp_offload.retrieve.read import read_range
 from mcp_offload.retrieve.search import SearchOptions, SearchResult, compile_pattern, search_outputs
@@ -358,7 +358,7 @@ async def query_tool(call: ToolCall, args: QueryArgs) -> ToolReply:
 
 async def list_tool(call: ToolCall, args: NoArgs) -> ToolReply:
     if not call.enumerable:
-        raise InvalidContent("list_outputs is unavailable: " + NOT_ENUMERABLE)
+        raise OffloadError("list_outputs is unavailable: " + NOT_ENUMERABLE)
     metas = await call.services.store.list(call.scope)
     infos = [
         OutputInfo(
