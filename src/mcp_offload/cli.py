@@ -35,6 +35,12 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--max-output-bytes", type=int, help="largest output accepted (default 256 MiB)")
     parser.add_argument("--jq-timeout", type=float, dest="jq_timeout_s", help="jq time limit in seconds (default 10)")
     parser.add_argument("--log-level", default="WARNING", help="stderr log level (default WARNING)")
+    store = parser.add_argument_group("store lifecycle")
+    store.add_argument("--store-ttl", type=float, dest="store_ttl_s", help="seconds an output lives (default 3 days)")
+    store.add_argument("--store-session-max-bytes", type=int, help="bytes one session may store (default 1 GiB)")
+    store.add_argument("--store-session-max-outputs", type=int, help="outputs one session may store (default 1000)")
+    store.add_argument("--store-max-bytes", type=int, help="bytes the whole store may hold (default 4 GiB)")
+    store.add_argument("--store-max-outputs", type=int, help="outputs the whole store may hold (default 10000)")
     _add_transport_flags(parser)
     add_proxy_flags(parser)
     return parser
@@ -87,6 +93,11 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         read_max_tokens=args.read_max_tokens,
         max_output_bytes=args.max_output_bytes,
         jq_timeout_s=args.jq_timeout_s,
+        store_ttl_s=args.store_ttl_s,
+        store_session_max_bytes=args.store_session_max_bytes,
+        store_session_max_outputs=args.store_session_max_outputs,
+        store_max_bytes=args.store_max_bytes,
+        store_max_outputs=args.store_max_outputs,
     )
 
 
@@ -119,12 +130,13 @@ def main(argv: list[str] | None = None) -> None:
             from mcp_offload.demo import run_demo
 
             sys.exit(anyio.run(run_demo, settings))
+        proxy = proxy_config_from_args(args)  # read first: a bad config file fails before anything starts
         if args.transport != "stdio":
             from mcp_offload.http_app import http_options_from_args, run_http
 
-            anyio.run(run_http, settings, http_options_from_args(args))
+            anyio.run(run_http, settings, http_options_from_args(args), proxy)
             return
-        anyio.run(serve_stdio, settings, proxy_config_from_args(args))
+        anyio.run(serve_stdio, settings, proxy)
     except OffloadError as exc:  # includes a refused network configuration (http_app.RefusedConfig)
         print(f"mcp-offload: {exc}", file=sys.stderr)
         sys.exit(2)

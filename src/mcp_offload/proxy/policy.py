@@ -1,0 +1,285 @@
+"""The offload decision for an upstream tool result: pass it through unchanged, or store it and reply with a reference.
+
+What counts is what the client would receive: the text blocks, embedded text resources, and structuredContent —
+except a structuredContent that repeats the content, which is counted and stored once. Servers repeat it in a
+few shapes, all recognised: the text is the structure's JSON (`JSON.stringify(x)` + `x`), the structure wraps
+the text (`{"content": text}`), wraps the text's JSON (`{"entities": x}`), or wraps the content blocks
+themselves (`{"content": [block]}`). Images, audio and embedded binary resources count as their base64 size / 4
+(about one token per three bytes: clients charge differently for media, so size is the client-independent
+measure). Counting stops once the threshold is passed (`count_upto`), so a small result costs microseconds and a
+5 MB one no more than tokenizing the threshold's worth.
+
+Under the threshold the result goes back as received (only the upstream's `_meta` is dropped, as a proxy must).
+Over it, the parts are stored: the text blocks together as one output (JSON stays queryable with jq), each
+embedded resource, binary and non-repeating structuredContent as its own. Parts small enough to be worth keeping
+(a caption such as "Here's the image you requested:") stay inline, up to `INLINE_TOKENS` in all. The client gets
+one text block with each handle, size and preview, a `resource_link` per stored output, and the inline parts.
+Error results are never touched.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+import mcp.types as types
+import orjson
+
+from mcp_offload.errors import OffloadError
+from mcp_offload.offload import Offloaded, describe_size, offload_blob, offload_text, render_reference
+from mcp_offload.proxy.fallback import inline_fallback
+from mcp_offload.server import RESOURCE_PREFIX
+from mcp_offload.services import Services
+from mcp_offload.tokens import TokenCounter
+
+log = logging.getLogger(__name__)
+
+BASE64_CHARS_PER_TOKEN = 4
+INLINE_TOKENS = 200  # at most this much of an offloaded result stays inline (never more than a quarter of the limit)
+ARGS_IN_NAME_CHARS = 100
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """How an upstream result was handled, for the savings stats."""
+
+    offloaded: bool
+    tokens_original: int = 0  # full size of what was stored (0 when passed through)
+    tokens_estimated: bool = False
+    tokens_reply: int = 0  # what the model got instead
+    handles: tuple[str, ...] = ()
+
+
+PASSED = Decision(offloaded=False)
+
+
+@dataclass(slots=True)
+class _Part:
+    """One storable piece of a result: text (kind text/resource/structured) or base64 (image/audio/blob)."""
+
+    kind: str  # "text" | "resource" | "structured" | "image" | "audio" | "blob"
+    body: str
+    label: str
+    mime: str | None = None
+    blocks: list[types.ContentBlock] = field(default_factory=list)  # the original blocks, to keep inline
+
+    @property
+    def binary(self) -> bool:
+        return self.kind in ("image", "audio", "blob")
+
+    def tokens_upto(self, counter: TokenCounter, limit: int) -> int:
+        if self.binary:
+            return len(self.body) // BASE64_CHARS_PER_TOKEN
+        return counter.count_upto(self.body, limit) if self.body else 0
+
+
+def split_result(result: types.CallToolResult) -> list[_Part]:
+    """The storable parts, in order: the text blocks (as one), resources and binaries, then structuredContent."""
+    texts: list[types.TextContent] = []
+    others: list[_Part] = []
+    for block in result.content:
+        match block:
+            case types.TextContent():
+                texts.append(block)
+            case types.ImageContent(data=data, mime_type=mime):
+                others.append(_Part("image", data, "image", mime, [block]))
+            case types.AudioContent(data=data, mime_type=mime):
+                others.append(_Part("audio", data, "audio", mime, [block]))
+            case types.EmbeddedResource(resource=types.TextResourceContents(uri=uri, text=text, mime_type=mime)):
+                others.append(_Part("resource", text, f"embedded resource {uri}", mime, [block]))
+            case types.EmbeddedResource(resource=types.BlobResourceContents(uri=uri, blob=blob, mime_type=mime)):
+                others.append(_Part("blob", blob, f"embedded resource {uri}", mime, [block]))
+            case _:
+                pass  # resource links (already references) and unknown blocks stay as they are
+    parts: list[_Part] = []
+    if texts:
+        parts.append(_Part("text", "\n".join(b.text for b in texts), "text", None, list(texts)))
+    parts += others
+    structured = result.structured_content
+    if structured is not None and not repeats_content(structured, result.content, [b.text for b in texts]):
+        parts.append(_Part("structured", orjson.dumps(structured).decode(), "structuredContent", "application/json"))
+    return parts
+
+
+def repeats_content(structured: Any, content: list[types.ContentBlock], texts: list[str]) -> bool:
+    """Whether structuredContent carries nothing the content blocks do not (see the module docstring)."""
+    candidates = [structured]
+    if isinstance(structured, dict) and len(structured) == 1:
+        candidates.append(next(iter(structured.values())))
+    parsed: list[Any] | None = None
+    for value in candidates:
+        if isinstance(value, str):
+            if value in texts or value == "\n".join(texts):
+                return True
+            continue
+        if not isinstance(value, dict | list):
+            continue
+        if parsed is None:
+            parsed = [_json_or_none(text) for text in texts]
+        if any(p is not None and p == value for p in parsed):
+            return True
+        if isinstance(value, list) and len(value) == len(content):
+            dumped = [b.model_dump(mode="json", by_alias=True, exclude_none=True) for b in content]
+            if dumped == value:
+                return True
+    return False
+
+
+def _json_or_none(text: str) -> Any:
+    if text.lstrip()[:1] not in ("{", "["):
+        return None
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None
+
+
+def measure(parts: list[_Part], counter: TokenCounter, limit: int) -> int:
+    """Tokens of all parts, exact up to `limit`; some value > `limit` once over it."""
+    total = 0
+    for part in sorted(parts, key=lambda p: not p.binary):  # binaries cost nothing to measure: first
+        total += part.tokens_upto(counter, limit - total)
+        if total > limit:
+            break
+    return total
+
+
+class OffloadPolicy:
+    """Decides, per result, between passing through and offloading; stores with the core `offload` functions."""
+
+    def __init__(self, services: Services) -> None:
+        self.services = services
+
+    async def apply(
+        self,
+        result: types.CallToolResult,
+        *,
+        scope: str,
+        server: str,
+        tool: str,
+        public_name: str,
+        arguments: dict[str, Any] | None,
+        threshold: int,
+        always: bool = False,
+    ) -> tuple[types.CallToolResult, Decision]:
+        result.meta = None
+        if result.is_error:
+            return result, PASSED
+        parts = split_result(result)
+        if not any(part.body for part in parts):
+            return result, PASSED
+        if not always and measure(parts, self.services.tokens, threshold) <= threshold:
+            return result, PASSED
+        try:
+            source = f"proxy:{server}/{tool}"
+            inline_budget = 0 if always else min(INLINE_TOKENS, threshold // 4)
+            return await self._offload(result, parts, scope, source, public_name, arguments, threshold, inline_budget)
+        except OffloadError as exc:  # store full / unavailable / over the size cap: never lose the result
+            log.warning("could not offload the result of %s: %s", public_name, exc)
+            return inline_fallback(result, str(exc).rstrip("."), public_name), PASSED
+
+    async def _offload(
+        self,
+        result: types.CallToolResult,
+        parts: list[_Part],
+        scope: str,
+        source: str,
+        public_name: str,
+        arguments: dict[str, Any] | None,
+        threshold: int,
+        budget: int,
+    ) -> tuple[types.CallToolResult, Decision]:
+        services = self.services
+        label = _label(public_name, arguments)
+        inline: list[_Part] = []
+        stored: list[tuple[_Part, Offloaded]] = []
+        tokens_original = 0
+        for part in parts:
+            if not part.body:
+                continue
+            cost = part.tokens_upto(services.tokens, budget)
+            if cost <= budget:
+                budget -= cost
+                inline.append(part)
+                continue
+            name = label if part.kind == "text" else f"{label} {part.label}"
+            raw = _decode_base64(part.body) if part.binary else None
+            if raw is not None:
+                offloaded = await offload_blob(services, scope, raw, mime_type=part.mime, name=name, source=source)
+                tokens_original += len(part.body) // BASE64_CHARS_PER_TOKEN
+            else:  # text, or "binary" that is not base64 after all: kept as the text it is
+                offloaded = await offload_text(services, scope, part.body, name=name, source=source)
+                tokens_original += offloaded.meta.tokens
+            stored.append((part, offloaded))
+        reply = _render(public_name, threshold, stored)
+        content: list[types.ContentBlock] = [types.TextContent(type="text", text=reply)]
+        for part in inline:
+            content += part.blocks
+        content += [_link(offloaded, part.label) for part, offloaded in stored]
+        content += [block for block in result.content if isinstance(block, types.ResourceLink)]
+        structured = next((result.structured_content for part in inline if part.kind == "structured"), None)
+        decision = Decision(
+            offloaded=True,
+            tokens_original=tokens_original,
+            tokens_estimated=any(o.meta.tokens_estimated for _, o in stored),
+            tokens_reply=services.tokens.count(reply),
+            handles=tuple(o.meta.handle for _, o in stored),
+        )
+        return types.CallToolResult(content=content, structured_content=structured), decision
+
+
+def _label(public_name: str, arguments: dict[str, Any] | None) -> str:
+    if not arguments:
+        return public_name
+    args = json.dumps(arguments, ensure_ascii=False, separators=(",", ":"), default=str)
+    if len(args) > ARGS_IN_NAME_CHARS:
+        args = args[: ARGS_IN_NAME_CHARS - 1] + "…"
+    return f"{public_name} {args}"
+
+
+def _decode_base64(data: str) -> bytes | None:
+    try:
+        return base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+
+
+def _render(public_name: str, threshold: int, stored: list[tuple[_Part, Offloaded]]) -> str:
+    total = sum(o.meta.size for _, o in stored)
+    head = (
+        f"[mcp-offload] The result of {public_name} ({total:,} bytes) is over this proxy's {threshold:,}-token "
+        "limit, so it was stored instead of shown."
+    )
+    if len(stored) == 1:
+        part, offloaded = stored[0]
+        what = "" if part.kind == "text" else f" ({part.label})"
+        return f"{head}{what}\n{_reference(offloaded)}"
+    lines = [f"{head} Stored parts:"]
+    lines += [f"{i}. {part.label}: {_reference(o)}" for i, (part, o) in enumerate(stored, 1)]
+    return "\n".join(lines)
+
+
+def _reference(offloaded: Offloaded) -> str:
+    meta = offloaded.meta
+    if meta.kind == "blob":
+        return (
+            f"Stored as {meta.handle} (binary; {describe_size(meta)}). It is not text: read it whole as the resource "
+            f"{RESOURCE_PREFIX}{meta.handle}."
+        )
+    return render_reference(offloaded)
+
+
+def _link(offloaded: Offloaded, what: str) -> types.ResourceLink:
+    meta = offloaded.meta
+    return types.ResourceLink(
+        type="resource_link",
+        uri=RESOURCE_PREFIX + meta.handle,
+        name=meta.handle,
+        description=f"Stored {what} ({describe_size(meta)})",
+        mime_type=meta.mime_type or {"json": "application/json"}.get(meta.kind, "text/plain"),
+        size=meta.size,
+    )

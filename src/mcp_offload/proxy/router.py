@@ -1,0 +1,394 @@
+"""The proxy as a server `Extension`: upstream catalogs under namespaced names, calls forwarded through the
+offload policy, resources/templates/prompts forwarded, progress relayed, catalog changes pushed to clients.
+
+Names. An upstream tool `t` of server `s` is listed as `s__t` (the prefix is the server name unless the config
+sets one; "" means no prefix). Tool and prompt names keep to `[A-Za-z0-9_.-]` and 128 characters: a name that
+had to be changed or cut, or that another server (or one of our own tools) already took, gets a short hash of
+its origin appended, so every name is unique and stays the same from one listing to the next. Description,
+input schema and annotations are the upstream's, unchanged. The output schema is dropped from tools whose
+results may be offloaded: an offloaded result carries a reference instead of the promised structure, and a
+validating client (the SDK's does) would reject it. Tools the config marks `never` keep their schema.
+
+Resources keep their URIs (tool results refer to them, and a URI means the same thing everywhere); their names
+get the prefix. A read is routed by exact URI, then by the templates, then tried on each upstream in turn.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import mcp.types as types
+from mcp.server import ServerRequestContext
+from mcp.shared.exceptions import MCPError
+
+from mcp_offload.proxy.config import ProxyConfig
+from mcp_offload.proxy.policy import PASSED, OffloadPolicy
+from mcp_offload.proxy.stats import RETRIEVAL_TOOLS, SavingsStats
+from mcp_offload.proxy.upstream import Catalog, Upstream, UpstreamUnavailable
+from mcp_offload.services import Services
+from mcp_offload.tools import TOOLS_BY_NAME, ToolCall, error_result
+
+if TYPE_CHECKING:
+    from mcp_offload.proxy.discovery import LazyTools
+    from mcp_offload.server import ChangeNotifier
+
+log = logging.getLogger(__name__)
+
+SEPARATOR = "__"
+MAX_NAME = 128
+STATUS_TOOL = "proxy_status"
+_INVALID = re.compile(r"[^A-Za-z0-9_.-]")
+_HASH_CHARS = 8
+
+STATUS_TOOL_DEF = types.Tool(
+    name=STATUS_TOOL,
+    title="Proxied servers and savings",
+    description=(
+        "Show the MCP servers this proxy forwards to (state, tool count, last error) and this session's token "
+        "savings: tokens kept out of the context by offloading, minus tokens pulled back with read/search/query."
+    ),
+    input_schema={"type": "object", "properties": {}, "additionalProperties": False},
+    annotations=types.ToolAnnotations(
+        read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+    ),
+)
+
+
+def clean_prefix(prefix: str) -> str:
+    return _INVALID.sub("_", prefix)[:64]
+
+
+def _hashed(base: str, origin: str) -> str:
+    digest = hashlib.sha256(origin.encode("utf-8", "surrogatepass")).hexdigest()[:_HASH_CHARS]
+    return f"{base[: MAX_NAME - _HASH_CHARS - 1]}_{digest}"
+
+
+def public_name(prefix: str, name: str, taken: set[str], origin: str) -> str:
+    """A valid, unique, stable public name for upstream `name` (see the module docstring)."""
+    raw = f"{prefix}{SEPARATOR}{name}" if prefix else name
+    clean = _INVALID.sub("_", raw)
+    if clean != raw or len(clean) > MAX_NAME or clean in taken:
+        clean = _hashed(clean, origin)
+    return clean
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    upstream: Upstream
+    name: str  # the upstream's own name
+    public: str
+    tool: types.Tool | None = None
+
+
+@dataclass(slots=True)
+class NameTable:
+    """Everything the proxy lists, and where each name or URI goes. Rebuilt when a catalog changes."""
+
+    tools: dict[str, Route] = field(default_factory=dict)
+    listed: list[types.Tool] = field(default_factory=list)
+    prompts: dict[str, Route] = field(default_factory=dict)
+    listed_prompts: list[types.Prompt] = field(default_factory=list)
+    resources: list[types.Resource] = field(default_factory=list)
+    templates: list[types.ResourceTemplate] = field(default_factory=list)
+    uri_owner: dict[str, Upstream] = field(default_factory=dict)
+    template_owners: list[tuple[re.Pattern[str], Upstream]] = field(default_factory=list)
+
+
+def build_table(upstreams: Sequence[Upstream], reserved: set[str]) -> NameTable:
+    table = NameTable()
+    taken = set(reserved)
+    taken_prompts: set[str] = set()
+    for upstream in upstreams:
+        spec, catalog = upstream.spec, upstream.catalog
+        prefix = clean_prefix(spec.prefix)
+        for tool in catalog.tools:
+            name = public_name(prefix, tool.name, taken, f"{spec.name}\0{tool.name}")
+            taken.add(name)
+            table.tools[name] = Route(upstream, tool.name, name, tool)
+            table.listed.append(_public_tool(tool, name, keep_output_schema=tool.name in spec.options.never))
+        for prompt in catalog.prompts:
+            name = public_name(prefix, prompt.name, taken_prompts, f"{spec.name}\0{prompt.name}")
+            taken_prompts.add(name)
+            table.prompts[name] = Route(upstream, prompt.name, name)
+            table.listed_prompts.append(prompt.model_copy(update={"name": name}))
+        for resource in catalog.resources:
+            table.resources.append(resource.model_copy(update={"name": _prefixed(prefix, resource.name)}))
+            table.uri_owner.setdefault(str(resource.uri), upstream)
+        for template in catalog.templates:
+            table.templates.append(template.model_copy(update={"name": _prefixed(prefix, template.name)}))
+            table.template_owners.append((_template_regex(template.uri_template), upstream))
+    return table
+
+
+def _prefixed(prefix: str, name: str) -> str:
+    return f"{prefix}{SEPARATOR}{name}" if prefix else name
+
+
+def _public_tool(tool: types.Tool, name: str, *, keep_output_schema: bool) -> types.Tool:
+    update: dict[str, Any] = {"name": name}
+    if not keep_output_schema:
+        update["output_schema"] = None
+    return tool.model_copy(update=update)
+
+
+def _template_regex(template: str) -> re.Pattern[str]:
+    """RFC 6570 template → a regex matching its expansions ({var}: one path segment; {+var}, {#var}, …: anything)."""
+    out, pos = [], 0
+    for match in re.finditer(r"\{([^}]*)\}", template):
+        out.append(re.escape(template[pos : match.start()]))
+        expr = match.group(1)
+        out.append("[^/?#]*" if expr[:1].isalnum() or expr[:1] == "_" else ".*")
+        pos = match.end()
+    out.append(re.escape(template[pos:]))
+    return re.compile("".join(out), re.DOTALL)
+
+
+class ProxyRouter:
+    """The proxy extension. Use `async with router.running():` around serving; pass it to `build_server`."""
+
+    def __init__(self, config: ProxyConfig, services: Services, *, stats: SavingsStats | None = None) -> None:
+        self.config = config
+        self.services = services
+        self.policy = OffloadPolicy(services)
+        self.stats = stats or SavingsStats()
+        self.upstreams = [
+            Upstream(
+                spec,
+                call_timeout_s=config.call_timeout_for(spec),
+                startup_timeout_s=config.startup_timeout_for(spec),
+                on_catalog_changed=self._catalog_changed,
+            )
+            for spec in config.enabled
+        ]
+        self._notifiers: list[ChangeNotifier] = []
+        self._table = NameTable()
+        self._table_key: tuple[int, ...] | None = None
+        self.lazy: LazyTools | None = None
+        if config.lazy_tools:
+            from mcp_offload.proxy.discovery import LazyTools
+
+            self.lazy = LazyTools(self)
+        self._reserved = set(TOOLS_BY_NAME) | {STATUS_TOOL} | (self.lazy.names if self.lazy else set())
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[ProxyRouter]:
+        """Start every upstream's supervisor; on exit, stop them all (stdio children are terminated)."""
+        disabled = [spec.name for spec in self.config.upstreams if spec.options.disabled]
+        log.info(
+            "proxying %d server(s): %s%s",
+            len(self.upstreams),
+            ", ".join(f"{u.name} ({u.spec.kind})" for u in self.upstreams) or "none",
+            f"; disabled: {', '.join(disabled)}" if disabled else "",
+        )
+        async with anyio.create_task_group() as tg:
+            for upstream in self.upstreams:
+                tg.start_soon(upstream.run)
+            try:
+                yield self
+            finally:
+                tg.cancel_scope.cancel()
+
+    # -- names ------------------------------------------------------------------------------------------------
+    def table(self) -> NameTable:
+        key = tuple(u.catalog_version for u in self.upstreams)
+        if key != self._table_key:
+            self._table = build_table(self.upstreams, self._reserved)
+            self._table_key = key
+        return self._table
+
+    async def settle(self) -> None:
+        """Wait for upstreams still starting for the first time (bounded by the startup timeout; they start in
+        parallel); nudge failed ones to retry in the background."""
+        for upstream in self.upstreams:
+            await upstream.wait_started()
+            upstream.poke()
+
+    # -- the Extension protocol ---------------------------------------------------------------------------------
+    def bind(self, notifier: ChangeNotifier) -> None:
+        self._notifiers.append(notifier)
+
+    async def _catalog_changed(self, upstream: Upstream, old: Catalog) -> None:
+        new = upstream.catalog
+        tools = old.tools != new.tools
+        resources = old.resources != new.resources or old.templates != new.templates
+        prompts = old.prompts != new.prompts
+        if self.lazy is not None:
+            tools = False  # the lazy tool set itself never changes
+        for notifier in self._notifiers:
+            await notifier.changed(tools=tools, resources=resources, prompts=prompts)
+
+    async def list_tools(self) -> list[types.Tool]:
+        await self.settle()
+        if self.lazy is not None:
+            return [STATUS_TOOL_DEF, *self.lazy.tools()]
+        return [STATUS_TOOL_DEF, *self.table().listed]
+
+    def input_schema(self, name: str) -> dict[str, Any] | None:
+        if name == STATUS_TOOL:
+            return STATUS_TOOL_DEF.input_schema
+        if self.lazy is not None and (schema := self.lazy.input_schema(name)) is not None:
+            return schema
+        route = self.table().tools.get(name)
+        return route.tool.input_schema if route is not None and route.tool is not None else None
+
+    async def call_tool(
+        self, ctx: ServerRequestContext[Any], call: ToolCall, name: str, arguments: dict[str, Any] | None
+    ) -> types.CallToolResult | None:
+        if name == STATUS_TOOL:
+            return await self.status_result(call)
+        if self.lazy is not None and name in self.lazy.names:
+            return await self.lazy.call(ctx, call, name, arguments)
+        route = self.table().tools.get(name)
+        if route is None:  # maybe an upstream still starting (a client may call before it lists)
+            await self.settle()
+            route = self.table().tools.get(name)
+        if route is None:
+            return self.unavailable_error(name)
+        return await self.forward(ctx, call, route, arguments)
+
+    async def forward(
+        self, ctx: ServerRequestContext[Any], call: ToolCall, route: Route, arguments: dict[str, Any] | None
+    ) -> types.CallToolResult:
+        """Call the upstream tool, relaying progress, and pass the result through the offload policy."""
+        spec = route.upstream.spec
+
+        async def relay(progress: float, total: float | None, message: str | None) -> None:
+            await ctx.session.report_progress(progress, total, message)
+
+        try:
+            result = await route.upstream.call_tool(route.name, arguments, progress=relay)
+        except UpstreamUnavailable as exc:
+            return error_result(str(exc))
+        if route.name in spec.options.never:
+            result.meta = None
+            self.stats.record_result(call.scope, PASSED)
+            return result
+        result, decision = await self.policy.apply(
+            result,
+            scope=call.scope,
+            server=spec.name,
+            tool=route.name,
+            public_name=route.public,
+            arguments=arguments,
+            threshold=self.config.threshold_for(spec),
+            always=route.name in spec.options.always,
+        )
+        self.stats.record_result(call.scope, decision)
+        return result
+
+    def unavailable_error(self, name: str) -> types.CallToolResult | None:
+        """A name under the prefix of a server that is down gets a clear error instead of 'unknown tool'."""
+        for upstream in self.upstreams:
+            prefix = clean_prefix(upstream.spec.prefix)
+            if prefix and name.startswith(prefix + SEPARATOR) and upstream.state != "ready":
+                upstream.poke()
+                return error_result(
+                    f"Tool {name!r} belongs to MCP server {upstream.name!r}, which is not running "
+                    f"({upstream.last_error or upstream.state}). The proxy retries starting it (with backoff): "
+                    "list the tools again in a moment. The other servers are unaffected."
+                )
+        return None
+
+    async def observe_tool_result(self, call: ToolCall, name: str, result: types.CallToolResult) -> None:
+        if name not in RETRIEVAL_TOOLS or result.is_error:
+            return
+        text = "".join(b.text for b in result.content if isinstance(b, types.TextContent))
+        count = self.services.tokens.count  # what the model received; big texts off the event loop
+        tokens = count(text) if len(text) <= 20_000 else await anyio.to_thread.run_sync(count, text)
+        self.stats.record_retrieval(call.scope, tokens)
+
+    async def list_resources(self) -> list[types.Resource]:
+        await self.settle()
+        return list(self.table().resources)
+
+    async def list_resource_templates(self) -> list[types.ResourceTemplate]:
+        await self.settle()
+        return list(self.table().templates)
+
+    async def read_resource(self, ctx: ServerRequestContext[Any], uri: str) -> types.ReadResourceResult | None:
+        table = self.table()
+        owners: list[Upstream] = []
+        if (owner := table.uri_owner.get(uri)) is not None:
+            owners.append(owner)
+        owners += [u for pattern, u in table.template_owners if pattern.fullmatch(uri) and u not in owners]
+        owners += [u for u in self.upstreams if u not in owners and u.catalog.resources + u.catalog.templates]
+        first_error: MCPError | None = None
+        for upstream in owners:
+            try:
+                result = await upstream.read_resource(uri)
+            except UpstreamUnavailable as exc:
+                first_error = first_error or MCPError(code=types.INTERNAL_ERROR, message=str(exc))
+                continue
+            except MCPError as exc:
+                first_error = first_error or exc
+                continue
+            result.meta = None
+            return result
+        if first_error is not None:
+            raise first_error
+        return None
+
+    async def list_prompts(self) -> list[types.Prompt]:
+        await self.settle()
+        return list(self.table().listed_prompts)
+
+    async def get_prompt(
+        self, ctx: ServerRequestContext[Any], name: str, arguments: dict[str, str] | None
+    ) -> types.GetPromptResult | None:
+        route = self.table().prompts.get(name)
+        if route is None:
+            return None
+        try:
+            result = await route.upstream.get_prompt(route.name, arguments)
+        except UpstreamUnavailable as exc:
+            raise MCPError(code=types.INTERNAL_ERROR, message=str(exc)) from None
+        result.meta = None
+        return result
+
+    # -- status -------------------------------------------------------------------------------------------------
+    async def status_result(self, call: ToolCall) -> types.CallToolResult:
+        async with anyio.create_task_group() as tg:  # a ready stdio upstream that died unnoticed shows up here
+            for upstream in self.upstreams:
+                tg.start_soon(upstream.ping)
+        for upstream in self.upstreams:
+            upstream.poke()
+        statuses = [u.status() for u in self.upstreams]
+        lines = [f"{len(statuses)} MCP server(s) behind this proxy:"]
+        for s in statuses:
+            line = f"- {s.name} ({s.transport}): {s.state}, {s.tools} tools"
+            if s.protocol_version:
+                line += f", protocol {s.protocol_version}"
+            if s.restarts:
+                line += f", restarted {s.restarts}x"
+            if s.last_error:
+                line += f"; last error: {s.last_error}"
+            lines.append(line)
+        disabled = [spec.name for spec in self.config.upstreams if spec.options.disabled]
+        if disabled:
+            lines.append(f"Disabled in the config: {', '.join(disabled)}.")
+        lines.append(self.stats.render(call.scope))
+        structured = {
+            "servers": [
+                {
+                    "name": s.name,
+                    "transport": s.transport,
+                    "state": s.state,
+                    "tools": s.tools,
+                    "protocol_version": s.protocol_version,
+                    "restarts": s.restarts,
+                    "last_error": s.last_error,
+                }
+                for s in statuses
+            ],
+            "savings": self.stats.session(call.scope).as_dict(),
+        }
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text="\n".join(lines))], structured_content=structured
+        )
