@@ -10,7 +10,8 @@ from mcp_offload.store.base import StoredOutput
 from mcp_offload.tokens import TokenCounter
 
 # Fetch at most this many bytes per allowed token before cutting by tokens: no real tokenizer packs more
-# than this (o200k tops out at 128 bytes) into one token, and the cap keeps a huge request from pulling megabytes into memory.
+# than this (o200k tops out at 128 bytes) into one token, and the cap keeps a huge request from pulling
+# megabytes into memory.
 BYTES_PER_TOKEN_CEILING = 128
 
 

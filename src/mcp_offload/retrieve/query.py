@@ -1,0 +1,470 @@
+"""jq over a stored JSON / JSON Lines output, in a bounded worker process.
+
+A jq program is untrusted code: it can loop forever, print forever, allocate until the machine swaps, or try to
+read the server's environment and files. Each query therefore runs in a warm worker process (`jq_worker.py`) that
+we can kill at a deadline, whose memory is capped, which has an empty environment and no file access; output is
+cut at a character cap while iterating, so an endless generator costs nothing. Workers are awaited without
+blocking the event loop, so other calls stay responsive while a runaway program is being stopped; a killed worker
+is replaced lazily by the next query.
+
+Results look exactly like the jq CLI's: pretty (2-space indent) by default, `compact` like `jq -c`, `raw` like
+`jq -r`, one result per line/block joined with "\\n" (no trailing newline). The numbers are formatted by jq itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import logging
+import os
+import re
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import time
+from array import array
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from mcp_offload.errors import QueryError
+from mcp_offload.retrieve.jq_worker import FRAME, MAX_FRAME, decode_frame, encode_frame
+from mcp_offload.store.base import StoredOutput
+
+log = logging.getLogger(__name__)
+
+_WORKER_SCRIPT = Path(__file__).with_name("jq_worker.py")
+_OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK  # a planted FIFO must not block us
+_SOCKET_BUFFER = 4 * 1024 * 1024
+_START_TIMEOUT_S = 30.0
+_REAP_TIMEOUT_S = 5.0
+_MIB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class JqResult:
+    text: str
+    results: int
+    truncated: bool
+    elapsed_s: float
+
+
+# -- checking the program before it reaches jq ---------------------------------------------------------------------
+_IDENT = re.compile(r"(?:[A-Za-z_][A-Za-z_0-9]*::)*[A-Za-z_][A-Za-z_0-9]*")
+_FIELD = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
+_FORMAT = re.compile(r"[A-Za-z0-9_]+")
+_DIRECTIVES = frozenset({"import", "include"})
+
+
+def find_directive(program: str) -> str | None:
+    """The first `import`/`include` keyword used as a directive, or None.
+
+    A small copy of jq's lexer: string literals (with `\\(...)` interpolation, which is code again), comments
+    (`#` to end of line; a backslash continues it, as in jq 1.7+), fields (`.import`) and variables (`$import`) are
+    skipped. The words are allowed as object keys (`{import: 1}`, directly inside braces), where jq accepts
+    keywords; a directive can only stand at the top level of a program, never inside braces.
+    """
+    stack: list[str] = []  # "(", "[", "{", "I" (string interpolation), "S" (inside a string)
+    i, n = 0, len(program)
+    while i < n:
+        c = program[i]
+        if stack and stack[-1] == "S":
+            if c == '"':
+                stack.pop()
+                i += 1
+            elif c == "\\":
+                if program.startswith("\\(", i):
+                    stack.append("I")
+                i += 2
+            else:
+                i += 1
+            continue
+        if c == "#":
+            i += 1
+            while i < n and program[i] != "\n":
+                if program[i] == "\\" and program.startswith(("\\\\", "\\\n", "\\\r\n"), i):
+                    i += 3 if program.startswith("\\\r\n", i) else 2
+                else:
+                    i += 1
+            continue
+        if c == '"':
+            stack.append("S")
+        elif c in "([{":
+            stack.append(c)
+        elif c in ")]}":
+            if stack:
+                stack.pop()
+        elif c == ".":
+            match = _FIELD.match(program, i + 1)
+            if match:
+                i = match.end()
+                continue
+        elif c == "$":
+            match = _IDENT.match(program, i + 1)
+            if match:
+                i = match.end()
+                continue
+        elif c == "@":
+            match = _FORMAT.match(program, i + 1)
+            if match:
+                i = match.end()
+                continue
+        elif c.isalpha() or c == "_":
+            match = _IDENT.match(program, i)
+            if match:
+                word = match.group()
+                if word in _DIRECTIVES and not (stack and stack[-1] == "{"):
+                    return word
+                i = match.end()
+                continue
+        i += 1
+    return None
+
+
+def check_program(program: object, max_chars: int) -> str:
+    """Validate a program's type, size and directives; returns it unchanged."""
+    if not isinstance(program, str):
+        raise QueryError(f"the jq program must be a string, not {type(program).__name__}.")
+    if len(program) > max_chars:
+        raise QueryError(
+            f"the jq program is {len(program)} characters long; the limit is {max_chars}. Write a shorter program."
+        )
+    if "\x00" in program:
+        raise QueryError("the jq program contains a NUL character; remove it.")
+    try:
+        program.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise QueryError("the jq program contains an unpaired surrogate character; remove it.") from exc
+    directive = find_directive(program)
+    if directive is not None:
+        raise QueryError(
+            f"jq `{directive}` directives are not allowed here: programs cannot read modules or files. "
+            "Define what you need inline with `def name: ...;` instead."
+        )
+    return program
+
+
+def _check_kind(output: StoredOutput) -> None:
+    if output.meta.kind in ("json", "jsonl"):
+        return
+    raise QueryError(
+        f"output {output.meta.handle} is {output.meta.kind}, not JSON, so jq cannot run on it. "
+        "Use search_large_output to find lines in it or read_large_output to read a range."
+    )
+
+
+# -- one worker process --------------------------------------------------------------------------------------------
+class _WorkerGone(Exception):
+    """The worker closed its socket: it exited, crashed or was killed."""
+
+
+def _libjq_path() -> str:
+    """jq.py's extension module, which carries (and exports) libjq; found without importing it here."""
+    spec = importlib.util.find_spec("jq")
+    if spec is None or not spec.origin:
+        raise QueryError("jq is not available on this server (the `jq` Python package is not installed).")
+    return spec.origin
+
+
+async def _send_all(sock: socket.socket, data: bytes | memoryview) -> None:
+    with memoryview(data) as whole, whole.cast("B") as view:  # released on exit: the store may close an mmap
+        offset, size = 0, len(view)
+        while offset < size:
+            try:
+                offset += sock.send(view[offset:])
+            except BlockingIOError:
+                await anyio.wait_writable(sock)
+            except OSError as exc:
+                raise _WorkerGone(str(exc)) from exc
+
+
+async def _send_with_fd(sock: socket.socket, data: bytes, fd: int) -> None:
+    """Send a frame with a descriptor attached (SCM_RIGHTS) to its first byte."""
+    fds = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array("i", [fd]))]
+    while True:
+        try:
+            sent = sock.sendmsg([data], fds)
+            break
+        except BlockingIOError:
+            await anyio.wait_writable(sock)
+        except OSError as exc:
+            raise _WorkerGone(str(exc)) from exc
+    await _send_all(sock, data[sent:])
+
+
+async def _recv_exact(sock: socket.socket, size: int) -> bytes:
+    parts: list[bytes] = []
+    left = size
+    while left:
+        try:
+            chunk = sock.recv(min(left, 1 << 20))
+        except BlockingIOError:
+            await anyio.wait_readable(sock)
+            continue
+        except OSError as exc:
+            raise _WorkerGone(str(exc)) from exc
+        if not chunk:
+            raise _WorkerGone("end of stream")
+        parts.append(chunk)
+        left -= len(chunk)
+    return b"".join(parts)
+
+
+async def _recv_frame(sock: socket.socket, limit: int = MAX_FRAME) -> dict[str, Any]:
+    (length,) = FRAME.unpack(await _recv_exact(sock, FRAME.size))
+    if length > limit:
+        raise _WorkerGone("oversized frame")
+    return decode_frame(await _recv_exact(sock, length))
+
+
+class _Worker:
+    def __init__(self, proc: subprocess.Popen[bytes], sock: socket.socket) -> None:
+        self.proc = proc
+        self.sock = sock
+        self.landlock = False
+
+    @classmethod
+    async def start(cls, libjq: str) -> _Worker:
+        """Spawn a worker. Called from the event-loop thread: PR_SET_PDEATHSIG follows the spawning thread."""
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        for sock, option in ((ours, socket.SO_SNDBUF), (theirs, socket.SO_RCVBUF)):
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.SOL_SOCKET, option, _SOCKET_BUFFER)
+        try:  # a plain Popen (vfork + exec, milliseconds) in this thread; the worker's start-up is awaited below
+            proc = subprocess.Popen(  # noqa: ASYNC220
+                [sys.executable, "-I", "-S", str(_WORKER_SCRIPT), libjq, str(os.getpid()), str(theirs.fileno())],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,  # stdout is the MCP wire: a worker never writes to it
+                stderr=subprocess.DEVNULL,  # `debug`/`stderr` output and crash messages go nowhere
+                env={},
+                cwd="/",
+                pass_fds=(theirs.fileno(),),
+                start_new_session=True,  # its own process group, killed as a whole
+                close_fds=True,
+            )
+        except OSError as exc:
+            ours.close()
+            raise QueryError(f"jq could not be started on this server ({exc.strerror}).") from exc
+        finally:
+            theirs.close()
+        ours.setblocking(False)
+        worker = cls(proc, ours)
+        try:
+            with anyio.fail_after(_START_TIMEOUT_S):
+                hello = await _recv_frame(ours)
+        except (TimeoutError, _WorkerGone, ValueError) as exc:
+            await worker.discard()
+            raise QueryError("jq could not be started on this server (its worker did not come up).") from exc
+        except BaseException:
+            await worker.discard()
+            raise
+        if not hello.get("ready"):
+            await worker.discard()
+            log.error("jq worker failed to start: %s", hello.get("message"))
+            raise QueryError("jq could not be started on this server (libjq could not be loaded).")
+        worker.landlock = bool(hello.get("landlock"))
+        log.debug("jq worker %d started (landlock=%s)", proc.pid, worker.landlock)
+        return worker
+
+    def alive(self) -> bool:
+        """False if the process is gone (its end of the socket reads as EOF), e.g. killed while idle."""
+        if self.proc.poll() is not None:
+            return False
+        try:
+            return self.sock.recv(1, socket.MSG_PEEK) != b""
+        except BlockingIOError:
+            return True
+        except OSError:
+            return False
+
+    async def request(self, header: dict[str, Any], fd: int | None, payload: Any, reply_limit: int) -> dict[str, Any]:
+        """Send one query (with the stored file's descriptor, or followed by the bytes) and await the reply."""
+        frame = encode_frame(header)
+        if fd is not None:
+            await _send_with_fd(self.sock, frame, fd)
+        else:
+            await _send_all(self.sock, frame)
+            if len(payload):
+                await _send_all(self.sock, payload)
+        return await _recv_frame(self.sock, reply_limit)
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:  # never signal a reaped pid: it may belong to someone else by now
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+        self.sock.close()
+
+    async def discard(self) -> None:
+        """Kill and reap, without blocking the event loop; safe to await while being cancelled."""
+        self.kill()
+        with anyio.CancelScope(shield=True), anyio.move_on_after(_REAP_TIMEOUT_S):
+            await anyio.to_thread.run_sync(self.proc.wait, abandon_on_cancel=True)
+
+    async def death_reason(self, memory_mb: int) -> str:
+        """Why the worker went away mid-query, from its exit status (awaited briefly, never forced)."""
+        with anyio.move_on_after(1.0):
+            await anyio.to_thread.run_sync(self.proc.wait, abandon_on_cancel=True)
+        code = self.proc.poll()
+        if code == -signal.SIGABRT:  # libjq aborts when an allocation fails under RLIMIT_AS
+            return f"ran out of memory (limit {memory_mb} MB)"
+        if code == -signal.SIGKILL:
+            return "was killed (the machine may be out of memory)"
+        if code in (-signal.SIGSEGV, -signal.SIGBUS):
+            return "crashed (for example on a value nested too deeply)"
+        return "stopped unexpectedly"
+
+
+# -- the pool ------------------------------------------------------------------------------------------------------
+class JqRunner:
+    """Runs jq programs in a small pool of warm, sandboxed worker processes."""
+
+    def __init__(
+        self,
+        *,
+        workers: int = 2,
+        timeout_s: float = 10.0,
+        max_output_chars: int = 100_000,
+        max_program_chars: int = 10_000,
+        memory_mb: int = 2048,
+    ) -> None:
+        if workers < 1 or timeout_s <= 0 or max_output_chars < 0 or max_program_chars < 1 or memory_mb < 1:
+            raise ValueError("invalid JqRunner limits")
+        self.workers = workers
+        self.timeout_s = timeout_s
+        self.max_output_chars = max_output_chars
+        self.max_program_chars = max_program_chars
+        self.memory_mb = memory_mb
+        self._idle: list[_Worker] = []
+        self._all: set[_Worker] = set()
+        self._slots: anyio.Semaphore | None = None
+        self._libjq: str | None = None
+        self._closed = False
+
+    async def run(self, output: StoredOutput, program: str, *, compact: bool = False, raw: bool = False) -> JqResult:
+        started = time.perf_counter()
+        _check_kind(output)
+        source = check_program(program, self.max_program_chars)
+        if self._closed:
+            raise QueryError("jq is shutting down on this server; try again later.")
+        if self._slots is None:
+            self._slots = anyio.Semaphore(self.workers)
+        size = len(output.data)
+        header = {
+            "program": source,
+            "compact": bool(compact),
+            "raw": bool(raw),
+            "max_chars": self.max_output_chars,
+            "memory_bytes": self.memory_mb * _MIB,
+            "size": size,
+        }
+        reply_limit = MAX_FRAME + 8 * self.max_output_chars  # JSON escapes at most 6 bytes per character
+        async with self._slots:
+            worker = await self._checkout()
+            fd = self._open_stored_file(output, size)
+            # No file to map (Redis): the bytes go over the socket; a lazy view is fetched once, off the loop.
+            payload = output.data if fd is not None else await anyio.to_thread.run_sync(output.contiguous)
+            finished = False
+            try:
+                with anyio.fail_after(self.timeout_s):
+                    reply = await worker.request(header, fd, payload, reply_limit)
+                finished = True
+            except TimeoutError:
+                raise QueryError(
+                    f"the jq program ran longer than {self.timeout_s:g} s and was stopped. Narrow it (select fields "
+                    "early, use limit(n; ...) or first(...)) and check for endless loops (repeat, recurse, while)."
+                ) from None
+            except _WorkerGone:
+                if self._closed:
+                    raise QueryError("jq is shutting down on this server; try again later.") from None
+                reason = await worker.death_reason(self.memory_mb)
+                raise QueryError(f"the jq program {reason} and was stopped. Narrow it or process less data.") from None
+            except ValueError:  # an unreadable reply: the worker is broken
+                raise QueryError("jq failed unexpectedly on this output; try again.") from None
+            finally:
+                if fd is not None:
+                    os.close(fd)
+                if finished and not self._closed:
+                    self._idle.append(worker)
+                else:
+                    self._all.discard(worker)
+                    await worker.discard()
+        return self._result(reply, output, time.perf_counter() - started)
+
+    async def _checkout(self) -> _Worker:
+        while self._idle:
+            worker = self._idle.pop()
+            if worker.alive():
+                return worker
+            self._all.discard(worker)
+            await worker.discard()
+        if self._libjq is None:
+            self._libjq = _libjq_path()
+        worker = await _Worker.start(self._libjq)
+        if self._closed:
+            await worker.discard()
+            raise QueryError("jq is shutting down on this server; try again later.")
+        self._all.add(worker)
+        return worker
+
+    @staticmethod
+    def _open_stored_file(output: StoredOutput, size: int) -> int | None:
+        """A descriptor of the stored file for the worker to map, or None to send the bytes instead."""
+        if output.path is None:
+            return None
+        try:
+            fd = os.open(output.path, _OPEN_FLAGS)
+        except OSError:
+            return None
+        try:
+            info = os.fstat(fd)
+        except OSError:
+            os.close(fd)
+            return None
+        if not stat.S_ISREG(info.st_mode) or info.st_size != size:
+            os.close(fd)
+            return None
+        return fd
+
+    @staticmethod
+    def _result(reply: dict[str, Any], output: StoredOutput, elapsed: float) -> JqResult:
+        if reply.get("ok"):
+            return JqResult(
+                text=str(reply["text"]),
+                results=int(reply["results"]),
+                truncated=bool(reply["truncated"]),
+                elapsed_s=elapsed,
+            )
+        error, message = reply.get("error"), str(reply.get("message", ""))
+        if error == "compile":
+            raise QueryError(message)
+        if error == "runtime":
+            shown = f"jq: error: {message}" if reply.get("string") else f"jq: error (not a string): {message}"
+            if message == "break":
+                shown += " (this is how jq says that input/inputs read past the last JSON value)"
+            raise QueryError(shown)
+        if error == "halt":
+            detail = f": {message.rstrip()}" if message.strip() else ""
+            raise QueryError(f"the jq program stopped with halt_error, exit status {reply.get('exit_code')}{detail}")
+        if error == "input":
+            raise QueryError(
+                f"jq could not parse output {output.meta.handle} as JSON ({message}). "
+                "Use read_large_output or search_large_output on it instead."
+            )
+        if error == "memory":
+            raise QueryError("the jq program ran out of memory and was stopped. Narrow it or process less data.")
+        if error == "too_large":
+            raise QueryError(f"output {output.meta.handle} is too large for jq (over 2 GiB).")
+        raise QueryError("jq failed unexpectedly on this output.")
+
+    async def aclose(self) -> None:
+        """Kill every worker (idle or busy). Workers also die on their own if this process dies."""
+        self._closed = True
+        workers, self._idle, self._all = list(self._all), [], set()
+        for worker in workers:
+            worker.kill()
+        for worker in workers:
+            await worker.discard()
