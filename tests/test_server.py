@@ -10,8 +10,18 @@ from mcp import Client, MCPError
 from conftest import ERAS, text_of
 from mcp_offload.server import build_server
 from mcp_offload.services import Services
+from mcp_offload.settings import Settings
+from store_fixtures import redis_url  # noqa: F401  (session fixture: a real loopback redis-server)
 
 pytestmark = pytest.mark.parametrize("mode", ERAS)
+
+
+@pytest.fixture(params=["fs", "redis"])
+def settings(request: pytest.FixtureRequest, store_dir) -> Settings:
+    """Every tool test runs on both store backends."""
+    store = str(store_dir) if request.param == "fs" else request.getfixturevalue("redis_url")
+    return Settings(store=store, jq_timeout_s=3.0, jq_workers=1)
+
 
 API = json.dumps(
     {
@@ -206,3 +216,18 @@ async def test_unicode_and_surrogates_round_trip(server, mode: str) -> None:
         assert r.structured_content["text"] == "😀"
         r = await client.call_tool("read_large_output", {"handle": h, "start_line": 51})
         assert r.structured_content["text"] == "tail\u0301 no newline"
+
+
+async def test_content_over_the_cap_is_refused_and_nothing_stored(tmp_path, mode: str) -> None:
+    from mcp_offload.services import build_services
+
+    services = build_services(Settings(store=str(tmp_path / "s"), max_output_bytes=1000))
+    try:
+        async with Client(build_server(services), mode=mode) as client:
+            for content in ("x" * 1001, "€" * 400):  # 1,001 chars; 400 chars but 1,200 bytes
+                r = await client.call_tool("offload", {"content": content})
+                assert r.is_error and "over this server's cap of 1,000 bytes" in text_of(r), text_of(r)
+            assert (await client.call_tool("list_outputs", {})).structured_content["outputs"] == []
+            assert not (await client.call_tool("offload", {"content": "x" * 1000})).is_error
+    finally:
+        await services.aclose()

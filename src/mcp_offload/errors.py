@@ -49,3 +49,7 @@ class StoreFull(OffloadError):
 
 class StoreUnavailable(OffloadError):
     """The store cannot be reached or written (permissions, Redis down, ...)."""
+
+
+class SettingsError(OffloadError):
+    """A setting that cannot work (unknown encoding, bad store location); reported at startup."""

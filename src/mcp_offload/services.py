@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from mcp_offload.errors import SettingsError
 from mcp_offload.retrieve.query import JqRunner
 from mcp_offload.settings import Settings
 from mcp_offload.store.base import Store
@@ -31,10 +32,14 @@ def build_services(settings: Settings) -> Services:
     from mcp_offload.store.lifecycle import StoreLimits
     from mcp_offload.tokens import load_counter
 
+    try:
+        tokens = load_counter(settings.encoding)
+    except ValueError as exc:
+        raise SettingsError(str(exc)) from None
     return Services(
         settings=settings,
         store=open_store(settings.store_location(), limits=StoreLimits.from_settings(settings)),
-        tokens=load_counter(settings.encoding),
+        tokens=tokens,
         jq=JqRunner(
             workers=settings.jq_workers,
             timeout_s=settings.jq_timeout_s,
