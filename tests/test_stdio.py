@@ -85,7 +85,7 @@ async def test_nothing_but_json_rpc_on_stdout_and_env_secrets_stay_out_of_jq(tmp
         # DEBUG logging went to stderr; the client parsed every stdout line as JSON-RPC, or it would have failed
 
 
-async def test_bad_flags_fail_fast_with_a_message(tmp_path: Path) -> None:
+def test_bad_flags_fail_fast_with_a_message(tmp_path: Path) -> None:
     import subprocess
 
     proc = subprocess.run(
