@@ -68,16 +68,21 @@ class NoArgs(_Args):
 
 
 # -- results (outputSchema) -------------------------------------------------------------------------------
-class OffloadOutput(BaseModel):
+class OutputFacts(BaseModel):
+    """What every result that describes a stored output says about it."""
+
     handle: str
     name: str | None
-    kind: str
+    kind: str = Field(description="json | jsonl | text | blob")
     bytes: int
     chars: int
     lines: int
     tokens: int
     tokens_estimated: bool
     mime_type: str | None
+
+
+class OffloadOutput(OutputFacts):
     notes: list[str]
     preview: str
     shape: dict[str, Any]
@@ -128,16 +133,7 @@ class QueryOutput(BaseModel):
     elapsed_ms: float
 
 
-class OutputInfo(BaseModel):
-    handle: str
-    name: str | None
-    kind: str
-    bytes: int
-    chars: int
-    lines: int
-    tokens: int
-    tokens_estimated: bool
-    mime_type: str | None
+class OutputInfo(OutputFacts):
     source: str | None
     created: str
 
