@@ -508,7 +508,9 @@ class RedisStore:
             return
         pieces = [view[pos : pos + CHUNK] for pos in range(0, len(view), CHUNK)]
         for batch_start in range(0, len(pieces), UPLOAD_BATCH):
-            async with self._client.pipeline(transaction=False) as pipe:
+            # MULTI/EXEC: a writer killed mid-batch leaves nothing of it, so the staging key never exists
+            # without its expiry (debris always expires by itself).
+            async with self._client.pipeline(transaction=True) as pipe:
                 for piece in pieces[batch_start : batch_start + UPLOAD_BATCH]:
                     pipe.append(staging, piece)
                 pipe.pexpire(staging, STAGING_TTL_MS)
