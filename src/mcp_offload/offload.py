@@ -65,7 +65,7 @@ def _prepare_text(
     kind, parsed = detect_kind(text)
     if "\x00" in text and kind == "text":
         notes = (*notes, "content contains NUL characters; stored exactly as given")
-    tokens, approx = services.tokens.count_large(text)
+    tokens, approx = services.tokens.count_large(text, settings.tokens_exact_chars)
     preview = build_preview(
         text,
         kind,

@@ -22,6 +22,8 @@ class Settings:
     store: str = ""
     # tokens: tiktoken encoding name
     encoding: str = "o200k_base"
+    # outputs up to this many chars get an exact token count; larger ones a sampled one, flagged approximate
+    tokens_exact_chars: int = 262_144
     # offload: content larger than this (bytes) is refused
     max_output_bytes: int = 256 * 1024 * 1024
     # preview budget, in tokens
