@@ -72,10 +72,11 @@ async def test_catalog(server, mode: str) -> None:
         assert "offload" in (client.instructions or "")
 
 
-async def test_offload_then_retrieve(server, mode: str) -> None:
+async def test_offload_then_retrieve(server, mode: str, services: Services) -> None:
     async with Client(server, mode=mode) as client:
         r = await client.call_tool("offload", {"content": API, "name": "api"})
         assert not r.is_error, text_of(r)
+        assert services.tokens.count(text_of(r)) <= services.settings.preview_tokens  # the whole reference
         ref = r.structured_content
         assert ref["kind"] == "json" and ref["chars"] == len(API) and ref["lines"] == API.count("\n") + 1
         assert ref["handle"].startswith("out_") and ref["handle"] in text_of(r)
@@ -84,6 +85,7 @@ async def test_offload_then_retrieve(server, mode: str) -> None:
         api = ref["handle"]
 
         r = await client.call_tool("offload", {"content": LOG, "name": "log"})
+        assert services.tokens.count(text_of(r)) <= services.settings.preview_tokens
         log = r.structured_content["handle"]
         assert r.structured_content["kind"] == "text"
 

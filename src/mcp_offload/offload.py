@@ -20,6 +20,9 @@ from mcp_offload.services import Services
 from mcp_offload.store.base import OutputMeta
 from mcp_offload.store.handles import new_handle
 
+# The reference around a preview (the "Stored as …" line, notes, the retrieval hint) takes about this many tokens:
+# the preview gets the rest of the budget, so the whole reference stays within `preview_tokens`.
+FRAME_TOKENS = 80
 RETRIEVE_HINT = (
     "Retrieve with read_large_output (char or line ranges), search_large_output (regex), "
     "query_large_output (jq, JSON only)."
@@ -70,7 +73,7 @@ def _prepare_text(
         text,
         kind,
         parsed=parsed,
-        budget_tokens=settings.preview_tokens,
+        budget_tokens=max(100, settings.preview_tokens - FRAME_TOKENS),
         count_tokens=services.tokens.count,
         total_lines=index.lines,
     )
