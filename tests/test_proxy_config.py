@@ -220,3 +220,17 @@ async def test_policy_offloads_each_part_and_keeps_a_caption(services: Services)
     log = await services.store.meta("0" * 32, decision.handles[1])
     assert log.lines == 3000 and log.name == 'srv__pic {"q":1} embedded resource file:///log.txt'
     assert decision.tokens_original > decision.tokens_reply > 0
+
+
+def test_the_shipped_examples_parse() -> None:
+    """examples/servers.example.json and the Claude Desktop example stay valid as the format evolves."""
+    import json as _json
+    from pathlib import Path as _Path
+
+    from mcp_offload.proxy.config import load_config as _load
+
+    root = _Path(__file__).resolve().parents[1]
+    config = _load(root / "examples" / "servers.example.json")
+    assert [u.name for u in config.upstreams] == ["filesystem", "git", "memory", "remote-api"]
+    desktop = _json.loads((root / "claude_desktop_config.example.json").read_text())
+    assert desktop["mcpServers"]["offload"]["command"] == "mcp-offload"
