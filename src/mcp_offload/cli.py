@@ -102,16 +102,15 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
 
 
 async def serve_stdio(settings: Settings, proxy: ProxyConfig | None = None) -> None:
-    from mcp.server.stdio import stdio_server
-
     from mcp_offload.server import build_server
     from mcp_offload.services import build_services
+    from mcp_offload.stdio import stdio_streams
 
     services = build_services(settings)
     try:
         async with open_proxy(services, proxy) as extensions:
             server = build_server(services, extensions=extensions)
-            async with stdio_server() as (read, write):
+            async with stdio_streams() as (read, write):
                 await server.run(read, write, server.create_initialization_options())
     finally:
         await services.aclose()
@@ -145,7 +144,7 @@ def main(argv: list[str] | None = None) -> None:
 
             anyio.run(run_http, settings, http_options_from_args(args), proxy, backend_options=_loop_options())
             return
-        anyio.run(serve_stdio, settings, proxy)
+        anyio.run(serve_stdio, settings, proxy, backend_options=_loop_options())
     except OffloadError as exc:  # includes a refused network configuration (http_app.RefusedConfig)
         print(f"mcp-offload: {exc}", file=sys.stderr)
         sys.exit(2)

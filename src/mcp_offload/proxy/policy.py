@@ -148,6 +148,39 @@ def measure(parts: list[_Part], counter: TokenCounter, limit: int) -> int:
     return total
 
 
+def surely_within(result: types.CallToolResult, limit: int) -> bool:
+    """Whether `measure` would find the result within `limit` tokens, decided without tokenizing (most results are
+    small, and this is on every call's path). A token is at least one UTF-8 byte, so bytes bound tokens: the text
+    parts' bytes (plus the newlines that join them), binaries as `measure` counts them, and structuredContent's
+    JSON even when it repeats the content (it then costs nothing in `measure`, so the bound still holds)."""
+    budget = limit
+    for block in result.content:
+        match block:
+            case types.TextContent(text=text) | types.EmbeddedResource(resource=types.TextResourceContents(text=text)):
+                budget -= _utf8_upper(text, budget) + 1
+            case types.ImageContent(data=data) | types.AudioContent(data=data):
+                budget -= len(data) // BASE64_CHARS_PER_TOKEN
+            case types.EmbeddedResource(resource=types.BlobResourceContents(blob=blob)):
+                budget -= len(blob) // BASE64_CHARS_PER_TOKEN
+            case _:
+                pass
+        if budget < 0:
+            return False
+    if result.structured_content is not None:
+        try:
+            budget -= len(orjson.dumps(result.structured_content))
+        except TypeError:  # lone surrogates: let the full path deal with it
+            return False
+    return budget >= 0
+
+
+def _utf8_upper(text: str, budget: int) -> int:
+    """The UTF-8 length of `text` (surrogates as 3 bytes, as stored), or something over `budget` when it is."""
+    if len(text) > budget or text.isascii():
+        return len(text)
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
 class OffloadPolicy:
     """Decides, per result, between passing through and offloading; stores with the core `offload` functions."""
 
@@ -168,6 +201,8 @@ class OffloadPolicy:
     ) -> tuple[types.CallToolResult, Decision]:
         result.meta = None
         if result.is_error:
+            return result, PASSED
+        if not always and surely_within(result, threshold):
             return result, PASSED
         parts = split_result(result)
         if not any(part.body for part in parts):

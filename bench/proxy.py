@@ -1,0 +1,472 @@
+"""Proxy suite: what one tool call costs through `mcp-offload --config servers.json`, next to the same call made
+directly and through two well-known proxies, all in one run with the targets interleaved call by call.
+
+Upstreams (the real npm servers from `.ci/proxy-deps.sh`): server-everything's `echo` (a ~20-byte result, the
+common case that must pass through untouched) and server-filesystem's `read_text_file` of a generated 5 MB log
+(over the threshold: mcp-offload stores it and answers with a reference; the others carry all 5 MB). Every
+target is driven by the real SDK `Client` of this venv (mcp 2.3), and every client and server is a separate
+process, as in real use:
+
+  direct             Client → stdio → upstream (no proxy; the yardstick for overhead)
+  mcp-offload        Client → stdio → `python -m mcp_offload --config servers.json` → stdio → upstreams;
+                     once per client era: the 2025-11-25 handshake (`mode="legacy"`) and 2026-07-28 (`mode="auto"`)
+  mcp-offload http   Client → streamable HTTP (loopback) → `mcp_offload --config … --transport http` → stdio → …
+  mcp-proxy 0.13.0   Client → streamable HTTP (loopback) → `mcp-proxy --named-server every '<cmd>' --named-server
+                     fs '<cmd>' --port P` → stdio → upstreams, at /servers/<name>/mcp. mcp-proxy only bridges
+                     stdio <-> SSE/HTTP (it cannot be a stdio-in, stdio-out proxy without chaining two of them), so
+                     its comparable setup is this HTTP front, and it is compared with mcp-offload's HTTP front.
+  fastmcp 4.1.2      Client → stdio → `fastmcp.server.create_proxy(StdioTransport(cmd, args), mode="legacy")` →
+                     stdio → upstream, one FastMCP proxy process per upstream (its simplest, fastest form: a
+                     multi-server MCPConfig adds a router layer). `mode="legacy"` pins the backend era: the npm
+                     servers speak only the handshake and FastMCP's default (mirror the front's era) fails on them
+                     with a 2026-07-28 client. It is compared with mcp-offload's stdio front.
+
+Peers are driven with the 2025-11-25 handshake (mcp-proxy's SDK 1.x speaks nothing newer). Each peer lives in
+its own venv, created on first run with pip from the registry (`MCP_OFFLOAD_BENCH_PEERS`, default
+/tmp/bench-peers); a peer that cannot be installed or started is skipped loudly, as a row with a note.
+
+Method: every target opens its connection(s) first and is warmed up; then each iteration calls every target once,
+the order rotated (and reversed every other iteration) so that drift and the noise of a shared machine land on all
+targets alike. Reported: median and p90 per target, the overhead (median minus direct's median) and the ratios.
+Each result is checked: echo must arrive exactly as direct's (all but `_meta`, each server's own stamp), the 5 MB
+read whole (peers) or as a stored reference (mcp-offload). The npm upstreams speak only the handshake, so "direct"
+is always a 2025-11-25 call: the 2026-07-28 row's overhead includes what that era costs the client itself.
+
+    python bench/run.py --only proxy [--quick]
+    python bench/proxy.py [--small 200] [--large 10] [--targets direct,ours,ours-modern,ours-http,mcp-proxy,fastmcp]
+    MCP_OFFLOAD_BENCH_OURS="/path/to/candidate-mcp-offload" python bench/proxy.py   # another build in ours' place
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shlex
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import AsyncExitStack, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp import Client, StdioServerParameters
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from core import make_text
+
+MCP_PROXY_VERSION = "0.13.0"
+FASTMCP_VERSION = "4.1.2"
+PEERS_DIR = Path(os.environ.get("MCP_OFFLOAD_BENCH_PEERS", "/tmp/bench-peers"))
+NODE_MODULES = Path(
+    os.environ.get("MCP_OFFLOAD_TEST_NODE_MODULES")
+    or Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "mcp-offload/proxy-servers/node_modules"
+)
+LARGE_BYTES = 5_000_000
+ECHO_ARGS = {"message": "hello from the proxy bench"}
+WARMUP_SMALL, WARMUP_LARGE = 20, 1
+CALL_TIMEOUT_S = 120.0
+START_TIMEOUT_S = 90.0
+
+# Run by the fastmcp venv's Python: `python -c FASTMCP_PROXY <command> <args…>` serves one proxied upstream on stdio.
+FASTMCP_PROXY = """
+import sys
+from fastmcp.client.transports import StdioTransport
+from fastmcp.server import create_proxy
+proxy = create_proxy(StdioTransport(command=sys.argv[1], args=sys.argv[2:]), mode="legacy", name="fastmcp-proxy")
+proxy.run(show_banner=False)
+"""
+
+
+class Skip(Exception):
+    """A target cannot run here; the message says why and how to fix it (it becomes the row's note)."""
+
+
+# -- peers in their own venvs ----------------------------------------------------------------------------------
+def peer_venv(package: str, version: str) -> Path:
+    """`PEERS_DIR/<package>-venv` with `package==version`, created (pip, from the registry) when missing or stale."""
+    venv = PEERS_DIR / f"{package}-venv"
+    python = venv / "bin" / "python"
+    probe = [str(python), "-c", f"import importlib.metadata as m; print(m.version({package!r}))"]
+    if python.exists():
+        found = subprocess.run(probe, capture_output=True, text=True, check=False).stdout.strip()
+        if found == version:
+            return venv
+    print(f"[proxy] installing {package}=={version} into {venv} (first run) …", file=sys.stderr)
+    try:
+        PEERS_DIR.mkdir(parents=True, exist_ok=True)
+        subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True, capture_output=True)
+        pip = [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", f"{package}=={version}"]
+        subprocess.run(pip, check=True, capture_output=True, text=True, timeout=900)
+    except subprocess.CalledProcessError as exc:
+        tail = (exc.stderr or "").strip().splitlines()[-1:] or [str(exc)]
+        raise Skip(f"SKIPPED: could not install {package}=={version} into {venv}: {tail[0][:200]}") from None
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise Skip(f"SKIPPED: could not install {package}=={version} into {venv}: {exc}") from None
+    if subprocess.run(probe, capture_output=True, text=True, check=False).stdout.strip() != version:
+        raise Skip(f"SKIPPED: {package}=={version} did not install into {venv}")
+    return venv
+
+
+# -- upstreams ----------------------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class Upstreams:
+    node: str
+    everything: list[str]  # argv after node
+    filesystem: list[str]
+    large_file: Path
+
+    def config(self) -> dict[str, Any]:
+        return {
+            "mcpServers": {
+                "every": {"command": self.node, "args": self.everything},
+                "fs": {"command": self.node, "args": self.filesystem},
+            }
+        }
+
+
+def find_upstreams(workdir: Path) -> Upstreams:
+    node = shutil.which("node")
+    scripts = {
+        p: NODE_MODULES / "@modelcontextprotocol" / f"server-{p}" / "dist" / "index.js"
+        for p in ("everything", "filesystem")
+    }
+    missing = [str(s) for s in scripts.values() if not s.is_file()]
+    if node is None or missing:
+        raise Skip(
+            f"SKIPPED: the upstream servers are missing ({'node' if node is None else ', '.join(missing)}); "
+            "install them with: bash .ci/proxy-deps.sh"
+        )
+    data = workdir / "data"
+    data.mkdir()
+    large = data / "big.log"
+    large.write_text(make_text(LARGE_BYTES, random.Random(5)))
+    return Upstreams(
+        node=node,
+        everything=[str(scripts["everything"]), "stdio"],
+        filesystem=[str(scripts["filesystem"]), str(data)],
+        large_file=large,
+    )
+
+
+# -- targets ------------------------------------------------------------------------------------------------
+@dataclass(slots=True)
+class Call:
+    client: Client
+    tool: str
+    arguments: dict[str, Any]
+
+
+@dataclass(slots=True)
+class Target:
+    key: str
+    label: str
+    small: Call | None = None
+    large: Call | None = None
+    times: dict[str, list[float]] = field(default_factory=lambda: {"small": [], "large": []})
+    wire_bytes: dict[str, int] = field(default_factory=dict)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def http_server(argv: list[str], port: int, log: Path) -> Iterator[str]:
+    """Start an HTTP MCP server in its own session; yield its base URL once it listens; stop it by pid."""
+    with log.open("wb") as err:
+        process = subprocess.Popen(
+            argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True
+        )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while True:
+            if process.poll() is not None:
+                tail = log.read_text(errors="replace").strip().splitlines()[-1:] or ["no output"]
+                raise Skip(f"SKIPPED: {Path(argv[0]).name} exited at start: {tail[0][:200]}")
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                    break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise Skip(f"SKIPPED: {Path(argv[0]).name} did not listen within {START_TIMEOUT_S:g} s") from None
+                time.sleep(0.1)
+        yield base
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, 15)  # its own session: the group is the server and its stdio upstreams
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, 9)
+                process.wait()
+
+
+def ours_argv(config: Path, store: Path) -> list[str]:
+    """`python -m mcp_offload …`, or the command in MCP_OFFLOAD_BENCH_OURS (to measure a candidate build)."""
+    command = shlex.split(os.environ.get("MCP_OFFLOAD_BENCH_OURS", "")) or [sys.executable, "-m", "mcp_offload"]
+    return [*command, "--config", str(config), "--store", str(store)]
+
+
+def stdio(argv: list[str]) -> StdioServerParameters:
+    return StdioServerParameters(command=argv[0], args=argv[1:], env=dict(os.environ))
+
+
+async def open_target(key: str, up: Upstreams, workdir: Path, stack: AsyncExitStack) -> Target:
+    """Connect every client of target `key` (inside `stack`); raises Skip when the target cannot run here."""
+    echo_args = ECHO_ARGS
+    read_args = {"path": str(up.large_file)}
+    config = workdir / "servers.json"
+    config.write_text(json.dumps(up.config()))
+
+    async def client(transport: Any, mode: str) -> Client:
+        return await stack.enter_async_context(Client(transport, mode=mode, read_timeout_seconds=CALL_TIMEOUT_S))
+
+    if key == "direct":
+        t = Target(key, "direct stdio")
+        t.small = Call(await client(stdio([up.node, *up.everything]), "legacy"), "echo", echo_args)
+        t.large = Call(await client(stdio([up.node, *up.filesystem]), "legacy"), "read_text_file", read_args)
+        return t
+    if key in ("ours", "ours-modern"):
+        mode = "legacy" if key == "ours" else "auto"
+        c = await client(stdio(ours_argv(config, workdir / f"store-{key}")), mode)
+        era = c.protocol_version
+        t = Target(key, f"mcp-offload stdio {era}")
+        t.small, t.large = Call(c, "every__echo", echo_args), Call(c, "fs__read_text_file", read_args)
+        return t
+    if key == "ours-http":
+        port = free_port()
+        argv = [*ours_argv(config, workdir / "store-http"), "--transport", "http", "--port", str(port)]
+        base = stack.enter_context(http_server(argv, port, workdir / "ours-http.log"))
+        c = await client(base + "/mcp", "legacy")
+        t = Target(key, f"mcp-offload http {c.protocol_version}")
+        t.small, t.large = Call(c, "every__echo", echo_args), Call(c, "fs__read_text_file", read_args)
+        return t
+    if key == "mcp-proxy":
+        venv = peer_venv("mcp-proxy", MCP_PROXY_VERSION)
+        port = free_port()
+        argv = [
+            str(venv / "bin" / "mcp-proxy"), "--host", "127.0.0.1", "--port", str(port), "--log-level", "WARNING",
+            "--named-server", "every", shlex.join([up.node, *up.everything]),
+            "--named-server", "fs", shlex.join([up.node, *up.filesystem]),
+        ]  # fmt: skip
+        base = stack.enter_context(http_server(argv, port, workdir / "mcp-proxy.log"))
+        t = Target(key, f"mcp-proxy {MCP_PROXY_VERSION} http 2025-11-25")
+        t.small = Call(await client(f"{base}/servers/every/mcp", "legacy"), "echo", echo_args)
+        t.large = Call(await client(f"{base}/servers/fs/mcp", "legacy"), "read_text_file", read_args)
+        return t
+    if key == "fastmcp":
+        python = str(peer_venv("fastmcp", FASTMCP_VERSION) / "bin" / "python")
+        env = {"FASTMCP_LOG_LEVEL": "WARNING", "FASTMCP_SHOW_SERVER_BANNER": "false"}
+
+        def proxy(argv: list[str]) -> StdioServerParameters:
+            params = stdio([python, "-c", FASTMCP_PROXY, *argv])
+            return params.model_copy(update={"env": {**(params.env or {}), **env}})
+
+        t = Target(key, f"fastmcp {FASTMCP_VERSION} stdio 2025-11-25")
+        t.small = Call(await client(proxy([up.node, *up.everything]), "legacy"), "echo", echo_args)
+        t.large = Call(await client(proxy([up.node, *up.filesystem]), "legacy"), "read_text_file", read_args)
+        return t
+    raise ValueError(f"unknown target {key!r}")
+
+
+# -- measuring ----------------------------------------------------------------------------------------------
+def _text(result: Any) -> str:
+    return "".join(getattr(b, "text", "") for b in result.content)
+
+
+def check(target: Target, case: str, result: Any, reference: Any | None) -> None:
+    """Each target must give the same answer: echo byte-for-byte, the big read whole or as a stored reference."""
+    if result.is_error:
+        raise AssertionError(f"{target.label} {case}: error result {_text(result)[:300]!r}")
+    if case == "small":  # `_meta` is each server's own stamp (2026-07-28 servers add their serverInfo)
+        got = result.model_dump(mode="json", by_alias=True, exclude_none=True, exclude={"meta"})
+        want = (
+            reference.model_dump(mode="json", by_alias=True, exclude_none=True, exclude={"meta"}) if reference else got
+        )
+        if got != want:
+            raise AssertionError(f"{target.label}: echo differs from direct: {got} != {want}")
+        return
+    if target.key.startswith("ours"):
+        links = [b for b in result.content if getattr(b, "type", "") == "resource_link"]
+        if not links or "Stored as" not in _text(result):
+            raise AssertionError(f"{target.label}: 5 MB read was not offloaded: {_text(result)[:300]!r}")
+    elif len(_text(result)) < LARGE_BYTES:
+        raise AssertionError(f"{target.label}: 5 MB read arrived with {len(_text(result))} chars")
+
+
+async def measure(targets: list[Target], case: str, calls: int, warmup: int) -> None:
+    reference = None
+    for target in targets:  # warm up (and check) every target before timing any
+        call = getattr(target, case)
+        for _ in range(warmup):
+            result = await call.client.call_tool(call.tool, call.arguments)
+        if case == "small" and target.key == "direct":
+            reference = result
+        check(target, case, result, reference)
+        target.wire_bytes[case] = len(result.model_dump_json(by_alias=True, exclude_none=True))
+    n = len(targets)
+    for i in range(calls):
+        order = targets[i % n :] + targets[: i % n]
+        if (i // n) % 2:
+            order.reverse()
+        for target in order:
+            call = getattr(target, case)
+            start = time.perf_counter()
+            result = await call.client.call_tool(call.tool, call.arguments)
+            target.times[case].append((time.perf_counter() - start) * 1000)
+            if result.is_error:
+                raise AssertionError(f"{target.label} {case}: error result {_text(result)[:300]!r}")
+
+
+def p90(values: list[float]) -> float:
+    return statistics.quantiles(values, n=10)[-1] if len(values) > 1 else values[0]
+
+
+# -- rows ---------------------------------------------------------------------------------------------------
+SIZES = {"small": "echo ~20 B", "large": "read 5 MB"}
+# (ours, peer) pairs compared head to head: the same front transport on both sides
+PEER_PAIRS = [("ours-http", "mcp-proxy"), ("ours", "fastmcp")]
+
+
+def rows_for(targets: list[Target], skipped: dict[str, str], case: str) -> list[dict]:
+    by_key = {t.key: t for t in targets if t.times[case]}
+    size = SIZES[case]
+    rows: list[dict] = []
+
+    def stats(t: Target) -> tuple[float, float]:
+        return statistics.median(t.times[case]), p90(t.times[case])
+
+    direct = by_key.get("direct")
+    direct_med = stats(direct)[0] if direct else None
+    for t in by_key.values():
+        med, high = stats(t)
+        row: dict[str, Any] = {
+            "suite": "proxy",
+            "case": t.label,
+            "size": size,
+            "ours_ms": round(med, 3),
+            "p90_ms": round(high, 3),
+            "calls": len(t.times[case]),
+            "wire_bytes": t.wire_bytes.get(case),
+        }
+        note = f"p90 {high:.2f} ms, n={len(t.times[case])}, reply {t.wire_bytes.get(case, 0):,} B"
+        if direct_med and t.key != "direct":
+            overhead = med - direct_med
+            row.update(yardstick="direct", yardstick_ms=round(direct_med, 3), ratio=round(med / direct_med, 2))
+            row["overhead_ms"] = round(overhead, 3)
+            note = f"overhead {overhead:+.2f} ms; " + note
+            if case == "small" and t.key.startswith("ours"):
+                note += "; target <2 ms overhead"
+        elif t.key == "direct":
+            note = "the yardstick; " + note
+        row["note"] = note
+        rows.append(row)
+    for ours_key, peer_key in PEER_PAIRS:
+        ours, peer = by_key.get(ours_key), by_key.get(peer_key)
+        if ours is None or peer is None:
+            continue
+        o_med, p_med = stats(ours)[0], stats(peer)[0]
+        row = {
+            "suite": "proxy",
+            "case": f"{ours.label} vs {peer.label.split()[0]}",
+            "size": size,
+            "ours_ms": round(o_med, 3),
+            "yardstick": peer.label,
+            "yardstick_ms": round(p_med, 3),
+            "ratio": round(o_med / p_med, 2),
+        }
+        if direct_med:
+            o_over, p_over = o_med - direct_med, p_med - direct_med
+            row.update(ours_overhead_ms=round(o_over, 3), peer_overhead_ms=round(p_over, 3))
+            row["overhead_ratio"] = round(o_over / p_over, 2) if p_over > 0 else None
+            row["note"] = f"overhead above direct: ours {o_over:+.2f} ms, peer {p_over:+.2f} ms"
+            if row["overhead_ratio"] is not None:
+                row["note"] += f" (x{row['overhead_ratio']:.2f})"
+            if case == "small":
+                row["note"] += "; target: ours lower"
+        rows.append(row)
+    for key, why in skipped.items():
+        rows.append({"suite": "proxy", "case": key, "size": size, "ours_ms": None, "note": why})
+    return rows
+
+
+ALL_TARGETS = ["direct", "ours", "ours-modern", "ours-http", "mcp-proxy", "fastmcp"]
+
+
+async def _bench(keys: list[str], small: int, large: int, workdir: Path) -> list[dict]:
+    try:
+        up = find_upstreams(workdir)
+    except Skip as exc:
+        print(f"[proxy] {exc}", file=sys.stderr)
+        return [{"suite": "proxy", "case": "all", "size": "", "ours_ms": None, "note": str(exc)}]
+    targets: list[Target] = []
+    skipped: dict[str, str] = {}
+    async with AsyncExitStack() as stack:
+        for key in keys:
+            try:
+                inner = AsyncExitStack()
+                await stack.enter_async_context(inner)
+                targets.append(await open_target(key, up, workdir, inner))
+            except Skip as exc:
+                skipped[key] = str(exc)
+                print(f"[proxy] {key}: {exc}", file=sys.stderr)
+        rows: list[dict] = []
+        failure: Exception | None = None
+        for case, calls, warmup in (("small", small, WARMUP_SMALL), ("large", large, WARMUP_LARGE)):
+            if calls <= 0:
+                continue
+            print(f"[proxy] {case}: {calls} calls x {len(targets)} targets …", file=sys.stderr)
+            load_before = os.getloadavg()[0]
+            try:
+                await measure(targets, case, calls, warmup)
+            except Exception as exc:  # raised after the clients closed, not wrapped in their task groups
+                failure = exc
+                break
+            load = [round(load_before, 2), round(os.getloadavg()[0], 2)]  # a busy machine shows here
+            rows += [{**row, "loadavg_before_after": load} for row in rows_for(targets, skipped, case)]
+    if failure is not None:
+        raise failure
+    return rows
+
+
+def run(args: Any) -> list[dict]:
+    quick = bool(getattr(args, "quick", False))
+    small = getattr(args, "small", None)
+    large = getattr(args, "large", None)
+    small = (40 if quick else 200) if small is None else small
+    large = (3 if quick else 10) if large is None else large
+    keys = [k for k in (getattr(args, "targets", None) or ",".join(ALL_TARGETS)).split(",") if k]
+    with tempfile.TemporaryDirectory(prefix="mcp-offload-bench-proxy-") as tmp:
+        return anyio.run(_bench, keys, small, large, Path(tmp))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--small", type=int, help="timed echo calls per target (default 200; --quick 40)")
+    parser.add_argument("--large", type=int, help="timed 5 MB reads per target (default 10; --quick 3; 0: skip)")
+    parser.add_argument("--targets", default=",".join(ALL_TARGETS), help="comma list of targets")
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--json", help="also write the rows here")
+    args = parser.parse_args()
+    from run import print_table
+
+    rows = run(args)
+    print_table(rows)
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=2))
+
+
+if __name__ == "__main__":
+    main()
