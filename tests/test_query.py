@@ -15,6 +15,7 @@ import sys
 import textwrap
 import time
 from collections.abc import AsyncIterator, Callable
+from dataclasses import replace
 from pathlib import Path
 
 import anyio
@@ -476,3 +477,229 @@ async def test_worker_cannot_read_files_even_past_the_directive_check(tmp_path: 
         assert "s3cr3t" not in str(reply)
     finally:
         await worker.discard()
+
+
+# -- the parsed-input cache ----------------------------------------------------------------------------------------
+def json_doc(approx_bytes: int, seed: int = 0) -> bytes:
+    """A JSON object whose `items` array makes it about `approx_bytes` long (~100 bytes per item)."""
+    count = max(1, approx_bytes // 100)
+    items = ",".join(
+        f'{{"id": {i}, "name": "item-{i}-{seed}", "price": {i % 1000}.25, "ok": {str((i + seed) % 3 > 0).lower()}, '
+        f'"tags": ["a", "b{i % 7}"]}}'
+        for i in range(count)
+    )
+    return f'{{"seed": {seed}, "items": [{items}]}}'.encode()
+
+
+def same_handle(output: StoredOutput, data: bytes, *, created: float | None = None) -> StoredOutput:
+    """Another output under the same handle (which a store never produces): the cache must still tell them apart."""
+    meta = replace(output.meta, size=len(data), created=output.meta.created if created is None else created)
+    return StoredOutput(meta, ContentIndex.build(data), data, path=None)
+
+
+async def test_second_query_on_an_output_skips_the_parse(stored: OpenStored) -> None:
+    data = json_doc(5_000_000)
+    programs = [".items | length", ".items[10].name", "[.items[] | select(.id == 4321)] | .[0].tags", ".seed"]
+    cached_runner = JqRunner(timeout_s=30, workers=1)
+    plain_runner = JqRunner(timeout_s=30, workers=1, cache_inputs=0)
+    try:
+        async for output in stored(data, "json"):
+            started = time.perf_counter()
+            first = await cached_runner.run(output, programs[0], compact=True)
+            first_s = time.perf_counter() - started
+            assert first.cached is False
+            again_s = []
+            for program in programs:
+                started = time.perf_counter()
+                result = await cached_runner.run(output, program, compact=True)
+                again_s.append(time.perf_counter() - started)
+                assert result.cached is True
+                uncached = await plain_runner.run(output, program, compact=True)
+                assert uncached.cached is False
+                assert (result.text, result.results, result.truncated) == (
+                    uncached.text,
+                    uncached.results,
+                    uncached.truncated,
+                ), program
+            assert first.text == "50000"
+            assert min(again_s) < first_s / 3, (first_s, again_s)
+    finally:
+        await cached_runner.aclose()
+        await plain_runner.aclose()
+
+
+async def test_a_run_cannot_change_the_cached_value(runner: JqRunner) -> None:
+    output = make_output(DOC)
+    original = (await runner.run(output, ".", compact=True)).text
+    mutations = [
+        ".a = 1",
+        ".items[0].id |= . + 100",
+        "del(.nested)",
+        '.tags += ["new"]',
+        ".name |= ascii_upcase",
+        "to_entries | map(.value = null) | from_entries",
+        'setpath(["nums", 0]; 99)',
+        ".items |= sort_by(-.id)",
+        '.. |= (if type == "number" then 0 else . end)',
+        "reduce range(5) as $i (.; .nums += [$i])",
+        '.nested.a.deep[0].x = "y" | .nested.a.deep[1] += [1]',
+        'first(.tags[] |= "x"), (.items[] |= {id})',
+    ]
+    for program in mutations:
+        changed = await runner.run(output, program, compact=True)
+        assert changed.cached is True and changed.text != original, program
+        after = await runner.run(output, ".", compact=True)
+        assert after.cached is True
+        assert after.text == original, program
+    assert (await runner.run(output, ".a = 1 | .a")).text == "1"
+    assert (await runner.run(output, ".a")).text == "null"
+
+    lines = make_output(JSONL, "jsonl")
+    assert (await runner.run(lines, ".a = 9 | .a", compact=True)).text == "9\n9\n9"
+    again = await runner.run(lines, ".a", compact=True)
+    assert (again.text, again.cached) == ("1\n2\n3", True)
+
+
+async def test_programs_reading_the_stream_get_it(runner: JqRunner) -> None:
+    """`input`/`inputs` read the rest of a JSON Lines output, also when its records are cached."""
+    lines = make_output(JSONL, "jsonl")
+    assert (await runner.run(lines, ".a", compact=True)).text == "1\n2\n3"
+    for program, expected in [
+        ("[., inputs] | map(.a)", "[1,2,3]"),
+        ("[., (try input catch null)] | map(.a)", "[1,2]\n[3,null]"),
+        ("input_line_number", "0\n0\n0"),  # jq counts lines only in files it reads itself
+    ]:
+        result = await runner.run(lines, program, compact=True)
+        assert (result.text, result.cached) == (expected, False), program
+    assert (await runner.run(lines, "select(.a >= 2) | .s", compact=True)).cached is True
+
+    document = make_output(DOC)
+    assert (await runner.run(document, ".nested.z")).cached is False
+    empty = await runner.run(document, "[inputs], [.nested.z, first(inputs)?]", compact=True)
+    assert (empty.text, empty.cached) == ("[]\n[1]", True)  # a single value: nothing left to read, as before
+    with pytest.raises(QueryError, match=r"break.*read past the last JSON value"):
+        await runner.run(document, "input")
+    line = await runner.run(document, "input_line_number, input_filename", compact=True)
+    assert (line.text, line.cached) == ("0\nnull", False)
+
+
+async def test_cache_is_evicted_by_count() -> None:
+    jq = JqRunner(workers=1, cache_inputs=2)
+    try:
+        a, b, c = (make_output(b'{"n": %d}' % i) for i in range(3))
+        for output in (a, b, c):
+            assert (await jq.run(output, ".n")).cached is False
+        assert [(await jq.run(output, ".n")).cached for output in (c, b, a)] == [True, True, False]
+        assert [(await jq.run(output, ".n")).text for output in (a, b, c)] == ["0", "1", "2"]
+    finally:
+        await jq.aclose()
+
+
+async def test_cache_is_evicted_by_input_bytes() -> None:
+    jq = JqRunner(workers=1, cache_input_mb=100_000 / 2**20)
+    try:
+        a, b, c = (make_output(json_doc(40_000, seed)) for seed in range(3))
+        for output in (a, b, c):
+            assert (await jq.run(output, ".seed")).cached is False
+        assert [(await jq.run(output, ".seed")).cached for output in (c, b, a)] == [True, True, False]
+        too_big = make_output(json_doc(120_000, 9))  # more than the whole cache: never kept, evicts nothing
+        assert [(await jq.run(too_big, ".seed")).cached for _ in range(2)] == [False, False]
+        assert [(await jq.run(output, ".seed")).text for output in (b, a)] == ["1", "0"]
+        assert [(await jq.run(output, ".seed")).cached for output in (b, a)] == [True, True]
+    finally:
+        await jq.aclose()
+
+
+async def test_cache_is_bounded_by_parsed_size() -> None:
+    """Parsed JSON takes several times its text: the cache counts what the parsed values hold."""
+    jq = JqRunner(workers=1, cache_memory_mb=1)
+    try:
+        document = make_output(json_doc(200_000))  # ~2 MB parsed: too big to keep
+        assert [(await jq.run(document, ".items | length")).cached for _ in range(2)] == [False, False]
+        lines = make_output(b"".join(b'{"i": %d, "s": "%s"}\n' % (i, b"x" * 50) for i in range(4000)), "jsonl")
+        results = [await jq.run(lines, "select(.i == 3999) | .i") for _ in range(2)]  # streamed: never parsed whole
+        assert [(r.text, r.cached) for r in results] == [("3999", False), ("3999", False)]
+        a, b, c = (make_output(json_doc(40_000, seed)) for seed in range(3))  # ~0.45 MB parsed each: two fit
+        for output in (a, b, c):
+            assert (await jq.run(output, ".seed")).cached is False
+        assert [(await jq.run(output, ".seed")).cached for output in (c, b, a)] == [True, True, False]
+    finally:
+        await jq.aclose()
+
+
+async def test_cache_key_includes_size_and_creation_time(runner: JqRunner) -> None:
+    first = make_output(b'{"v": "first"}')
+    assert (await runner.run(first, ".v")).text == '"first"'
+    assert (await runner.run(first, ".v")).cached is True
+    longer = same_handle(first, b'{"v": "longer one"}')
+    assert (await runner.run(longer, ".v")).text == '"longer one"'
+    later = same_handle(first, b'{"v": "other"}', created=first.meta.created + 1)  # same size, same handle
+    result = await runner.run(later, ".v")
+    assert (result.text, result.cached) == ('"other"', False)
+    assert (await runner.run(first, ".v")).text == '"first"'
+
+
+async def test_cache_can_be_turned_off() -> None:
+    jq = JqRunner(workers=1, cache_inputs=0)
+    try:
+        output = make_output(DOC)
+        assert [(await jq.run(output, ".nested.z")).cached for _ in range(2)] == [False, False]
+    finally:
+        await jq.aclose()
+
+
+async def test_query_short_of_memory_next_to_cached_inputs_is_retried_without_them() -> None:
+    """The cache counts against the memory cap; a query that needs the room gets it, and the cache is dropped."""
+    jq = JqRunner(timeout_s=20, workers=1, memory_mb=200, cache_memory_mb=100)
+    try:
+        big = make_output(json_doc(5_000_000))  # ~60 MB parsed, cached
+        assert (await jq.run(big, ".items | length")).text == "50000"
+        assert (await jq.run(big, ".seed")).cached is True
+        needs_160_mb = '("x" * 1000) * 160000 | length'
+        with pytest.raises(QueryError, match=r"ran out of memory \(limit 200 MB\)"):  # as without a cache:
+            await jq.run(big, needs_160_mb)  # 160 MB next to its own 60 MB input is over 200 MB either way
+        assert (await jq.run(big, ".items | length")).cached is False
+        assert (await jq.run(make_output(b"{}"), needs_160_mb)).text == "160000000"
+        result = await jq.run(big, ".items | length")
+        assert (result.text, result.cached) == ("50000", False)  # dropped to make room, parsed again
+        with pytest.raises(QueryError, match=r"ran out of memory \(limit 200 MB\)"):  # too big in any case
+            await jq.run(make_output(b"{}"), '("x" * 1000) * 400000 | length')
+        assert (await jq.run(big, ".seed")).text == "0"
+    finally:
+        await jq.aclose()
+
+
+async def test_killed_worker_takes_its_cache_along(runner: JqRunner) -> None:
+    output = make_output(DOC)
+    assert (await runner.run(output, ".nested.z")).cached is False
+    assert (await runner.run(output, ".nested.z")).cached is True
+    pids = worker_pids()
+    for pid in pids:
+        os.kill(pid, signal.SIGKILL)
+    assert await wait_until(lambda: not any(_running(pid) for pid in pids))
+    result = await runner.run(output, ".items | map(.id)", compact=True)
+    assert (result.text, result.cached) == ("[1,2,3]", False)
+    assert (await runner.run(output, ".nested.z")).cached is True
+
+
+async def test_timed_out_worker_takes_its_cache_along(fast_runner: JqRunner) -> None:
+    output = make_output(b'{"a": [1, 2]}')
+    assert (await fast_runner.run(output, ".a[0]")).cached is False
+    with pytest.raises(QueryError, match="ran longer"):
+        await fast_runner.run(output, "def f: f; f")
+    result = await fast_runner.run(output, ".a[1]")
+    assert (result.text, result.cached) == ("2", False)
+
+
+async def test_queries_go_to_the_worker_holding_their_input() -> None:
+    jq = JqRunner(workers=2)
+    try:
+        a, b = make_output(b'{"n": "a"}'), make_output(b'{"n": "b"}')
+        async with anyio.create_task_group() as tg:  # two workers start, one parses a, the other b
+            for output in (a, b):
+                tg.start_soon(jq.run, output, ".n")
+        assert len(worker_pids()) == 2
+        results = [await jq.run(output, ".n") for output in (a, b, a, b, b, a)]
+        assert [(r.text, r.cached) for r in results] == [(f'"{n}"', True) for n in "ababba"]
+    finally:
+        await jq.aclose()

@@ -46,5 +46,8 @@ def build_services(settings: Settings) -> Services:
             max_output_chars=settings.jq_max_output_chars,
             max_program_chars=settings.jq_max_program_chars,
             memory_mb=settings.jq_memory_mb,
+            cache_inputs=settings.jq_cache_inputs,
+            cache_input_mb=settings.jq_cache_input_mb,
+            cache_memory_mb=settings.jq_cache_memory_mb,
         ),
     )

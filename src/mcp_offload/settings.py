@@ -43,6 +43,10 @@ class Settings:
     jq_max_program_chars: int = 10_000
     jq_memory_mb: int = 2048
     jq_workers: int = 2
+    # jq workers keep parsed inputs for repeat queries (parsed JSON is ~12x its text): per worker, at most
+    jq_cache_inputs: int = 4
+    jq_cache_input_mb: int = 256
+    jq_cache_memory_mb: int = 512
     # store lifecycle (see store/lifecycle.py): time to live, per-session and global quotas, sweep period
     store_ttl_s: float = 3 * 24 * 3600.0
     store_session_max_bytes: int = 1024**3

@@ -101,8 +101,16 @@ def split_result(result: types.CallToolResult) -> list[_Part]:
     parts += others
     structured = result.structured_content
     if structured is not None and not repeats_content(structured, result.content, [b.text for b in texts]):
-        parts.append(_Part("structured", orjson.dumps(structured).decode(), "structuredContent", "application/json"))
+        parts.append(_Part("structured", _json_text(structured), "structuredContent", "application/json"))
     return parts
+
+
+def _json_text(value: Any) -> str:
+    """Compact JSON of a structuredContent; `json` when orjson refuses it (lone surrogates, ints over 64 bits)."""
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def repeats_content(structured: Any, content: list[types.ContentBlock], texts: list[str]) -> bool:
@@ -169,7 +177,7 @@ def surely_within(result: types.CallToolResult, limit: int) -> bool:
     if result.structured_content is not None:
         try:
             budget -= len(orjson.dumps(result.structured_content))
-        except TypeError:  # lone surrogates: let the full path deal with it
+        except TypeError:  # lone surrogates, huge ints: let the full path deal with it
             return False
     return budget >= 0
 

@@ -14,6 +14,16 @@ and the 2-space pretty form are byte-identical to `jq` 1.8.2), `halt`/`halt_erro
 can set an empty library search path. The input is never copied: the stored file's descriptor arrives over the
 socket (`SCM_RIGHTS`) and is mmapped; bytes from a non-file store arrive on the socket.
 
+Parsed inputs are cached: parsing is most of a query's cost (libjq 1.8 parses ~15-20 MB/s) and models run several
+queries in a row on one output while refining a filter. The server names each input by a key (handle, size,
+creation time, kind: stored outputs never change) and the worker keeps the parsed values of its last few inputs
+(`InputCache`, LRU, bounded by count, source bytes and heap bytes). A run gets its own reference (`jv_copy`) and
+jq values are copy-on-write, so a program that "modifies" its input (`.a = 1`) copies what it changes and the
+cached value stays as parsed. The cache counts against the memory cap: a query gets the same total budget with
+or without it (see `handle`), and the server retries once without the cache when a query runs out of memory.
+Programs that read the input stream themselves (`input`, `inputs`, `input_line_number`, `input_filename`) run on
+the stream as before, except over a single-value input, where the stream has nothing left to give anyway.
+
 Sandbox, in layers:
 - files: `query.check_program` rejects import/include (the only way a program names a file); Landlock (Linux >=
   5.13, best effort) then forbids opening any file at all after start-up, so even a missed directive reads nothing;
@@ -24,7 +34,8 @@ Sandbox, in layers:
 - lifetime: PR_SET_PDEATHSIG and a getppid watchdog, so a worker never outlives the server; EOF ends it when idle.
 
 Wire protocol (both directions): 4-byte big-endian length + a JSON object. A request may carry one descriptor
-(the stored file) or be followed by `size` raw bytes; a reply is one frame.
+(the stored file) or be followed by `size` raw bytes, or neither when it says `cached` (the server knows the
+worker holds that input: every reply lists the cache); a reply is one frame.
 """
 
 from __future__ import annotations
@@ -42,13 +53,20 @@ import tempfile
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 FRAME = struct.Struct(">I")
 MAX_FRAME = 64 * 1024 * 1024  # requests are small (program + options); replies are bounded by the output cap
 WATCHDOG_INTERVAL_S = 0.5
-CACHED_PROGRAMS = 16
+CACHED_PROGRAMS = 24  # compiled (program, variant) pairs
 TRIM_ABOVE_BYTES = 64 * 1024 * 1024  # give freed heap back to the OS after queries over inputs this large
+# Parsed jv values take 5-13x their JSON text on libjq 1.8 (measured: objects ~12x, integer arrays ~10x, floats
+# ~5x). JSON Lines are parsed whole for the cache only when this estimate fits the cache: streaming them needs
+# one record in memory, and a program cut short by the output cap reads only the first records.
+PARSED_BYTES_PER_SOURCE_BYTE = 16
+MIN_HEADROOM = 32 * 1024 * 1024  # the least a query gets on top of what the worker maps, whatever the cache holds
 
 # jv kinds and printer flags, from jv.h
 KIND_INVALID, KIND_NULL, KIND_FALSE, KIND_TRUE, KIND_NUMBER, KIND_STRING, KIND_ARRAY, KIND_OBJECT = range(8)
@@ -59,6 +77,22 @@ PRINT_COMPACT = 0  # `jq -c`
 # loop itself (instead of one ctypes round trip per input) is the same semantics and keeps JSON Lines fast.
 _LOOP_PREFIX = "def _mcp_offload_run: ("
 _LOOP_SUFFIX = "\n); _mcp_offload_run, (inputs | _mcp_offload_run)"
+# The same loop over cached values: the array of every input, each one run in order.
+_EACH_SUFFIX = "\n); .[] | _mcp_offload_run"
+_WRAPPERS = {"looped": (_LOOP_PREFIX, _LOOP_SUFFIX), "each": (_LOOP_PREFIX, _EACH_SUFFIX)}
+
+
+def cache_serves(program: str, records: int) -> bool:
+    """Whether cached values can stand in for the input stream of `program` (shared with the server).
+
+    Only `input`, `inputs`, `input_line_number` and `input_filename` reach jq's input callback. A cached run has no
+    callback, and then `input` fails with "break" and `inputs` is empty: what they do after the last value, so a
+    single-value input is served to them too (the line number and file name builtins insist on the stream). The
+    test is lexical and errs one way: the word anywhere, even in a string, sends the program to the stream.
+    """
+    if "input" not in program:
+        return True
+    return records == 1 and "input_" not in program
 
 
 # -- wire protocol -------------------------------------------------------------------------------------------------
@@ -167,7 +201,10 @@ class LibJq:
         self.jv_parse = fn("jv_parse", jv, ctypes.c_char_p)
         self.jv_string = fn("jv_string", jv, ctypes.c_char_p)
         self.jv_array = fn("jv_array", jv)
+        self.jv_array_length = fn("jv_array_length", i, jv)
+        self.jv_array_get = fn("jv_array_get", jv, jv, i)
         self.jv_null = fn("jv_null", jv)
+        self.jv_invalid = fn("jv_invalid", jv)
 
     def string_bytes(self, value: Jv, limit: int | None = None) -> bytes:
         """The UTF-8 bytes of a jv string (at most `limit`); does not consume `value`."""
@@ -237,49 +274,189 @@ class Program:
             self.state = None
 
 
+@dataclass
+class CachedInput:
+    """The parsed values of one stored output, kept for the next queries on it."""
+
+    key: str
+    size: int  # source bytes
+    records: int  # top-level JSON values
+    value: Jv  # the value itself when records == 1, else the array of all of them; owned by the cache
+    cost: int  # heap bytes the parsed values hold
+
+
+@dataclass(frozen=True)
+class CacheLimits:
+    entries: int
+    input_bytes: int
+    memory_bytes: int
+
+    @classmethod
+    def from_request(cls, request: dict[str, Any]) -> CacheLimits:
+        return cls(
+            entries=int(request.get("cache_inputs", 0)),
+            input_bytes=int(request.get("cache_input_bytes", 0)),
+            memory_bytes=int(request.get("cache_memory_bytes", 0)),
+        )
+
+    def admits(self, size: int, cost: int) -> bool:
+        return self.entries > 0 and size <= self.input_bytes and cost <= self.memory_bytes
+
+
+class InputCache:
+    """Parsed inputs by key, least recently used first; bounded by count, source bytes and heap bytes."""
+
+    def __init__(self, lib: LibJq) -> None:
+        self.lib = lib
+        self.entries: OrderedDict[str, CachedInput] = OrderedDict()
+
+    @property
+    def cost(self) -> int:
+        return sum(entry.cost for entry in self.entries.values())
+
+    def get(self, key: str, size: int) -> CachedInput | None:
+        entry = self.entries.get(key)
+        if entry is None or entry.size != size:
+            return None
+        self.entries.move_to_end(key)
+        return entry
+
+    def put(self, entry: CachedInput, limits: CacheLimits) -> int:
+        """Keep `entry` (owning its value) if it fits at all, evicting the oldest; returns the heap bytes freed."""
+        if not limits.admits(entry.size, entry.cost):
+            self.lib.jv_free(entry.value)
+            return entry.cost
+        freed = self._drop(entry.key)
+        self.entries[entry.key] = entry
+        return freed + self.shrink(limits)
+
+    def shrink(self, limits: CacheLimits) -> int:
+        freed = 0
+        while self.entries and (
+            len(self.entries) > limits.entries
+            or sum(e.size for e in self.entries.values()) > limits.input_bytes
+            or self.cost > limits.memory_bytes
+        ):
+            freed += self._drop(next(iter(self.entries)))
+        return freed
+
+    def clear(self, keep: str | None = None) -> int:
+        return sum(self._drop(key) for key in list(self.entries) if key != keep)
+
+    def _drop(self, key: str) -> int:
+        entry = self.entries.pop(key, None)
+        if entry is None:
+            return 0
+        self.lib.jv_free(entry.value)
+        return entry.cost
+
+    def listing(self) -> list[list[Any]]:
+        """[key, records, cost] per entry, oldest first: the server mirrors this to route and to skip sending."""
+        return [[entry.key, entry.records, entry.cost] for entry in self.entries.values()]
+
+
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [
+        (name, ctypes.c_size_t)
+        for name in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks")
+    ] + [("keepcost", ctypes.c_size_t)]
+
+
+class HeapMeter:
+    """Heap bytes in use (glibc `mallinfo2`: exact, all arenas), to price a parsed input; None elsewhere."""
+
+    def __init__(self) -> None:
+        self._mallinfo2: Any = None
+        with contextlib.suppress(AttributeError, OSError):
+            func = _libc().mallinfo2
+            func.restype = _MallInfo2
+            func.argtypes = []
+            self._mallinfo2 = func
+
+    def used(self) -> int | None:
+        if self._mallinfo2 is None:
+            return None
+        info = self._mallinfo2()
+        return int(info.uordblks + info.hblkhd)
+
+
 class Engine:
-    """Compiles (with a small cache) and runs programs over an input buffer, like jq's `main.c`."""
+    """Compiles (with a small cache) and runs programs over an input buffer or cached values, like jq's `main.c`."""
 
     def __init__(self, lib: LibJq) -> None:
         self.lib = lib
         self.sink = ErrorSink(lib)
-        self._cache: OrderedDict[str, tuple[Program, bool]] = OrderedDict()
+        self.inputs = InputCache(lib)
+        self.meter = HeapMeter()
+        self._programs: OrderedDict[tuple[str, str], Program | None] = OrderedDict()
 
-    def compile(self, source: str) -> tuple[Program, bool]:
-        """The program to run and whether it loops over the inputs itself (see `_LOOP_PREFIX`)."""
-        cached = self._cache.get(source)
-        if cached is not None:
-            self._cache.move_to_end(source)
-            return cached
-        plain = Program(self.lib, self.sink, source)  # raises CompileError with jq's own message and positions
-        try:
-            looped = Program(self.lib, self.sink, _LOOP_PREFIX + source + _LOOP_SUFFIX)
-        except CompileError:  # e.g. a `module` directive or a program that is only definitions
-            entry = (plain, False)
+    def program(self, source: str, variant: str = "plain") -> Program | None:
+        """`source` compiled as is ("plain": raises CompileError with jq's own message and positions), or wrapped
+        in a loop over the inputs ("looped": the stream, "each": an array of cached values); None when the wrapped
+        form does not compile (e.g. a `module` directive or a program that is only definitions)."""
+        key = (source, variant)
+        if key in self._programs:
+            self._programs.move_to_end(key)
+            return self._programs[key]
+        if variant == "plain":
+            compiled: Program | None = Program(self.lib, self.sink, source)
         else:
-            plain.close()
-            entry = (looped, True)
-        self._cache[source] = entry
-        while len(self._cache) > CACHED_PROGRAMS:
-            _, (old, _) = self._cache.popitem(last=False)
-            old.close()
-        return entry
+            prefix, suffix = _WRAPPERS[variant]
+            try:
+                compiled = Program(self.lib, self.sink, prefix + source + suffix)
+            except CompileError:
+                compiled = None
+        self._programs[key] = compiled
+        while len(self._programs) > CACHED_PROGRAMS:
+            _, old = self._programs.popitem(last=False)
+            if old is not None:
+                old.close()
+        return compiled
 
-    def run(self, source: str, address: int, size: int, *, compact: bool, raw: bool, max_chars: int) -> dict[str, Any]:
-        lib = self.lib
+    def compile_error(self, source: str) -> dict[str, Any] | None:
         try:
-            program, loops_itself = self.compile(source)
+            self.program(source)
         except CompileError as exc:
             return {"ok": False, "error": "compile", "message": str(exc)}
+        return None
+
+    def parse_all(self, address: int, size: int) -> tuple[Jv, int] | None:
+        """Every JSON value of the buffer, parsed in one C loop (jq's `--slurp`): (the value when there is exactly
+        one, else the array of them; their count). None when the buffer is not valid JSON: the stream then reports
+        the error at the point where jq meets it, after the results before it, as the CLI does."""
+        lib = self.lib
+        inputs = lib.input_init(None, None)
+        parser = lib.jv_parser_new(0)
+        lib.input_set_parser(inputs, parser, 1)  # `inputs` now owns the parser
+        lib.jv_parser_set_buf(parser, address if size else None, size, 0)
+        try:
+            values = lib.input_next(inputs)
+        finally:
+            holder = ctypes.c_void_p(inputs)
+            lib.input_free(ctypes.byref(holder))
+        if lib.jv_get_kind(values) != KIND_ARRAY:
+            lib.jv_free(values)
+            return None
+        records = lib.jv_array_length(lib.jv_copy(values))
+        if records == 1:
+            return lib.jv_array_get(values, 0), 1
+        return values, records
+
+    def run_stream(self, source: str, address: int, size: int, printer: _Printer) -> dict[str, Any]:
+        """Parse as the program goes, as the CLI does (call `compile_error` first)."""
+        lib = self.lib
+        plain = self.program(source)
+        looped = self.program(source, "looped")
+        program, loops_itself = (looped, True) if looped is not None else (plain, False)
+        assert program is not None and program.state
         state = program.state
         inputs = lib.input_init(None, None)
         parser = lib.jv_parser_new(0)
         lib.input_set_parser(inputs, parser, 0)  # `inputs` now owns the parser
         lib.jv_parser_set_buf(parser, address if size else None, size, 0)  # the whole output, final
         lib.jq_set_input_cb(state, lib.input_next_cb, inputs)
-        printer = _Printer(lib, compact=compact, raw=raw, max_chars=max_chars)
         try:
-            return self._loop(program, inputs, printer, loops_itself)
+            return self._loop(program, lambda: lib.input_next(inputs), printer, loops_itself)
         finally:
             lib.jq_set_input_cb(state, None, None)
             holder = ctypes.c_void_p(inputs)
@@ -288,11 +465,38 @@ class Engine:
             # `null` frees that now instead of whenever this cached program runs again.
             lib.jq_start(state, lib.jv_null(), 0)
 
-    def _loop(self, program: Program, inputs: int, printer: _Printer, loops_itself: bool) -> dict[str, Any]:
+    def run_parsed(self, source: str, entry: CachedInput, printer: _Printer) -> dict[str, Any]:
+        """Run over cached values (call `compile_error` first). The program gets its own references only: the
+        cache's value is never handed over, so nothing a run does can change or free it."""
+        lib = self.lib
+        plain = self.program(source)
+        each = self.program(source, "each") if entry.records != 1 else None
+        values: list[Callable[[], Jv]]
+        if entry.records == 1 or each is not None:
+            program, once = (plain if entry.records == 1 else each), True
+            values = [lambda: lib.jv_copy(entry.value)]
+        else:  # a program jq cannot wrap: run it on each value in turn, as `run_stream` does
+            program, once = plain, False
+            values = [lambda i=i: lib.jv_array_get(lib.jv_copy(entry.value), i) for i in range(entry.records)]
+        assert program is not None and program.state
+        state = program.state
+        feed = iter(values)
+        lib.jq_set_input_cb(state, None, None)  # `input`: "break", `inputs`: empty, as after the last value
+
+        def next_input() -> Jv:
+            produce = next(feed, None)
+            return lib.jv_invalid() if produce is None else produce()
+
+        try:
+            return self._loop(program, next_input, printer, once)
+        finally:
+            lib.jq_start(state, lib.jv_null(), 0)  # drop the run's references to the cached value now
+
+    def _loop(self, program: Program, next_input: Callable[[], Jv], printer: _Printer, once: bool) -> dict[str, Any]:
         """jq's `main.c` loop: run the program on each input; stop at the first error (the CLI goes on)."""
         lib, state = self.lib, program.state
         while True:
-            value = lib.input_next(inputs)
+            value = next_input()
             if lib.jv_get_kind(value) == KIND_INVALID:
                 if lib.jv_invalid_has_msg(lib.jv_copy(value)):
                     message = lib.message_text(lib.jv_invalid_get_msg(value))
@@ -316,7 +520,7 @@ class Engine:
                     return {"ok": False, "error": "runtime", "message": text, "string": is_string, **printer.summary()}
                 lib.jv_free(result)
                 break
-            if loops_itself:  # the program itself consumed every input
+            if once:  # the program itself went over every input
                 return {"ok": True, **printer.summary()}
 
     def _halted(self, state: int, printer: _Printer) -> dict[str, Any]:
@@ -340,9 +544,11 @@ class Engine:
         return {"ok": code == 0, "error": "halt", "exit_code": code, "message": message, **printer.summary()}
 
     def close(self) -> None:
-        for program, _ in self._cache.values():
-            program.close()
-        self._cache.clear()
+        self.inputs.clear()
+        for program in self._programs.values():
+            if program is not None:
+                program.close()
+        self._programs.clear()
 
 
 class _Printer:
@@ -463,7 +669,7 @@ def landlock_everything() -> bool:
 
 
 class MemoryCap:
-    """RLIMIT_AS = what the process maps now + the input + the jq budget, set before each query."""
+    """RLIMIT_AS = what the process maps now + `extra` (see `handle`), set before each query."""
 
     def __init__(self) -> None:
         try:  # opened now: Landlock forbids opening it later
@@ -532,53 +738,112 @@ def _receive_bytes(sock: socket.socket, size: int) -> bytearray:
 
 # -- main loop -----------------------------------------------------------------------------------------------------
 def handle(engine: Engine, cap: MemoryCap, sock: socket.socket, request: dict[str, Any], fds: list[int]) -> dict:
+    """One query. Input comes from the cache (a hit), or from the file/bytes sent with the request: then it is
+    parsed whole and cached when that is worth it (`_parse_whole`), else streamed as the CLI does.
+
+    Memory: RLIMIT_AS = what the worker maps now - what its cache holds + the budget (+ the input's mapping), so a
+    query has the same room on top of its own input as without a cache, and the worker never maps more than
+    without one; the server retries once with `clear_cache` if a query runs out of memory next to cached inputs.
+    """
     size = int(request["size"])
     program = str(request["program"])
     memory = int(request["memory_bytes"])
-    if size > 2**31 - 1:  # jv_parser_set_buf takes an int
+    key = str(request["key"]) if request.get("key") else None
+    sent = not request.get("cached")  # the file (or bytes on the socket) came along
+    cache, limits = engine.inputs, CacheLimits.from_request(request)
+    freed = cache.shrink(limits)
+    if request.get("clear_cache"):
+        freed += cache.clear(keep=key)
+    entry = cache.get(key, size) if key is not None else None
+    if entry is not None and not cache_serves(program, entry.records):
+        entry = None
+    if size > 2**31 - 1 or entry is not None or not sent:  # nothing to read: drop what came along
         for fd in fds:
             os.close(fd)
-        if not fds:
+        if sent and not fds:
             _drain(sock, size)
-        return {"ok": False, "error": "too_large", "message": "the output is over 2 GiB"}
+        if size > 2**31 - 1:  # jv_parser_set_buf takes an int
+            return {"ok": False, "error": "too_large", "message": "the output is over 2 GiB"}
+        if entry is None:  # the server thought this worker had it: it sends the input again
+            return {"ok": False, "error": "cache_miss", "message": "not cached"}
+    hit = entry is not None
+    fresh: CachedInput | None = None
     mapping: _Mapping | None = None
     buffer: bytearray | None = None
     holder: Any = None
     try:
-        cap.limit(memory + size)
-        if fds:
-            try:
-                mapping = _Mapping(fds[0], size)
-            finally:
-                for fd in fds:
-                    os.close(fd)
-            address = mapping.address
+        if hit:
+            cap.limit(max(memory - cache.cost, MIN_HEADROOM))
         else:
-            buffer = _receive_bytes(sock, size)
-            holder = (ctypes.c_char * size).from_buffer(buffer) if size else None
-            address = ctypes.addressof(holder) if size else 0
+            cap.limit(max(memory + size - cache.cost, size + MIN_HEADROOM))
+            if fds:
+                try:
+                    mapping = _Mapping(fds[0], size)
+                finally:
+                    for fd in fds:
+                        os.close(fd)
+                address = mapping.address
+            else:
+                buffer = _receive_bytes(sock, size)
+                holder = (ctypes.c_char * size).from_buffer(buffer) if size else None
+                address = ctypes.addressof(holder) if size else 0
+        error = engine.compile_error(program)
+        if error is not None:
+            return error
         started = time.perf_counter()
-        reply = engine.run(
-            program,
-            address,
-            size,
+        if not hit and key is not None and _parse_whole(request, size, program, limits):
+            before = engine.meter.used()
+            parsed = engine.parse_all(address, size)
+            if parsed is not None:
+                after = engine.meter.used()
+                cost = after - before if after is not None and before is not None else size * 8
+                fresh = CachedInput(key, size, parsed[1], parsed[0], max(cost, size))
+                if cache_serves(program, fresh.records):
+                    entry = fresh
+        printer = _Printer(
+            engine.lib,
             compact=bool(request.get("compact")),
             raw=bool(request.get("raw")),
             max_chars=int(request["max_chars"]),
         )
+        if entry is not None:
+            reply = engine.run_parsed(program, entry, printer)
+        else:
+            reply = engine.run_stream(program, address, size, printer)
         reply["jq_s"] = time.perf_counter() - started
+        reply["cached"] = hit
+        if fresh is not None:
+            kept, fresh = fresh, None
+            freed += cache.put(kept, limits)
         return reply
     except MemoryError:
         return {"ok": False, "error": "memory", "message": "out of memory"}
     finally:
+        if fresh is not None:  # parsed but not kept (the query failed on the way)
+            engine.lib.jv_free(fresh.value)
+            freed += fresh.cost
         del holder
         if mapping is not None:
             mapping.close()
         del buffer
         cap.lift()
-        if size > TRIM_ABOVE_BYTES:
+        if (size > TRIM_ABOVE_BYTES and not hit) or freed > TRIM_ABOVE_BYTES:
             with contextlib.suppress(AttributeError, OSError):
                 _libc().malloc_trim(0)
+
+
+def _parse_whole(request: dict[str, Any], size: int, program: str, limits: CacheLimits) -> bool:
+    """Whether to parse a new input whole (to run on, then cache) instead of streaming it.
+
+    A JSON document is one value, parsed whole before the program starts either way. JSON Lines stream one record
+    at a time, and a program cut short by the output cap reads only the first ones: they are parsed whole only when
+    they would fit the cache, and never for a program that reads the stream itself.
+    """
+    if not limits.admits(size, 0) or "input_" in program:
+        return False
+    if request.get("kind") == "json":
+        return True
+    return "input" not in program and size * PARSED_BYTES_PER_SOURCE_BYTE <= limits.memory_bytes
 
 
 def _drain(sock: socket.socket, size: int) -> None:
@@ -621,6 +886,7 @@ def main(argv: list[str]) -> int:
             reply = handle(engine, cap, sock, request, fds)
         except (OSError, EOFError):
             return 0
+        reply["cache"] = engine.inputs.listing()
         try:
             sock.sendall(encode_frame(reply))
         except OSError:

@@ -7,6 +7,12 @@ cut at a character cap while iterating, so an endless generator costs nothing. W
 blocking the event loop, so other calls stay responsive while a runaway program is being stopped; a killed worker
 is replaced lazily by the next query.
 
+Parsing the input is most of a query's cost, and models query one output several times in a row. Each worker keeps
+the parsed values of its last few inputs (see `jq_worker`), keyed by handle + size + creation time + kind (outputs
+never change once stored, and handles carry 130 random bits, so a key never names two outputs, whatever their
+scope). The pool sends a query to an idle worker that holds its input, and sends no input at all then; the worker
+lists its cache in every reply, so the pool's picture is exact.
+
 Results look exactly like the jq CLI's: pretty (2-space indent) by default, `compact` like `jq -c`, `raw` like
 `jq -r`, one result per line/block joined with "\\n" (no trailing newline). The numbers are formatted by jq itself.
 """
@@ -32,17 +38,20 @@ from typing import Any
 import anyio
 
 from mcp_offload.errors import QueryError
-from mcp_offload.retrieve.jq_worker import FRAME, MAX_FRAME, decode_frame, encode_frame
-from mcp_offload.store.base import StoredOutput
+from mcp_offload.retrieve.jq_worker import FRAME, MAX_FRAME, cache_serves, decode_frame, encode_frame
+from mcp_offload.store.base import OutputMeta, StoredOutput
 
 log = logging.getLogger(__name__)
 
 _WORKER_SCRIPT = Path(__file__).with_name("jq_worker.py")
+_PROCFS = Path("/proc/self/stat").exists()
 _OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK  # a planted FIFO must not block us
 _SOCKET_BUFFER = 4 * 1024 * 1024
 _START_TIMEOUT_S = 30.0
 _REAP_TIMEOUT_S = 5.0
+_MIN_RETRY_S = 0.1  # the least time a retry without cached inputs gets (after running out of memory next to them)
 _MIB = 1024 * 1024
+_OUT_OF_MEMORY = "the jq program ran out of memory and was stopped. Narrow it or process less data."
 
 
 @dataclass(frozen=True)
@@ -51,6 +60,7 @@ class JqResult:
     results: int
     truncated: bool
     elapsed_s: float
+    cached: bool = False  # the input was already parsed in the worker (no parse this time)
 
 
 # -- checking the program before it reaches jq ---------------------------------------------------------------------
@@ -162,6 +172,18 @@ class _WorkerGone(Exception):
     """The worker closed its socket: it exited, crashed or was killed."""
 
 
+class _Deadline(QueryError):
+    """The program ran past the deadline."""
+
+
+class _CrowdedOut(Exception):
+    """The query ran out of memory on a worker that also held other cached inputs: retry without them."""
+
+    def __init__(self, error: QueryError) -> None:
+        super().__init__(str(error))
+        self.error = error  # what to report if the retry cannot finish in time either
+
+
 def _libjq_path() -> str:
     """jq.py's extension module, which carries (and exports) libjq; found without importing it here."""
     spec = importlib.util.find_spec("jq")
@@ -226,6 +248,20 @@ class _Worker:
         self.proc = proc
         self.sock = sock
         self.landlock = False
+        self.cache: dict[str, tuple[int, int]] = {}  # key -> (records, heap bytes), as the worker last listed it
+
+    def note_cache(self, reply: dict[str, Any]) -> None:
+        listing = reply.get("cache")
+        if isinstance(listing, list):
+            self.cache = {str(key): (int(records), int(cost)) for key, records, cost in listing}
+
+    def serves(self, key: str | None, program: str) -> bool:
+        """Whether this worker can answer `program` on input `key` from its cache."""
+        cached = self.cache.get(key) if key is not None else None
+        return cached is not None and cache_serves(program, cached[0])
+
+    def cached_bytes(self, besides: str | None = None) -> int:
+        return sum(cost for key, (_, cost) in self.cache.items() if key != besides)
 
     @classmethod
     async def start(cls, libjq: str) -> _Worker:
@@ -271,9 +307,20 @@ class _Worker:
         return worker
 
     def alive(self) -> bool:
-        """False if the process is gone (its end of the socket reads as EOF), e.g. killed while idle."""
+        """False if the process is gone or going, e.g. killed while idle.
+
+        A killed worker's main thread turns zombie first; until its other threads have exited too, `waitpid`
+        reports nothing and its socket stays open, so the process state is read as well.
+        """
         if self.proc.poll() is not None:
             return False
+        if _PROCFS:
+            try:
+                state = Path(f"/proc/{self.proc.pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
+            except (OSError, IndexError):
+                return False
+            if state in (b"Z", b"X"):
+                return False
         try:
             return self.sock.recv(1, socket.MSG_PEEK) != b""
         except BlockingIOError:
@@ -304,11 +351,15 @@ class _Worker:
         with anyio.CancelScope(shield=True), anyio.move_on_after(_REAP_TIMEOUT_S):
             await anyio.to_thread.run_sync(self.proc.wait, abandon_on_cancel=True)
 
-    async def death_reason(self, memory_mb: int) -> str:
-        """Why the worker went away mid-query, from its exit status (awaited briefly, never forced)."""
+    async def exit_status(self) -> int | None:
+        """The worker's exit status once it has gone away mid-query (awaited briefly, never forced)."""
         with anyio.move_on_after(1.0):
             await anyio.to_thread.run_sync(self.proc.wait, abandon_on_cancel=True)
-        code = self.proc.poll()
+        return self.proc.poll()
+
+    async def death_reason(self, memory_mb: int) -> str:
+        """Why the worker went away mid-query, from its exit status."""
+        code = await self.exit_status()
         if code == -signal.SIGABRT:  # libjq aborts when an allocation fails under RLIMIT_AS
             return f"ran out of memory (limit {memory_mb} MB)"
         if code == -signal.SIGKILL:
@@ -320,7 +371,12 @@ class _Worker:
 
 # -- the pool ------------------------------------------------------------------------------------------------------
 class JqRunner:
-    """Runs jq programs in a small pool of warm, sandboxed worker processes."""
+    """Runs jq programs in a small pool of warm, sandboxed worker processes that cache parsed inputs.
+
+    Cache bounds are per worker: `cache_inputs` outputs, `cache_input_mb` MB of their JSON text, and
+    `cache_memory_mb` MB of parsed values (default: half of `memory_mb`; parsed JSON takes 5-13x its text). The
+    cache counts against `memory_mb`. `cache_inputs=0` turns caching off.
+    """
 
     def __init__(
         self,
@@ -330,19 +386,39 @@ class JqRunner:
         max_output_chars: int = 100_000,
         max_program_chars: int = 10_000,
         memory_mb: int = 2048,
+        cache_inputs: int = 4,
+        cache_input_mb: float = 256,
+        cache_memory_mb: float | None = None,
     ) -> None:
         if workers < 1 or timeout_s <= 0 or max_output_chars < 0 or max_program_chars < 1 or memory_mb < 1:
             raise ValueError("invalid JqRunner limits")
+        if cache_memory_mb is None:
+            cache_memory_mb = memory_mb / 2
+        if cache_inputs < 0 or cache_input_mb < 0 or not 0 <= cache_memory_mb <= memory_mb:
+            raise ValueError("invalid JqRunner cache limits")
         self.workers = workers
         self.timeout_s = timeout_s
         self.max_output_chars = max_output_chars
         self.max_program_chars = max_program_chars
         self.memory_mb = memory_mb
+        self.cache_inputs = cache_inputs
+        self.cache_input_bytes = int(cache_input_mb * _MIB)
+        self.cache_memory_bytes = int(cache_memory_mb * _MIB)
         self._idle: list[_Worker] = []
         self._all: set[_Worker] = set()
         self._slots: anyio.Semaphore | None = None
         self._libjq: str | None = None
         self._closed = False
+
+    def cache_key(self, meta: OutputMeta, size: int) -> str | None:
+        """The name of an output's parsed input in the workers; None when caching is off.
+
+        Stored outputs never change and handles are globally unique (130 random bits, whatever the scope); the
+        size and creation time are there in case either assumption is ever broken.
+        """
+        if self.cache_inputs < 1:
+            return None
+        return f"{meta.handle}:{size}:{meta.created!r}:{meta.kind}"
 
     async def run(self, output: StoredOutput, program: str, *, compact: bool = False, raw: bool = False) -> JqResult:
         started = time.perf_counter()
@@ -360,43 +436,84 @@ class JqRunner:
             "max_chars": self.max_output_chars,
             "memory_bytes": self.memory_mb * _MIB,
             "size": size,
+            "key": self.cache_key(output.meta, size),
+            "kind": output.meta.kind,
+            "cache_inputs": self.cache_inputs,
+            "cache_input_bytes": self.cache_input_bytes,
+            "cache_memory_bytes": self.cache_memory_bytes,
         }
         reply_limit = MAX_FRAME + 8 * self.max_output_chars  # JSON escapes at most 6 bytes per character
         async with self._slots:
-            worker = await self._checkout()
-            fd = self._open_stored_file(output, size)
-            # No file to map (Redis): the bytes go over the socket; a lazy view is fetched once, off the loop.
-            payload = output.data if fd is not None else await anyio.to_thread.run_sync(output.contiguous)
-            finished = False
             try:
-                with anyio.fail_after(self.timeout_s):
-                    reply = await worker.request(header, fd, payload, reply_limit)
-                finished = True
-            except TimeoutError:
-                raise QueryError(
-                    f"the jq program ran longer than {self.timeout_s:g} s and was stopped. Narrow it (select fields "
-                    "early, use limit(n; ...) or first(...)) and check for endless loops (repeat, recurse, while)."
-                ) from None
-            except _WorkerGone:
-                if self._closed:
-                    raise QueryError("jq is shutting down on this server; try again later.") from None
-                reason = await worker.death_reason(self.memory_mb)
-                raise QueryError(f"the jq program {reason} and was stopped. Narrow it or process less data.") from None
-            except ValueError:  # an unreadable reply: the worker is broken
-                raise QueryError("jq failed unexpectedly on this output; try again.") from None
-            finally:
-                if fd is not None:
-                    os.close(fd)
-                if finished and not self._closed:
-                    self._idle.append(worker)
-                else:
-                    self._all.discard(worker)
-                    await worker.discard()
+                reply = await self._attempt(output, header, reply_limit, self.timeout_s)
+            except _CrowdedOut as crowded:  # once more without the other cached inputs, in the time left
+                left = max(self.timeout_s - (time.perf_counter() - started), _MIN_RETRY_S)
+                try:
+                    reply = await self._attempt(output, {**header, "clear_cache": True}, reply_limit, left)
+                except _Deadline:
+                    raise crowded.error from None
         return self._result(reply, output, time.perf_counter() - started)
 
-    async def _checkout(self) -> _Worker:
+    async def _attempt(
+        self, output: StoredOutput, header: dict[str, Any], reply_limit: int, timeout_s: float
+    ) -> dict[str, Any]:
+        """One try on one worker. Raises QueryError, or `_CrowdedOut` when the query ran out of memory on a worker
+        that also held other cached inputs (they count against the memory cap): the caller retries without them."""
+        key, program = header["key"], header["program"]
+        worker = await self._checkout(key, program)
+        crowded = not header.get("clear_cache") and worker.cached_bytes(besides=key) > 0
+        cached = worker.serves(key, program)
+        fd: int | None = None
+        payload: Any = b""
+        finished = False
+        try:
+            if not cached:
+                fd = self._open_stored_file(output, header["size"])
+                # No file to map (Redis): the bytes go over the socket; a lazy view is fetched once, off the loop.
+                payload = output.data if fd is not None else await anyio.to_thread.run_sync(output.contiguous)
+            with anyio.fail_after(timeout_s):
+                if cached:
+                    reply = await worker.request({**header, "cached": True}, None, b"", reply_limit)
+                    worker.note_cache(reply)
+                    if reply.get("error") == "cache_miss":  # never expected: the worker lists its cache each time
+                        fd = self._open_stored_file(output, header["size"])
+                        payload = output.data if fd is not None else await anyio.to_thread.run_sync(output.contiguous)
+                        cached = False
+                if not cached:
+                    reply = await worker.request(header, fd, payload, reply_limit)
+                    worker.note_cache(reply)
+            finished = True
+        except TimeoutError:
+            raise _Deadline(
+                f"the jq program ran longer than {self.timeout_s:g} s and was stopped. Narrow it (select fields "
+                "early, use limit(n; ...) or first(...)) and check for endless loops (repeat, recurse, while)."
+            ) from None
+        except _WorkerGone:
+            if self._closed:
+                raise QueryError("jq is shutting down on this server; try again later.") from None
+            reason = await worker.death_reason(self.memory_mb)
+            error = QueryError(f"the jq program {reason} and was stopped. Narrow it or process less data.")
+            if crowded and worker.proc.returncode == -signal.SIGABRT:
+                raise _CrowdedOut(error) from None
+            raise error from None
+        except ValueError:  # an unreadable reply: the worker is broken
+            raise QueryError("jq failed unexpectedly on this output; try again.") from None
+        finally:
+            if fd is not None:
+                os.close(fd)
+            if finished and not self._closed:
+                self._idle.append(worker)
+            else:
+                self._all.discard(worker)
+                await worker.discard()
+        if crowded and reply.get("error") == "memory":
+            raise _CrowdedOut(QueryError(_OUT_OF_MEMORY))
+        return reply
+
+    async def _checkout(self, key: str | None, program: str) -> _Worker:
         while self._idle:
-            worker = self._idle.pop()
+            worker = self._pick(key, program)
+            self._idle.remove(worker)
             if worker.alive():
                 return worker
             self._all.discard(worker)
@@ -409,6 +526,15 @@ class JqRunner:
             raise QueryError("jq is shutting down on this server; try again later.")
         self._all.add(worker)
         return worker
+
+    def _pick(self, key: str | None, program: str) -> _Worker:
+        """An idle worker that has this input parsed, else the one holding the least (hot inputs stay where they
+        are); ties go to the most recently used, which keeps a lightly used pool on one warm worker."""
+        recent_first = self._idle[::-1]
+        for worker in recent_first:
+            if worker.serves(key, program):
+                return worker
+        return min(recent_first, key=lambda worker: worker.cached_bytes())
 
     @staticmethod
     def _open_stored_file(output: StoredOutput, size: int) -> int | None:
@@ -437,6 +563,7 @@ class JqRunner:
                 results=int(reply["results"]),
                 truncated=bool(reply["truncated"]),
                 elapsed_s=elapsed,
+                cached=bool(reply.get("cached")),
             )
         error, message = reply.get("error"), str(reply.get("message", ""))
         if error == "compile":
@@ -455,7 +582,7 @@ class JqRunner:
                 "Use read_large_output or search_large_output on it instead."
             )
         if error == "memory":
-            raise QueryError("the jq program ran out of memory and was stopped. Narrow it or process less data.")
+            raise QueryError(_OUT_OF_MEMORY)
         if error == "too_large":
             raise QueryError(f"output {output.meta.handle} is too large for jq (over 2 GiB).")
         raise QueryError("jq failed unexpectedly on this output.")
