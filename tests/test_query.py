@@ -703,3 +703,43 @@ async def test_queries_go_to_the_worker_holding_their_input() -> None:
         assert [(r.text, r.cached) for r in results] == [(f'"{n}"', True) for n in "ababba"]
     finally:
         await jq.aclose()
+
+
+SYSTEM_LIBJQ = next(
+    (
+        p
+        for p in (
+            "/usr/lib/x86_64-linux-gnu/libjq.so.1",
+            "/usr/lib/aarch64-linux-gnu/libjq.so.1",
+            "/usr/lib/libjq.so.1",
+        )
+        if os.path.exists(p)
+    ),
+    None,
+)
+
+
+@pytest.mark.skipif(
+    SYSTEM_LIBJQ is None, reason="NO SYSTEM libjq.so.1 (apt-get install jq): the jq_library test did NOT run"
+)
+async def test_a_system_libjq_can_replace_the_bundled_one() -> None:
+    doc = b'{"items": [{"id": 1, "name": "a\\u00e9"}, {"id": 2, "name": "b"}]}'
+    meta = OutputMeta(
+        handle=new_handle(),
+        kind="json",
+        size=len(doc),
+        chars=len(doc),
+        lines=1,
+        tokens=0,
+        tokens_estimated=False,
+        created=0.0,
+    )
+    output = StoredOutput(meta=meta, index=ContentIndex.build(doc), data=doc)
+    runner = JqRunner(workers=1, libjq=SYSTEM_LIBJQ)
+    try:
+        result = await runner.run(output, '[.items[] | .name] | join(",")', raw=True)
+        assert result.text == "aé,b"
+        r = await runner.run(output, "$ENV | length")
+        assert r.text.strip() == "0"
+    finally:
+        await runner.aclose()

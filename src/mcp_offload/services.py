@@ -49,5 +49,6 @@ def build_services(settings: Settings) -> Services:
             cache_inputs=settings.jq_cache_inputs,
             cache_input_mb=settings.jq_cache_input_mb,
             cache_memory_mb=settings.jq_cache_memory_mb,
+            libjq=settings.jq_library or None,
         ),
     )

@@ -389,7 +389,11 @@ class JqRunner:
         cache_inputs: int = 4,
         cache_input_mb: float = 256,
         cache_memory_mb: float | None = None,
+        libjq: str | None = None,
     ) -> None:
+        """`libjq`: a shared library exporting libjq's API to use instead of the one bundled in jq.py (e.g. the
+        system's `libjq.so.1`, built with -O2 where jq.py's bundled build is not; that version's semantics and
+        number formatting then apply)."""
         if workers < 1 or timeout_s <= 0 or max_output_chars < 0 or max_program_chars < 1 or memory_mb < 1:
             raise ValueError("invalid JqRunner limits")
         if cache_memory_mb is None:
@@ -407,7 +411,7 @@ class JqRunner:
         self._idle: list[_Worker] = []
         self._all: set[_Worker] = set()
         self._slots: anyio.Semaphore | None = None
-        self._libjq: str | None = None
+        self._libjq: str | None = libjq or None
         self._closed = False
 
     def cache_key(self, meta: OutputMeta, size: int) -> str | None:
