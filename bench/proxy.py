@@ -11,6 +11,7 @@ process, as in real use:
   mcp-offload        Client → stdio → `python -m mcp_offload --config servers.json` → stdio → upstreams;
                      once per client era: the 2025-11-25 handshake (`mode="legacy"`) and 2026-07-28 (`mode="auto"`)
   mcp-offload http   Client → streamable HTTP (loopback) → `mcp_offload --config … --transport http` → stdio → …
+                     (and once more with `--json-response`: plain JSON answers instead of an SSE stream per POST)
   mcp-proxy 0.13.0   Client → streamable HTTP (loopback) → `mcp-proxy --named-server every '<cmd>' --named-server
                      fs '<cmd>' --port P` → stdio → upstreams, at /servers/<name>/mcp. mcp-proxy only bridges
                      stdio <-> SSE/HTTP (it cannot be a stdio-in, stdio-out proxy without chaining two of them), so
@@ -33,7 +34,8 @@ read whole (peers) or as a stored reference (mcp-offload). The npm upstreams spe
 is always a 2025-11-25 call: the 2026-07-28 row's overhead includes what that era costs the client itself.
 
     python bench/run.py --only proxy [--quick]
-    python bench/proxy.py [--small 200] [--large 10] [--targets direct,ours,ours-modern,ours-http,mcp-proxy,fastmcp]
+    python bench/proxy.py [--small 200] [--large 10]
+        [--targets direct,ours,ours-modern,ours-http,ours-http-json,mcp-proxy,fastmcp]
     MCP_OFFLOAD_BENCH_OURS="/path/to/candidate-mcp-offload" python bench/proxy.py   # another build in ours' place
 """
 
@@ -245,12 +247,14 @@ async def open_target(key: str, up: Upstreams, workdir: Path, stack: AsyncExitSt
         t = Target(key, f"mcp-offload stdio {era}")
         t.small, t.large = Call(c, "every__echo", echo_args), Call(c, "fs__read_text_file", read_args)
         return t
-    if key == "ours-http":
+    if key in ("ours-http", "ours-http-json"):
         port = free_port()
-        argv = [*ours_argv(config, workdir / "store-http"), "--transport", "http", "--port", str(port)]
-        base = stack.enter_context(http_server(argv, port, workdir / "ours-http.log"))
+        argv = [*ours_argv(config, workdir / f"store-{key}"), "--transport", "http", "--port", str(port)]
+        if key == "ours-http-json":
+            argv.append("--json-response")  # plain JSON answers, like mcp-proxy's
+        base = stack.enter_context(http_server(argv, port, workdir / f"{key}.log"))
         c = await client(base + "/mcp", "legacy")
-        t = Target(key, f"mcp-offload http {c.protocol_version}")
+        t = Target(key, f"mcp-offload http{' json' if key == 'ours-http-json' else ''} {c.protocol_version}")
         t.small, t.large = Call(c, "every__echo", echo_args), Call(c, "fs__read_text_file", read_args)
         return t
     if key == "mcp-proxy":
@@ -337,7 +341,7 @@ def p90(values: list[float]) -> float:
 # -- rows ---------------------------------------------------------------------------------------------------
 SIZES = {"small": "echo ~20 B", "large": "read 5 MB"}
 # (ours, peer) pairs compared head to head: the same front transport on both sides
-PEER_PAIRS = [("ours-http", "mcp-proxy"), ("ours", "fastmcp")]
+PEER_PAIRS = [("ours-http", "mcp-proxy"), ("ours-http-json", "mcp-proxy"), ("ours", "fastmcp")]
 
 
 def rows_for(targets: list[Target], skipped: dict[str, str], case: str) -> list[dict]:
@@ -402,7 +406,7 @@ def rows_for(targets: list[Target], skipped: dict[str, str], case: str) -> list[
     return rows
 
 
-ALL_TARGETS = ["direct", "ours", "ours-modern", "ours-http", "mcp-proxy", "fastmcp"]
+ALL_TARGETS = ["direct", "ours", "ours-modern", "ours-http", "ours-http-json", "mcp-proxy", "fastmcp"]
 
 
 async def _bench(keys: list[str], small: int, large: int, workdir: Path) -> list[dict]:

@@ -75,6 +75,11 @@ def _add_transport_flags(parser: argparse.ArgumentParser) -> None:
     )
     net.add_argument("--allowed-origins", default="", help="extra Origin values, comma-separated")
     net.add_argument("--stateless", action="store_true", help="streamable HTTP without sessions")
+    net.add_argument(
+        "--json-response",
+        action="store_true",
+        help="answer each POST with plain JSON, not an SSE stream: less overhead per call, but no progress relayed",
+    )
     net.add_argument("--max-body-bytes", type=int, default=32 * 1024 * 1024, help="largest request body (32 MiB)")
     net.add_argument("--max-sessions", type=int, default=1000, help="open sessions per transport (default 1000)")
     net.add_argument(

@@ -81,6 +81,7 @@ class HttpOptions:
     allowed_hosts: tuple[str, ...] = ()  # extra Host values (reverse proxy names); "*" turns Host/Origin checks off
     allowed_origins: tuple[str, ...] = ()
     stateless: bool = False  # streamable HTTP without sessions (every request stands alone)
+    json_response: bool = False  # answer POSTs with plain JSON instead of an SSE stream (no progress relayed)
     max_body_bytes: int = 32 * 1024 * 1024
     max_sessions: int = 1000  # per transport
     session_idle_timeout: float = 30 * 60.0
@@ -461,6 +462,7 @@ def build_http_app(services: Services, options: HttpOptions, *, extensions: Sequ
         manager = StreamableHTTPSessionManager(
             app=server,
             stateless=options.stateless,
+            json_response=options.json_response,
             security_settings=security,
             max_request_body_size=options.max_body_bytes,
             session_idle_timeout=options.session_idle_timeout,
@@ -541,6 +543,7 @@ def http_options_from_args(args: Any, environ: dict[str, str] | None = None) -> 
         allowed_hosts=_split(args.allowed_hosts),
         allowed_origins=_split(args.allowed_origins),
         stateless=args.stateless,
+        json_response=args.json_response,
         max_body_bytes=args.max_body_bytes,
         max_sessions=args.max_sessions,
         session_idle_timeout=args.session_idle_timeout,
