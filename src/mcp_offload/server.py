@@ -143,6 +143,7 @@ def build_server(
     """The MCP server for one set of services. `scope_policy` decides a request's scope (see scope.py)."""
     policy: ScopePolicy = scope_policy or RunScope()
     own_tools = [spec.to_tool() for spec in TOOLS]
+    own_schemas = {tool.name: tool.input_schema for tool in own_tools}  # built once, not per 2026-07-28 call
     notifier = ChangeNotifier()
     for ext in extensions:
         ext.bind(notifier)
@@ -178,8 +179,9 @@ def build_server(
             for ext in extensions:
                 await ext.observe_tool_result(call, spec.name, result)
             return result
+        call = tool_call(ctx)
         for ext in extensions:
-            result = await ext.call_tool(ctx, tool_call(ctx), params.name, params.arguments)
+            result = await ext.call_tool(ctx, call, params.name, params.arguments)
             if result is not None:
                 return result
         known = ", ".join(sorted(TOOLS_BY_NAME))
@@ -252,9 +254,8 @@ def build_server(
         raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown prompt {params.name[:200]!r}")
 
     def input_schema(tool_name: str) -> dict[str, Any] | None:
-        spec = TOOLS_BY_NAME.get(tool_name)
-        if spec is not None:
-            return spec.to_tool().input_schema
+        if tool_name in own_schemas:
+            return own_schemas[tool_name]
         for ext in extensions:
             schema = ext.input_schema(tool_name)
             if schema is not None:

@@ -33,7 +33,6 @@ class Settings:
     # search: defaults and hard caps
     search_max_results: int = 50
     search_max_results_cap: int = 500
-    search_max_context_lines: int = 10
     search_line_chars: int = 300
     search_max_pattern_chars: int = 4096
     search_time_budget_s: float = 10.0

@@ -276,8 +276,6 @@ def _render_search(pattern: str, result: SearchResult, scoped: str | None) -> st
 
 async def search_tool(call: ToolCall, args: SearchArgs) -> ToolReply:
     settings = call.services.settings
-    if args.context_lines > settings.search_max_context_lines:
-        raise SearchError(f"context_lines is at most {settings.search_max_context_lines}.")
     compiled = compile_pattern(
         args.pattern,
         literal=args.literal,
@@ -293,8 +291,7 @@ async def search_tool(call: ToolCall, args: SearchArgs) -> ToolReply:
         time_budget_s=settings.search_time_budget_s,
     )
     if args.handle is not None:
-        handles = [validate_handle(args.handle)]
-        await call.services.store.meta(call.scope, handles[0])  # UnknownHandle before any work
+        handles = [validate_handle(args.handle)]  # an unknown one raises UnknownHandle when opened below
     else:
         if not call.enumerable:
             raise SearchError("search_large_output needs a handle here: " + NOT_ENUMERABLE)

@@ -51,7 +51,7 @@ from mcp_offload.store.base import StoredOutput
 log = logging.getLogger(__name__)
 
 HARD_MAX_RESULTS = 500  # settings.search_max_results_cap
-MAX_CONTEXT_LINES = 10  # settings.search_max_context_lines
+MAX_CONTEXT_LINES = 10
 MIN_LINE_CHARS = 20
 MAX_LINE_CHARS = 10_000
 DEFAULT_MAX_MEM = 8 << 20  # RE2's own default, set explicitly: program + DFA cache per compiled pattern
