@@ -48,8 +48,7 @@ from mcp import Client
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
-MCP_PROXY_VERSION = "0.13.0"
-MCP_PROXY_VENV = Path(os.environ.get("MCP_PROXY_VENV", "/tmp/mcp-proxy-venv"))
+MCP_PROXY_VERSION = "0.13.0"  # the yardstick; its venv is bench/proxy.py peer_venv's
 ONE_MB_SHARE = 0.9  # outputs at least this share of max_bytes count as "1 MB outputs"
 _MARKER = re.compile(r'session["=:\s]+"?(S\d{3,})')
 
@@ -452,19 +451,15 @@ def mcp_offload_server(
 
 
 def mcp_proxy_bin() -> Path | None:
-    """mcp-proxy 0.13.0 in its own venv (it needs mcp 1.x; ours is 2.x); created on first use."""
-    binary = MCP_PROXY_VENV / "bin" / "mcp-proxy"
-    if binary.exists():
-        return binary
-    print(f"[http_load] installing mcp-proxy=={MCP_PROXY_VERSION} into {MCP_PROXY_VENV} …", file=sys.stderr)
+    """mcp-proxy 0.13.0 in its own venv (it needs mcp 1.x; ours is 2.x): the proxy suite's peer venv, shared."""
+    from proxy import MCP_PROXY_VERSION as VERSION
+    from proxy import Skip, peer_venv
+
     try:
-        subprocess.run([sys.executable, "-m", "venv", str(MCP_PROXY_VENV)], check=True, capture_output=True)
-        pip = [str(MCP_PROXY_VENV / "bin" / "pip"), "install", "-q", f"mcp-proxy=={MCP_PROXY_VERSION}"]
-        subprocess.run(pip, check=True, capture_output=True, timeout=600)
-    except (subprocess.SubprocessError, OSError) as exc:
-        print(f"[http_load] could not install mcp-proxy: {exc}", file=sys.stderr)
+        return peer_venv("mcp-proxy", VERSION) / "bin" / "mcp-proxy"
+    except Skip as exc:
+        print(f"[http_load] {exc}", file=sys.stderr)
         return None
-    return binary if binary.exists() else None
 
 
 @contextlib.contextmanager

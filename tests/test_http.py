@@ -28,6 +28,7 @@ from mcp import Client, MCPError
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
+from http_fixtures import wait_healthy
 from mcp_offload.auth import principal_id
 from mcp_offload.http_app import HttpOptions, RefusedConfig, build_http_app, check_exposure, transport_security
 from mcp_offload.services import Services
@@ -492,13 +493,7 @@ async def test_sigterm_during_load_is_graceful(tmp_path: Path) -> None:
     acknowledged: dict[str, str] = {}  # handle -> sha256 of the content, for 2026-07-28 clients (principal scope)
     stop = anyio.Event()
     try:
-        async with httpx2.AsyncClient() as http:
-            with anyio.fail_after(30):
-                while True:
-                    with contextlib.suppress(httpx2.HTTPError):
-                        if (await http.get(base + "/healthz")).status_code == 200:
-                            break
-                    await anyio.sleep(0.1)
+        await wait_healthy(base)
 
         async def load(transport: str, mode: str, n: int) -> None:
             with contextlib.suppress(Exception):  # the server goes away under it: errors are expected here
@@ -567,13 +562,7 @@ async def test_proxy_mode_over_http_offloads_into_the_callers_scope(tmp_path: Pa
     with log.open("wb") as err:
         process = await anyio.open_process(argv, stdin=subprocess.DEVNULL, stderr=err)
     try:
-        async with httpx2.AsyncClient() as http:
-            with anyio.fail_after(30):
-                while True:
-                    with contextlib.suppress(httpx2.HTTPError):
-                        if (await http.get(base + "/healthz")).status_code == 200:
-                            break
-                    await anyio.sleep(0.1)
+        await wait_healthy(base)
         async with connect(base, "http", "legacy", TOKEN_A) as a, connect(base, "http", "auto", TOKEN_B) as b:
             upstream_pid = int(text_of(await a.call_tool("fix__pid", {})).strip())
             big = await a.call_tool("fix__json", {"n": 3000})

@@ -23,6 +23,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from conftest import text_of
+from http_fixtures import wait_healthy
 from store_fixtures import RedisServer, have_redis_server
 
 TOKEN_A = "instance-test-a-" + "a" * 20
@@ -52,16 +53,6 @@ def instance(redis_url: str, tmp_path: Path, name: str) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-
-
-async def wait_healthy(base: str) -> None:
-    async with httpx2.AsyncClient() as http:
-        with anyio.fail_after(30):
-            while True:
-                with contextlib.suppress(httpx2.HTTPError):
-                    if (await http.get(base + "/healthz")).status_code == 200:
-                        return
-                await anyio.sleep(0.1)
 
 
 @contextlib.asynccontextmanager

@@ -25,33 +25,18 @@ from mcp_offload.store.base import CHUNK
 from mcp_offload.store.fs import FilesystemStore
 from mcp_offload.store.lifecycle import DAY, StoreLimits, describe_duration
 from mcp_offload.store.redis import RedisBuffer, RedisStore
-
-try:  # tests/ as rootdir-relative modules (no tests/__init__.py) or as a package
-    from store_fixtures import (  # type: ignore[import-not-found]
-        SCOPE_A,
-        SCOPE_B,
-        FakeClock,
-        backend,
-        free_port,
-        make_meta,
-        make_store,
-        private_redis,
-        put_bytes,
-        redis_url,
-    )
-except ImportError:  # pragma: no cover
-    from tests.store_fixtures import (
-        SCOPE_A,
-        SCOPE_B,
-        FakeClock,
-        backend,
-        free_port,
-        make_meta,
-        make_store,
-        private_redis,
-        put_bytes,
-        redis_url,
-    )
+from store_fixtures import (
+    SCOPE_A,
+    SCOPE_B,
+    FakeClock,
+    backend,
+    free_port,
+    make_meta,
+    make_store,
+    private_redis,
+    put_bytes,
+    redis_url,
+)
 
 __all__ = ["backend", "make_store", "private_redis", "redis_url"]  # fixtures, re-exported for pytest
 

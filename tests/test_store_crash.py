@@ -23,11 +23,7 @@ from mcp_offload.index import ContentIndex
 from mcp_offload.store.fs import FilesystemStore
 from mcp_offload.store.lifecycle import StoreLimits
 from mcp_offload.store.redis import RedisStore
-
-try:  # tests/ as rootdir-relative modules (no tests/__init__.py) or as a package
-    from store_fixtures import SCOPE_A, put_bytes, redis_url  # type: ignore[import-not-found]
-except ImportError:  # pragma: no cover
-    from tests.store_fixtures import SCOPE_A, put_bytes, redis_url
+from store_fixtures import SCOPE_A, put_bytes, redis_url
 
 __all__ = ["redis_url"]
 
