@@ -24,6 +24,7 @@ from typing import Any
 
 from mcp.server import ServerRequestContext
 
+from mcp_offload.api import Scope
 from mcp_offload.store.handles import scope_key
 
 MODERN_PROTOCOL = "2026-07-28"
@@ -31,15 +32,7 @@ _STATE_KEY = "mcp_offload.scope"
 
 
 def new_scope() -> str:
-    return scope_key("run:" + secrets.token_hex(16))
-
-
-@dataclass(frozen=True, slots=True)
-class Scope:
-    """A store scope key, and whether its outputs may be enumerated (listed, searched without a handle)."""
-
-    key: str
-    enumerable: bool = True
+    return Scope.new().key
 
 
 ANONYMOUS = Scope(scope_key("anonymous-capabilities"), enumerable=False)

@@ -31,7 +31,6 @@ class Settings:
     # one read returns at most this many tokens
     read_max_tokens: int = 5000
     # search: defaults and hard caps
-    search_max_results: int = 50
     search_max_results_cap: int = 500
     search_line_chars: int = 300
     search_max_pattern_chars: int = 4096

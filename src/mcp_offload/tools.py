@@ -10,21 +10,17 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from contextlib import AsyncExitStack
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
-import anyio
 import mcp.types as types
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from mcp_offload.errors import ExpiredHandle, OffloadError, SearchError, UnknownHandle
-from mcp_offload.offload import describe_size, offload_text, reference_data, render_reference
-from mcp_offload.retrieve.read import read_range
-from mcp_offload.retrieve.search import SearchOptions, SearchResult, compile_pattern, search_outputs
+from mcp_offload import api
+from mcp_offload.errors import OffloadError, UnknownHandle
+from mcp_offload.render import render_list, render_query, render_read, render_reference, render_search
+from mcp_offload.results import ListOutput, OffloadOutput, QueryOutput, ReadOutput, SearchOutput
 from mcp_offload.services import Services
-from mcp_offload.store.handles import validate_handle
 
 log = logging.getLogger(__name__)
 
@@ -67,81 +63,6 @@ class NoArgs(_Args):
     pass
 
 
-# -- results (outputSchema) -------------------------------------------------------------------------------
-class OutputFacts(BaseModel):
-    """What every result that describes a stored output says about it."""
-
-    handle: str
-    name: str | None
-    kind: str = Field(description="json | jsonl | text | blob")
-    bytes: int
-    chars: int
-    lines: int
-    tokens: int
-    tokens_estimated: bool
-    mime_type: str | None
-
-
-class OffloadOutput(OutputFacts):
-    notes: list[str]
-    preview: str
-    shape: dict[str, Any]
-
-
-class ReadOutput(BaseModel):
-    handle: str
-    mode: str = Field(description="'chars' or 'lines': the unit of start/end/total/next_start")
-    start: int
-    end: int
-    total: int
-    tokens: int
-    truncated: bool
-    next_start: int | None
-    note: str | None
-    text: str
-
-
-class ContextLine(BaseModel):
-    line: int
-    text: str
-
-
-class SearchMatchOut(BaseModel):
-    handle: str
-    line: int
-    start: int
-    end: int
-    text: str
-    before: list[ContextLine]
-    after: list[ContextLine]
-
-
-class SearchOutput(BaseModel):
-    pattern: str
-    matches: list[SearchMatchOut]
-    total_matches: int
-    total_is_exact: bool
-    truncated: bool
-    outputs_searched: int
-
-
-class QueryOutput(BaseModel):
-    handle: str
-    result: str
-    results: int
-    truncated: bool
-    elapsed_ms: float
-
-
-class OutputInfo(OutputFacts):
-    source: str | None
-    created: str
-
-
-class ListOutput(BaseModel):
-    outputs: list[OutputInfo]
-
-
 # -- the call context ---------------------------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class ToolCall:
@@ -150,6 +71,10 @@ class ToolCall:
     services: Services
     scope: str  # store scope key
     enumerable: bool = True  # False: no session identity, so listing / search-all are refused
+
+    @property
+    def session(self) -> api.Scope:
+        return api.Scope(self.scope, self.enumerable)
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,191 +116,46 @@ class ToolSpec:
         )
 
 
-def _n(value: int) -> str:
-    return f"{value:,}"
-
-
-NOT_ENUMERABLE = (
-    "this connection has no session identity (2026-07-28 request without authentication), so outputs cannot be "
-    "listed or searched all at once; pass the handle you were given."
-)
-
-
-async def _known_handles(call: ToolCall) -> str:
-    if not call.enumerable:
-        return "Check the handle you were given."
-    metas = await call.services.store.list(call.scope)
-    if not metas:
-        return "This session has no stored outputs yet."
-    shown = ", ".join(m.handle + (f" ({m.name})" if m.name else "") for m in metas[:10])
-    more = f" and {len(metas) - 10} more (see list_outputs)" if len(metas) > 10 else ""
-    return f"This session's outputs: {shown}{more}."
-
-
-# -- handlers ---------------------------------------------------------------------------------------------
 async def offload_tool(call: ToolCall, args: OffloadArgs) -> ToolReply:
-    offloaded = await offload_text(call.services, call.scope, args.content, name=args.name, source="offload")
-    return ToolReply(render_reference(offloaded), OffloadOutput(**reference_data(offloaded)))
+    out = await api.offload(call.services, call.session, args.content, name=args.name, source="offload")
+    return ToolReply(render_reference(out), out)
 
 
 async def read_tool(call: ToolCall, args: ReadArgs) -> ToolReply:
-    handle = validate_handle(args.handle)
-    settings = call.services.settings
-    async with call.services.store.open(call.scope, handle) as output:
-        result = await anyio.to_thread.run_sync(
-            lambda: read_range(
-                output,
-                start=args.start,
-                end=args.end,
-                start_line=args.start_line,
-                end_line=args.end_line,
-                max_tokens=settings.read_max_tokens,
-                counter=call.services.tokens,
-            )
-        )
-    unit = "lines" if result.mode == "lines" else "chars"
-    head = f"[{handle} {unit} {_n(result.start)}–{_n(result.end)} of {_n(result.total)} · {_n(result.tokens)} tokens]"
-    tail = []
-    if result.note:
-        tail.append(f"[{result.note}]")
-    if result.next_start is not None:
-        key = "start_line" if result.mode == "lines" else "start"
-        tail.append(f"[cut at the {_n(settings.read_max_tokens)}-token cap: continue with {key}={result.next_start}]")
-    text = "\n".join([head, result.text, *tail]) if tail else f"{head}\n{result.text}"
-    structured = ReadOutput(
-        handle=handle,
-        mode=result.mode,
-        start=result.start,
-        end=result.end,
-        total=result.total,
-        tokens=result.tokens,
-        truncated=result.truncated,
-        next_start=result.next_start,
-        note=result.note,
-        text=result.text,
+    out = await api.read(
+        call.services,
+        call.session,
+        args.handle,
+        start=args.start,
+        end=args.end,
+        start_line=args.start_line,
+        end_line=args.end_line,
     )
-    return ToolReply(text, structured)
-
-
-def _render_search(pattern: str, result: SearchResult, scoped: str | None) -> str:
-    where = scoped or f"{result.outputs_searched} output(s)"
-    total = _n(result.total_matches) + ("" if result.total_is_exact else "+")
-    if not result.matches:
-        return f"No match for {pattern!r} in {where}."
-    lines = [f"{total} match(es) for {pattern!r} in {where}; showing {len(result.matches)}:"]
-    for m in result.matches:
-        for number, text in m.before:
-            lines.append(f"  {m.handle}:{number}-  {text}")
-        lines.append(f"{m.handle}:{m.line} [chars {m.start}–{m.end}]: {m.text}")
-        for number, text in m.after:
-            lines.append(f"  {m.handle}:{number}-  {text}")
-    if result.truncated:
-        lines.append("[more matches not shown: raise max_results or narrow the pattern]")
-    return "\n".join(lines)
+    return ToolReply(render_read(out, call.services.settings.read_max_tokens), out)
 
 
 async def search_tool(call: ToolCall, args: SearchArgs) -> ToolReply:
-    settings = call.services.settings
-    compiled = compile_pattern(
+    out = await api.search(
+        call.services,
+        call.session,
         args.pattern,
-        literal=args.literal,
-        case_sensitive=args.case_sensitive,
-        max_chars=settings.search_max_pattern_chars,
-    )
-    options = SearchOptions(
+        handle=args.handle,
         case_sensitive=args.case_sensitive,
         literal=args.literal,
-        max_results=min(args.max_results, settings.search_max_results_cap),
+        max_results=args.max_results,
         context_lines=args.context_lines,
-        line_chars=settings.search_line_chars,
-        time_budget_s=settings.search_time_budget_s,
     )
-    if args.handle is not None:
-        handles = [validate_handle(args.handle)]  # an unknown one raises UnknownHandle when opened below
-    else:
-        if not call.enumerable:
-            raise SearchError("search_large_output needs a handle here: " + NOT_ENUMERABLE)
-        handles = [m.handle for m in await call.services.store.list(call.scope) if m.kind != "blob"]
-    async with AsyncExitStack() as stack:
-        outputs = []
-        for handle in handles:
-            try:
-                outputs.append(await stack.enter_async_context(call.services.store.open(call.scope, handle)))
-            except (UnknownHandle, ExpiredHandle):
-                if args.handle is not None:
-                    raise
-        result = await anyio.to_thread.run_sync(
-            lambda: search_outputs(outputs, compiled, options, max_results_cap=settings.search_max_results_cap)
-        )
-    structured = SearchOutput(
-        pattern=args.pattern,
-        matches=[
-            SearchMatchOut(
-                handle=m.handle,
-                line=m.line,
-                start=m.start,
-                end=m.end,
-                text=m.text,
-                before=[ContextLine(line=n, text=t) for n, t in m.before],
-                after=[ContextLine(line=n, text=t) for n, t in m.after],
-            )
-            for m in result.matches
-        ],
-        total_matches=result.total_matches,
-        total_is_exact=result.total_is_exact,
-        truncated=result.truncated,
-        outputs_searched=result.outputs_searched,
-    )
-    return ToolReply(_render_search(args.pattern, result, args.handle), structured)
+    return ToolReply(render_search(out, args.handle), out)
 
 
 async def query_tool(call: ToolCall, args: QueryArgs) -> ToolReply:
-    handle = validate_handle(args.handle)
-    async with call.services.store.open(call.scope, handle) as output:
-        result = await call.services.jq.run(output, args.query, compact=args.compact, raw=args.raw)
-    text = result.text if result.text else "(no output)"
-    if result.truncated:
-        text += (
-            f"\n[output cut at {_n(call.services.settings.jq_max_output_chars)} chars after {result.results} "
-            "result(s): narrow the query, e.g. add '| length', 'limit(10; …)' or select fewer fields]"
-        )
-    structured = QueryOutput(
-        handle=handle,
-        result=result.text,
-        results=result.results,
-        truncated=result.truncated,
-        elapsed_ms=round(result.elapsed_s * 1000, 3),
-    )
-    return ToolReply(text, structured)
+    out = await api.query(call.services, call.session, args.handle, args.query, compact=args.compact, raw=args.raw)
+    return ToolReply(render_query(out, call.services.settings.jq_max_output_chars), out)
 
 
 async def list_tool(call: ToolCall, args: NoArgs) -> ToolReply:
-    if not call.enumerable:
-        raise OffloadError("list_outputs is unavailable: " + NOT_ENUMERABLE)
-    metas = await call.services.store.list(call.scope)
-    infos = [
-        OutputInfo(
-            handle=m.handle,
-            name=m.name,
-            kind=m.kind,
-            bytes=m.size,
-            chars=m.chars,
-            lines=m.lines,
-            tokens=m.tokens,
-            tokens_estimated=m.tokens_estimated,
-            mime_type=m.mime_type,
-            source=m.source,
-            created=datetime.fromtimestamp(m.created, UTC).isoformat(timespec="seconds"),
-        )
-        for m in metas
-    ]
-    if not infos:
-        return ToolReply("No stored outputs in this session yet.", ListOutput(outputs=[]))
-    lines = [f"{len(infos)} stored output(s), newest first:"]
-    for m, info in zip(metas, infos, strict=True):
-        label = f' "{m.name}"' if m.name else ""
-        lines.append(f"{m.handle}{label} {m.kind}, {describe_size(m)}, created {info.created}")
-    return ToolReply("\n".join(lines), ListOutput(outputs=infos))
+    out = await api.list_outputs(call.services, call.session)
+    return ToolReply(render_list(out), out)
 
 
 TOOLS: tuple[ToolSpec, ...] = (
@@ -481,7 +261,7 @@ async def call_tool(spec: ToolSpec, call: ToolCall, arguments: dict[str, Any] | 
     try:
         reply = await spec.handler(call, args)
     except UnknownHandle as exc:
-        return error_result(f"{exc}. {await _known_handles(call)}")
+        return error_result(f"{exc}. {await api.known_handles(call.services, call.session)}")
     except OffloadError as exc:
         return error_result(str(exc))
     except Exception:

@@ -20,33 +20,29 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from mcp_offload.errors import ExpiredHandle, StoreFull
+from mcp_offload.settings import Settings
 
 GoneReason = Literal["expired", "evicted"]
 
 DAY = 86400.0
-DEFAULT_TTL_S = 3 * DAY
-DEFAULT_SCOPE_MAX_BYTES = 1024**3  # 1 GiB per session
-DEFAULT_SCOPE_MAX_OUTPUTS = 1000
-DEFAULT_MAX_BYTES = 4 * 1024**3  # 4 GiB for the whole store
-DEFAULT_MAX_OUTPUTS = 10_000
-DEFAULT_SWEEP_INTERVAL_S = 600.0
+_DEFAULTS = Settings()  # the defaults are written once, in settings.py
 
 
 @dataclass(frozen=True, slots=True)
 class StoreLimits:
     """The lifecycle knobs of a store (one instance per store; both backends read the same fields)."""
 
-    ttl_s: float = DEFAULT_TTL_S
-    scope_max_bytes: int = DEFAULT_SCOPE_MAX_BYTES
-    scope_max_outputs: int = DEFAULT_SCOPE_MAX_OUTPUTS
-    max_bytes: int = DEFAULT_MAX_BYTES
-    max_outputs: int = DEFAULT_MAX_OUTPUTS
-    tombstone_ttl_s: float = DEFAULT_TTL_S
+    ttl_s: float = _DEFAULTS.store_ttl_s
+    scope_max_bytes: int = _DEFAULTS.store_session_max_bytes
+    scope_max_outputs: int = _DEFAULTS.store_session_max_outputs
+    max_bytes: int = _DEFAULTS.store_max_bytes
+    max_outputs: int = _DEFAULTS.store_max_outputs
+    tombstone_ttl_s: float = _DEFAULTS.store_ttl_s
     tombstones_per_scope: int = 1000
-    sweep_interval_s: float = DEFAULT_SWEEP_INTERVAL_S
+    sweep_interval_s: float = _DEFAULTS.store_sweep_interval_s
 
     def __post_init__(self) -> None:
         for name in ("ttl_s", "scope_max_bytes", "scope_max_outputs", "max_bytes", "max_outputs"):
@@ -54,20 +50,17 @@ class StoreLimits:
                 raise ValueError(f"store limit {name} must be positive")
 
     @classmethod
-    def from_settings(cls, settings: Any) -> StoreLimits:
-        """Read the `store_*` knobs of a `Settings` (fields it does not have keep their defaults)."""
-        names = {
-            "store_ttl_s": "ttl_s",
-            "store_session_max_bytes": "scope_max_bytes",
-            "store_session_max_outputs": "scope_max_outputs",
-            "store_max_bytes": "max_bytes",
-            "store_max_outputs": "max_outputs",
-            "store_sweep_interval_s": "sweep_interval_s",
-        }
-        values = {ours: getattr(settings, theirs) for theirs, ours in names.items() if hasattr(settings, theirs)}
-        if "ttl_s" in values:
-            values.setdefault("tombstone_ttl_s", values["ttl_s"])
-        return cls(**values)
+    def from_settings(cls, settings: Settings) -> StoreLimits:
+        """The limits a `Settings` asks for (tombstones are kept as long as outputs live)."""
+        return cls(
+            ttl_s=settings.store_ttl_s,
+            scope_max_bytes=settings.store_session_max_bytes,
+            scope_max_outputs=settings.store_session_max_outputs,
+            max_bytes=settings.store_max_bytes,
+            max_outputs=settings.store_max_outputs,
+            tombstone_ttl_s=settings.store_ttl_s,
+            sweep_interval_s=settings.store_sweep_interval_s,
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,110 @@
+"""The result models of the retrieval API: what `offload`, `read`, `search`, `query` and `list_outputs` return.
+
+The same models are the tools' `structuredContent` (and their declared `outputSchema`), the in-process API's
+return values and what the compaction API renders, so every front end reports an output with the same fields.
+`facts_of` is the one place an `OutputMeta` becomes those fields.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from mcp_offload.store.base import OutputMeta
+
+
+class OutputFacts(BaseModel):
+    """What every result that describes a stored output says about it."""
+
+    handle: str
+    name: str | None
+    kind: str = Field(description="json | jsonl | text | blob")
+    bytes: int
+    chars: int
+    lines: int
+    tokens: int
+    tokens_estimated: bool
+    mime_type: str | None
+
+
+class OffloadOutput(OutputFacts):
+    notes: list[str]
+    preview: str
+    shape: dict[str, Any]
+
+
+class ReadOutput(BaseModel):
+    handle: str
+    mode: str = Field(description="'chars' or 'lines': the unit of start/end/total/next_start")
+    start: int
+    end: int
+    total: int
+    tokens: int
+    truncated: bool
+    next_start: int | None
+    note: str | None
+    text: str
+
+
+class ContextLine(BaseModel):
+    line: int
+    text: str
+
+
+class SearchMatchOut(BaseModel):
+    handle: str
+    line: int
+    start: int
+    end: int
+    text: str
+    before: list[ContextLine]
+    after: list[ContextLine]
+
+
+class SearchOutput(BaseModel):
+    pattern: str
+    matches: list[SearchMatchOut]
+    total_matches: int
+    total_is_exact: bool
+    truncated: bool
+    outputs_searched: int
+
+
+class QueryOutput(BaseModel):
+    handle: str
+    result: str
+    results: int
+    truncated: bool
+    elapsed_ms: float
+
+
+class OutputInfo(OutputFacts):
+    source: str | None
+    created: str
+
+
+class ListOutput(BaseModel):
+    outputs: list[OutputInfo]
+
+
+def facts_of(meta: OutputMeta) -> dict[str, Any]:
+    """The `OutputFacts` fields of a stored output (shared by offload, list and the proxy's references)."""
+    return {
+        "handle": meta.handle,
+        "name": meta.name,
+        "kind": meta.kind,
+        "bytes": meta.size,
+        "chars": meta.chars,
+        "lines": meta.lines,
+        "tokens": meta.tokens,
+        "tokens_estimated": meta.tokens_estimated,
+        "mime_type": meta.mime_type,
+    }
+
+
+def info_of(meta: OutputMeta) -> OutputInfo:
+    """One `list_outputs` row."""
+    created = datetime.fromtimestamp(meta.created, UTC).isoformat(timespec="seconds")
+    return OutputInfo(**facts_of(meta), source=meta.source, created=created)
