@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
+from typing import Any
 
 import platformdirs
 
@@ -63,16 +64,17 @@ class Settings:
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None) -> Settings:
         env = os.environ if environ is None else environ
-        values: dict[str, object] = {}
+        values: dict[str, Any] = {}  # each value coerced to its field's type by _coerce
         for f in fields(cls):
             raw = env.get(f"MCP_OFFLOAD_{f.name.upper()}")
             if raw is None:
                 continue
             values[f.name] = _coerce(f.type, raw, f.name)
-        return cls(**values)  # type: ignore[arg-type]
+        return cls(**values)
 
     def with_overrides(self, **changes: object) -> Settings:
-        return replace(self, **{k: v for k, v in changes.items() if v is not None})
+        kept: dict[str, Any] = {k: v for k, v in changes.items() if v is not None}
+        return replace(self, **kept)
 
 
 def _coerce(annotation: object, raw: str, name: str) -> object:

@@ -179,9 +179,9 @@ def describe_duration(seconds: float) -> str:
     """3 days / 5 hours / 90 seconds: the unit a person would use."""
     for unit, length in (("day", DAY), ("hour", 3600.0), ("minute", 60.0)):
         if seconds >= length and (seconds % length == 0 or seconds >= 2 * length):
-            amount = round(seconds / length)
-            return f"{amount} {unit}{'s' if amount != 1 else ''}"
-    amount = round(seconds, 3) if seconds < 10 else round(seconds)
+            count = round(seconds / length)
+            return f"{count} {unit}{'s' if count != 1 else ''}"
+    amount: float = round(seconds, 3) if seconds < 10 else round(seconds)
     return f"{amount:g} second{'s' if amount != 1 else ''}"
 
 
