@@ -49,6 +49,7 @@ keys computed at run time, so this backend targets a standalone Redis/Valkey, no
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib.resources
 import logging
 import random
@@ -57,7 +58,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Iterator
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import orjson
@@ -103,6 +104,10 @@ _LUA_PUBLISH = _lua("publish")  # ARGV: see publish.lua  ->  'ok' | 'exists' | '
 _LUA_OPEN = _lua("open")  # -> {'ok', meta, index, content-or-nil} | {'gone', reason} | {'unknown'}
 _LUA_UNPIN = _lua("unpin", prelude=False)  # ARGV: P, s, h
 _LUA_DELETE = _lua("delete")  # -> {'ok'} | {'gone', reason} | {'unknown'}
+
+
+def _pinned_in(pinned: set[tuple[str, str]], c: Candidate) -> bool:
+    return (c.scope, c.handle) in pinned
 
 
 def normalise_url(url: str) -> str:
@@ -205,10 +210,11 @@ class RedisBuffer:
         with _redis_errors():
             # one GETRANGE per PIECE, in sequence: redis-py parses 1 MiB replies much faster than one huge
             # reply, and pipelining them measured no faster (the parser, not the network, is the limit)
-            parts = []
+            parts: list[bytes] = []
             for pos in range(start, stop, self.PIECE):
                 self.round_trips += 1
-                parts.append(self._client.getrange(self._key, pos, min(pos + self.PIECE, stop) - 1))
+                piece = self._client.getrange(self._key, pos, min(pos + self.PIECE, stop) - 1)
+                parts.append(cast(bytes, piece))  # a sync client without decode_responses: bytes
             raw = parts[0] if len(parts) == 1 else b"".join(parts)
         if len(raw) != stop - start:
             raise self._on_missing()
@@ -223,7 +229,7 @@ class RedisBuffer:
         if not sub:
             return a if a <= b else -1
         for pos in range(a, b, CHUNK):
-            window = self[pos : min(pos + CHUNK + len(sub) - 1, b)]
+            window: bytes = self[pos : min(pos + CHUNK + len(sub) - 1, b)]
             found = window.find(sub)
             if found >= 0:
                 return pos + found
@@ -235,7 +241,7 @@ class RedisBuffer:
             return b if a <= b else -1
         starts = range(a, b, CHUNK)
         for pos in reversed(starts):
-            window = self[pos : min(pos + CHUNK + len(sub) - 1, b)]
+            window: bytes = self[pos : min(pos + CHUNK + len(sub) - 1, b)]
             found = window.rfind(sub)
             if found >= 0:
                 return pos + found
@@ -447,7 +453,7 @@ class RedisStore:
                     scope_c,
                     global_c,
                     self.limits,
-                    pinned=lambda c, pinned=pinned: (c.scope, c.handle) in pinned,
+                    pinned=functools.partial(_pinned_in, pinned),
                     complete=len(scope_lru) < page and len(global_lru) < page,
                 )
             except NeedMoreCandidates:
@@ -486,7 +492,7 @@ class RedisStore:
             raise gone_error(handle, result[1].decode("ascii", "replace"), self.limits)
         if result[0] != b"ok":
             raise UnknownHandle(f"no output {handle} in this session")
-        return result
+        return cast(list[Any], result)
 
     async def meta(self, scope: str, handle: str) -> OutputMeta:
         result = await self._lookup(scope, handle, "meta")
@@ -520,7 +526,8 @@ class RedisStore:
     async def list(self, scope: str) -> list[OutputMeta]:
         validate_scope(scope)
         with _redis_errors():
-            handles = [h.decode() for h in await self._client.zrange(f"{self.prefix}:s:{scope}:lru", 0, -1)]
+            members = cast(list[bytes], await self._client.zrange(f"{self.prefix}:s:{scope}:lru", 0, -1))
+            handles = [h.decode() for h in members]
             if not handles:
                 return []
             async with self._client.pipeline(transaction=False) as pipe:
