@@ -74,41 +74,6 @@ async def running_proxy(services: Any, config: dict[str, Any], *, lazy_tools: bo
         yield server
 
 
-# -- processes, from /proc (no psutil) ------------------------------------------------------------------------
-def _stat(pid: int) -> tuple[str, int] | None:
-    try:
-        raw = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = raw.rsplit(")", 1)[1].split()
-    return fields[0], int(fields[1])  # state, ppid
-
-
-def descendants(root: int) -> list[int]:
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit() and (stat := _stat(int(entry))) is not None:
-            children.setdefault(stat[1], []).append(int(entry))
-    found, todo = [], [root]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child)
-    return found
-
-
-def alive(pids: list[int]) -> list[int]:
-    """The pids that still run (zombies count as gone)."""
-    return [pid for pid in pids if (stat := _stat(pid)) is not None and stat[0] not in ("Z", "X")]
-
-
-def cmdline(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        return ""
-
-
 # -- the fixture upstream server ------------------------------------------------------------------------------
 def _serve() -> None:
     import anyio

@@ -26,6 +26,7 @@ from mcp_offload.store.fs import FilesystemStore
 from mcp_offload.store.handles import new_handle, scope_key
 from mcp_offload.store.lifecycle import StoreLimits
 from mcp_offload.store.redis import RedisStore
+from support import free_port
 
 NO_REDIS = (
     "redis-server is not installed, so the Redis backend is NOT tested: run `.ci/redis.sh start` "
@@ -34,12 +35,6 @@ NO_REDIS = (
 
 SCOPE_A = scope_key("session-a")
 SCOPE_B = scope_key("session-b")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 class RedisServer:

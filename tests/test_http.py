@@ -13,7 +13,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -34,6 +33,7 @@ from mcp_offload.http_app import HttpOptions, RefusedConfig, build_http_app, che
 from mcp_offload.services import Services
 from mcp_offload.store.fs import FilesystemStore
 from mcp_offload.store.handles import scope_key
+from support import descendants, free_port
 
 TOKEN_A = "token-a-" + "a" * 24
 TOKEN_B = "token-b-" + "b" * 24
@@ -438,27 +438,6 @@ async def test_json_response_mode(services: Services, mode: str) -> None:
 
 
 # -- the real process ----------------------------------------------------------------------------------------------
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _descendants(pid: int) -> list[int]:
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            with contextlib.suppress(OSError, IndexError, ValueError):
-                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-                children.setdefault(ppid, []).append(int(entry.name))
-    found, todo = [], [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found += [child]
-            todo.append(child)
-    return found
-
-
 def _alive(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
@@ -481,7 +460,7 @@ def test_cli_refuses_unsafe_configurations(tmp_path: Path) -> None:
 
 async def test_sigterm_during_load_is_graceful(tmp_path: Path) -> None:
     store = tmp_path / "store"
-    port = _free_port()
+    port = free_port()
     base = f"http://127.0.0.1:{port}"
     argv = [sys.executable, "-m", "mcp_offload", "--transport", "both", "--port", str(port), "--store", str(store)]
     log = tmp_path / "server.log"
@@ -511,7 +490,7 @@ async def test_sigterm_during_load_is_graceful(tmp_path: Path) -> None:
             for n, (transport, mode) in enumerate([("http", "auto"), ("http", "legacy"), ("sse", "legacy")] * 2):
                 tg.start_soon(load, transport, mode, n)
             await anyio.sleep(2.0)
-            children = _descendants(process.pid)
+            children = descendants(process.pid)
             process.send_signal(signal.SIGTERM)
             with anyio.fail_after(30):
                 await process.wait()
@@ -554,7 +533,7 @@ async def test_proxy_mode_over_http_offloads_into_the_callers_scope(tmp_path: Pa
     SIGTERM stops the upstream server too."""
     config = tmp_path / "servers.json"
     config.write_text(json.dumps({"mcpServers": {"fix": {"command": sys.executable, "args": [str(UPSTREAM)]}}}))
-    port = _free_port()
+    port = free_port()
     base = f"http://127.0.0.1:{port}"
     argv = [sys.executable, "-m", "mcp_offload", "--transport", "http", "--port", str(port)]
     argv += ["--store", str(tmp_path / "store"), "--config", str(config), "--token", TOKEN_A, "--token", TOKEN_B]

@@ -16,12 +16,7 @@ from mcp import Client
 from conftest import ERAS, text_of
 from mcp_offload.services import Services
 from proxy_fixtures import npm_entry, running_proxy
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+from support import free_port
 
 
 class NodeServer:
@@ -30,7 +25,7 @@ class NodeServer:
     def __init__(self, transport: str) -> None:
         entry = npm_entry("server-everything", transport)
         self.argv = [entry["command"], *entry["args"]]
-        self.port = _free_port()
+        self.port = free_port()
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:

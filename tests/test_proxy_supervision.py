@@ -16,15 +16,17 @@ import pytest
 from mcp import Client, MCPError, StdioServerParameters
 
 from conftest import ERAS, text_of
+from mcp_offload.proxy.transports.stdio import REAPER
 from mcp_offload.services import Services
-from proxy_fixtures import alive, cmdline, descendants, fixture_entry, npm_entry, python_entry, running_proxy
+from proxy_fixtures import fixture_entry, npm_entry, python_entry, running_proxy
+from support import alive, cmdline, descendants
 
 BROKEN = {"command": "no-such-mcp-server-binary"}
 CRASHING = {"command": "sh", "args": ["-c", "echo 'fatal: bad config' >&2; exit 3"]}
 
 
 def _pid_of(pattern: str) -> int:
-    matches = [p for p in descendants(os.getpid()) if pattern in cmdline(p) and "mcp-offload: reaper" not in cmdline(p)]
+    matches = [p for p in descendants(os.getpid()) if pattern in cmdline(p) and str(REAPER) not in cmdline(p)]
     assert len(matches) == 1, matches
     return matches[0]
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import socket
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
@@ -25,21 +24,16 @@ from mcp.client.streamable_http import streamable_http_client
 from conftest import text_of
 from http_fixtures import wait_healthy
 from store_fixtures import RedisServer, have_redis_server
+from support import free_port
 
 TOKEN_A = "instance-test-a-" + "a" * 20
 TOKEN_B = "instance-test-b-" + "b" * 20
 DOC = '{"items": [' + ",".join(f'{{"id": {i}, "name": "n{i}"}}' for i in range(3000)) + '], "marker": "ZQX-42"}'
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @contextlib.contextmanager
 def instance(redis_url: str, tmp_path: Path, name: str) -> Iterator[str]:
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "MCP_OFFLOAD_TOKEN": f"{TOKEN_A},{TOKEN_B}"}
     argv = [sys.executable, "-m", "mcp_offload", "--transport", "http", "--port", str(port), "--store", redis_url]
     with (tmp_path / f"{name}.log").open("wb") as err:

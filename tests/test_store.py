@@ -30,13 +30,13 @@ from store_fixtures import (
     SCOPE_B,
     FakeClock,
     backend,
-    free_port,
     make_meta,
     make_store,
     private_redis,
     put_bytes,
     redis_url,
 )
+from support import free_port
 
 __all__ = ["backend", "make_store", "private_redis", "redis_url"]  # fixtures, re-exported for pytest
 

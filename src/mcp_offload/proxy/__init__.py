@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from mcp_offload.proxy.config import ConfigError, ProxyConfig, load_config
 
 if TYPE_CHECKING:
-    from mcp_offload.server import Extension
+    from mcp_offload.extension import Extension
     from mcp_offload.services import Services
 
 __all__ = ["ConfigError", "ProxyConfig", "add_proxy_flags", "load_config", "open_proxy", "proxy_config_from_args"]
@@ -32,9 +32,16 @@ async def open_proxy(services: Services, config: ProxyConfig | None) -> AsyncIte
         return
     from mcp_offload.proxy.router import ProxyRouter
 
-    router = ProxyRouter(config, services)
+    if not config.lazy_tools:
+        router = ProxyRouter(config, services)
+        async with router.running():
+            yield [router]
+        return
+    from mcp_offload.proxy.discovery import LazyTools
+
+    router = ProxyRouter(config, services, reserved=LazyTools.names)
     async with router.running():
-        yield [router]
+        yield [LazyTools(router)]
 
 
 def add_proxy_flags(parser: argparse.ArgumentParser) -> None:

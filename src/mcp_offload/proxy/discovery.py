@@ -4,22 +4,28 @@ Hundreds of upstream tools can cost tens of thousands of tokens of schema before
 the client sees `search_tools` (find a tool by keywords), `describe_tool` (its full schema) and `call_tool` (call
 it by name); results still go through the offload policy. The namespaced names also stay callable directly, so a
 model that already knows a name loses nothing.
+
+`LazyTools` is a layer around the `ProxyRouter`: it lists its three tools (and proxy_status) instead of the
+router's catalog, answers them, and hands everything else to the router. The three are `ToolSpec`s, like our core
+tools: their arguments are validated by `tools.call_tool`, the one validation path.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable
+from dataclasses import replace
+from typing import Any
 
 import mcp.types as types
 from mcp.server import ServerRequestContext
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from mcp_offload.tools import ToolCall, error_result
-
-if TYPE_CHECKING:
-    from mcp_offload.proxy.router import ProxyRouter, Route
+from mcp_offload.change_notifier import ListChanged
+from mcp_offload.extension import Extension, NextTool
+from mcp_offload.proxy.router import STATUS_TOOL_DEF, ProxyRouter, Route
+from mcp_offload.tools import ToolCall, ToolReply, ToolSpec, call_tool, error_result
 
 SEARCH = "search_tools"
 DESCRIBE = "describe_tool"
@@ -46,80 +52,167 @@ class CallArgs(_Args):
     arguments: dict[str, Any] = Field(default_factory=dict, description="The tool's arguments (see describe_tool).")
 
 
-def _schema(model: type[BaseModel]) -> dict[str, Any]:
-    schema = model.model_json_schema()
-    schema.pop("title", None)
-    return schema
+class _Unused(BaseModel):
+    """The output model of the specs: unused, the lazy tools answer with whole results (see `LazyTools._run`)."""
 
 
-_TOOLS = {
-    SEARCH: types.Tool(
-        name=SEARCH,
-        title="Find a tool",
-        description=(
-            "Search the tools of the MCP servers behind this proxy by keywords (name and description). Returns "
-            "names with one-line descriptions; then describe_tool for the schema, and call_tool to run it.\n"
-            'Example: search_tools(query="read file") → "fs__read_text_file — Read the complete contents of a file…".'
-        ),
-        input_schema=_schema(SearchArgs),
-        annotations=types.ToolAnnotations(read_only_hint=True, open_world_hint=False),
+async def _unbound(call: ToolCall, args: Any) -> ToolReply:
+    raise RuntimeError("lazy tool specs run through LazyTools._run")
+
+
+def _spec(name: str, title: str, description: str, args: type[_Args], *, read_only: bool) -> ToolSpec:
+    return ToolSpec(
+        name=name,
+        title=title,
+        description=description,
+        args=args,  # type: ignore[arg-type]  # ToolSpec.args names tools.py's private base; any extra="forbid" model validates the same
+        output=_Unused,
+        handler=_unbound,
+        read_only=read_only,
+    )
+
+
+SPECS = {
+    SEARCH: _spec(
+        SEARCH,
+        "Find a tool",
+        "Search the tools of the MCP servers behind this proxy by keywords (name and description). Returns "
+        "names with one-line descriptions; then describe_tool for the schema, and call_tool to run it.\n"
+        'Example: search_tools(query="read file") → "fs__read_text_file — Read the complete contents of a file…".',
+        SearchArgs,
+        read_only=True,
     ),
-    DESCRIBE: types.Tool(
-        name=DESCRIBE,
-        title="Describe a tool",
-        description="Full description and input schema (JSON Schema) of one tool found with search_tools.",
-        input_schema=_schema(DescribeArgs),
-        annotations=types.ToolAnnotations(read_only_hint=True, open_world_hint=False),
+    DESCRIBE: _spec(
+        DESCRIBE,
+        "Describe a tool",
+        "Full description and input schema (JSON Schema) of one tool found with search_tools.",
+        DescribeArgs,
+        read_only=True,
     ),
-    CALL: types.Tool(
-        name=CALL,
-        title="Call a tool",
-        description=(
-            "Call a tool found with search_tools, with arguments matching its describe_tool schema. Large results "
-            "come back as a stored-output handle to read, search or query.\n"
-            'Example: call_tool(name="fs__read_text_file", arguments={"path": "/data/log.txt"}).'
-        ),
-        input_schema=_schema(CallArgs),
+    CALL: _spec(
+        CALL,
+        "Call a tool",
+        "Call a tool found with search_tools, with arguments matching its describe_tool schema. Large results "
+        "come back as a stored-output handle to read, search or query.\n"
+        'Example: call_tool(name="fs__read_text_file", arguments={"path": "/data/log.txt"}).',
+        CallArgs,
+        read_only=False,
     ),
 }
+
+
+def _listed(spec: ToolSpec) -> types.Tool:
+    """As listed: the spec's name, title, description and input schema; no output schema (the answers are free
+    text or an upstream's result), and only the hints that hold (calling a tool may do anything)."""
+    annotations = types.ToolAnnotations(read_only_hint=True, open_world_hint=False) if spec.read_only else None
+    tool = spec.to_tool()
+    return types.Tool(
+        name=tool.name,
+        title=tool.title,
+        description=tool.description,
+        input_schema=tool.input_schema,
+        annotations=annotations,
+    )
+
+
+_TOOLS = {name: _listed(spec) for name, spec in SPECS.items()}
 
 
 def _words(text: str) -> list[str]:
     return _WORD.findall(text.lower().replace("_", " "))
 
 
-class LazyTools:
-    names = frozenset(_TOOLS)
+class _WithoutToolChanges:
+    """The lazy tool set itself never changes: upstream tool changes are not news to the client."""
+
+    def __init__(self, notifier: ListChanged) -> None:
+        self._notifier = notifier
+
+    async def changed(self, *, tools: bool = False, resources: bool = False, prompts: bool = False) -> None:
+        await self._notifier.changed(tools=False, resources=resources, prompts=prompts)
+
+
+class LazyTools(Extension):
+    """The router behind three discovery tools. Pass this (not the router) to `build_server`."""
+
+    names = frozenset(SPECS)
 
     def __init__(self, router: ProxyRouter) -> None:
         self.router = router
 
-    def tools(self) -> list[types.Tool]:
-        return list(_TOOLS.values())
+    # -- our three tools ---------------------------------------------------------------------------------------
+    async def list_tools(self) -> list[types.Tool]:
+        await self.router.settle()
+        return [STATUS_TOOL_DEF, *_TOOLS.values()]
 
     def input_schema(self, name: str) -> dict[str, Any] | None:
         tool = _TOOLS.get(name)
-        return tool.input_schema if tool is not None else None
+        return tool.input_schema if tool is not None else self.router.input_schema(name)
 
-    async def call(
+    async def call_tool(
         self, ctx: ServerRequestContext[Any], call: ToolCall, name: str, arguments: dict[str, Any] | None
-    ) -> types.CallToolResult:
-        try:
-            if name == SEARCH:
-                return await self._search(SearchArgs.model_validate(arguments or {}))
-            if name == DESCRIBE:
-                return await self._describe(DescribeArgs.model_validate(arguments or {}))
-            args = CallArgs.model_validate(arguments or {})
-        except ValidationError as exc:
-            problems = "; ".join(
-                f"{'.'.join(str(p) for p in err['loc']) or 'arguments'}: {err['msg']}" for err in exc.errors()[:5]
-            )
-            return error_result(f"Invalid arguments for {name}: {problems}")
-        route = await self._route(args.name)
-        if isinstance(route, types.CallToolResult):
-            return route
-        return await self.router.forward(ctx, call, route, args.arguments)
+    ) -> types.CallToolResult | None:
+        if name == SEARCH:
+            return await self._run(SPECS[SEARCH], call, arguments, self._search)
+        if name == DESCRIBE:
+            return await self._run(SPECS[DESCRIBE], call, arguments, self._describe)
+        if name == CALL:
 
+            async def forward(args: CallArgs) -> types.CallToolResult:
+                route = await self._route(args.name)
+                if isinstance(route, types.CallToolResult):
+                    return route
+                return await self.router.forward(ctx, call, route, args.arguments)
+
+            return await self._run(SPECS[CALL], call, arguments, forward)
+        return await self.router.call_tool(ctx, call, name, arguments)
+
+    @staticmethod
+    async def _run(
+        spec: ToolSpec,
+        call: ToolCall,
+        arguments: dict[str, Any] | None,
+        answer: Callable[[Any], Awaitable[types.CallToolResult]],
+    ) -> types.CallToolResult:
+        """Validate and run through `tools.call_tool` (one validation path, one error translation), with `answer`
+        as the handler. The answer is a whole result (an upstream's, forwarded as it is), which a `ToolReply`
+        cannot carry, so it is kept here and returned instead of the shaped reply."""
+        answered: list[types.CallToolResult] = []
+
+        async def handler(_: ToolCall, args: Any) -> ToolReply:
+            answered.append(await answer(args))
+            return ToolReply(text="", structured=_Unused())
+
+        shaped = await call_tool(replace(spec, handler=handler), call, arguments)
+        return answered[0] if answered else shaped  # not answered: invalid arguments, or the handler failed
+
+    # -- the router's, unchanged ---------------------------------------------------------------------------------
+    def bind(self, notifier: ListChanged) -> None:
+        self.router.bind(_WithoutToolChanges(notifier))
+
+    async def intercept_tool(
+        self, call: ToolCall, name: str, arguments: dict[str, Any] | None, call_next: NextTool
+    ) -> types.CallToolResult:
+        return await self.router.intercept_tool(call, name, arguments, call_next)
+
+    async def list_resources(self) -> list[types.Resource]:
+        return await self.router.list_resources()
+
+    async def list_resource_templates(self) -> list[types.ResourceTemplate]:
+        return await self.router.list_resource_templates()
+
+    async def read_resource(self, ctx: ServerRequestContext[Any], uri: str) -> types.ReadResourceResult | None:
+        return await self.router.read_resource(ctx, uri)
+
+    async def list_prompts(self) -> list[types.Prompt]:
+        return await self.router.list_prompts()
+
+    async def get_prompt(
+        self, ctx: ServerRequestContext[Any], name: str, arguments: dict[str, str] | None
+    ) -> types.GetPromptResult | None:
+        return await self.router.get_prompt(ctx, name, arguments)
+
+    # -- answers -----------------------------------------------------------------------------------------------
     async def _route(self, name: str) -> Route | types.CallToolResult:
         await self.router.settle()
         route = self.router.table().tools.get(name)

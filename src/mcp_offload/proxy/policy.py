@@ -31,8 +31,8 @@ import orjson
 
 from mcp_offload.errors import OffloadError
 from mcp_offload.offload import Offloaded, describe_size, offload_blob, offload_text, render_reference
+from mcp_offload.output_resource import RESOURCE_PREFIX, resource_link_of
 from mcp_offload.proxy.fallback import inline_fallback
-from mcp_offload.server import RESOURCE_PREFIX
 from mcp_offload.services import Services
 from mcp_offload.tokens import TokenCounter
 
@@ -318,11 +318,4 @@ def _reference(offloaded: Offloaded) -> str:
 
 def _link(offloaded: Offloaded, what: str) -> types.ResourceLink:
     meta = offloaded.meta
-    return types.ResourceLink(
-        type="resource_link",
-        uri=RESOURCE_PREFIX + meta.handle,
-        name=meta.handle,
-        description=f"Stored {what} ({describe_size(meta)})",
-        mime_type=meta.mime_type or {"json": "application/json"}.get(meta.kind, "text/plain"),
-        size=meta.size,
-    )
+    return resource_link_of(meta, f"Stored {what} ({describe_size(meta)})")

@@ -21,23 +21,21 @@ import re
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 import mcp.types as types
 from mcp.server import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
+from mcp_offload.change_notifier import ListChanged
+from mcp_offload.extension import Extension, NextTool
 from mcp_offload.proxy.config import ProxyConfig
 from mcp_offload.proxy.policy import PASSED, OffloadPolicy
 from mcp_offload.proxy.stats import RETRIEVAL_TOOLS, SavingsStats
 from mcp_offload.proxy.upstream import Catalog, Upstream, UpstreamUnavailable
 from mcp_offload.services import Services
 from mcp_offload.tools import TOOLS_BY_NAME, ToolCall, error_result
-
-if TYPE_CHECKING:
-    from mcp_offload.proxy.discovery import LazyTools
-    from mcp_offload.server import ChangeNotifier
 
 log = logging.getLogger(__name__)
 
@@ -150,10 +148,18 @@ def _template_regex(template: str) -> re.Pattern[str]:
     return re.compile("".join(out), re.DOTALL)
 
 
-class ProxyRouter:
-    """The proxy extension. Use `async with router.running():` around serving; pass it to `build_server`."""
+class ProxyRouter(Extension):
+    """The proxy extension. Use `async with router.running():` around serving; pass it to `build_server`.
+    `reserved`: names a layer above lists as its own tools (lazy tools), so no upstream tool takes them."""
 
-    def __init__(self, config: ProxyConfig, services: Services, *, stats: SavingsStats | None = None) -> None:
+    def __init__(
+        self,
+        config: ProxyConfig,
+        services: Services,
+        *,
+        stats: SavingsStats | None = None,
+        reserved: frozenset[str] = frozenset(),
+    ) -> None:
         self.config = config
         self.services = services
         self.policy = OffloadPolicy(services)
@@ -167,15 +173,10 @@ class ProxyRouter:
             )
             for spec in config.enabled
         ]
-        self._notifiers: list[ChangeNotifier] = []
+        self._notifiers: list[ListChanged] = []
         self._table = NameTable()
         self._table_key: tuple[int, ...] | None = None
-        self.lazy: LazyTools | None = None
-        if config.lazy_tools:
-            from mcp_offload.proxy.discovery import LazyTools
-
-            self.lazy = LazyTools(self)
-        self._reserved = set(TOOLS_BY_NAME) | {STATUS_TOOL} | (self.lazy.names if self.lazy else set())
+        self._reserved = set(TOOLS_BY_NAME) | {STATUS_TOOL} | reserved
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[ProxyRouter]:
@@ -210,8 +211,8 @@ class ProxyRouter:
             await upstream.wait_started()
             upstream.poke()
 
-    # -- the Extension protocol ---------------------------------------------------------------------------------
-    def bind(self, notifier: ChangeNotifier) -> None:
+    # -- the Extension ------------------------------------------------------------------------------------------
+    def bind(self, notifier: ListChanged) -> None:
         self._notifiers.append(notifier)
 
     async def _catalog_changed(self, upstream: Upstream, old: Catalog) -> None:
@@ -219,22 +220,16 @@ class ProxyRouter:
         tools = old.tools != new.tools
         resources = old.resources != new.resources or old.templates != new.templates
         prompts = old.prompts != new.prompts
-        if self.lazy is not None:
-            tools = False  # the lazy tool set itself never changes
         for notifier in self._notifiers:
             await notifier.changed(tools=tools, resources=resources, prompts=prompts)
 
     async def list_tools(self) -> list[types.Tool]:
         await self.settle()
-        if self.lazy is not None:
-            return [STATUS_TOOL_DEF, *self.lazy.tools()]
         return [STATUS_TOOL_DEF, *self.table().listed]
 
     def input_schema(self, name: str) -> dict[str, Any] | None:
         if name == STATUS_TOOL:
             return STATUS_TOOL_DEF.input_schema
-        if self.lazy is not None and (schema := self.lazy.input_schema(name)) is not None:
-            return schema
         route = self.table().tools.get(name)
         return route.tool.input_schema if route is not None and route.tool is not None else None
 
@@ -243,8 +238,6 @@ class ProxyRouter:
     ) -> types.CallToolResult | None:
         if name == STATUS_TOOL:
             return await self.status_result(call)
-        if self.lazy is not None and name in self.lazy.names:
-            return await self.lazy.call(ctx, call, name, arguments)
         route = self.table().tools.get(name)
         if route is None:  # maybe an upstream still starting (a client may call before it lists)
             await self.settle()
@@ -296,9 +289,16 @@ class ProxyRouter:
                 )
         return None
 
-    async def observe_tool_result(self, call: ToolCall, name: str, result: types.CallToolResult) -> None:
-        if name not in RETRIEVAL_TOOLS or result.is_error:
-            return
+    async def intercept_tool(
+        self, call: ToolCall, name: str, arguments: dict[str, Any] | None, call_next: NextTool
+    ) -> types.CallToolResult:
+        """Counts the tokens our retrieval tools pull back (the other side of the savings figure)."""
+        result = await call_next()
+        if name in RETRIEVAL_TOOLS and not result.is_error:
+            await self._count_retrieval(call, result)
+        return result
+
+    async def _count_retrieval(self, call: ToolCall, result: types.CallToolResult) -> None:
         text = "".join(b.text for b in result.content if isinstance(b, types.TextContent))
         count = self.services.tokens.count  # what the model received; big texts off the event loop
         tokens = count(text) if len(text) <= 20_000 else await anyio.to_thread.run_sync(count, text)

@@ -1,4 +1,4 @@
-"""One supervised connection to an upstream MCP server (stdio, SSE or streamable HTTP).
+"""Supervising one upstream MCP server: restart with backoff, timeouts, catalog, status. Connecting: transports/.
 
 Each upstream lives in its own supervisor task, which owns the `mcp.Client` (an SDK client must be entered and
 left in one task) and keeps a copy of the upstream's catalog (tools, resources, templates, prompts). Calls come
@@ -9,130 +9,45 @@ start, crashes or hangs turns into an `UpstreamUnavailable` naming it, while the
   immediate, then 1, 2, 4 … 60 s between attempts (a successful call resets it). No restart loop runs on its own.
 - A hung call ends after the call timeout (the SDK sends the upstream a courtesy `notifications/cancelled`);
   the connection stays usable.
-- Stdio servers run under a small reaper process (`_REAPER`): it leads the server's own process group and takes
-  the whole group down when the server exits, when the SDK stops it, or when the proxy dies in any way, even
-  SIGKILL (Linux: `PR_SET_PDEATHSIG`; elsewhere: it notices its parent changed within a second). Without it,
-  `npx`/`uvx` launchers leave their node/python grandchildren running after a crash of the proxy.
-- Upstream stderr is forwarded to ours, each line prefixed with the server name; the last lines are kept for
-  the error message and the status tool.
+- Connecting is the transport's business, chosen once from the config target (`transports.transport_for`: stdio
+  under the reaper, SSE, streamable HTTP); supervision never asks which one it holds. A stdio child's last
+  stderr lines are kept here, for the error message and the status tool.
 """
 
 from __future__ import annotations
 
 import logging
 import math
-import os
-import shutil
-import sys
-import threading
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import AsyncExitStack, asynccontextmanager, suppress
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import anyio
-import anyio.from_thread
-import anyio.lowlevel
 import httpx2
 import mcp.types as types
-from mcp import Client, MCPError, StdioServerParameters
-from mcp.client.sse import sse_client
-from mcp.client.stdio import get_default_environment, stdio_client
-from mcp.client.streamable_http import streamable_http_client
+from mcp import Client, MCPError
 from mcp.shared.dispatcher import ProgressFnT
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from mcp_offload import __version__
-from mcp_offload.proxy.config import RemoteTarget, StdioTarget, UpstreamSpec
+from mcp_offload.proxy.config import UpstreamSpec
+from mcp_offload.proxy.transports import Link, UpstreamUnavailable, transport_for
+
+__all__ = ["Catalog", "Upstream", "UpstreamStatus", "UpstreamUnavailable"]
 
 log = logging.getLogger(__name__)
 
 State = Literal["starting", "ready", "failed", "stopped"]
+_R = TypeVar("_R")
 
 MAX_LIST_PAGES = 1000  # a paginator that never ends cannot hang the proxy
 MAX_BACKOFF_S = 60.0
 STDERR_TAIL_LINES = 20
 STDERR_GRACE_S = 0.5  # how long a failed start waits for the server's last stderr lines
-MAX_SSE_EVENT_BYTES = 512 * 1024 * 1024  # one event carries one whole result: allow multi-MB outputs
 PING_TIMEOUT_S = 3.0
 CLIENT_INFO = types.Implementation(name="mcp-offload-proxy", version=__version__)
-
-# Runs as `python -I -S -c _REAPER <command> <args…>`: the leader of the server's process group (the SDK starts
-# it in a new session). It forks the server and waits for: the server's exit, a signal (the SDK's SIGTERM to the
-# group at shutdown), or the death of the proxy (Linux: PR_SET_PDEATHSIG sends SIGTERM at once; elsewhere a
-# 1 s timer notices the new parent). Then it SIGTERMs the group, gives it 2 s, and SIGKILLs what is left.
-# Portable POSIX only (macOS has neither prctl nor sigtimedwait).
-_REAPER = r"""# mcp-offload: reaper of one upstream MCP server's process group
-import os, signal, sys, time
-class Stop(Exception):
-    pass
-def stop(signum, frame):
-    raise Stop()
-def check_parent(signum, frame):
-    if os.getppid() != parent:
-        raise Stop()
-parent = os.getppid()
-try:
-    import ctypes
-    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-except Exception:
-    pass
-watched = {signal.SIGTERM, signal.SIGINT, signal.SIGHUP}
-for sig in watched:
-    signal.signal(sig, stop)
-signal.pthread_sigmask(signal.SIG_BLOCK, watched)  # no Stop may land between fork() and keeping its pid
-pid = os.fork()
-if pid == 0:
-    for sig in watched:
-        signal.signal(sig, signal.SIG_DFL)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, watched)
-    try:
-        os.execvp(sys.argv[1], sys.argv[1:])
-    except OSError as exc:
-        sys.stderr.write("cannot start %r: %s\n" % (sys.argv[1], exc.strerror))
-    os._exit(127)
-null = os.open(os.devnull, os.O_RDWR)
-os.dup2(null, 0)
-os.dup2(null, 1)
-status, gone = None, False
-try:
-    signal.signal(signal.SIGALRM, check_parent)
-    signal.setitimer(signal.ITIMER_REAL, 1.0, 1.0)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, watched)
-    if os.getppid() != parent:
-        raise Stop()
-    status = os.waitpid(pid, 0)[1]
-except Stop:  # may land after waitpid() reaped the server but before `status` was set: then ECHILD below
-    pass
-signal.setitimer(signal.ITIMER_REAL, 0)
-for sig in (*watched, signal.SIGALRM):
-    signal.signal(sig, signal.SIG_IGN)
-try:
-    os.killpg(0, signal.SIGTERM)
-except OSError:
-    pass
-deadline = time.monotonic() + 2.0
-while status is None and not gone and time.monotonic() < deadline:
-    try:
-        done, st = os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
-        gone = True
-        break
-    if done:
-        status = st
-    else:
-        time.sleep(0.02)
-if status is None and not gone:
-    os.killpg(0, signal.SIGKILL)
-code = os.waitstatus_to_exitcode(status) if status is not None else 1
-os._exit(code if code >= 0 else 128 - code)
-"""
-
-
-class UpstreamUnavailable(Exception):
-    """The upstream cannot answer this call (down, crashed, timed out). The message is written for the model."""
 
 
 @dataclass(slots=True)
@@ -156,45 +71,6 @@ class UpstreamStatus:
 
 
 CatalogListener = Callable[["Upstream", Catalog], Awaitable[None]]  # (upstream, its previous catalog)
-
-
-class _StderrTail:
-    """A pipe for one child's stderr: lines go on to our stderr (prefixed), the last few are kept, and EOF means
-    the whole process group is gone (the reaper holds the pipe until the server has exited), so a server that
-    died between calls is noticed at once and restarted by the next call instead of failing it."""
-
-    def __init__(self, name: str, keep: deque[str], on_eof: Callable[[], None]) -> None:
-        read_fd, write_fd = os.pipe()
-        self.writer = os.fdopen(write_fd, "w")
-        self._keep = keep
-        self._name = name
-        self._on_eof = on_eof
-        self._token = anyio.lowlevel.current_token()
-        self.done = anyio.Event()  # EOF seen: every line has been read
-        self._thread = threading.Thread(target=self._pump, args=(read_fd,), name=f"stderr-{name}", daemon=True)
-        self._thread.start()
-
-    def _pump(self, read_fd: int) -> None:
-        with os.fdopen(read_fd, "rb") as pipe:
-            for raw in pipe:
-                line = raw.decode("utf-8", "replace").rstrip("\r\n")
-                self._keep.append(line[:500])
-                try:
-                    sys.stderr.write(f"[{self._name}] {line}\n")
-                    sys.stderr.flush()
-                except (OSError, ValueError):
-                    pass
-        with suppress(RuntimeError):  # RuntimeError: the event loop is gone, the proxy is shutting down
-            anyio.from_thread.run_sync(self._finish, token=self._token)
-
-    def _finish(self) -> None:
-        self.done.set()
-        self._on_eof()
-
-    def close_writer(self) -> None:
-        """Our copy of the write end: closed once the child has it, so EOF comes when the child is gone."""
-        if not self.writer.closed:
-            self.writer.close()
 
 
 class Upstream:
@@ -228,8 +104,7 @@ class Upstream:
         self._failures = 0
         self._next_attempt = 0.0
         self._stderr: deque[str] = deque(maxlen=STDERR_TAIL_LINES)
-        self._reaped = sys.platform != "win32"  # stdio children run under _REAPER
-        self._tail: _StderrTail | None = None
+        self._transport = transport_for(spec, call_timeout_s=call_timeout_s)
 
     # -- supervision ------------------------------------------------------------------------------------------
     async def run(self) -> None:
@@ -261,9 +136,10 @@ class Upstream:
         self._stderr.clear()
         self._set_state("starting")
         ready = False
+        link = Link(self.name, self._client_for, self._lost, self._stderr)
         try:
             with anyio.CancelScope(deadline=anyio.current_time() + self.startup_timeout_s) as scope:
-                async with self._open_client() as client:
+                async with self._transport.connect(link) as client:
                     catalog = await self._load_catalog(client)
                     scope.deadline = math.inf  # started: from now on only a lost connection or stop() ends it
                     self._client, ready = client, True
@@ -283,9 +159,9 @@ class Upstream:
             else:
                 self._fail("the connection was lost", was_ready=ready)
         except Exception as exc:  # any failure of one upstream must stay local to it
-            if not ready and self._tail is not None:
+            if not ready and link.stderr_done is not None:
                 with anyio.move_on_after(STDERR_GRACE_S):  # its last words usually say why
-                    await self._tail.done.wait()
+                    await link.stderr_done.wait()
             self._fail(_describe(exc), was_ready=ready, exc=exc)
         finally:
             self._client = None
@@ -304,56 +180,9 @@ class Upstream:
             log.debug("upstream %s failure", self.name, exc_info=exc)
         self._set_state("failed")
 
-    @asynccontextmanager
-    async def _open_client(self) -> AsyncIterator[Client]:
-        target = self.spec.target
-        async with AsyncExitStack() as stack:
-            if isinstance(target, StdioTarget):
-                params = self._stdio_params(target)
-                lost = self._lost  # this connection's: a late EOF must not end the next one
-                tail = self._tail = _StderrTail(
-                    self.name, self._stderr, on_eof=lost.set if self._reaped else lambda: None
-                )
-                stack.callback(tail.close_writer)
-                transport = stdio_client(params, errlog=tail.writer)
-                client = self._client_for(transport)
-                try:
-                    await stack.enter_async_context(client)
-                finally:
-                    tail.close_writer()
-            else:
-                client = self._client_for(self._remote_transport(target, stack))
-                await stack.enter_async_context(client)
-            yield client
-
     def _client_for(self, transport: Any) -> Client:
         # mode="auto": 2026-07-28 when the upstream speaks it, else the handshake (the npm servers)
         return Client(transport, mode="auto", cache=None, message_handler=self._on_message, client_info=CLIENT_INFO)
-
-    def _stdio_params(self, target: StdioTarget) -> StdioServerParameters:
-        env = get_default_environment() | target.env
-        if os.path.sep not in target.command and shutil.which(target.command, path=env.get("PATH")) is None:
-            raise UpstreamUnavailable(f"command {target.command!r} was not found on PATH")
-        if target.cwd is not None and not os.path.isdir(target.cwd):
-            raise UpstreamUnavailable(f"its cwd {target.cwd!r} is not a directory")
-        if not self._reaped:  # pragma: no cover - the SDK puts Windows children in a job object instead
-            return StdioServerParameters(command=target.command, args=list(target.args), env=target.env, cwd=target.cwd)
-        return StdioServerParameters(
-            command=sys.executable,
-            args=["-I", "-S", "-c", _REAPER, target.command, *target.args],
-            env=target.env,
-            cwd=target.cwd,
-        )
-
-    def _remote_transport(self, target: RemoteTarget, stack: AsyncExitStack) -> Any:
-        if target.transport == "sse":
-            return sse_client(target.url, headers=dict(target.headers), timeout=30, sse_read_timeout=3600)
-        http = httpx2.AsyncClient(
-            headers=dict(target.headers),
-            timeout=httpx2.Timeout(30.0, read=max(300.0, self.call_timeout_s + 30.0)),
-        )
-        stack.push_async_callback(http.aclose)
-        return streamable_http_client(target.url, http_client=http, max_sse_event_size=MAX_SSE_EVENT_BYTES)
 
     async def _load_catalog(self, client: Client) -> Catalog:
         caps = client.server_capabilities
@@ -506,7 +335,7 @@ class Upstream:
         client = await self._connected()
         return await self._request(client, client.get_prompt(name, arguments), f"getting prompt {name!r}")
 
-    async def _request(self, client: Client, request: Awaitable[Any], what: str) -> Any:
+    async def _request(self, client: Client, request: Awaitable[_R], what: str) -> _R:
         try:
             with anyio.fail_after(self.call_timeout_s):
                 return await request

@@ -49,6 +49,8 @@ keys computed at run time, so this backend targets a standalone Redis/Valkey, no
 from __future__ import annotations
 
 import contextlib
+import functools
+import importlib.resources
 import logging
 import random
 import secrets
@@ -56,7 +58,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Iterator
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import orjson
@@ -88,177 +90,24 @@ KEY_TTL_SLACK_MS = 60 * 1000
 UPLOAD_BATCH = 8  # pieces per pipeline round trip while uploading
 PUBLISH_ATTEMPTS = 40  # optimistic retries when concurrent puts race for the same victims
 
-_LUA_PRELUDE = """
-local P = ARGV[1]
-local NOW = tonumber(ARGV[2])
-local function k(kind, s, h) return P .. ':' .. kind .. ':' .. s .. ':' .. h end
-local function pinned(s, h)
-  local v = redis.call('GET', k('p', s, h))
-  return v ~= false and tonumber(v) > 0
-end
-local function remove(s, h, reason, tomb_ms)
-  local m = s .. ':' .. h
-  local stot = P .. ':s:' .. s .. ':tot'
-  local size = redis.call('HGET', P .. ':g:size', m)
-  if pinned(s, h) then
-    -- an explicit delete of an output being read: readers in flight keep its bytes until their lease ends
-    redis.call('UNLINK', k('m', s, h))
-  else
-    redis.call('UNLINK', k('d', s, h), k('m', s, h))
-  end
-  local was = redis.call('ZREM', P .. ':g:lru', m)
-  redis.call('ZREM', P .. ':g:exp', m)
-  redis.call('HDEL', P .. ':g:size', m)
-  redis.call('ZREM', P .. ':s:' .. s .. ':lru', h)
-  if was == 1 and size then
-    local n = tonumber(size)
-    redis.call('HINCRBY', P .. ':g:tot', 'b', -n)
-    redis.call('HINCRBY', P .. ':g:tot', 'n', -1)
-    redis.call('HINCRBY', stot, 'b', -n)
-    if redis.call('HINCRBY', stot, 'n', -1) <= 0 then
-      redis.call('DEL', stot, P .. ':s:' .. s .. ':lru')
-    end
-  end
-  if was == 1 and reason ~= '' then
-    redis.call('SET', k('t', s, h), reason .. ' ' .. NOW, 'PX', tomb_ms)
-  end
-  return was
-end
--- the tombstone's reason if it is younger than tomb_ms by the store's clock, else nil
-local function tombstone(s, h, tomb_ms)
-  local t = redis.call('GET', k('t', s, h))
-  if not t then return nil end
-  local reason, when = string.match(t, '^(%a+) (%d+)$')
-  if reason and NOW - tonumber(when) < tomb_ms then return reason end
-  return nil
-end
-"""
 
-# ARGV: P, now_ms, tomb_ms, limit  ->  {removed, examined}
-_LUA_REAP = (
-    _LUA_PRELUDE
-    + """
-local now, tomb, limit = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-local ms = redis.call('ZRANGEBYSCORE', P .. ':g:exp', '-inf', now, 'LIMIT', 0, limit)
-local n = 0
-for _, m in ipairs(ms) do
-  local s, h = string.sub(m, 1, 32), string.sub(m, 34)
-  if not pinned(s, h) then n = n + remove(s, h, 'expired', tomb) end
-end
-return {n, #ms}
-"""
-)
+def _lua(name: str, *, prelude: bool = True) -> str:
+    """A script of `store/lua/` (shipped as package data), with the shared prelude in front unless told not to."""
+    body = (_LUA_DIR / f"{name}.lua").read_text(encoding="utf-8")
+    return _LUA_PRELUDE + "\n" + body if prelude else body
 
-# ARGV: P, now_ms, s, h, staging, size, ttl_ms, tomb_ms, key_ttl_ms, meta, index,
-#       scope_max_b, scope_max_n, max_b, max_n, victim members...
-_LUA_PUBLISH = (
-    _LUA_PRELUDE
-    + """
-local s, h, staging = ARGV[3], ARGV[4], ARGV[5]
-local size, now, ttl, tomb, key_ttl = tonumber(ARGV[6]), NOW, tonumber(ARGV[7]),
-  tonumber(ARGV[8]), tonumber(ARGV[9])
-local smax_b, smax_n, gmax_b, gmax_n = tonumber(ARGV[12]), tonumber(ARGV[13]), tonumber(ARGV[14]),
-  tonumber(ARGV[15])
-local m = s .. ':' .. h
-if redis.call('EXISTS', k('m', s, h)) == 1 then return 'exists' end
-if redis.call('EXISTS', staging) == 0 or redis.call('STRLEN', staging) ~= size then return 'lost' end
-local stot, gtot = P .. ':s:' .. s .. ':tot', P .. ':g:tot'
-local st = redis.call('HMGET', stot, 'b', 'n')
-local gt = redis.call('HMGET', gtot, 'b', 'n')
-local sb, sn = tonumber(st[1] or 0), tonumber(st[2] or 0)
-local gb, gn = tonumber(gt[1] or 0), tonumber(gt[2] or 0)
-for i = 16, #ARGV do
-  local vm = ARGV[i]
-  local vs, vh = string.sub(vm, 1, 32), string.sub(vm, 34)
-  if pinned(vs, vh) then return 'pinned' end
-  local vsize = redis.call('HGET', P .. ':g:size', vm)
-  if vsize then
-    gb, gn = gb - tonumber(vsize), gn - 1
-    if vs == s then sb, sn = sb - tonumber(vsize), sn - 1 end
-  end
-end
-if sb + size > smax_b or sn + 1 > smax_n or gb + size > gmax_b or gn + 1 > gmax_n then return 'over' end
-for i = 16, #ARGV do
-  local vm = ARGV[i]
-  remove(string.sub(vm, 1, 32), string.sub(vm, 34), 'evicted', tomb)
-end
-redis.call('RENAME', staging, k('d', s, h))
-redis.call('PEXPIRE', k('d', s, h), key_ttl)
-redis.call('HSET', k('m', s, h), 'meta', ARGV[10], 'index', ARGV[11], 'size', size)
-redis.call('PEXPIRE', k('m', s, h), key_ttl)
-redis.call('DEL', k('t', s, h))
-redis.call('ZADD', P .. ':g:lru', now, m)
-redis.call('ZADD', P .. ':g:exp', now + ttl, m)
-redis.call('HSET', P .. ':g:size', m, size)
-redis.call('ZADD', P .. ':s:' .. s .. ':lru', now, h)
-redis.call('HINCRBY', gtot, 'b', size)
-redis.call('HINCRBY', gtot, 'n', 1)
-redis.call('HINCRBY', stot, 'b', size)
-redis.call('HINCRBY', stot, 'n', 1)
-return 'ok'
-"""
-)
 
-# ARGV: P, now_ms, s, h, tomb_ms, lease_ms, mode ('open' | 'meta'), eager_bytes
-#  -> {'ok', meta, index, content-or-nil} | {'gone', reason} | {'unknown'}
-_LUA_OPEN = (
-    _LUA_PRELUDE
-    + """
-local s, h = ARGV[3], ARGV[4]
-local now, tomb, lease, mode, eager = NOW, tonumber(ARGV[5]), tonumber(ARGV[6]), ARGV[7],
-  tonumber(ARGV[8])
-local m = s .. ':' .. h
-local dk, mk = k('d', s, h), k('m', s, h)
-local exp = redis.call('ZSCORE', P .. ':g:exp', m)
-if exp and tonumber(exp) <= now then
-  if not pinned(s, h) then remove(s, h, 'expired', tomb) end
-  return {'gone', 'expired'}
-end
-local vals = redis.call('HMGET', mk, 'meta', 'index', 'size')
-if not vals[1] or redis.call('EXISTS', dk) == 0 or redis.call('STRLEN', dk) ~= tonumber(vals[3]) then
-  if exp then
-    remove(s, h, 'evicted', tomb)
-    return {'gone', 'evicted'}
-  end
-  local t = tombstone(s, h, tomb)
-  if t then return {'gone', t} end
-  return {'unknown'}
-end
-if mode == 'meta' then return {'ok', vals[1]} end
-local pin = k('p', s, h)
-redis.call('INCR', pin)
-redis.call('PEXPIRE', pin, lease)
-if redis.call('PTTL', dk) < lease then
-  redis.call('PEXPIRE', dk, lease)
-  redis.call('PEXPIRE', mk, lease)
-end
-redis.call('ZADD', P .. ':s:' .. s .. ':lru', 'XX', now, h)
-redis.call('ZADD', P .. ':g:lru', 'XX', now, m)
-local content = false
-if tonumber(vals[3]) <= eager then content = redis.call('GET', dk) end
-return {'ok', vals[1], vals[2], content}
-"""
-)
+_LUA_DIR = importlib.resources.files("mcp_offload.store") / "lua"
+_LUA_PRELUDE = (_LUA_DIR / "prelude.lua").read_text(encoding="utf-8")
+_LUA_REAP = _lua("reap")  # ARGV: P, now_ms, tomb_ms, limit  ->  {removed, examined}
+_LUA_PUBLISH = _lua("publish")  # ARGV: see publish.lua  ->  'ok' | 'exists' | 'lost' | 'pinned' | 'over'
+_LUA_OPEN = _lua("open")  # -> {'ok', meta, index, content-or-nil} | {'gone', reason} | {'unknown'}
+_LUA_UNPIN = _lua("unpin", prelude=False)  # ARGV: P, s, h
+_LUA_DELETE = _lua("delete")  # -> {'ok'} | {'gone', reason} | {'unknown'}
 
-# ARGV: P, s, h
-_LUA_UNPIN = """
-local pin = ARGV[1] .. ':p:' .. ARGV[2] .. ':' .. ARGV[3]
-if redis.call('DECR', pin) <= 0 then redis.call('DEL', pin) end
-return 1
-"""
 
-# ARGV: P, now_ms, s, h, tomb_ms  -> {'ok'} | {'gone', reason} | {'unknown'}
-_LUA_DELETE = (
-    _LUA_PRELUDE
-    + """
-local s, h, tomb = ARGV[3], ARGV[4], tonumber(ARGV[5])
-local existed = redis.call('EXISTS', k('m', s, h))
-if remove(s, h, '', tomb) == 1 or existed == 1 then return {'ok'} end
-local t = tombstone(s, h, tomb)
-if t then return {'gone', t} end
-return {'unknown'}
-"""
-)
+def _pinned_in(pinned: set[tuple[str, str]], c: Candidate) -> bool:
+    return (c.scope, c.handle) in pinned
 
 
 def normalise_url(url: str) -> str:
@@ -361,10 +210,11 @@ class RedisBuffer:
         with _redis_errors():
             # one GETRANGE per PIECE, in sequence: redis-py parses 1 MiB replies much faster than one huge
             # reply, and pipelining them measured no faster (the parser, not the network, is the limit)
-            parts = []
+            parts: list[bytes] = []
             for pos in range(start, stop, self.PIECE):
                 self.round_trips += 1
-                parts.append(self._client.getrange(self._key, pos, min(pos + self.PIECE, stop) - 1))
+                piece = self._client.getrange(self._key, pos, min(pos + self.PIECE, stop) - 1)
+                parts.append(cast(bytes, piece))  # a sync client without decode_responses: bytes
             raw = parts[0] if len(parts) == 1 else b"".join(parts)
         if len(raw) != stop - start:
             raise self._on_missing()
@@ -379,7 +229,7 @@ class RedisBuffer:
         if not sub:
             return a if a <= b else -1
         for pos in range(a, b, CHUNK):
-            window = self[pos : min(pos + CHUNK + len(sub) - 1, b)]
+            window: bytes = self[pos : min(pos + CHUNK + len(sub) - 1, b)]
             found = window.find(sub)
             if found >= 0:
                 return pos + found
@@ -391,7 +241,7 @@ class RedisBuffer:
             return b if a <= b else -1
         starts = range(a, b, CHUNK)
         for pos in reversed(starts):
-            window = self[pos : min(pos + CHUNK + len(sub) - 1, b)]
+            window: bytes = self[pos : min(pos + CHUNK + len(sub) - 1, b)]
             found = window.rfind(sub)
             if found >= 0:
                 return pos + found
@@ -603,7 +453,7 @@ class RedisStore:
                     scope_c,
                     global_c,
                     self.limits,
-                    pinned=lambda c, pinned=pinned: (c.scope, c.handle) in pinned,
+                    pinned=functools.partial(_pinned_in, pinned),
                     complete=len(scope_lru) < page and len(global_lru) < page,
                 )
             except NeedMoreCandidates:
@@ -642,7 +492,7 @@ class RedisStore:
             raise gone_error(handle, result[1].decode("ascii", "replace"), self.limits)
         if result[0] != b"ok":
             raise UnknownHandle(f"no output {handle} in this session")
-        return result
+        return cast(list[Any], result)
 
     async def meta(self, scope: str, handle: str) -> OutputMeta:
         result = await self._lookup(scope, handle, "meta")
@@ -676,7 +526,8 @@ class RedisStore:
     async def list(self, scope: str) -> list[OutputMeta]:
         validate_scope(scope)
         with _redis_errors():
-            handles = [h.decode() for h in await self._client.zrange(f"{self.prefix}:s:{scope}:lru", 0, -1)]
+            members = cast(list[bytes], await self._client.zrange(f"{self.prefix}:s:{scope}:lru", 0, -1))
+            handles = [h.decode() for h in members]
             if not handles:
                 return []
             async with self._client.pipeline(transaction=False) as pipe:
