@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import mcp.types as types
 import pytest
 from mcp import Client
 
 from mcp_offload.output_resource import RESOURCE_PREFIX, mime_type_of, resource_link_of, resource_of
 from mcp_offload.proxy.policy import _link
+from mcp_offload.results import OutputFacts, facts_of
 from mcp_offload.server import build_server
 from mcp_offload.services import Services
 from store_fixtures import make_meta
@@ -21,11 +20,12 @@ EXPECTED = {"json": "application/json", "jsonl": "application/x-ndjson", "text":
 def test_listing_and_proxy_link_agree_on_the_mime_type(kind: str) -> None:
     meta = make_meta(b'{"a": 1}\n{"a": 2}\n', kind=kind)
     listed = resource_of(meta)
-    linked = _link(SimpleNamespace(meta=meta), "result")  # what the proxy puts in an offloaded result
-    assert listed.mime_type == linked.mime_type == mime_type_of(meta) == EXPECTED[kind]
+    facts = OutputFacts(**facts_of(meta))
+    linked = _link(facts, "result")  # what the proxy puts in an offloaded result
+    assert listed.mime_type == linked.mime_type == mime_type_of(meta.kind) == EXPECTED[kind]
     assert str(listed.uri) == str(linked.uri) == RESOURCE_PREFIX + meta.handle
     assert listed.size == linked.size == meta.size
-    assert resource_link_of(meta, "d").description == "d"
+    assert resource_link_of(facts, "d").description == "d"
 
 
 async def test_a_jsonl_output_is_listed_and_read_as_ndjson(services: Services) -> None:

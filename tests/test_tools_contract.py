@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
-from mcp_offload.server import OffloadServer
 from conftest import ERAS
+from mcp_offload.server import OffloadServer
 
 SNAPSHOT = Path(__file__).parent / "data" / "tools_list.json"
 

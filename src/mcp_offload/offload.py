@@ -9,7 +9,6 @@ from __future__ import annotations
 import time
 import unicodedata
 from dataclasses import dataclass
-from typing import Any
 
 import anyio
 
@@ -23,10 +22,6 @@ from mcp_offload.store.handles import new_handle
 # The reference around a preview (the "Stored as …" line, notes, the retrieval hint) takes about this many tokens:
 # the preview gets the rest of the budget, so the whole reference stays within `preview_tokens`.
 FRAME_TOKENS = 80
-RETRIEVE_HINT = (
-    "Retrieve with read_large_output (char or line ranges), search_large_output (regex), "
-    "query_large_output (jq, JSON only)."
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,42 +140,3 @@ async def offload_blob(
     )
     await services.store.put(scope, meta, index, data)
     return Offloaded(meta=meta, preview=preview)
-
-
-def describe_size(meta: OutputMeta) -> str:
-    approx = "~" if meta.tokens_estimated else ""
-    if meta.kind == "blob":
-        return f"{meta.size:,} bytes, {meta.mime_type or 'binary'}"
-    return f"{meta.size:,} bytes, {meta.chars:,} chars, {meta.lines:,} lines, {approx}{meta.tokens:,} tokens"
-
-
-def render_reference(offloaded: Offloaded) -> str:
-    """The text the model sees instead of the output."""
-    meta = offloaded.meta
-    label = f' "{meta.name}"' if meta.name else ""
-    lines = [
-        f"Stored as {meta.handle}{label} ({meta.kind}; {describe_size(meta)}).",
-        *(f"Note: {note}" for note in meta.notes),
-        offloaded.preview.text,
-        RETRIEVE_HINT,
-    ]
-    return "\n".join(line for line in lines if line)
-
-
-def reference_data(offloaded: Offloaded) -> dict[str, Any]:
-    """structuredContent for an offload result."""
-    meta = offloaded.meta
-    return {
-        "handle": meta.handle,
-        "name": meta.name,
-        "kind": meta.kind,
-        "bytes": meta.size,
-        "chars": meta.chars,
-        "lines": meta.lines,
-        "tokens": meta.tokens,
-        "tokens_estimated": meta.tokens_estimated,
-        "mime_type": meta.mime_type,
-        "notes": list(meta.notes),
-        "preview": offloaded.preview.text,
-        "shape": offloaded.preview.data,
-    }

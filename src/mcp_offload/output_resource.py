@@ -11,6 +11,7 @@ import base64
 
 import mcp.types as types
 
+from mcp_offload.results import OutputFacts
 from mcp_offload.store.base import OutputMeta, Store
 from mcp_offload.store.handles import validate_handle
 
@@ -34,9 +35,9 @@ def is_output_uri(uri: str) -> bool:
     return uri.startswith(RESOURCE_PREFIX)
 
 
-def mime_type_of(meta: OutputMeta) -> str:
+def mime_type_of(kind: str, mime_type: str | None = None) -> str:
     """The output's own MIME type (binaries), else by kind: JSON, JSON Lines, or plain text."""
-    return meta.mime_type or _MIME_BY_KIND.get(meta.kind, "text/plain")
+    return mime_type or _MIME_BY_KIND.get(kind, "text/plain")
 
 
 def resource_of(meta: OutputMeta) -> types.Resource:
@@ -45,20 +46,20 @@ def resource_of(meta: OutputMeta) -> types.Resource:
         uri=uri_of(meta.handle),
         name=meta.name or meta.handle,
         description=f"Offloaded {meta.kind} output ({meta.size:,} bytes, {meta.tokens:,} tokens)",
-        mime_type=mime_type_of(meta),
+        mime_type=mime_type_of(meta.kind, meta.mime_type),
         size=meta.size,
     )
 
 
-def resource_link_of(meta: OutputMeta, description: str) -> types.ResourceLink:
+def resource_link_of(facts: OutputFacts, description: str) -> types.ResourceLink:
     """A link to an output, for a tool result that stored it."""
     return types.ResourceLink(
         type="resource_link",
-        uri=uri_of(meta.handle),
-        name=meta.handle,
+        uri=uri_of(facts.handle),
+        name=facts.handle,
         description=description,
-        mime_type=mime_type_of(meta),
-        size=meta.size,
+        mime_type=mime_type_of(facts.kind, facts.mime_type),
+        size=facts.bytes,
     )
 
 
@@ -76,5 +77,5 @@ async def read_output_resource(store: Store, scope: str, uri: str) -> types.Read
         )
     text = raw.decode("utf-8", "surrogatepass")
     return types.ReadResourceResult(
-        contents=[types.TextResourceContents(uri=uri, mime_type=mime_type_of(meta), text=text)]
+        contents=[types.TextResourceContents(uri=uri, mime_type=mime_type_of(meta.kind), text=text)]
     )

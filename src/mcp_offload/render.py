@@ -7,6 +7,7 @@ meets one wording whichever front end stored or retrieved the output.
 
 from __future__ import annotations
 
+from mcp_offload.output_resource import uri_of
 from mcp_offload.results import ListOutput, OffloadOutput, OutputFacts, QueryOutput, ReadOutput, SearchOutput
 
 RETRIEVE_HINT = (
@@ -30,6 +31,11 @@ def describe_size(facts: OutputFacts) -> str:
 
 def render_reference(out: OffloadOutput) -> str:
     """The text the model sees instead of a stored output: handle, sizes, notes, preview, how to retrieve."""
+    if out.kind == "blob":
+        return (
+            f"Stored as {out.handle} (binary; {describe_size(out)}). It is not text: read it whole as the resource "
+            f"{uri_of(out.handle)}."
+        )
     label = f' "{out.name}"' if out.name else ""
     lines = [
         f"Stored as {out.handle}{label} ({out.kind}; {describe_size(out)}).",

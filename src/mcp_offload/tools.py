@@ -26,16 +26,18 @@ log = logging.getLogger(__name__)
 
 
 # -- arguments ------------------------------------------------------------------------------------------
-class _Args(BaseModel):
+class ToolArgs(BaseModel):
+    """Base of every tool's argument model: unknown parameters are refused, strings are not capped here."""
+
     model_config = ConfigDict(extra="forbid", str_max_length=None)
 
 
-class OffloadArgs(_Args):
+class OffloadArgs(ToolArgs):
     content: str = Field(description="The full text to store (e.g. a large tool result). JSON is detected.")
     name: str | None = Field(default=None, description="Optional label shown in list_outputs, e.g. 'gh issues'.")
 
 
-class ReadArgs(_Args):
+class ReadArgs(ToolArgs):
     handle: str = Field(description="Handle returned by offload or list_outputs, e.g. 'out_…'.")
     start: int | None = Field(default=None, description="First character, 1-based inclusive.")
     end: int | None = Field(default=None, description="Last character, 1-based inclusive.")
@@ -43,7 +45,7 @@ class ReadArgs(_Args):
     end_line: int | None = Field(default=None, description="Last line, 1-based inclusive.")
 
 
-class SearchArgs(_Args):
+class SearchArgs(ToolArgs):
     pattern: str = Field(description="RE2 regular expression (or plain text with literal=true).")
     handle: str | None = Field(default=None, description="Search only this output; omit to search all of them.")
     case_sensitive: bool = Field(default=False, description="Match case exactly (default: ignore case).")
@@ -52,14 +54,14 @@ class SearchArgs(_Args):
     context_lines: int = Field(default=0, ge=0, description="Lines of context before and after each match (0-10).")
 
 
-class QueryArgs(_Args):
+class QueryArgs(ToolArgs):
     handle: str = Field(description="Handle of a JSON or JSON Lines output.")
     query: str = Field(description="A jq program, e.g. '.items | length' or '.items[] | select(.ok) | .id'.")
     compact: bool = Field(default=False, description="One line per result (like jq -c).")
     raw: bool = Field(default=False, description="Print strings without quotes (like jq -r).")
 
 
-class NoArgs(_Args):
+class NoArgs(ToolArgs):
     pass
 
 
@@ -83,7 +85,8 @@ class ToolReply:
     structured: BaseModel
 
 
-Handler = Callable[[ToolCall, Any], Awaitable[ToolReply]]
+# A handler answers with a reply to shape, or with a whole result passed on as it is (a proxied upstream's).
+Handler = Callable[[ToolCall, Any], Awaitable[ToolReply | types.CallToolResult]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +94,7 @@ class ToolSpec:
     name: str
     title: str
     description: str
-    args: type[_Args]
+    args: type[ToolArgs]
     output: type[BaseModel]
     handler: Handler
     read_only: bool
@@ -268,6 +271,8 @@ async def call_tool(spec: ToolSpec, call: ToolCall, arguments: dict[str, Any] | 
         log.exception("tool %s failed", spec.name)
         return error_result(f"{spec.name} failed unexpectedly on the server; nothing was changed. Try again.")
     log.debug("tool %s took %.1f ms", spec.name, (time.perf_counter() - started) * 1000)
+    if isinstance(reply, types.CallToolResult):
+        return reply
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=reply.text)],
         structured_content=reply.structured.model_dump(mode="json"),

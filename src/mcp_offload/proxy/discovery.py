@@ -20,12 +20,12 @@ from typing import Any
 
 import mcp.types as types
 from mcp.server import ServerRequestContext
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from mcp_offload.change_notifier import ListChanged
 from mcp_offload.extension import Extension, NextTool
 from mcp_offload.proxy.router import STATUS_TOOL_DEF, ProxyRouter, Route
-from mcp_offload.tools import ToolCall, ToolReply, ToolSpec, call_tool, error_result
+from mcp_offload.tools import ToolArgs, ToolCall, ToolReply, ToolSpec, call_tool, error_result
 
 SEARCH = "search_tools"
 DESCRIBE = "describe_tool"
@@ -34,20 +34,16 @@ MAX_RESULTS = 50
 _WORD = re.compile(r"[a-z0-9]+")
 
 
-class _Args(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class SearchArgs(_Args):
+class SearchArgs(ToolArgs):
     query: str = Field(description="Keywords, e.g. 'read file' or 'git diff'. Empty lists every tool name.")
     limit: int = Field(default=10, ge=1, le=MAX_RESULTS, description="Tools to return (1-50).")
 
 
-class DescribeArgs(_Args):
+class DescribeArgs(ToolArgs):
     name: str = Field(description="A tool name from search_tools, e.g. 'fs__read_text_file'.")
 
 
-class CallArgs(_Args):
+class CallArgs(ToolArgs):
     name: str = Field(description="A tool name from search_tools.")
     arguments: dict[str, Any] = Field(default_factory=dict, description="The tool's arguments (see describe_tool).")
 
@@ -60,12 +56,12 @@ async def _unbound(call: ToolCall, args: Any) -> ToolReply:
     raise RuntimeError("lazy tool specs run through LazyTools._run")
 
 
-def _spec(name: str, title: str, description: str, args: type[_Args], *, read_only: bool) -> ToolSpec:
+def _spec(name: str, title: str, description: str, args: type[ToolArgs], *, read_only: bool) -> ToolSpec:
     return ToolSpec(
         name=name,
         title=title,
         description=description,
-        args=args,  # type: ignore[arg-type]  # ToolSpec.args names tools.py's private base; any extra="forbid" model validates the same
+        args=args,
         output=_Unused,
         handler=_unbound,
         read_only=read_only,
@@ -175,16 +171,12 @@ class LazyTools(Extension):
         answer: Callable[[Any], Awaitable[types.CallToolResult]],
     ) -> types.CallToolResult:
         """Validate and run through `tools.call_tool` (one validation path, one error translation), with `answer`
-        as the handler. The answer is a whole result (an upstream's, forwarded as it is), which a `ToolReply`
-        cannot carry, so it is kept here and returned instead of the shaped reply."""
-        answered: list[types.CallToolResult] = []
+        (which needs this request's context) as the handler; its whole result is passed on as it is."""
 
-        async def handler(_: ToolCall, args: Any) -> ToolReply:
-            answered.append(await answer(args))
-            return ToolReply(text="", structured=_Unused())
+        async def handler(_: ToolCall, args: Any) -> types.CallToolResult:
+            return await answer(args)
 
-        shaped = await call_tool(replace(spec, handler=handler), call, arguments)
-        return answered[0] if answered else shaped  # not answered: invalid arguments, or the handler failed
+        return await call_tool(replace(spec, handler=handler), call, arguments)
 
     # -- the router's, unchanged ---------------------------------------------------------------------------------
     def bind(self, notifier: ListChanged) -> None:

@@ -29,10 +29,12 @@ from typing import Any
 import mcp.types as types
 import orjson
 
+from mcp_offload import api
 from mcp_offload.errors import OffloadError
-from mcp_offload.offload import Offloaded, describe_size, offload_blob, offload_text, render_reference
-from mcp_offload.output_resource import RESOURCE_PREFIX, resource_link_of
+from mcp_offload.output_resource import resource_link_of
 from mcp_offload.proxy.fallback import inline_fallback
+from mcp_offload.render import describe_size, render_reference
+from mcp_offload.results import OffloadOutput, OutputFacts
 from mcp_offload.services import Services
 from mcp_offload.tokens import TokenCounter
 
@@ -239,7 +241,7 @@ class OffloadPolicy:
         services = self.services
         label = _label(public_name, arguments)
         inline: list[_Part] = []
-        stored: list[tuple[_Part, Offloaded]] = []
+        stored: list[tuple[_Part, OffloadOutput]] = []
         tokens_original = 0
         for part in parts:
             if not part.body:
@@ -252,11 +254,13 @@ class OffloadPolicy:
             name = label if part.kind == "text" else f"{label} {part.label}"
             raw = _decode_base64(part.body) if part.binary else None
             if raw is not None:
-                offloaded = await offload_blob(services, scope, raw, mime_type=part.mime, name=name, source=source)
+                offloaded = await api.offload_bytes(
+                    services, api.Scope(scope), raw, mime_type=part.mime, name=name, source=source
+                )
                 tokens_original += len(part.body) // BASE64_CHARS_PER_TOKEN
             else:  # text, or "binary" that is not base64 after all: kept as the text it is
-                offloaded = await offload_text(services, scope, part.body, name=name, source=source)
-                tokens_original += offloaded.meta.tokens
+                offloaded = await api.offload(services, api.Scope(scope), part.body, name=name, source=source)
+                tokens_original += offloaded.tokens
             stored.append((part, offloaded))
         reply = _render(public_name, threshold, stored)
         content: list[types.ContentBlock] = [types.TextContent(type="text", text=reply)]
@@ -268,9 +272,9 @@ class OffloadPolicy:
         decision = Decision(
             offloaded=True,
             tokens_original=tokens_original,
-            tokens_estimated=any(o.meta.tokens_estimated for _, o in stored),
+            tokens_estimated=any(o.tokens_estimated for _, o in stored),
             tokens_reply=services.tokens.count(reply),
-            handles=tuple(o.meta.handle for _, o in stored),
+            handles=tuple(o.handle for _, o in stored),
         )
         return types.CallToolResult(content=content, structured_content=structured), decision
 
@@ -291,8 +295,8 @@ def _decode_base64(data: str) -> bytes | None:
         return None
 
 
-def _render(public_name: str, threshold: int, stored: list[tuple[_Part, Offloaded]]) -> str:
-    total = sum(o.meta.size for _, o in stored)
+def _render(public_name: str, threshold: int, stored: list[tuple[_Part, OffloadOutput]]) -> str:
+    total = sum(o.bytes for _, o in stored)
     head = (
         f"[mcp-offload] The result of {public_name} ({total:,} bytes) is over this proxy's {threshold:,}-token "
         "limit, so it was stored instead of shown."
@@ -300,22 +304,11 @@ def _render(public_name: str, threshold: int, stored: list[tuple[_Part, Offloade
     if len(stored) == 1:
         part, offloaded = stored[0]
         what = "" if part.kind == "text" else f" ({part.label})"
-        return f"{head}{what}\n{_reference(offloaded)}"
+        return f"{head}{what}\n{render_reference(offloaded)}"
     lines = [f"{head} Stored parts:"]
-    lines += [f"{i}. {part.label}: {_reference(o)}" for i, (part, o) in enumerate(stored, 1)]
+    lines += [f"{i}. {part.label}: {render_reference(o)}" for i, (part, o) in enumerate(stored, 1)]
     return "\n".join(lines)
 
 
-def _reference(offloaded: Offloaded) -> str:
-    meta = offloaded.meta
-    if meta.kind == "blob":
-        return (
-            f"Stored as {meta.handle} (binary; {describe_size(meta)}). It is not text: read it whole as the resource "
-            f"{RESOURCE_PREFIX}{meta.handle}."
-        )
-    return render_reference(offloaded)
-
-
-def _link(offloaded: Offloaded, what: str) -> types.ResourceLink:
-    meta = offloaded.meta
-    return resource_link_of(meta, f"Stored {what} ({describe_size(meta)})")
+def _link(offloaded: OutputFacts, what: str) -> types.ResourceLink:
+    return resource_link_of(offloaded, f"Stored {what} ({describe_size(offloaded)})")
