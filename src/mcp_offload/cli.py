@@ -47,7 +47,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _add_transport_flags(parser: argparse.ArgumentParser) -> None:
-    """Network serving (see http_app.py); the defaults keep it on loopback with DNS-rebinding checks on."""
+    """Network serving (see http/); the defaults keep it on loopback with DNS-rebinding checks on."""
     net = parser.add_argument_group("network transports")
     net.add_argument(
         "--transport",
@@ -145,12 +145,12 @@ def main(argv: list[str] | None = None) -> None:
             sys.exit(anyio.run(run_demo, settings))
         proxy = proxy_config_from_args(args)  # read first: a bad config file fails before anything starts
         if args.transport != "stdio":
-            from mcp_offload.http_app import http_options_from_args, run_http
+            from mcp_offload.http import http_options_from_args, run_http
 
             anyio.run(run_http, settings, http_options_from_args(args), proxy, backend_options=_loop_options())
             return
         anyio.run(serve_stdio, settings, proxy, backend_options=_loop_options())
-    except OffloadError as exc:  # includes a refused network configuration (http_app.RefusedConfig)
+    except OffloadError as exc:  # includes a refused network configuration (http.RefusedConfig)
         print(f"mcp-offload: {exc}", file=sys.stderr)
         sys.exit(2)
     except KeyboardInterrupt:

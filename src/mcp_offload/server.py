@@ -23,18 +23,16 @@ from mcp_offload.errors import OffloadError
 from mcp_offload.extension import Extension, Extensions
 from mcp_offload.output_resource import (
     OUTPUT_TEMPLATE,
-    RESOURCE_PREFIX,
-    RESOURCE_TEMPLATE,
     is_output_uri,
     read_output_resource,
     resource_of,
 )
-from mcp_offload.scope import RunScope, Scope, ScopePolicy, new_scope
+from mcp_offload.api import Scope
+from mcp_offload.scope import RunScope, ScopePolicy, new_scope
 from mcp_offload.services import Services
 from mcp_offload.tools import TOOLS, TOOLS_BY_NAME, ToolCall, call_tool
 
-# re-exported: http_app.py and older callers import these from here
-__all__ = ["RESOURCE_PREFIX", "RESOURCE_TEMPLATE", "ChangeNotifier", "Extension", "OffloadServer", "build_server"]
+__all__ = ["OffloadServer", "build_server"]
 
 INSTRUCTIONS = """\
 This server keeps large outputs out of the conversation, losslessly.

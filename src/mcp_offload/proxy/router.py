@@ -33,7 +33,8 @@ from mcp_offload.extension import Extension, NextTool
 from mcp_offload.proxy.config import ProxyConfig
 from mcp_offload.proxy.policy import PASSED, OffloadPolicy
 from mcp_offload.proxy.stats import RETRIEVAL_TOOLS, SavingsStats
-from mcp_offload.proxy.upstream import Catalog, Upstream, UpstreamUnavailable
+from mcp_offload.proxy.transports import UpstreamUnavailable
+from mcp_offload.proxy.upstream import Catalog, Upstream
 from mcp_offload.services import Services
 from mcp_offload.tools import TOOLS_BY_NAME, ToolCall, error_result
 

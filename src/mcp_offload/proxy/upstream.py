@@ -35,7 +35,7 @@ from mcp_offload import __version__
 from mcp_offload.proxy.config import UpstreamSpec
 from mcp_offload.proxy.transports import Link, UpstreamUnavailable, transport_for
 
-__all__ = ["Catalog", "Upstream", "UpstreamStatus", "UpstreamUnavailable"]
+__all__ = ["Catalog", "Upstream", "UpstreamStatus"]
 
 log = logging.getLogger(__name__)
 

@@ -3,7 +3,8 @@
 Each configured token is one principal. A request with the right `Authorization: Bearer <token>` gets its
 principal attached to the ASGI scope, where the scope policy reads it (`principal_of`) and where the SDK's
 transports see an `AuthenticatedUser`, so a streamable-HTTP or SSE session can only be used with the credential
-that opened it. Anything else gets 401 before the request body is read or any MCP code runs.
+that opened it. Anything else gets 401 before the request body is read or any MCP code runs. `request_principal`
+is the same lookup from an MCP request context (the scope policy and the request log use it).
 
 Tokens are compared in constant time (over SHA-256 digests, every configured token each time) and never logged:
 logs and the store only ever see the principal id, a SHA-256 fingerprint of the token.
@@ -15,12 +16,17 @@ import hashlib
 import hmac
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
+from mcp.server import ServerRequestContext
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from starlette.authentication import AuthCredentials
+from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
+
+from mcp_offload.http.rpc_errors import rpc_error
 
 PRINCIPAL_KEY = "mcp_offload.principal"  # in scope["state"]: the authenticated principal id
 MIN_TOKEN_CHARS = 16
@@ -59,6 +65,12 @@ def principal_of(scope: Scope) -> str | None:
     """The principal the auth middleware attached to this request, or None (no auth configured)."""
     state = scope.get("state")
     return state.get(PRINCIPAL_KEY) if isinstance(state, dict) else None
+
+
+def request_principal(ctx: ServerRequestContext[Any, Any]) -> str | None:
+    """The scope policy's view of who is asking: the principal the auth middleware put on the HTTP request."""
+    request = ctx.request
+    return principal_of(request.scope) if isinstance(request, Request) else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,5 +137,4 @@ def _unauthorized(presented: bool) -> JSONResponse:
     else:
         message = "Unauthorized: this server needs 'Authorization: Bearer <token>'."
         challenge = 'Bearer realm="mcp-offload"'
-    body = {"jsonrpc": "2.0", "id": None, "error": {"code": UNAUTHORIZED, "message": message}}
-    return JSONResponse(body, 401, headers={"WWW-Authenticate": challenge})
+    return rpc_error(401, UNAUTHORIZED, message, headers={"WWW-Authenticate": challenge})
