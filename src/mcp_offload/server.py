@@ -18,6 +18,7 @@ from mcp.server.subscriptions import ListenHandler
 from mcp.shared.exceptions import MCPError
 
 from mcp_offload import __version__
+from mcp_offload.api import Scope
 from mcp_offload.change_notifier import ChangeNotifier
 from mcp_offload.errors import OffloadError
 from mcp_offload.extension import Extension, Extensions
@@ -27,7 +28,6 @@ from mcp_offload.output_resource import (
     read_output_resource,
     resource_of,
 )
-from mcp_offload.api import Scope
 from mcp_offload.scope import RunScope, ScopePolicy, new_scope
 from mcp_offload.services import Services
 from mcp_offload.tools import TOOLS, TOOLS_BY_NAME, ToolCall, call_tool
