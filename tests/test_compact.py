@@ -85,7 +85,7 @@ async def test_openai_chat_with_sdk_objects(compactor: AsyncCompactor) -> None:
 
 async def test_responses_items(compactor: AsyncCompactor) -> None:
     big = "log line\n" * 5000
-    messages = history(responses_turn, [big]) + [{"type": "reasoning", "id": "rs_1", "summary": []}]
+    messages = [*history(responses_turn, [big]), {"type": "reasoning", "id": "rs_1", "summary": []}]
     out = await compactor.compact(messages)
     RESPONSES.validate_python(out)
     assert out[-1] == messages[-1]
@@ -159,7 +159,7 @@ async def test_idempotent_and_incremental(compactor: AsyncCompactor, tmp_path: P
     async with AsyncCompactor(store=str(tmp_path / "store"), session="test", jq_workers=1) as fresh:
         assert await fresh.compact(out, boundary="all") == out
         assert fresh.last_report.offloaded == []  # type: ignore[union-attr]
-    assert len((await compactor.services.store.list(compactor.scope.key))) == 3
+    assert len(await compactor.services.store.list(compactor.scope.key)) == 3
 
 
 async def test_retrieval_tool_results_are_not_offloaded_again(compactor: AsyncCompactor) -> None:
@@ -305,6 +305,9 @@ def test_sync_twin_and_lazy_import(tmp_path: Path) -> None:
         out = c.compact(anthropic_turn("t1", big_json(2000), question="q"))
         assert out[2]["content"][0]["content"].startswith("Stored as out_")
         assert c.usage(out)["tokens"] < 1000  # type: ignore[operator]
-    code = "import sys, mcp_offload; assert 'mcp_offload.compact' not in sys.modules; print(mcp_offload.Compactor.__name__)"
+    code = (
+        "import sys, mcp_offload; assert 'mcp_offload.compact' not in sys.modules; "
+        "print(mcp_offload.Compactor.__name__)"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "Compactor"
