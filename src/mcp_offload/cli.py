@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 
 import anyio
@@ -29,6 +30,11 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"mcp-offload {__version__}")
     parser.add_argument("command", nargs="?", choices=["serve", "demo"], default="serve")
     parser.add_argument("--store", help="store directory or redis://host:port/db (env MCP_OFFLOAD_STORE)")
+    parser.add_argument(
+        "--session",
+        default=os.environ.get("MCP_OFFLOAD_SESSION") or None,
+        help="stdio: share this named session's outputs (e.g. with a Compactor); env MCP_OFFLOAD_SESSION",
+    )
     parser.add_argument("--encoding", help="tiktoken encoding (default o200k_base; env MCP_OFFLOAD_ENCODING)")
     parser.add_argument("--preview-tokens", type=int, help="preview budget in tokens (default 500)")
     parser.add_argument("--read-max-tokens", type=int, help="tokens one read returns at most (default 5000)")
@@ -106,7 +112,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
     )
 
 
-async def serve_stdio(settings: Settings, proxy: ProxyConfig | None = None) -> None:
+async def serve_stdio(settings: Settings, proxy: ProxyConfig | None = None, session: str | None = None) -> None:
     from mcp_offload.server import build_server
     from mcp_offload.services import build_services
     from mcp_offload.stdio import stdio_streams
@@ -114,7 +120,7 @@ async def serve_stdio(settings: Settings, proxy: ProxyConfig | None = None) -> N
     services = build_services(settings)
     try:
         async with open_proxy(services, proxy) as extensions:
-            server = build_server(services, extensions=extensions)
+            server = build_server(services, extensions=extensions, session=session)
             async with stdio_streams() as (read, write):
                 await server.run(read, write, server.create_initialization_options())
     finally:
@@ -149,7 +155,7 @@ def main(argv: list[str] | None = None) -> None:
 
             anyio.run(run_http, settings, http_options_from_args(args), proxy, backend_options=_loop_options())
             return
-        anyio.run(serve_stdio, settings, proxy, backend_options=_loop_options())
+        anyio.run(serve_stdio, settings, proxy, args.session, backend_options=_loop_options())
     except OffloadError as exc:  # includes a refused network configuration (http.RefusedConfig)
         print(f"mcp-offload: {exc}", file=sys.stderr)
         sys.exit(2)

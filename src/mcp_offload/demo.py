@@ -115,4 +115,26 @@ async def run_demo(settings: Settings) -> int:
     print(f"{'with mcp-offload (all of the above)':<44}{offloaded:>10,}")
     print(f"{'saved':<44}{inline - offloaded:>10,}  ({100 * (1 - offloaded / inline):.1f}% less)")
     print(f"\nPlanted facts found: {'yes' if found else 'NO'} · took {time.perf_counter() - started:.1f} s")
+    await _compaction_section(settings, api, log)
     return 0 if found else 1
+
+
+async def _compaction_section(settings: Settings, api_response: str, log_text: str) -> None:
+    """Your own agent loop: the same two outputs as tool results in an Anthropic message list, compacted."""
+    from mcp_offload.compact import AsyncCompactor
+
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "Find the release blocker and the timeout."}]
+    for call_id, name, result in (("toolu_1", "list_issues", api_response), ("toolu_2", "get_log", log_text)):
+        messages.append(
+            {"role": "assistant", "content": [{"type": "tool_use", "id": call_id, "name": name, "input": {}}]}
+        )
+        messages.append(
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call_id, "content": result}]}
+        )
+    with tempfile.TemporaryDirectory(prefix="mcp-offload-demo-") as store:
+        async with AsyncCompactor(store=store, session="demo", encoding=settings.encoding, jq_workers=1) as compactor:
+            compacted = await compactor.compact(messages)
+            before, after = await compactor.usage(messages), await compactor.usage(compacted)
+    print("\n── your own agent loop: Compactor.compact(messages) on the same outputs as tool results")
+    print(f"{'message list before':<44}{before['tokens']:>10,}")
+    print(f"{'after (results stored, reference + preview)':<44}{after['tokens']:>10,}")

@@ -76,8 +76,12 @@ def build_server(
     scope_policy: ScopePolicy | None = None,
     extensions: Sequence[Extension] = (),
     name: str = "mcp-offload",
+    session: str | None = None,
 ) -> OffloadServer:
-    """The MCP server for one set of services. `scope_policy` decides a request's scope (see scope.py)."""
+    """The MCP server for one set of services. `scope_policy` decides a request's scope (see scope.py).
+
+    `session`: the run scope is that named session's (shared with `Compactor(session=…)` and other processes
+    naming it on the same store) instead of a fresh private one."""
     policy: ScopePolicy = scope_policy or RunScope()
     own_tools = [spec.to_tool() for spec in TOOLS]
     own_schemas = {tool.name: tool.input_schema for tool in own_tools}  # built once, not per 2026-07-28 call
@@ -87,7 +91,8 @@ def build_server(
 
     @asynccontextmanager
     async def lifespan(_: Server[RunState]) -> AsyncIterator[RunState]:
-        yield RunState(services=services, run_scope=new_scope(), extension=ext)
+        run_scope = Scope.named(session).key if session else new_scope()
+        yield RunState(services=services, run_scope=run_scope, extension=ext)
 
     def scope_of(ctx: ServerRequestContext[RunState]) -> Scope:
         return policy(ctx, ctx.lifespan_context.run_scope)

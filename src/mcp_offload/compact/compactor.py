@@ -1,0 +1,388 @@
+"""`AsyncCompactor` and its sync twin `Compactor`: keep an agent loop's message list small, losslessly.
+
+    from mcp_offload import Compactor
+
+    with Compactor(session="my-agent") as compactor:           # the per-user store; store="redis://…" works too
+        messages = compactor.compact(messages)                 # big tool results → reference + preview
+        messages = compactor.compact(messages, context_window=200_000)   # + the budget policy (budget.py)
+        tools = compactor.tools("anthropic")                   # the five retrieval tools, that SDK's format
+        text = compactor.run_tool("read_large_output", {"handle": "out_…", "start_line": 10})
+
+`compact` never mutates the caller's list or messages and returns a new list of plain dicts in the same format.
+A malformed list raises ValueError naming the message index before anything is stored. A store failure (full,
+unreachable, content over the size cap) leaves that result inline: the call still returns, and the failure is in
+`compactor.last_report.warnings` and logged as a warning on `mcp_offload.compact`.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from typing import Any
+
+from anyio.from_thread import BlockingPortal, start_blocking_portal
+
+from mcp_offload import api
+from mcp_offload.compact.boundary import Boundary, BoundarySpec
+from mcp_offload.compact.budget import BudgetPolicy, CountTokens, Entry, MessageLedger, usage_report
+from mcp_offload.compact.formats import Message, MessageFormat, ToolResult, detect_format, get_format
+from mcp_offload.compact.tool_defs import RETRIEVAL_TOOL_NAMES, tool_definitions
+from mcp_offload.compact.transcript import (
+    NOTE_PREFIX,
+    Summarize,
+    note_text,
+    readable_text,
+    run_summarize,
+    transcript_text,
+)
+from mcp_offload.render import render_reference
+from mcp_offload.services import Services, build_services
+from mcp_offload.settings import Settings
+from mcp_offload.tools import TOOLS_BY_NAME, ToolCall, call_tool
+
+log = logging.getLogger("mcp_offload.compact")
+REFERENCE_PREFIX = "Stored as out_"
+
+
+@dataclass(slots=True)
+class CompactReport:
+    """What the last `compact` call did."""
+
+    format: str
+    messages_in: int
+    messages_out: int = 0
+    offloaded: list[str] = field(default_factory=list)  # handles stored for tool results, in order
+    transcript: str | None = None  # handle of the transcript of older turns, when that step ran
+    tokens_before: int | None = None  # counted only when a context window is given
+    tokens_after: int | None = None
+    fits: bool | None = None  # under trigger × window afterwards (None: no window given)
+    warnings: list[str] = field(default_factory=list)  # store failures etc.: the result concerned stayed inline
+
+
+def _is_compacted(text: str) -> bool:
+    return text.startswith(REFERENCE_PREFIX) or text.startswith(NOTE_PREFIX)
+
+
+class AsyncCompactor:
+    """Compaction and in-process retrieval over the mcp-offload store, for one session."""
+
+    def __init__(
+        self,
+        store: str | None = None,
+        session: str | None = None,
+        *,
+        count_tokens: CountTokens | None = None,
+        **settings: Any,
+    ) -> None:
+        unknown = set(settings) - set(Settings.__dataclass_fields__)
+        if unknown:
+            raise TypeError(f"unknown setting(s): {', '.join(sorted(unknown))}")
+        self.settings = Settings.from_env().with_overrides(store=store, **settings)
+        self.session = session or "compact-" + secrets.token_hex(8)
+        self.scope = api.Scope.named(self.session)
+        self._services: Services | None = build_services(self.settings)
+        exact = self.settings.tokens_exact_chars
+        tokens = self._services.tokens
+        self._count: CountTokens = count_tokens or (lambda text: tokens.count_large(text, exact)[0])
+        self._ledger = MessageLedger(self._count)
+        self.last_report: CompactReport | None = None
+
+    @property
+    def services(self) -> Services:
+        if self._services is None:
+            raise RuntimeError("this compactor is closed")
+        return self._services
+
+    # -- compaction ------------------------------------------------------------------------------------
+    async def compact(
+        self,
+        messages: Sequence[object],
+        *,
+        boundary: BoundarySpec | Boundary = "last-turn",
+        threshold_tokens: int = 2000,
+        context_window: int | None = None,
+        trigger: float = 0.8,
+        summarize: Summarize | None = None,
+        format: str | None = None,
+    ) -> list[Message]:
+        """A new list in the same format with large tool results (and, over budget, older turns) stored."""
+        if isinstance(messages, str | bytes | dict) or not isinstance(messages, Sequence):
+            raise TypeError("messages must be a list of messages")
+        if threshold_tokens < 0:
+            raise ValueError("threshold_tokens must be >= 0")
+        fmt = get_format(format) if format else detect_format(messages)
+        bound = Boundary.parse(boundary)
+        policy = BudgetPolicy(context_window, trigger)
+        entries = [e.latest() for e in self._read(fmt, messages)]  # all validated before anything is stored
+        report = CompactReport(format=fmt.name, messages_in=len(entries))
+        self.last_report = report
+        total = sum(self._ledger.tokens(e) for e in entries) if policy.limit is not None else 0
+        report.tokens_before = total if policy.limit is not None else None
+        if policy.limit is not None and total <= policy.limit:  # under the trigger: nothing to do
+            report.tokens_after, report.fits, report.messages_out = total, True, len(entries)
+            return [e.out for e in entries]
+        names = _call_names(entries)
+        views = [e.view for e in entries]
+        passes = [threshold_tokens] if policy.limit is None else [threshold_tokens, self.settings.preview_tokens]
+        for threshold in passes:
+            for i in bound.eligible(views):
+                if policy.limit is not None and total <= policy.limit:
+                    break
+                entry = entries[i]
+                if not entry.view.results or (entry.settled_at is not None and entry.settled_at <= threshold):
+                    continue
+                new = await self._offload_results(fmt, entry, names, threshold, report)
+                if new is not entry:
+                    if policy.limit is not None:
+                        total += self._ledger.tokens(new) - self._ledger.tokens(entry)
+                    entries[i] = new
+        if policy.limit is not None and total > policy.limit:
+            entries, total = await self._transcript_step(fmt, bound, entries, total, summarize, report)
+        if policy.limit is not None:
+            report.tokens_after, report.fits = total, total <= policy.limit
+        report.messages_out = len(entries)
+        return [e.out for e in entries]
+
+    def _read(self, fmt: MessageFormat, messages: Sequence[object]) -> list[Entry]:
+        entries = [self._ledger.entry(fmt, m, i) for i, m in enumerate(messages)]
+        declared: set[str] = set()
+        for i, e in enumerate(entries):
+            for result in e.view.results:
+                if result.call_id not in declared:
+                    raise ValueError(
+                        f"message {i}: tool result for call id {result.call_id!r}, which no earlier message calls"
+                    )
+            declared.update(c.call_id for c in e.view.calls)
+        return entries
+
+    async def _offload_results(
+        self, fmt: MessageFormat, entry: Entry, names: dict[str, str], threshold: int, report: CompactReport
+    ) -> Entry:
+        out, failed = entry.out, False
+        for result in entry.view.results:
+            if names.get(result.call_id) in RETRIEVAL_TOOL_NAMES:
+                continue  # the model's own retrieval: offloading it again would loop
+            texts = await self._store_parts(result, names.get(result.call_id), threshold, report)
+            if texts is None:
+                failed = True
+                continue
+            if texts:
+                out = fmt.replace_parts(out, result, texts)  # slots do not move when parts are replaced
+        if out is entry.out:
+            if not failed:
+                entry.settled_at = threshold
+            return entry
+        new = Entry(source=out, out=out, view=fmt.view(out, 0), settled_at=None if failed else threshold)
+        self._ledger.remember(fmt, new)
+        entry.compacted = new  # the caller's own message object, passed again, stands for the compacted one
+        return new
+
+    async def _store_parts(
+        self, result: ToolResult, tool: str | None, threshold: int, report: CompactReport
+    ) -> dict[int, str] | None:
+        """Reference text per stored part; None when the store failed (the result then stays inline whole)."""
+        texts: dict[int, str] = {}
+        label = f"{tool or 'tool'} result {result.call_id}"
+        for part in result.parts:
+            try:
+                if part.text is not None:
+                    if _is_compacted(part.text) or self.services.tokens.count_upto(part.text, threshold) <= threshold:
+                        continue
+                    stored = await api.offload(self.services, self.scope, part.text, name=label, source="compact")
+                elif part.image is not None:
+                    stored = await api.offload_bytes(
+                        self.services, self.scope, part.image, mime_type=part.mime_type, name=label, source="compact"
+                    )
+                else:
+                    continue
+            except Exception as exc:  # a store failure must not lose the result: it stays inline
+                warning = f"could not store {label} ({type(exc).__name__}: {exc}); it stays inline"
+                log.warning("%s", warning)
+                report.warnings.append(warning)
+                return None
+            report.offloaded.append(stored.handle)
+            texts[part.index] = render_reference(stored)
+        return texts
+
+    async def _transcript_step(
+        self,
+        fmt: MessageFormat,
+        bound: Boundary,
+        entries: list[Entry],
+        total: int,
+        summarize: Summarize | None,
+        report: CompactReport,
+    ) -> tuple[list[Entry], int]:
+        older = bound.older_turns([e.view for e in entries])
+        if len(older) < 2:
+            return entries, total
+        first, last = older.start, older.stop - 1
+        label = f"transcript of messages {first}-{last}"
+        try:
+            stored = await api.offload(
+                self.services,
+                self.scope,
+                transcript_text([e.out for e in entries[first : last + 1]]),
+                name=label,
+                source="compact",
+            )
+        except Exception as exc:
+            warning = f"could not store the {label} ({type(exc).__name__}: {exc}); those turns stay inline"
+            log.warning("%s", warning)
+            report.warnings.append(warning)
+            return entries, total
+        summary = None
+        if summarize is not None:
+            try:
+                summary = await run_summarize(
+                    summarize, readable_text([e.view for e in entries[first : last + 1]], first)
+                )
+            except Exception as exc:
+                report.warnings.append(f"summarize failed ({type(exc).__name__}: {exc}); used the transcript preview")
+                log.warning("summarize failed: %s", exc)
+        out = fmt.note_message(note_text(first, last, stored, summary))
+        note = Entry(source=out, out=out, view=fmt.view(out, first), settled_at=0)
+        self._ledger.remember(fmt, note)
+        report.transcript = stored.handle
+        removed = sum(self._ledger.tokens(e) for e in entries[first : last + 1])
+        return [*entries[:first], note, *entries[last + 1 :]], total - removed + self._ledger.tokens(note)
+
+    # -- budget ----------------------------------------------------------------------------------------
+    async def usage(
+        self, messages: Sequence[object], *, context_window: int | None = None, format: str | None = None
+    ) -> dict[str, object]:
+        """Tokens the list costs (see budget.py for what is counted), and its share of `context_window`."""
+        fmt = get_format(format) if format else detect_format(messages)
+        entries = self._read(fmt, messages)
+        return usage_report(sum(self._ledger.tokens(e) for e in entries), len(entries), context_window)
+
+    # -- retrieval tools in-process ---------------------------------------------------------------------
+    def tools(self, format: str) -> list[dict[str, Any]]:
+        """The five tools as `format` ("anthropic", "openai", "responses") tool definitions."""
+        return tool_definitions(format)
+
+    async def run_tool(self, name: str, arguments: dict[str, Any] | None = None) -> str:
+        """Run one of the five tools exactly as the MCP server does; an error comes back as its text."""
+        spec = TOOLS_BY_NAME.get(name)
+        if spec is None:
+            known = ", ".join(TOOLS_BY_NAME)
+            return f"Unknown tool {name!r}. Tools here: {known}."
+        result = await call_tool(spec, ToolCall(self.services, self.scope.key, self.scope.enumerable), arguments)
+        return "".join(getattr(block, "text", "") for block in result.content)
+
+    # -- lifetime --------------------------------------------------------------------------------------
+    async def aclose(self) -> None:
+        if self._services is not None:
+            services, self._services = self._services, None
+            await services.aclose()
+
+    async def __aenter__(self) -> AsyncCompactor:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+def _call_names(entries: Sequence[Entry]) -> dict[str, str]:
+    return {c.call_id: c.name for e in entries for c in e.view.calls}
+
+
+class Compactor:
+    """The sync twin of `AsyncCompactor` (same methods, same arguments), over its own event loop thread."""
+
+    def __init__(
+        self,
+        store: str | None = None,
+        session: str | None = None,
+        *,
+        count_tokens: CountTokens | None = None,
+        **settings: Any,
+    ) -> None:
+        self._portal_cm: AbstractContextManager[BlockingPortal] = start_blocking_portal()
+        self._portal = self._portal_cm.__enter__()
+        self._closed = False
+        try:
+            self._async: AsyncCompactor = self._portal.call(self._make, store, session, count_tokens, settings)
+        except BaseException:
+            self._portal_cm.__exit__(None, None, None)
+            raise
+
+    @staticmethod
+    async def _make(
+        store: str | None, session: str | None, count_tokens: CountTokens | None, settings: dict[str, Any]
+    ) -> AsyncCompactor:
+        return AsyncCompactor(store, session, count_tokens=count_tokens, **settings)
+
+    @property
+    def session(self) -> str:
+        return self._async.session
+
+    @property
+    def last_report(self) -> CompactReport | None:
+        return self._async.last_report
+
+    @property
+    def services(self) -> Services:
+        return self._async.services
+
+    def _call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        async def run() -> Any:
+            return await fn(*args, **kwargs)
+
+        return self._portal.call(run)
+
+    def compact(
+        self,
+        messages: Sequence[object],
+        *,
+        boundary: BoundarySpec | Boundary = "last-turn",
+        threshold_tokens: int = 2000,
+        context_window: int | None = None,
+        trigger: float = 0.8,
+        summarize: Summarize | None = None,
+        format: str | None = None,
+    ) -> list[Message]:
+        result: list[Message] = self._call(
+            self._async.compact,
+            messages,
+            boundary=boundary,
+            threshold_tokens=threshold_tokens,
+            context_window=context_window,
+            trigger=trigger,
+            summarize=summarize,
+            format=format,
+        )
+        return result
+
+    def usage(
+        self, messages: Sequence[object], *, context_window: int | None = None, format: str | None = None
+    ) -> dict[str, object]:
+        result: dict[str, object] = self._call(
+            self._async.usage, messages, context_window=context_window, format=format
+        )
+        return result
+
+    def tools(self, format: str) -> list[dict[str, Any]]:
+        return self._async.tools(format)
+
+    def run_tool(self, name: str, arguments: dict[str, Any] | None = None) -> str:
+        result: str = self._call(self._async.run_tool, name, arguments)
+        return result
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self._portal.call(self._async.aclose)
+        finally:
+            self._portal_cm.__exit__(None, None, None)
+
+    def __enter__(self) -> Compactor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

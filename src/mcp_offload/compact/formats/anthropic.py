@@ -1,0 +1,113 @@
+"""The Anthropic Messages API format: `{"role": "user" | "assistant", "content": str | [blocks]}`.
+
+Tool calls are `tool_use` blocks (`id`, `name`) in assistant messages; their results are `tool_result` blocks
+(`tool_use_id`, `content`: a string or text / image blocks) in the next user message. A user message without a
+`tool_result` block opens a turn. Images are `{"type": "image", "source": {"type": "base64", …}}` blocks.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mcp_offload.compact.formats.base import (
+    Message,
+    MessageView,
+    Part,
+    ToolCallRef,
+    ToolResult,
+    bad,
+    decode_base64,
+    dump,
+    dump_block,
+    require_str,
+)
+
+ROLES = ("user", "assistant")
+
+
+class AnthropicFormat:
+    name = "anthropic"
+
+    def to_dict(self, message: object, index: int) -> Message:
+        msg = dump(message, index)
+        content = msg.get("content")
+        if isinstance(content, list) and any(not isinstance(b, dict | str) for b in content):
+            msg = {**msg, "content": [dump_block(b, index) for b in content]}
+        return msg
+
+    def view(self, message: Message, index: int) -> MessageView:
+        role = message.get("role")
+        if role not in ROLES:
+            raise bad(index, f"unknown role {role!r} for the Anthropic Messages API (user or assistant)")
+        content = message.get("content")
+        if isinstance(content, str):
+            return MessageView(role=role, opens_turn=role == "user", text=content)
+        if not isinstance(content, list):
+            raise bad(index, "content must be a string or a list of blocks")
+        calls: list[ToolCallRef] = []
+        results: list[ToolResult] = []
+        texts: list[str] = []
+        images = 0
+        for slot, block in enumerate(content):
+            if not isinstance(block, dict):
+                raise bad(index, f"content block {slot} must be an object")
+            kind = block.get("type")
+            if kind == "text":
+                texts.append(require_str(block.get("text"), index, f"content block {slot} text"))
+            elif kind == "image":
+                images += 1
+            elif kind == "tool_use" and role == "assistant":
+                call_id = require_str(block.get("id"), index, f"tool_use block {slot} id")
+                calls.append(ToolCallRef(call_id, str(block.get("name", ""))))
+                texts.append(f"[called {block.get('name')} {block.get('input')!r}]")
+            elif kind == "tool_result":
+                if role != "user":
+                    raise bad(index, "tool_result blocks belong in user messages")
+                call_id = require_str(block.get("tool_use_id"), index, f"tool_result block {slot} tool_use_id")
+                parts = self._parts(block.get("content", ""), index, slot)
+                images += sum(1 for p in parts if p.image is not None)
+                results.append(ToolResult(slot, call_id, parts))
+                texts.extend(f"[result {call_id}] {p.text}" for p in parts if p.text is not None)
+        return MessageView(
+            role=role,
+            opens_turn=role == "user" and not results,
+            calls=tuple(calls),
+            results=tuple(results),
+            text="\n".join(texts),
+            images=images,
+        )
+
+    def _parts(self, content: Any, index: int, slot: int) -> tuple[Part, ...]:
+        if isinstance(content, str):
+            return (Part(0, text=content),)
+        if not isinstance(content, list):
+            raise bad(index, f"tool_result block {slot} content must be a string or a list of blocks")
+        parts: list[Part] = []
+        for i, block in enumerate(content):
+            if not isinstance(block, dict):
+                raise bad(index, f"tool_result block {slot} content {i} must be an object")
+            if block.get("type") == "text":
+                parts.append(Part(i, text=require_str(block.get("text"), index, f"tool_result {slot} text")))
+            elif block.get("type") == "image":
+                source = block.get("source")
+                if isinstance(source, dict) and source.get("type") == "base64":
+                    data = decode_base64(str(source.get("data", "")))
+                    if data is not None:
+                        parts.append(Part(i, image=data, mime_type=str(source.get("media_type") or "")))
+        return tuple(parts)
+
+    def replace_parts(self, message: Message, result: ToolResult, texts: dict[int, str]) -> Message:
+        content = list(message["content"])
+        block = dict(content[result.slot])
+        inner = block.get("content", "")
+        if isinstance(inner, str):
+            block["content"] = texts[0]
+        else:
+            block["content"] = [
+                {"type": "text", "text": texts[i]} if i in texts else part for i, part in enumerate(inner)
+            ]
+        content[result.slot] = block
+        return {**message, "content": content}
+
+    def note_message(self, text: str) -> Message:
+        return {"role": "user", "content": text}

@@ -1,0 +1,127 @@
+"""What every message format exposes to the compactor: a `MessageView` of one message and a `MessageFormat`.
+
+A format (Anthropic Messages, OpenAI Chat Completions, OpenAI Responses input items) reads one message into a
+`MessageView`: its role, whether it opens a turn (the user speaking), the tool calls it declares, the tool results it
+carries (each with its call id and text / image parts) and its plain text. It rebuilds a message with some parts
+replaced by reference text, and writes the one message that stands for older turns. The compactor only ever talks
+to this interface, so a new format is one module.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+Message = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Part:
+    """One piece of a tool result: text, or an image (its bytes and type) that can be stored as a blob."""
+
+    index: int  # position in the result's part list (0 for a plain string result)
+    text: str | None = None
+    image: bytes | None = None
+    mime_type: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """A tool result inside a message: where it sits, which call it answers, its parts."""
+
+    slot: int  # position of the result in the message (block index; 0 for a whole-message result)
+    call_id: str
+    parts: tuple[Part, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallRef:
+    call_id: str
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class MessageView:
+    """What the compactor needs to know about one message."""
+
+    role: str  # "system", "user", "assistant", "tool" or "other" (passed through untouched)
+    opens_turn: bool  # the user speaking (not only handing back tool results): a turn boundary
+    calls: tuple[ToolCallRef, ...] = ()
+    results: tuple[ToolResult, ...] = ()
+    text: str = ""  # the message's plain text, for transcripts and summaries
+    pinned: bool = False  # never moved into a transcript (system / developer instructions)
+    images: int = field(default=0)  # image parts anywhere in the message (counted at a flat token cost)
+
+
+class MessageFormat(Protocol):
+    """One API's message list shape."""
+
+    name: str
+
+    def to_dict(self, message: object, index: int) -> Message:
+        """A plain-dict copy-free view of `message` (an SDK object is dumped; a dict is returned as is)."""
+        ...
+
+    def view(self, message: Message, index: int) -> MessageView:
+        """Read one message; raises ValueError naming `index` when it is malformed."""
+        ...
+
+    def replace_parts(self, message: Message, result: ToolResult, texts: dict[int, str]) -> Message:
+        """A new message where the parts of `result` named in `texts` (part index → text) are that text."""
+        ...
+
+    def note_message(self, text: str) -> Message:
+        """A user message holding `text` (stands for older turns stored as a transcript)."""
+        ...
+
+
+def bad(index: int, problem: str) -> ValueError:
+    return ValueError(f"message {index}: {problem}")
+
+
+def dump(message: object, index: int) -> Message:
+    """A plain dict from a dict or an SDK (pydantic) object; anything else is a ValueError naming the index."""
+    if isinstance(message, dict):
+        return message
+    model_dump = getattr(message, "model_dump", None)
+    if callable(model_dump):
+        dumped = model_dump(mode="json", exclude_none=True)
+        if isinstance(dumped, dict):
+            return dumped
+    raise bad(index, f"expected a dict or an SDK message object, got {type(message).__name__}")
+
+
+def dump_block(block: object, index: int) -> Any:
+    """A content block as plain data (SDK block objects, e.g. anthropic `ToolUseBlock`, are dumped)."""
+    if isinstance(block, dict | str):
+        return block
+    model_dump = getattr(block, "model_dump", None)
+    if callable(model_dump):
+        return model_dump(mode="json", exclude_none=True)
+    raise bad(index, f"content block of unsupported type {type(block).__name__}")
+
+
+def require_str(value: object, index: int, what: str) -> str:
+    if not isinstance(value, str):
+        raise bad(index, f"{what} must be a string, got {type(value).__name__}")
+    return value
+
+
+def decode_data_url(url: str) -> tuple[bytes, str] | None:
+    """(bytes, mime type) of a base64 `data:` URL; None for anything else (a remote URL stays as it is)."""
+    if not url.startswith("data:") or ";base64," not in url:
+        return None
+    head, _, payload = url.partition(";base64,")
+    try:
+        return base64.b64decode(payload, validate=True), head[5:] or "application/octet-stream"
+    except (binascii.Error, ValueError):
+        return None
+
+
+def decode_base64(data: str) -> bytes | None:
+    try:
+        return base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError):
+        return None

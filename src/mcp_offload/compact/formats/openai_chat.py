@@ -1,0 +1,97 @@
+"""The OpenAI Chat Completions format: `{"role": …, "content": …}` with `tool_calls` and `role: "tool"` messages.
+
+An assistant message declares `tool_calls` (`id`, `function.name`); each answer is a `{"role": "tool",
+"tool_call_id": …, "content": str | [text parts]}` message. `system` / `developer` messages are pinned (never moved
+into a transcript); a `user` message opens a turn. SDK objects (`ChatCompletionMessage`) are accepted and dumped.
+"""
+
+from __future__ import annotations
+
+from mcp_offload.compact.formats.base import Message, MessageView, Part, ToolCallRef, ToolResult, bad, dump, require_str
+
+ROLES = ("system", "developer", "user", "assistant", "tool", "function")
+
+
+def _text_of(content: object, index: int) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(str(p.get("text") or p.get("refusal") or "") for p in content if isinstance(p, dict))
+    raise bad(index, "content must be a string, a list of parts or null")
+
+
+class OpenAIChatFormat:
+    name = "openai"
+
+    def to_dict(self, message: object, index: int) -> Message:
+        msg = dump(message, index)
+        if not isinstance(message, dict):  # an SDK response message: keep only what a request accepts
+            msg = {k: v for k, v in msg.items() if k in ("role", "content", "tool_calls", "name", "refusal")}
+            if msg.get("role") == "assistant" and msg.get("content") is None and "tool_calls" not in msg:
+                msg["content"] = ""
+        return msg
+
+    def view(self, message: Message, index: int) -> MessageView:
+        role = message.get("role")
+        if role not in ROLES:
+            raise bad(index, f"unknown role {role!r} for OpenAI Chat Completions")
+        content = message.get("content")
+        if role == "tool":
+            call_id = require_str(message.get("tool_call_id"), index, "tool message tool_call_id")
+            if isinstance(content, str):
+                parts: tuple[Part, ...] = (Part(0, text=content),)
+            elif isinstance(content, list):
+                parts = tuple(
+                    Part(i, text=require_str(p.get("text"), index, f"content part {i} text"))
+                    for i, p in enumerate(content)
+                    if isinstance(p, dict) and p.get("type") == "text"
+                )
+            else:
+                raise bad(index, "a tool message's content must be a string or a list of text parts")
+            text = "\n".join(f"[result {call_id}] {p.text}" for p in parts)
+            return MessageView(role="tool", opens_turn=False, results=(ToolResult(0, call_id, parts),), text=text)
+        text = _text_of(content, index)
+        calls: list[ToolCallRef] = []
+        if role == "assistant":
+            tool_calls = message.get("tool_calls") or []
+            if not isinstance(tool_calls, list):
+                raise bad(index, "tool_calls must be a list")
+            for i, call in enumerate(tool_calls):
+                if not isinstance(call, dict):
+                    raise bad(index, f"tool_calls[{i}] must be an object")
+                raw_function = call.get("function")
+                function: dict[str, object] = raw_function if isinstance(raw_function, dict) else {}
+                calls.append(
+                    ToolCallRef(
+                        require_str(call.get("id"), index, f"tool_calls[{i}].id"), str(function.get("name", ""))
+                    )
+                )
+                text += f"\n[called {function.get('name')} {function.get('arguments')}]"
+        images = (
+            sum(1 for p in content if isinstance(p, dict) and p.get("type") == "image_url")
+            if isinstance(content, list)
+            else 0
+        )
+        return MessageView(
+            role=role if role in ("user", "assistant") else ("system" if role in ("system", "developer") else "other"),
+            opens_turn=role == "user",
+            calls=tuple(calls),
+            text=text,
+            pinned=role in ("system", "developer"),
+            images=images,
+        )
+
+    def replace_parts(self, message: Message, result: ToolResult, texts: dict[int, str]) -> Message:
+        content = message.get("content")
+        if isinstance(content, str):
+            return {**message, "content": texts[0]}
+        assert isinstance(content, list)
+        return {
+            **message,
+            "content": [{"type": "text", "text": texts[i]} if i in texts else p for i, p in enumerate(content)],
+        }
+
+    def note_message(self, text: str) -> Message:
+        return {"role": "user", "content": text}

@@ -1,0 +1,100 @@
+"""The OpenAI Responses API input items: messages, `function_call` and `function_call_output` items.
+
+A message item is `{"role": …, "content": str | [parts]}` (`type: "message"` optional); a call is
+`{"type": "function_call", "call_id", "name", "arguments"}`; its answer `{"type": "function_call_output", "call_id",
+"output": str | [input_text / input_image parts]}`. Other item types (reasoning, web search calls, …) are passed
+through untouched. SDK output items (`response.output`) are accepted and dumped.
+"""
+
+from __future__ import annotations
+
+from mcp_offload.compact.formats.base import (
+    Message,
+    MessageView,
+    Part,
+    ToolCallRef,
+    ToolResult,
+    bad,
+    decode_data_url,
+    dump,
+    require_str,
+)
+
+ROLES = ("system", "developer", "user", "assistant")
+
+
+class ResponsesFormat:
+    name = "responses"
+
+    def to_dict(self, message: object, index: int) -> Message:
+        msg = dump(message, index)
+        if not isinstance(message, dict) and msg.get("type") == "function_call":
+            msg = {k: v for k, v in msg.items() if k in ("type", "call_id", "name", "arguments", "id", "status")}
+        return msg
+
+    def view(self, message: Message, index: int) -> MessageView:
+        kind = message.get("type")
+        if kind == "function_call":
+            call_id = require_str(message.get("call_id"), index, "function_call call_id")
+            name = str(message.get("name", ""))
+            return MessageView(
+                role="assistant",
+                opens_turn=False,
+                calls=(ToolCallRef(call_id, name),),
+                text=f"[called {name} {message.get('arguments')}]",
+            )
+        if kind == "function_call_output":
+            call_id = require_str(message.get("call_id"), index, "function_call_output call_id")
+            output = message.get("output")
+            if isinstance(output, str):
+                parts: tuple[Part, ...] = (Part(0, text=output),)
+            elif isinstance(output, list):
+                found: list[Part] = []
+                for i, p in enumerate(output):
+                    if not isinstance(p, dict):
+                        raise bad(index, f"output part {i} must be an object")
+                    if p.get("type") == "input_text":
+                        found.append(Part(i, text=require_str(p.get("text"), index, f"output part {i} text")))
+                    elif p.get("type") == "input_image" and isinstance(p.get("image_url"), str):
+                        decoded = decode_data_url(p["image_url"])
+                        if decoded is not None:
+                            found.append(Part(i, image=decoded[0], mime_type=decoded[1]))
+                parts = tuple(found)
+            else:
+                raise bad(index, "function_call_output output must be a string or a list of parts")
+            text = "\n".join(f"[result {call_id}] {p.text}" for p in parts if p.text is not None)
+            images = sum(1 for p in parts if p.image is not None)
+            return MessageView(
+                role="tool", opens_turn=False, results=(ToolResult(0, call_id, parts),), text=text, images=images
+            )
+        if kind not in (None, "message"):
+            return MessageView(role="other", opens_turn=False)  # reasoning, built-in tool calls: passed through
+        role = message.get("role")
+        if role not in ROLES:
+            raise bad(index, f"unknown role {role!r} for Responses API input items")
+        content = message.get("content")
+        if isinstance(content, str):
+            text = content
+        elif isinstance(content, list):
+            text = "\n".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+        else:
+            raise bad(index, "content must be a string or a list of parts")
+        return MessageView(
+            role=role if role in ("user", "assistant") else "system",
+            opens_turn=role == "user",
+            text=text,
+            pinned=role in ("system", "developer"),
+        )
+
+    def replace_parts(self, message: Message, result: ToolResult, texts: dict[int, str]) -> Message:
+        output = message.get("output")
+        if isinstance(output, str):
+            return {**message, "output": texts[0]}
+        assert isinstance(output, list)
+        return {
+            **message,
+            "output": [{"type": "input_text", "text": texts[i]} if i in texts else p for i, p in enumerate(output)],
+        }
+
+    def note_message(self, text: str) -> Message:
+        return {"role": "user", "content": text}
