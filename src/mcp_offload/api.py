@@ -30,6 +30,7 @@ import anyio
 
 from mcp_offload.errors import ExpiredHandle, OffloadError, SearchError, UnknownHandle
 from mcp_offload.offload import Offloaded, offload_blob, offload_text
+from mcp_offload.progress import ProgressFn, heartbeat
 from mcp_offload.results import (
     ContextLine,
     ListOutput,
@@ -82,10 +83,18 @@ def _offload_output(offloaded: Offloaded) -> OffloadOutput:
 
 
 async def offload(
-    services: Services, scope: Scope, content: str, *, name: str | None = None, source: str | None = "offload"
+    services: Services,
+    scope: Scope,
+    content: str,
+    *,
+    name: str | None = None,
+    source: str | None = "offload",
+    progress: ProgressFn | None = None,
 ) -> OffloadOutput:
     """Store a text (JSON and JSON Lines are detected) and return its facts and the preview a model sees."""
-    return _offload_output(await offload_text(services, scope.key, content, name=name, source=source))
+    async with heartbeat(progress, f"storing {len(content):,} characters"):
+        offloaded = await offload_text(services, scope.key, content, name=name, source=source)
+    return _offload_output(offloaded)
 
 
 async def offload_bytes(
@@ -149,6 +158,7 @@ async def search(
     literal: bool = False,
     max_results: int = 50,
     context_lines: int = 0,
+    progress: ProgressFn | None = None,
 ) -> SearchOutput:
     """RE2 (or literal) search in one output, or in all of the scope's text outputs when `handle` is None."""
     settings = services.settings
@@ -177,9 +187,10 @@ async def search(
             except (UnknownHandle, ExpiredHandle):
                 if handle is not None:
                     raise
-        result = await anyio.to_thread.run_sync(
-            lambda: search_outputs(outputs, compiled, options, max_results_cap=settings.search_max_results_cap)
-        )
+        async with heartbeat(None if handle else progress, f"searching {len(outputs)} output(s)"):
+            result = await anyio.to_thread.run_sync(
+                lambda: search_outputs(outputs, compiled, options, max_results_cap=settings.search_max_results_cap)
+            )
     return SearchOutput(
         pattern=pattern,
         matches=[
@@ -202,12 +213,21 @@ async def search(
 
 
 async def query(
-    services: Services, scope: Scope, handle: str, program: str, *, compact: bool = False, raw: bool = False
+    services: Services,
+    scope: Scope,
+    handle: str,
+    program: str,
+    *,
+    compact: bool = False,
+    raw: bool = False,
+    progress: ProgressFn | None = None,
 ) -> QueryOutput:
     """Run a jq program over a stored JSON (JSON Lines: over each record) output, sandboxed and capped."""
     handle = validate_handle(handle)
     async with services.store.open(scope.key, handle) as output:
-        result = await services.jq.run(output, program, compact=compact, raw=raw)
+        message = f"running jq over {output.meta.size:,} bytes"
+        async with heartbeat(progress, message, total=services.settings.jq_timeout_s):
+            result = await services.jq.run(output, program, compact=compact, raw=raw)
     return QueryOutput(
         handle=handle,
         result=result.text,

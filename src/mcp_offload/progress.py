@@ -29,18 +29,21 @@ async def heartbeat(
     *,
     total: float | None = None,
     done: Callable[[], float] | None = None,
-    after_s: float = AFTER_S,
-    every_s: float = EVERY_S,
+    after_s: float | None = None,
+    every_s: float | None = None,
 ) -> AsyncIterator[None]:
-    """Report progress while the body runs, starting after `after_s`. Costs nothing when `progress` is None."""
+    """Report progress while the body runs, starting after `after_s` (default `AFTER_S`), then every `every_s`
+    (default `EVERY_S`). Costs nothing when `progress` is None."""
     if progress is None:
         yield
         return
     report = progress
+    first = AFTER_S if after_s is None else after_s
+    period = EVERY_S if every_s is None else every_s
     started = time.monotonic()
 
     async def beat() -> None:
-        await anyio.sleep(after_s)
+        await anyio.sleep(first)
         last = -1.0
         while True:
             elapsed = time.monotonic() - started
@@ -51,7 +54,7 @@ async def heartbeat(
                     await report(value, total, f"{message} ({elapsed:.0f} s)")
                 except Exception:  # a client gone mid-call must not fail the work
                     return
-            await anyio.sleep(every_s)
+            await anyio.sleep(period)
 
     error: Exception | None = None
     async with anyio.create_task_group() as tg:

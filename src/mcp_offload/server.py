@@ -99,7 +99,11 @@ def build_server(
 
     def tool_call(ctx: ServerRequestContext[RunState]) -> ToolCall:
         scope = scope_of(ctx)
-        return ToolCall(services=services, scope=scope.key, enumerable=scope.enumerable)
+        # report_progress is a no-op when the client sent no progress token (in-process clients pass a callback
+        # instead of a token, so the token cannot be checked here); the heartbeat only calls it after ~1 s of work.
+        return ToolCall(
+            services=services, scope=scope.key, enumerable=scope.enumerable, progress=ctx.session.report_progress
+        )
 
     async def list_tools(
         ctx: ServerRequestContext[RunState], params: types.PaginatedRequestParams | None

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from mcp_offload import api
 from mcp_offload.errors import OffloadError, UnknownHandle
+from mcp_offload.progress import ProgressFn
 from mcp_offload.render import render_list, render_query, render_read, render_reference, render_search
 from mcp_offload.results import ListOutput, OffloadOutput, QueryOutput, ReadOutput, SearchOutput
 from mcp_offload.services import Services
@@ -73,6 +74,7 @@ class ToolCall:
     services: Services
     scope: str  # store scope key
     enumerable: bool = True  # False: no session identity, so listing / search-all are refused
+    progress: ProgressFn | None = None  # set when the client asked for progress (sent a progress token)
 
     @property
     def session(self) -> api.Scope:
@@ -120,7 +122,9 @@ class ToolSpec:
 
 
 async def offload_tool(call: ToolCall, args: OffloadArgs) -> ToolReply:
-    out = await api.offload(call.services, call.session, args.content, name=args.name, source="offload")
+    out = await api.offload(
+        call.services, call.session, args.content, name=args.name, source="offload", progress=call.progress
+    )
     return ToolReply(render_reference(out), out)
 
 
@@ -147,12 +151,21 @@ async def search_tool(call: ToolCall, args: SearchArgs) -> ToolReply:
         literal=args.literal,
         max_results=args.max_results,
         context_lines=args.context_lines,
+        progress=call.progress,
     )
     return ToolReply(render_search(out, args.handle), out)
 
 
 async def query_tool(call: ToolCall, args: QueryArgs) -> ToolReply:
-    out = await api.query(call.services, call.session, args.handle, args.query, compact=args.compact, raw=args.raw)
+    out = await api.query(
+        call.services,
+        call.session,
+        args.handle,
+        args.query,
+        compact=args.compact,
+        raw=args.raw,
+        progress=call.progress,
+    )
     return ToolReply(render_query(out, call.services.settings.jq_max_output_chars), out)
 
 
