@@ -56,7 +56,7 @@ def detect_kind(text: str) -> tuple[Kind, object | None]:
     deeper than the parsers allow (orjson: 1024 levels) count as text. JSON Lines means at least two non-blank
     lines, each one JSON object or array on its own; blank lines may come between them.
     """
-    start = _JSON_WS.match(text).end()  # type: ignore[union-attr]
+    start = _JSON_WS.match(text).end()  # type: ignore[union-attr]  # "[ \t\r\n]*" matches (maybe empty) anywhere
     if start == len(text) or text[start] not in _JSON_STARTS:
         return "text", None
     parsed, value = parse_document(text)

@@ -14,7 +14,8 @@ import anyio
 
 from mcp_offload.errors import InvalidContent, TooLarge
 from mcp_offload.index import ContentIndex
-from mcp_offload.preview import Preview, build_preview, detect_kind
+from mcp_offload.kinds import detect_kind
+from mcp_offload.preview import Preview, build_preview
 from mcp_offload.services import Services
 from mcp_offload.store.base import OutputMeta
 from mcp_offload.store.handles import new_handle

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import codecs
 from dataclasses import dataclass
 
 from mcp_offload.errors import InvalidContent, RangeError
 from mcp_offload.store.base import StoredOutput
 from mcp_offload.tokens import TokenCounter
+from mcp_offload.unicode import decode_utf8_prefix
 
 # Fetch at most this many bytes per allowed token before cutting by tokens: no real tokenizer packs more
 # than this (o200k tops out at 128 bytes) into one token, and the cap keeps a huge request from pulling
@@ -26,11 +26,6 @@ class ReadResult:
     truncated: bool  # the request was cut to fit the token cap
     next_start: int | None  # where to continue (same unit), None when the request was fully served
     note: str | None = None
-
-
-def _decode(raw: bytes) -> str:
-    """Decode a slice that may end inside a character (dropping the incomplete tail)."""
-    return codecs.getincrementaldecoder("utf-8")("surrogatepass").decode(raw)
 
 
 def read_range(
@@ -75,7 +70,7 @@ def read_range(
     else:
         b0, b1 = index.byte_of_char(data, first - 1), index.byte_of_char(data, last)
     fetch_end = min(b1, b0 + max_tokens * BYTES_PER_TOKEN_CEILING)
-    text = _decode(output.read_bytes(b0, fetch_end))
+    text = decode_utf8_prefix(output.read_bytes(b0, fetch_end))
     cut = fetch_end < b1
     prefix, tokens = counter.truncate(text, max_tokens)
     if len(prefix) < len(text):

@@ -33,9 +33,7 @@ are capped by `max_mem`, and is freed with it.
 
 from __future__ import annotations
 
-import codecs
 import logging
-import re
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
@@ -47,6 +45,13 @@ from re2 import _re2  # the bound RE2 class: searches a buffer at (pos, endpos) 
 from mcp_offload.errors import SearchError
 from mcp_offload.index import Buffer, ContentIndex
 from mcp_offload.store.base import StoredOutput
+from mcp_offload.unicode import (
+    CONTINUATION_BYTES,
+    decode_utf8_prefix,
+    encodes_as_utf8,
+    is_continuation_byte,
+    replace_surrogates,
+)
 
 log = logging.getLogger(__name__)
 
@@ -64,8 +69,6 @@ _UNANCHORED = _re2.RE2.Anchor.UNANCHORED
 _ANCHOR_START = _re2.RE2.Anchor.ANCHOR_START
 _ANCHOR_BOTH = _re2.RE2.Anchor.ANCHOR_BOTH
 _NO_MATCH = (-1, -1)
-_CONTINUATION = bytes(range(0x80, 0xC0))
-_SURROGATE = re.compile("[\ud800-\udfff]")
 # One text per (previous, next) character class that RE2's empty-width assertions can tell apart: start/end of
 # text, "\n", an ASCII word character, anything else. A pattern matches the empty string somewhere iff it
 # matches it at some position of one of these.
@@ -203,7 +206,7 @@ def compile_pattern(
             f"the pattern has {len(pattern):,} characters; the limit is {max_chars:,}. Search for a shorter, "
             "distinctive part of the text."
         )
-    if _SURROGATE.search(pattern):
+    if not encodes_as_utf8(pattern):
         raise SearchError("the pattern contains an unpaired surrogate code point: remove it or search nearby text.")
     if "\x00" in pattern and not literal:
         raise SearchError("the pattern contains a raw NUL character: write it as \\x00, or pass literal=true.")
@@ -267,7 +270,7 @@ def _leading_literal(pattern: str) -> str:
 
 
 def _is_continuation(data: Buffer, pos: int) -> bool:
-    return 0 < pos < len(data) and 0x80 <= data[pos] < 0xC0
+    return 0 < pos < len(data) and is_continuation_byte(data[pos])
 
 
 def _char_boundary(data: Buffer, pos: int) -> int:
@@ -408,13 +411,12 @@ class _Scan:
 def _decode(raw: bytes) -> str:
     """Decode bytes that start at a character boundary and may end inside one (the incomplete tail is dropped);
     lone surrogates become U+FFFD so the text can always be serialised."""
-    text = codecs.getincrementaldecoder("utf-8")("surrogatepass").decode(raw)
-    return text if text.isascii() else _SURROGATE.sub("\ufffd", text)
+    return replace_surrogates(decode_utf8_prefix(raw))
 
 
 def _decode_tail(raw: bytes) -> str:
     """Decode bytes that end at a character boundary and may start inside one (leading continuations dropped)."""
-    return _decode(raw.lstrip(_CONTINUATION))
+    return _decode(raw.lstrip(CONTINUATION_BYTES))
 
 
 def _cut_marks(body: str, cut_left: int, cut_right: int) -> str:
@@ -439,7 +441,7 @@ class _Locator:
         self.line = 1  # line containing self.byte
 
     def _chars(self, raw: bytes) -> int:
-        return len(raw) if self.index.ascii else len(raw.translate(None, _CONTINUATION))
+        return len(raw) if self.index.ascii else len(raw.translate(None, CONTINUATION_BYTES))
 
     def chars_between(self, lo: int, hi: int) -> int:
         if hi - lo <= _WALK_MAX:

