@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mcp_offload.errors import SettingsError
-from mcp_offload.retrieve.query import JqRunner
+from mcp_offload.retrieve.jq_pool import JqRunner
 from mcp_offload.settings import Settings
 from mcp_offload.store.base import Store
 from mcp_offload.tokens import TokenCounter

@@ -1,7 +1,7 @@
-"""jq over a stored JSON / JSON Lines output, in a bounded worker process.
+"""jq over a stored JSON / JSON Lines output, in a pool of bounded worker processes (`JqRunner`).
 
 A jq program is untrusted code: it can loop forever, print forever, allocate until the machine swaps, or try to
-read the server's environment and files. Each query therefore runs in a warm worker process (`jq_worker.py`) that
+read the server's environment and files. Each query therefore runs in a warm worker process (`jq_worker`) that
 we can kill at a deadline, whose memory is capped, which has an empty environment and no file access; output is
 cut at a character cap while iterating, so an endless generator costs nothing. Workers are awaited without
 blocking the event loop, so other calls stay responsive while a runaway program is being stopped; a killed worker
@@ -15,6 +15,10 @@ lists its cache in every reply, so the pool's picture is exact.
 
 Results look exactly like the jq CLI's: pretty (2-space indent) by default, `compact` like `jq -c`, `raw` like
 `jq -r`, one result per line/block joined with "\\n" (no trailing newline). The numbers are formatted by jq itself.
+
+The program and the input are vetted first (`jq_program`); this module holds the pool, one worker process
+(`_Worker`: start-up, the non-blocking side of the wire in `jq_worker.protocol`, death reasons) and how a worker is
+started (`worker_command`).
 """
 
 from __future__ import annotations
@@ -23,7 +27,6 @@ import contextlib
 import importlib.util
 import logging
 import os
-import re
 import signal
 import socket
 import stat
@@ -38,12 +41,18 @@ from typing import Any
 import anyio
 
 from mcp_offload.errors import QueryError
-from mcp_offload.retrieve.jq_worker import FRAME, MAX_FRAME, cache_serves, decode_frame, encode_frame
+from mcp_offload.retrieve.jq_program import check_kind, check_program
+from mcp_offload.retrieve.jq_worker.protocol import FRAME, MAX_FRAME, cache_serves, decode_frame, encode_frame
 from mcp_offload.store.base import OutputMeta, StoredOutput
 
 log = logging.getLogger(__name__)
 
-_WORKER_SCRIPT = Path(__file__).with_name("jq_worker.py")
+# The worker imports its package as the top-level `jq_worker` from this directory, never as part of mcp_offload
+# (whose imports would slow its start-up and reach past its sandbox): stdlib first on its path, then this directory.
+_WORKER_HOME = Path(__file__).parent
+_WORKER_BOOTSTRAP = (
+    "import sys; sys.path.append(sys.argv[1]); from jq_worker.main import main; sys.exit(main(sys.argv[2:]))"
+)
 _PROCFS = Path("/proc/self/stat").exists()
 _OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK  # a planted FIFO must not block us
 _SOCKET_BUFFER = 4 * 1024 * 1024
@@ -63,111 +72,12 @@ class JqResult:
     cached: bool = False  # the input was already parsed in the worker (no parse this time)
 
 
-# -- checking the program before it reaches jq ---------------------------------------------------------------------
-_IDENT = re.compile(r"(?:[A-Za-z_][A-Za-z_0-9]*::)*[A-Za-z_][A-Za-z_0-9]*")
-_FIELD = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
-_FORMAT = re.compile(r"[A-Za-z0-9_]+")
-_DIRECTIVES = frozenset({"import", "include"})
-
-
-def find_directive(program: str) -> str | None:
-    """The first `import`/`include` keyword used as a directive, or None.
-
-    A small copy of jq's lexer: string literals (with `\\(...)` interpolation, which is code again), comments
-    (`#` to end of line; a backslash continues it, as in jq 1.7+), fields (`.import`) and variables (`$import`) are
-    skipped. The words are allowed as object keys (`{import: 1}`, directly inside braces), where jq accepts
-    keywords; a directive can only stand at the top level of a program, never inside braces.
-    """
-    stack: list[str] = []  # "(", "[", "{", "I" (string interpolation), "S" (inside a string)
-    i, n = 0, len(program)
-    while i < n:
-        c = program[i]
-        if stack and stack[-1] == "S":
-            if c == '"':
-                stack.pop()
-                i += 1
-            elif c == "\\":
-                if program.startswith("\\(", i):
-                    stack.append("I")
-                i += 2
-            else:
-                i += 1
-            continue
-        if c == "#":
-            i += 1
-            while i < n and program[i] != "\n":
-                if program[i] == "\\" and program.startswith(("\\\\", "\\\n", "\\\r\n"), i):
-                    i += 3 if program.startswith("\\\r\n", i) else 2
-                else:
-                    i += 1
-            continue
-        if c == '"':
-            stack.append("S")
-        elif c in "([{":
-            stack.append(c)
-        elif c in ")]}":
-            if stack:
-                stack.pop()
-        elif c == ".":
-            match = _FIELD.match(program, i + 1)
-            if match:
-                i = match.end()
-                continue
-        elif c == "$":
-            match = _IDENT.match(program, i + 1)
-            if match:
-                i = match.end()
-                continue
-        elif c == "@":
-            match = _FORMAT.match(program, i + 1)
-            if match:
-                i = match.end()
-                continue
-        elif c.isalpha() or c == "_":
-            match = _IDENT.match(program, i)
-            if match:
-                word = match.group()
-                if word in _DIRECTIVES and not (stack and stack[-1] == "{"):
-                    return word
-                i = match.end()
-                continue
-        i += 1
-    return None
-
-
-def check_program(program: object, max_chars: int) -> str:
-    """Validate a program's type, size and directives; returns it unchanged."""
-    if not isinstance(program, str):
-        raise QueryError(f"the jq program must be a string, not {type(program).__name__}.")
-    if len(program) > max_chars:
-        raise QueryError(
-            f"the jq program is {len(program)} characters long; the limit is {max_chars}. Write a shorter program."
-        )
-    if "\x00" in program:
-        raise QueryError("the jq program contains a NUL character; remove it.")
-    try:
-        program.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise QueryError("the jq program contains an unpaired surrogate character; remove it.") from exc
-    directive = find_directive(program)
-    if directive is not None:
-        raise QueryError(
-            f"jq `{directive}` directives are not allowed here: programs cannot read modules or files. "
-            "Define what you need inline with `def name: ...;` instead."
-        )
-    return program
-
-
-def _check_kind(output: StoredOutput) -> None:
-    if output.meta.kind in ("json", "jsonl"):
-        return
-    raise QueryError(
-        f"output {output.meta.handle} is {output.meta.kind}, not JSON, so jq cannot run on it. "
-        "Use search_large_output to find lines in it or read_large_output to read a range."
-    )
-
-
 # -- one worker process --------------------------------------------------------------------------------------------
+def worker_command(libjq: str, parent_pid: int, fd: int) -> list[str]:
+    """The worker's command line: stdlib only (`-I -S`), the `jq_worker` package found in `_WORKER_HOME`."""
+    return [sys.executable, "-I", "-S", "-c", _WORKER_BOOTSTRAP, str(_WORKER_HOME), libjq, str(parent_pid), str(fd)]
+
+
 class _WorkerGone(Exception):
     """The worker closed its socket: it exited, crashed or was killed."""
 
@@ -272,7 +182,7 @@ class _Worker:
                 sock.setsockopt(socket.SOL_SOCKET, option, _SOCKET_BUFFER)
         try:  # a plain Popen (vfork + exec, milliseconds) in this thread; the worker's start-up is awaited below
             proc = subprocess.Popen(  # noqa: ASYNC220
-                [sys.executable, "-I", "-S", str(_WORKER_SCRIPT), libjq, str(os.getpid()), str(theirs.fileno())],
+                worker_command(libjq, os.getpid(), theirs.fileno()),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,  # stdout is the MCP wire: a worker never writes to it
                 stderr=subprocess.DEVNULL,  # `debug`/`stderr` output and crash messages go nowhere
@@ -426,7 +336,7 @@ class JqRunner:
 
     async def run(self, output: StoredOutput, program: str, *, compact: bool = False, raw: bool = False) -> JqResult:
         started = time.perf_counter()
-        _check_kind(output)
+        check_kind(output)
         source = check_program(program, self.max_program_chars)
         if self._closed:
             raise QueryError("jq is shutting down on this server; try again later.")
