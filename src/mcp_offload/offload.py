@@ -137,14 +137,19 @@ async def offload_blob(
         mime_type=mime_type,
         source=source,
     )
-    preview = Preview(
-        kind="blob",
-        text=f"binary {mime_type or 'application/octet-stream'}, {len(data):,} bytes (not shown)",
-        data={"mime_type": mime_type, "bytes": len(data)},
-        tokens=0,
-    )
+    preview = blob_preview(mime_type, len(data))
     await services.store.put(scope, meta, index, data)
     return Offloaded(meta=meta, preview=preview)
+
+
+def blob_preview(mime_type: str | None, size: int) -> Preview:
+    """What the model sees of binary content: its type and size, no bytes."""
+    return Preview(
+        kind="blob",
+        text=f"binary {mime_type or 'application/octet-stream'}, {size:,} bytes (not shown)",
+        data={"mime_type": mime_type, "bytes": size},
+        tokens=0,
+    )
 
 
 def describe_size(meta: OutputMeta) -> str:

@@ -188,8 +188,8 @@ def describe_duration(seconds: float) -> str:
         if seconds >= length and (seconds % length == 0 or seconds >= 2 * length):
             amount = round(seconds / length)
             return f"{amount} {unit}{'s' if amount != 1 else ''}"
-    amount = round(seconds, 3) if seconds < 10 else round(seconds)
-    return f"{amount:g} second{'s' if amount != 1 else ''}"
+    secs: float = round(seconds, 3) if seconds < 10 else round(seconds)
+    return f"{secs:g} second{'s' if secs != 1 else ''}"
 
 
 def gone_error(handle: str, reason: str, limits: StoreLimits) -> ExpiredHandle:

@@ -48,6 +48,7 @@ keys computed at run time, so this backend targets a standalone Redis/Valkey, no
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import logging
 import random
@@ -56,7 +57,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Iterator
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import orjson
@@ -67,7 +68,7 @@ from redis.retry import Retry
 
 from mcp_offload.errors import StoreFull, StoreUnavailable, UnknownHandle
 from mcp_offload.index import ContentIndex
-from mcp_offload.store.base import CHUNK, OutputMeta, StoredOutput
+from mcp_offload.store.base import CHUNK, OutputMeta, ScannedOutput, StoredOutput
 from mcp_offload.store.handles import validate_handle, validate_scope
 from mcp_offload.store.lifecycle import (
     Candidate,
@@ -361,10 +362,11 @@ class RedisBuffer:
         with _redis_errors():
             # one GETRANGE per PIECE, in sequence: redis-py parses 1 MiB replies much faster than one huge
             # reply, and pipelining them measured no faster (the parser, not the network, is the limit)
-            parts = []
+            parts: list[bytes] = []
             for pos in range(start, stop, self.PIECE):
                 self.round_trips += 1
-                parts.append(self._client.getrange(self._key, pos, min(pos + self.PIECE, stop) - 1))
+                # cast: a client without decode_responses (ours) returns bytes; redis-py types it bytes | str
+                parts.append(cast(bytes, self._client.getrange(self._key, pos, min(pos + self.PIECE, stop) - 1)))
             raw = parts[0] if len(parts) == 1 else b"".join(parts)
         if len(raw) != stop - start:
             raise self._on_missing()
@@ -379,7 +381,7 @@ class RedisBuffer:
         if not sub:
             return a if a <= b else -1
         for pos in range(a, b, CHUNK):
-            window = self[pos : min(pos + CHUNK + len(sub) - 1, b)]
+            window: bytes = self[pos : min(pos + CHUNK + len(sub) - 1, b)]
             found = window.find(sub)
             if found >= 0:
                 return pos + found
@@ -391,7 +393,7 @@ class RedisBuffer:
             return b if a <= b else -1
         starts = range(a, b, CHUNK)
         for pos in reversed(starts):
-            window = self[pos : min(pos + CHUNK + len(sub) - 1, b)]
+            window: bytes = self[pos : min(pos + CHUNK + len(sub) - 1, b)]
             found = window.rfind(sub)
             if found >= 0:
                 return pos + found
@@ -594,6 +596,10 @@ class RedisStore:
             scope_c = [_candidate(f"{scope}:{h.decode()}", sc, sizes) for h, sc in scope_lru]
             global_c = [_candidate(m.decode(), sc, sizes) for m, sc in global_lru]
             pinned = {(c.scope, c.handle) for c in (*scope_c, *global_c) if f"{c.scope}:{c.handle}" in pins}
+
+            def is_pinned(c: Candidate, pinned: set[tuple[str, str]] = pinned) -> bool:
+                return (c.scope, c.handle) in pinned
+
             try:
                 return plan_eviction(
                     size,
@@ -603,7 +609,7 @@ class RedisStore:
                     scope_c,
                     global_c,
                     self.limits,
-                    pinned=lambda c, pinned=pinned: (c.scope, c.handle) in pinned,
+                    pinned=is_pinned,
                     complete=len(scope_lru) < page and len(global_lru) < page,
                 )
             except NeedMoreCandidates:
@@ -626,7 +632,7 @@ class RedisStore:
         validate_scope(scope)
         validate_handle(handle)
         with _redis_errors():
-            result = await self._open(
+            result: list[Any] = await self._open(
                 args=[
                     self.prefix,
                     self._now_ms(),
@@ -676,7 +682,8 @@ class RedisStore:
     async def list(self, scope: str) -> list[OutputMeta]:
         validate_scope(scope)
         with _redis_errors():
-            handles = [h.decode() for h in await self._client.zrange(f"{self.prefix}:s:{scope}:lru", 0, -1)]
+            raw = cast("list[bytes]", await self._client.zrange(f"{self.prefix}:s:{scope}:lru", 0, -1))  # no decoding
+            handles = [h.decode() for h in raw]
             if not handles:
                 return []
             async with self._client.pipeline(transaction=False) as pipe:
@@ -702,6 +709,35 @@ class RedisStore:
             raise gone_error(handle, result[1].decode("ascii", "replace"), self.limits)
         if result[0] != b"ok":
             raise UnknownHandle(f"no output {handle} in this session")
+
+    async def scan(
+        self, *, expired: bool = False
+    ) -> builtins.list[ScannedOutput]:  # builtins: `list` here is the method above
+        """ZSCAN over P:g:exp (every published output is a member), then meta and recency in one pipeline.
+
+        A put scores g:lru and g:exp at one instant (now, now + TTL): an output whose two scores are still one TTL
+        apart (by this store's TTL setting) has not been opened since.
+        """
+        with _redis_errors():
+            expiries = {m.decode(): float(score) async for m, score in self._client.zscan_iter(f"{self.prefix}:g:exp")}
+            members = [m for m in expiries if len(m) > 33 and m[32] == ":"]
+            if not members:
+                return []
+            async with self._client.pipeline(transaction=False) as pipe:
+                for member in members:
+                    pipe.hget(self._key("m", member[:32], member[33:]), "meta")
+                pipe.zmscore(f"{self.prefix}:g:lru", members)
+                *raw_metas, used = await pipe.execute()
+        now, ttl_ms, found = self._now_ms(), int(self.limits.ttl_s * 1000), builtins.list[ScannedOutput]()
+        for member, raw, last in zip(members, raw_metas, used, strict=True):
+            exp = expiries[member]
+            if raw is None or (exp <= now and not expired):
+                continue  # removed meanwhile, or expired
+            meta = OutputMeta.from_dict(orjson.loads(raw))
+            opened = last is not None and abs(exp - float(last) - ttl_ms) >= 1
+            found.append(ScannedOutput(member[:32], meta, float(last) / 1000 if opened else None, exp / 1000))
+        found.sort(key=lambda o: o.meta.created, reverse=True)
+        return found
 
     async def ping(self) -> None:
         """Raise `StoreUnavailable` unless Redis answers (for health checks and startup)."""
