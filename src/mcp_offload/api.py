@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import anyio
 
 from mcp_offload.errors import ExpiredHandle, OffloadError, SearchError, UnknownHandle
-from mcp_offload.offload import Offloaded, offload_blob, offload_text
+from mcp_offload.offload import offload_blob, offload_text
 from mcp_offload.progress import ProgressFn, heartbeat
 from mcp_offload.results import (
     ContextLine,
@@ -39,7 +39,6 @@ from mcp_offload.results import (
     ReadOutput,
     SearchMatchOut,
     SearchOutput,
-    facts_of,
     info_of,
 )
 from mcp_offload.retrieve.read import read_range
@@ -75,13 +74,6 @@ class Scope:
         return cls(scope_key("session-name:" + session))
 
 
-def _offload_output(offloaded: Offloaded) -> OffloadOutput:
-    meta = offloaded.meta
-    return OffloadOutput(
-        **facts_of(meta), notes=list(meta.notes), preview=offloaded.preview.text, shape=offloaded.preview.data
-    )
-
-
 async def offload(
     services: Services,
     scope: Scope,
@@ -94,7 +86,7 @@ async def offload(
     """Store a text (JSON and JSON Lines are detected) and return its facts and the preview a model sees."""
     async with heartbeat(progress, f"storing {len(content):,} characters"):
         offloaded = await offload_text(services, scope.key, content, name=name, source=source)
-    return _offload_output(offloaded)
+    return offloaded.output()
 
 
 async def offload_bytes(
@@ -107,7 +99,8 @@ async def offload_bytes(
     source: str | None = None,
 ) -> OffloadOutput:
     """Store binary content (an image, audio) as a blob: kept byte-exact, described by type and size only."""
-    return _offload_output(await offload_blob(services, scope.key, data, mime_type=mime_type, name=name, source=source))
+    offloaded = await offload_blob(services, scope.key, data, mime_type=mime_type, name=name, source=source)
+    return offloaded.output()
 
 
 async def read(

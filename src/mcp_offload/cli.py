@@ -3,6 +3,11 @@
 - `mcp-offload`: serve MCP over stdio (what Claude Desktop launches)
 - `mcp-offload --transport http --token T`: a shared service, streamable HTTP at /mcp (`sse`: /sse; `both`)
 - `mcp-offload demo`: a worked example with token savings, over a real stdio subprocess
+- `mcp-offload import-config [PATH]`, `mcp-offload outputs …`: the shell-side commands (commands/), dispatched
+  when the command line starts with their name
+
+Without `--config` (and without `--no-config`) the proxy reads the per-user servers.json if there is one
+(`client_config.user_servers_path()`), and says so on stderr.
 """
 
 from __future__ import annotations
@@ -15,17 +20,22 @@ import sys
 import anyio
 
 from mcp_offload import __version__
+from mcp_offload.client_config import user_servers_path
 from mcp_offload.errors import OffloadError
 from mcp_offload.proxy import ProxyConfig, add_proxy_flags, open_proxy, proxy_config_from_args
 from mcp_offload.settings import Settings
 
 log = logging.getLogger("mcp_offload")
 
+SUBCOMMANDS = ("import-config", "outputs")
+
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="mcp-offload",
         description="MCP server that keeps large tool outputs out of the context window, losslessly.",
+        epilog="other commands: `mcp-offload import-config --help` (move a client's servers behind mcp-offload), "
+        "`mcp-offload outputs --help` (list, show, rm, clear, gc stored outputs)",
     )
     parser.add_argument("--version", action="version", version=f"mcp-offload {__version__}")
     parser.add_argument("command", nargs="?", choices=["serve", "demo"], default="serve")
@@ -49,6 +59,11 @@ def _parser() -> argparse.ArgumentParser:
     store.add_argument("--store-max-outputs", type=int, help="outputs the whole store may hold (default 10000)")
     _add_transport_flags(parser)
     add_proxy_flags(parser)
+    parser.add_argument(
+        "--no-config",
+        action="store_true",
+        help=f"do not read the per-user servers.json when --config is not given ({user_servers_path()})",
+    )
     return parser
 
 
@@ -127,6 +142,16 @@ async def serve_stdio(settings: Settings, proxy: ProxyConfig | None = None, sess
         await services.aclose()
 
 
+def discover_config(args: argparse.Namespace) -> None:
+    """No --config and no --no-config: use the per-user servers.json if it exists, and say so (one line)."""
+    if args.config is not None or args.no_config:
+        return
+    default = user_servers_path()
+    if default.is_file():
+        args.config = str(default)
+        print(f"mcp-offload: proxying the servers in {default} (--no-config to skip it)", file=sys.stderr)
+
+
 def _loop_options() -> dict[str, bool]:
     """uvloop when installed (a declared dependency off Windows): less CPU per call under load."""
     try:
@@ -137,6 +162,9 @@ def _loop_options() -> dict[str, bool]:
 
 
 def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] in SUBCOMMANDS:
+        sys.exit(_run_subcommand(argv[0], argv[1:]))
     args = _parser().parse_args(argv)
     logging.basicConfig(
         stream=sys.stderr,  # stdout is the MCP wire on stdio
@@ -149,6 +177,7 @@ def main(argv: list[str] | None = None) -> None:
             from mcp_offload.demo import run_demo
 
             sys.exit(anyio.run(run_demo, settings))
+        discover_config(args)
         proxy = proxy_config_from_args(args)  # read first: a bad config file fails before anything starts
         if args.transport != "stdio":
             from mcp_offload.http import http_options_from_args, run_http
@@ -161,3 +190,14 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(2)
     except KeyboardInterrupt:
         sys.exit(130)
+
+
+def _run_subcommand(name: str, argv: list[str]) -> int:
+    logging.basicConfig(stream=sys.stderr, level="WARNING", format="%(levelname)s %(name)s: %(message)s")
+    if name == "import-config":
+        from mcp_offload.commands import import_config
+
+        return import_config.main(argv)
+    from mcp_offload.commands import outputs
+
+    return outputs.main(argv)

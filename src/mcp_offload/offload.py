@@ -16,6 +16,7 @@ from mcp_offload.errors import InvalidContent, TooLarge
 from mcp_offload.index import ContentIndex
 from mcp_offload.kinds import detect_kind
 from mcp_offload.preview import Preview, build_preview
+from mcp_offload.results import OffloadOutput, facts_of
 from mcp_offload.services import Services
 from mcp_offload.store.base import OutputMeta
 from mcp_offload.store.handles import new_handle
@@ -31,6 +32,13 @@ class Offloaded:
 
     meta: OutputMeta
     preview: Preview
+
+    def output(self) -> OffloadOutput:
+        """As the retrieval API and the tools report it."""
+        meta = self.meta
+        return OffloadOutput(
+            **facts_of(meta), notes=list(meta.notes), preview=self.preview.text, shape=self.preview.data
+        )
 
 
 def clean_name(name: str | None, max_chars: int) -> str | None:
@@ -133,11 +141,16 @@ async def offload_blob(
         mime_type=mime_type,
         source=source,
     )
-    preview = Preview(
-        kind="blob",
-        text=f"binary {mime_type or 'application/octet-stream'}, {len(data):,} bytes (not shown)",
-        data={"mime_type": mime_type, "bytes": len(data)},
-        tokens=0,
-    )
+    preview = blob_preview(mime_type, len(data))
     await services.store.put(scope, meta, index, data)
     return Offloaded(meta=meta, preview=preview)
+
+
+def blob_preview(mime_type: str | None, size: int) -> Preview:
+    """What the model sees of binary content: its type and size, no bytes."""
+    return Preview(
+        kind="blob",
+        text=f"binary {mime_type or 'application/octet-stream'}, {size:,} bytes (not shown)",
+        data={"mime_type": mime_type, "bytes": size},
+        tokens=0,
+    )

@@ -5,17 +5,26 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from mcp_offload.store.base import OutputMeta, Store, StoredOutput
+from mcp_offload.store.base import AdminStore, OutputMeta, ScannedOutput, Store, StoredOutput
 from mcp_offload.store.lifecycle import StoreLimits, SweepReport
 
-__all__ = ["OutputMeta", "Store", "StoreLimits", "StoredOutput", "SweepReport", "open_store"]
+__all__ = [
+    "AdminStore",
+    "OutputMeta",
+    "ScannedOutput",
+    "Store",
+    "StoreLimits",
+    "StoredOutput",
+    "SweepReport",
+    "open_store",
+]
 
 REDIS_SCHEMES = ("redis://", "rediss://", "valkey://", "valkeys://", "unix://")
 
 
 def open_store(
     location: str, *, limits: StoreLimits | None = None, clock: Callable[[], float] | None = None, **options: Any
-) -> Store:
+) -> AdminStore:
     """`redis://…`/`rediss://…`/`valkey://…` → Redis backend; anything else is a filesystem directory.
 
     `limits` bounds the store (TTL, quotas; `StoreLimits.from_settings(settings)`); `clock` is for tests.

@@ -5,6 +5,10 @@ wiring. A backend keeps scopes strictly apart: an output put under one scope can
 deleted under another, and asking for it gives the same `UnknownHandle` as a handle that never existed.
 Within its own scope, an output removed by the lifecycle (expired, evicted; see lifecycle.py) gives
 `ExpiredHandle` instead, for a while.
+
+`AdminStore` adds the one store-wide operation the operator's shell commands need (`mcp-offload outputs`):
+`scan()`, every live output of every scope. It is never reachable from a tool call, so scopes stay apart for
+the model; the operator, who owns the store, sees them all.
 """
 
 from __future__ import annotations
@@ -127,3 +131,24 @@ class Store(Protocol):
         ...
 
     async def aclose(self) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ScannedOutput:
+    """One live output as a store-wide scan sees it: its scope, metadata and lifecycle times (unix seconds)."""
+
+    scope: str
+    meta: OutputMeta
+    last_used: float | None  # the last open; None if never opened since it was stored
+    expires: float  # when the lifecycle removes it (in the past: expired, not yet swept)
+
+
+class AdminStore(Store, Protocol):
+    """A store the operator can look across: every backend is one (the `outputs` commands use it)."""
+
+    async def scan(self, *, expired: bool = False) -> list[ScannedOutput]:
+        """Every live output of every scope, newest first (with `expired`, also expired ones not yet swept).
+
+        Read-only and tolerant: outputs published or removed while it runs are simply in or out of the result.
+        """
+        ...

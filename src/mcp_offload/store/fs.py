@@ -30,6 +30,7 @@ become path components.
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import errno
 import fcntl
@@ -48,7 +49,7 @@ import orjson
 
 from mcp_offload.errors import OffloadError, StoreFull, StoreUnavailable, UnknownHandle
 from mcp_offload.index import ContentIndex
-from mcp_offload.store.base import OutputMeta, StoredOutput
+from mcp_offload.store.base import OutputMeta, ScannedOutput, StoredOutput
 from mcp_offload.store.handles import validate_handle, validate_scope
 from mcp_offload.store.lifecycle import (
     Candidate,
@@ -566,8 +567,8 @@ class FilesystemStore:
         validate_scope(scope)
         return await anyio.to_thread.run_sync(self._list_sync, scope)
 
-    def _list_sync(self, scope: str) -> list[OutputMeta]:
-        metas: list[OutputMeta] = []
+    def _list_sync(self, scope: str) -> builtins.list[OutputMeta]:  # builtins: `list` here is the method above
+        metas: builtins.list[OutputMeta] = []
         try:
             with self._dir("scopes", scope) as scope_fd:
                 names = os.listdir(scope_fd)
@@ -594,6 +595,25 @@ class FilesystemStore:
         except OSError as exc:
             raise self._gone_error(scope, handle) from exc
         self._remove_tmp(trash)
+
+    async def scan(self, *, expired: bool = False) -> builtins.list[ScannedOutput]:
+        return await anyio.to_thread.run_sync(self._scan_outputs_sync, expired)
+
+    def _scan_outputs_sync(self, expired: bool) -> builtins.list[ScannedOutput]:
+        """Every live output, each read through O_NOFOLLOW dir fds; anything odd or vanishing is skipped."""
+        now, found = self.clock(), builtins.list[ScannedOutput]()
+        for entry in self._scan():
+            try:
+                with self._dir("scopes", entry.scope, entry.handle) as fd:
+                    meta = OutputMeta.from_dict(orjson.loads(self._read_small(fd, META)))
+                    st = os.stat(CONTENT, dir_fd=fd, follow_symlinks=False)
+            except (OSError, ValueError, TypeError):
+                continue
+            if meta.handle == entry.handle and (expired or not is_expired(st.st_mtime, now, self.limits)):
+                used = st.st_atime if st.st_atime_ns != st.st_mtime_ns else None  # a put sets both to one instant
+                found.append(ScannedOutput(entry.scope, meta, used, st.st_mtime + self.limits.ttl_s))
+        found.sort(key=lambda o: o.meta.created, reverse=True)
+        return found
 
     async def aclose(self) -> None:
         return None

@@ -48,6 +48,7 @@ keys computed at run time, so this backend targets a standalone Redis/Valkey, no
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import functools
 import importlib.resources
@@ -69,7 +70,7 @@ from redis.retry import Retry
 
 from mcp_offload.errors import StoreFull, StoreUnavailable, UnknownHandle
 from mcp_offload.index import ContentIndex
-from mcp_offload.store.base import CHUNK, OutputMeta, StoredOutput
+from mcp_offload.store.base import CHUNK, OutputMeta, ScannedOutput, StoredOutput
 from mcp_offload.store.handles import validate_handle, validate_scope
 from mcp_offload.store.lifecycle import (
     Candidate,
@@ -444,6 +445,7 @@ class RedisStore:
             scope_c = [_candidate(f"{scope}:{h.decode()}", sc, sizes) for h, sc in scope_lru]
             global_c = [_candidate(m.decode(), sc, sizes) for m, sc in global_lru]
             pinned = {(c.scope, c.handle) for c in (*scope_c, *global_c) if f"{c.scope}:{c.handle}" in pins}
+
             try:
                 return plan_eviction(
                     size,
@@ -476,7 +478,7 @@ class RedisStore:
         validate_scope(scope)
         validate_handle(handle)
         with _redis_errors():
-            result = await self._open(
+            result: list[Any] = await self._open(
                 args=[
                     self.prefix,
                     self._now_ms(),
@@ -553,6 +555,35 @@ class RedisStore:
             raise gone_error(handle, result[1].decode("ascii", "replace"), self.limits)
         if result[0] != b"ok":
             raise UnknownHandle(f"no output {handle} in this session")
+
+    async def scan(
+        self, *, expired: bool = False
+    ) -> builtins.list[ScannedOutput]:  # builtins: `list` here is the method above
+        """ZSCAN over P:g:exp (every published output is a member), then meta and recency in one pipeline.
+
+        A put scores g:lru and g:exp at one instant (now, now + TTL): an output whose two scores are still one TTL
+        apart (by this store's TTL setting) has not been opened since.
+        """
+        with _redis_errors():
+            expiries = {m.decode(): float(score) async for m, score in self._client.zscan_iter(f"{self.prefix}:g:exp")}
+            members = [m for m in expiries if len(m) > 33 and m[32] == ":"]
+            if not members:
+                return []
+            async with self._client.pipeline(transaction=False) as pipe:
+                for member in members:
+                    pipe.hget(self._key("m", member[:32], member[33:]), "meta")
+                pipe.zmscore(f"{self.prefix}:g:lru", members)
+                *raw_metas, used = await pipe.execute()
+        now, ttl_ms, found = self._now_ms(), int(self.limits.ttl_s * 1000), builtins.list[ScannedOutput]()
+        for member, raw, last in zip(members, raw_metas, used, strict=True):
+            exp = expiries[member]
+            if raw is None or (exp <= now and not expired):
+                continue  # removed meanwhile, or expired
+            meta = OutputMeta.from_dict(orjson.loads(raw))
+            opened = last is not None and abs(exp - float(last) - ttl_ms) >= 1
+            found.append(ScannedOutput(member[:32], meta, float(last) / 1000 if opened else None, exp / 1000))
+        found.sort(key=lambda o: o.meta.created, reverse=True)
+        return found
 
     async def ping(self) -> None:
         """Raise `StoreUnavailable` unless Redis answers (for health checks and startup)."""
