@@ -18,12 +18,19 @@ import struct
 from array import array
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
+from typing import Protocol
 
 BLOCK = 16 * 1024
 _CONTINUATION = bytes(range(0x80, 0xC0))
 _MAGIC = b"MOIX1\n"
 
-Buffer = bytes | bytearray | memoryview | mmap.mmap  # what lookups accept: stored bytes or an mmap of them
+Buffer = bytes | bytearray | memoryview | mmap.mmap  # stored bytes or an mmap of them
+
+
+class ByteSource(Protocol):
+    """What lookups read from: stored bytes, an mmap, or a lazy view fetched on demand (the Redis backend)."""
+
+    def __getitem__(self, key: slice, /) -> bytes | bytearray | memoryview: ...
 _HEADER = struct.Struct("<QQQI?")
 
 
@@ -38,8 +45,8 @@ class ContentIndex:
     chars: int
     lines: int
     ascii: bool  # then char offsets == byte offsets and no per-block work is needed
-    char_starts: array  # chars before block k (only when not ascii)
-    line_starts: array  # newlines before block k
+    char_starts: array[int]  # chars before block k (only when not ascii)
+    line_starts: array[int]  # newlines before block k
 
     # -- building -------------------------------------------------------------------------------------
     @classmethod
@@ -90,7 +97,7 @@ class ContentIndex:
         return cls(size, chars, lines, bool(is_ascii), char_starts, line_starts)
 
     # -- lookups (data is the stored bytes: bytes or an mmap) -------------------------------------------
-    def byte_of_char(self, data: Buffer, char: int) -> int:
+    def byte_of_char(self, data: ByteSource, char: int) -> int:
         """Byte offset where 0-based character `char` starts (`char == self.chars` gives `size`)."""
         if char <= 0:
             return 0
@@ -110,14 +117,14 @@ class ContentIndex:
         text = codecs.getincrementaldecoder("utf-8")("surrogatepass").decode(segment[lead:]) if skip else ""
         return start + lead + len(text[:skip].encode("utf-8", "surrogatepass"))
 
-    def char_of_byte(self, data: Buffer, pos: int) -> int:
+    def char_of_byte(self, data: ByteSource, pos: int) -> int:
         """Characters before byte offset `pos` (which must be a character boundary)."""
         if self.ascii or pos <= 0:
             return max(pos, 0) if self.ascii else 0
         k = min(pos // BLOCK, len(self.char_starts) - 1)
         return self.char_starts[k] + _count_chars(bytes(data[k * BLOCK : pos]))
 
-    def byte_of_line(self, data: Buffer, line: int) -> int:
+    def byte_of_line(self, data: ByteSource, line: int) -> int:
         """Byte offset where 1-based `line` starts (`line == lines + 1` gives `size`)."""
         wanted = line - 1  # newlines that precede the line
         if wanted <= 0:
@@ -131,7 +138,7 @@ class ContentIndex:
         parts = segment.split(b"\n", need)
         return start + sum(len(p) for p in parts[:need]) + need
 
-    def line_of_byte(self, data: Buffer, pos: int) -> int:
+    def line_of_byte(self, data: ByteSource, pos: int) -> int:
         """1-based line number that contains byte offset `pos`."""
         if pos <= 0:
             return 1

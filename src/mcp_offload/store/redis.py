@@ -494,7 +494,7 @@ class RedisStore:
             raise gone_error(handle, result[1].decode("ascii", "replace"), self.limits)
         if result[0] != b"ok":
             raise UnknownHandle(f"no output {handle} in this session")
-        return cast(list[Any], result)
+        return result
 
     async def meta(self, scope: str, handle: str) -> OutputMeta:
         result = await self._lookup(scope, handle, "meta")
