@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -12,6 +13,12 @@ from mcp_offload.services import Services, build_services
 from mcp_offload.settings import Settings
 
 ERAS = ["auto", "legacy"]  # 2026-07-28 per-request envelope, and the 2025-11-25 handshake
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _no_personal_config(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Servers started without --config read the per-user servers.json: never the developer's own in tests."""
+    os.environ["XDG_CONFIG_HOME"] = str(tmp_path_factory.mktemp("xdg-config"))
 
 
 @pytest.fixture
