@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from mcp_offload.version import __version__
+
 __all__ = ["AsyncCompactor", "Compactor", "__version__"]
 
 if TYPE_CHECKING:

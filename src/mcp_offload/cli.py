@@ -19,11 +19,11 @@ import sys
 
 import anyio
 
-from mcp_offload import __version__
 from mcp_offload.client_config import user_servers_path
 from mcp_offload.errors import OffloadError
 from mcp_offload.proxy import ProxyConfig, add_proxy_flags, open_proxy, proxy_config_from_args
 from mcp_offload.settings import Settings
+from mcp_offload.version import __version__
 
 log = logging.getLogger("mcp_offload")
 

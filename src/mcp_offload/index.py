@@ -31,6 +31,8 @@ class ByteSource(Protocol):
     """What lookups read from: stored bytes, an mmap, or a lazy view fetched on demand (the Redis backend)."""
 
     def __getitem__(self, key: slice, /) -> bytes | bytearray | memoryview: ...
+
+
 _HEADER = struct.Struct("<QQQI?")
 
 

@@ -17,7 +17,6 @@ from mcp.server.models import InitializationOptions
 from mcp.server.subscriptions import ListenHandler
 from mcp.shared.exceptions import MCPError
 
-from mcp_offload import __version__
 from mcp_offload.api import Scope
 from mcp_offload.change_notifier import ChangeNotifier
 from mcp_offload.errors import OffloadError
@@ -31,6 +30,7 @@ from mcp_offload.output_resource import (
 from mcp_offload.scope import RunScope, ScopePolicy, new_scope
 from mcp_offload.services import Services
 from mcp_offload.tools import TOOLS, TOOLS_BY_NAME, ToolCall, call_tool
+from mcp_offload.version import __version__
 
 __all__ = ["OffloadServer", "build_server"]
 

@@ -21,7 +21,6 @@ from starlette.responses import JSONResponse
 from starlette.routing import Mount, Route
 from starlette.types import ASGIApp
 
-from mcp_offload import __version__
 from mcp_offload.extension import Extension
 from mcp_offload.http.access_log import AccessLog
 from mcp_offload.http.auth import BearerAuthMiddleware, request_principal
@@ -35,6 +34,7 @@ from mcp_offload.http.sse_sessions import SseSessions
 from mcp_offload.scope import ConnectionScope
 from mcp_offload.server import build_server
 from mcp_offload.services import Services
+from mcp_offload.version import __version__
 
 
 @dataclass

@@ -18,7 +18,6 @@ import anyio
 import uvicorn
 from sse_starlette.sse import AppStatus
 
-from mcp_offload import __version__
 from mcp_offload.extension import Extension
 from mcp_offload.http.app import build_http_app
 from mcp_offload.http.in_flight import InFlight
@@ -28,6 +27,7 @@ from mcp_offload.http.shutdown_gate import ShutdownGate
 from mcp_offload.proxy import ProxyConfig, open_proxy
 from mcp_offload.services import Services, build_services
 from mcp_offload.settings import Settings
+from mcp_offload.version import __version__
 
 log = logging.getLogger(__name__)
 

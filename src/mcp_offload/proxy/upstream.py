@@ -31,9 +31,9 @@ from mcp import Client, MCPError
 from mcp.shared.dispatcher import ProgressFnT
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
-from mcp_offload import __version__
 from mcp_offload.proxy.config import UpstreamSpec
 from mcp_offload.proxy.transports import Link, UpstreamUnavailable, transport_for
+from mcp_offload.version import __version__
 
 __all__ = ["Catalog", "Upstream", "UpstreamStatus"]
 
