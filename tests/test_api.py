@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from mcp import Client
@@ -41,14 +44,46 @@ async def test_offload_read_search_query_list_round_trip(services: Services) -> 
 
 
 async def test_api_results_are_the_tools_structured_content(services: Services) -> None:
-    """One implementation: what the tool puts in structuredContent is the API's model, field for field."""
-    async with Client(build_server(services)) as client:
-        offloaded = await client.call_tool("offload", {"content": DOC})
+    """One implementation: what a tool puts in structuredContent is the API's model, field for field."""
+    scope = api.Scope.named("same-session")
+    async with Client(build_server(services, session="same-session")) as client:
+        offloaded = await client.call_tool("offload", {"content": DOC, "name": "doc"})
         handle = offloaded.structured_content["handle"]
         read = await client.call_tool("read_large_output", {"handle": handle, "start_line": 2, "end_line": 3})
-    # the server's run scope is private, so read it back through a scope that names the same key
-    assert read.structured_content["text"] == "".join(DOC.splitlines(keepends=True)[1:3])
+        found = await client.call_tool("search_large_output", {"pattern": "item-29[0-9]", "handle": handle})
+        queried = await client.call_tool(
+            "query_large_output", {"handle": handle, "query": ".items[3]", "compact": True}
+        )
+        listed = await client.call_tool("list_outputs", {})
     assert offloaded.structured_content["preview"] in text_of(offloaded)
+    same_read = await api.read(services, scope, handle, start_line=2, end_line=3)
+    assert read.structured_content == same_read.model_dump(mode="json")
+    same_search = await api.search(services, scope, "item-29[0-9]", handle=handle)
+    assert found.structured_content == same_search.model_dump(mode="json")
+    same_query = await api.query(services, scope, handle, ".items[3]", compact=True)
+    assert queried.structured_content["result"] == same_query.result == '{"id":3,"name":"item-3","ok":false}'
+    assert listed.structured_content == (await api.list_outputs(services, scope)).model_dump(mode="json")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--session", ""], "--session: a session name is 1-200 printable characters"),
+        (["--session", "a\tb"], "--session: a session name is 1-200 printable characters"),
+        (["--session", "x", "--transport", "http"], "--session is for the stdio transport"),
+    ],
+)
+def test_cli_refuses_bad_sessions_in_one_line(args: list[str], message: str, tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "mcp_offload", "--store", str(tmp_path), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines()[-1].startswith("mcp-offload: " + message)
+    assert "Traceback" not in done.stderr
 
 
 async def test_named_sessions_share_outputs_across_processes_on_one_store(settings: Settings) -> None:

@@ -19,8 +19,9 @@ import sys
 
 import anyio
 
+from mcp_offload.api import Scope
 from mcp_offload.client_config import user_servers_path
-from mcp_offload.errors import OffloadError
+from mcp_offload.errors import OffloadError, SettingsError
 from mcp_offload.proxy import ProxyConfig, add_proxy_flags, open_proxy, proxy_config_from_args
 from mcp_offload.settings import Settings
 from mcp_offload.version import __version__
@@ -161,6 +162,18 @@ def _loop_options() -> dict[str, bool]:
     return {"use_uvloop": True}
 
 
+def check_session(session: str | None, transport: str) -> None:
+    """`--session NAME` names a shared scope for one stdio client; on HTTP each client has its own scope."""
+    if session is None:
+        return
+    if transport != "stdio":
+        raise SettingsError("--session is for the stdio transport; HTTP clients are scoped by session or token")
+    try:
+        Scope.named(session)
+    except ValueError as exc:
+        raise SettingsError(f"--session: {exc}") from None
+
+
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] in SUBCOMMANDS:
@@ -178,6 +191,7 @@ def main(argv: list[str] | None = None) -> None:
 
             sys.exit(anyio.run(run_demo, settings))
         discover_config(args)
+        check_session(args.session, args.transport)
         proxy = proxy_config_from_args(args)  # read first: a bad config file fails before anything starts
         if args.transport != "stdio":
             from mcp_offload.http import http_options_from_args, run_http

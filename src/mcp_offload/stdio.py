@@ -62,7 +62,9 @@ async def stdio_streams() -> AsyncIterator[tuple[Any, Any]]:
             lambda: _PipeWriter(loop), os.fdopen(os.dup(wire_out), "wb", buffering=0)
         )
         write_transport.set_write_buffer_limits(high=0)  # flush = everything is in the pipe
-        async with stdio_server(stdin=_WireLines(reader), stdout=_WireOut(write_transport, protocol)) as streams:  # type: ignore[arg-type]
+        # stdio_server is typed for anyio's file wrappers; ours have the same async read/write/iteration surface
+        wire_in_lines, wire_out_writer = _WireLines(reader), _WireOut(write_transport, protocol)
+        async with stdio_server(stdin=wire_in_lines, stdout=wire_out_writer) as streams:  # type: ignore[arg-type]
             yield streams
     finally:
         if read_transport is not None:
