@@ -115,7 +115,7 @@ async def test_image_results_stored_as_blobs(compactor: AsyncCompactor) -> None:
     parts = out[2]["content"][0]["content"]
     assert parts[0] == {"type": "text", "text": "ok"}
     handle = handle_in(parts[1]["text"])
-    assert "blob" in parts[1]["text"] and "image/png" in parts[1]["text"]
+    assert "(binary; " in parts[1]["text"] and "image/png" in parts[1]["text"]  # the proxy's wording for blobs
     meta = await compactor.services.store.meta(compactor.scope.key, handle)
     assert meta.size == len(png) and meta.mime_type == "image/png"
 
