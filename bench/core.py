@@ -20,6 +20,7 @@ from typing import Any
 import anyio
 from mcp import Client
 
+from mcp_offload.retrieve.json_structure import STRUCTURES
 from mcp_offload.server import build_server
 from mcp_offload.services import build_services
 from mcp_offload.settings import Settings
@@ -132,6 +133,23 @@ async def _bench_kind(client: Client, kind: str, content: str, path: Path, size_
     ms = await amedian_ms(literal, repeat)
     rg_ms = median_ms(lambda: run_cli([rg, "-n", "-F", NEEDLE, str(path)]), repeat) if rg else None
     rows.append(row(f"search literal {kind}", size_label, ms, "rg -n -F", rg_ms, note="target <2x rg at 100M"))
+
+    if kind == "json":
+
+        async def with_paths() -> None:
+            args = {"pattern": NEEDLE, "handle": handle, "literal": True, "case_sensitive": True, "scope": "record"}
+            r = await client.call_tool("search_large_output", args)
+            assert r.structured_content["matches"][0]["json_path"].endswith(".name"), r.content
+            assert r.structured_content["records"], r.content
+
+        async def first_with_paths() -> None:  # the structure index is built at an output's first search
+            STRUCTURES.clear()
+            await with_paths()
+
+        ms = await amedian_ms(first_with_paths, repeat)
+        rows.append(row("search + JSON paths (first)", size_label, ms, "rg -n -F", rg_ms, note="builds the index"))
+        ms = await amedian_ms(with_paths, repeat)
+        rows.append(row("search + JSON paths", size_label, ms, "rg -n -F", rg_ms, note="target <2x rg at 100M"))
 
     if kind == "text":
 

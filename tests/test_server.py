@@ -66,6 +66,7 @@ async def test_catalog(server, mode: str) -> None:
             "literal",
             "max_results",
             "context_lines",
+            "scope",  # issue 10: optional, default "line" (today's behaviour)
         }
         assert tools["query_large_output"].input_schema["required"] == ["handle", "query"]
         assert "Example" in tools["offload"].description

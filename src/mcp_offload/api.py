@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import secrets
 from contextlib import AsyncExitStack
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from typing import Literal
 
 import anyio
 
@@ -39,10 +40,12 @@ from mcp_offload.results import (
     ReadOutput,
     SearchMatchOut,
     SearchOutput,
+    SearchRecordOut,
     info_of,
 )
+from mcp_offload.retrieve.json_hits import JsonHits, json_hits, require_records
 from mcp_offload.retrieve.read import read_range
-from mcp_offload.retrieve.search import SearchOptions, compile_pattern, search_outputs
+from mcp_offload.retrieve.search import SearchOptions, SearchResult, compile_pattern, search_outputs
 from mcp_offload.services import Services
 from mcp_offload.store.handles import scope_key, validate_handle
 
@@ -152,8 +155,15 @@ async def search(
     max_results: int = 50,
     context_lines: int = 0,
     progress: ProgressFn | None = None,
+    result_scope: Literal["line", "record"] = "line",
 ) -> SearchOutput:
-    """RE2 (or literal) search in one output, or in all of the scope's text outputs when `handle` is None."""
+    """RE2 (or literal) search in one output, or in all of the scope's text outputs when `handle` is None.
+
+    Matches in JSON / JSON Lines outputs carry their jq path and breadcrumb. `result_scope="record"` (the tool's
+    `scope`) also returns the record holding each match (JSON: the element of the outermost array on its path;
+    JSON Lines: its line), once per record, all together cut at `settings.read_max_tokens`."""
+    if result_scope not in ("line", "record"):
+        raise SearchError('scope must be "line" (matching lines) or "record" (the JSON records holding them).')
     settings = services.settings
     compiled = compile_pattern(
         pattern, literal=literal, case_sensitive=case_sensitive, max_chars=settings.search_max_pattern_chars
@@ -180,10 +190,23 @@ async def search(
             except (UnknownHandle, ExpiredHandle):
                 if handle is not None:
                     raise
-        async with heartbeat(None if handle else progress, f"searching {len(outputs)} output(s)"):
-            result = await anyio.to_thread.run_sync(
-                lambda: search_outputs(outputs, compiled, options, max_results_cap=settings.search_max_results_cap)
+        records = result_scope == "record"
+        if records and handle is not None:
+            require_records(outputs[0])
+
+        def run() -> tuple[SearchResult, JsonHits]:
+            found = search_outputs(outputs, compiled, options, max_results_cap=settings.search_max_results_cap)
+            placed = json_hits(
+                {o.meta.handle: o for o in outputs},
+                found.matches,
+                records=records,
+                max_tokens=settings.read_max_tokens,
+                counter=services.tokens,
             )
+            return found, placed
+
+        async with heartbeat(None if handle else progress, f"searching {len(outputs)} output(s)"):
+            result, hits = await anyio.to_thread.run_sync(run)
     return SearchOutput(
         pattern=pattern,
         matches=[
@@ -195,13 +218,17 @@ async def search(
                 text=m.text,
                 before=[ContextLine(line=number, text=text) for number, text in m.before],
                 after=[ContextLine(line=number, text=text) for number, text in m.after],
+                json_path=place.json_path if place else None,
+                record=place.record if place else None,
+                breadcrumb=place.breadcrumb if place else None,
             )
-            for m in result.matches
+            for m, place in zip(result.matches, hits.places, strict=True)
         ],
         total_matches=result.total_matches,
         total_is_exact=result.total_is_exact,
         truncated=result.truncated,
         outputs_searched=result.outputs_searched,
+        records=[SearchRecordOut(**asdict(r)) for r in hits.records] if records else None,
     )
 
 

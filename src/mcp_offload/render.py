@@ -8,7 +8,16 @@ meets one wording whichever front end stored or retrieved the output.
 from __future__ import annotations
 
 from mcp_offload.output_resource import uri_of
-from mcp_offload.results import ListOutput, OffloadOutput, OutputFacts, QueryOutput, ReadOutput, SearchOutput
+from mcp_offload.results import (
+    ListOutput,
+    OffloadOutput,
+    OutputFacts,
+    QueryOutput,
+    ReadOutput,
+    SearchMatchOut,
+    SearchOutput,
+    SearchRecordOut,
+)
 
 RETRIEVE_HINT = (
     "Retrieve with read_large_output (char or line ranges), search_large_output (regex), "
@@ -68,10 +77,38 @@ def render_search(out: SearchOutput, scoped: str | None) -> str:
     for m in out.matches:
         lines.extend(f"  {m.handle}:{c.line}-  {c.text}" for c in m.before)
         lines.append(f"{m.handle}:{m.line} [chars {m.start}–{m.end}]: {m.text}")
+        if m.json_path is not None:
+            lines.append(_json_place(m))
         lines.extend(f"  {m.handle}:{c.line}-  {c.text}" for c in m.after)
     if out.truncated:
         lines.append("[more matches not shown: raise max_results or narrow the pattern]")
+    if out.records is not None:
+        lines.extend(_render_records(out.records))
     return "\n".join(lines)
+
+
+def _json_place(m: SearchMatchOut) -> str:
+    """'  at .[77].children[0].name (pkg077 › src › plan.md)'; JSON Lines: 'at record 12: .user.login'."""
+    where = f"record {m.record}: {m.json_path}" if m.record is not None else m.json_path
+    return f"  at {where}" + (f" ({m.breadcrumb})" if m.breadcrumb else "")
+
+
+def _render_records(records: list[SearchRecordOut]) -> list[str]:
+    if not records:
+        return ["No JSON record holds these matches (text outputs have no records)."]
+    lines = [f"{len(records)} record(s) holding them:"]
+    for r in records:
+        where = f"record {r.record}" if r.record is not None else r.json_path
+        span = f"lines {n(r.start_line)}–{n(r.end_line)}, chars {r.start}–{r.end}"
+        lines.append(f"── {r.handle} {where} [{span}] · {r.matches} match(es):")
+        if r.text:
+            lines.append(r.text)
+        if r.truncated:
+            lines.append(
+                f"[record cut at the read token cap: read the rest with read_large_output(handle={r.handle!r}, "
+                f"start={r.next_start}, end={r.end})]"
+            )
+    return lines
 
 
 def render_query(out: QueryOutput, max_output_chars: int) -> str:

@@ -61,6 +61,30 @@ class SearchMatchOut(BaseModel):
     text: str
     before: list[ContextLine]
     after: list[ContextLine]
+    json_path: str | None = Field(
+        default=None,
+        description="JSON / JSON Lines outputs: jq path of the value the match is in (JSON Lines: within its record), "
+        "usable as-is in query_large_output; null for text outputs",
+    )
+    record: int | None = Field(default=None, description="JSON Lines: 0-based number of the record holding the match")
+    breadcrumb: str | None = Field(
+        default=None, description="Identifying fields (name, id, title, ...) of the objects holding the match"
+    )
+
+
+class SearchRecordOut(BaseModel):
+    handle: str
+    json_path: str = Field(description="jq path of the record (JSON Lines: '.', with its number in `record`)")
+    record: int | None = Field(default=None, description="JSON Lines: the record's 0-based number")
+    start: int = Field(description="First character of the record, 1-based inclusive")
+    end: int = Field(description="Last character of the record, 1-based inclusive")
+    start_line: int
+    end_line: int
+    matches: int = Field(description="How many of the returned matches fall in this record")
+    text: str = Field(description="The record's exact stored text, cut at the read token cap when `truncated`")
+    tokens: int
+    truncated: bool
+    next_start: int | None = Field(description="When cut: read_large_output(start=next_start, end=end) for the rest")
 
 
 class SearchOutput(BaseModel):
@@ -70,6 +94,9 @@ class SearchOutput(BaseModel):
     total_is_exact: bool
     truncated: bool
     outputs_searched: int
+    records: list[SearchRecordOut] | None = Field(
+        default=None, description='scope="record": the records holding the matches, each once; null otherwise'
+    )
 
 
 class QueryOutput(BaseModel):

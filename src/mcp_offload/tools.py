@@ -11,7 +11,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import mcp.types as types
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -53,6 +53,11 @@ class SearchArgs(ToolArgs):
     literal: bool = Field(default=False, description="Treat pattern as plain text, not a regex.")
     max_results: int = Field(default=50, ge=1, description="Matches to return (capped by the server).")
     context_lines: int = Field(default=0, ge=0, description="Lines of context before and after each match (0-10).")
+    scope: Literal["line", "record"] = Field(
+        default="line",
+        description='"line": matching lines (default). "record": for JSON / JSON Lines, also the whole record holding '
+        "each match (an element of the outermost array, e.g. one order; a JSON Lines line), once per record.",
+    )
 
 
 class QueryArgs(ToolArgs):
@@ -152,6 +157,7 @@ async def search_tool(call: ToolCall, args: SearchArgs) -> ToolReply:
         max_results=args.max_results,
         context_lines=args.context_lines,
         progress=call.progress,
+        result_scope=args.scope,
     )
     return ToolReply(render_search(out, args.handle), out)
 
@@ -211,9 +217,12 @@ TOOLS: tuple[ToolSpec, ...] = (
             "Find lines matching a regular expression (RE2 syntax: no backreferences or lookarounds; \\w \\d \\b are "
             "ASCII-only, use \\pL for letters) or plain text (literal=true) in one stored output, or in all of "
             "this session's outputs when handle is omitted. "
-            "Returns line numbers and character positions you can pass to read_large_output.\n"
+            "Returns line numbers and character positions you can pass to read_large_output; in JSON, also the jq "
+            "path of each match (for query_large_output) and the names/ids of the objects around it.\n"
             'Example: search_large_output(pattern="timeout|refused", handle="out_…", context_lines=2) → '
-            '"out_…:4812 [chars 301220–301226]: … connection refused …".'
+            '"out_…:4812 [chars 301220–301226]: … connection refused …".\n'
+            'Example: search_large_output(pattern="ord-1234", handle="out_…", literal=true, scope="record") → the '
+            "match at .data.orders[57].id and that whole order."
         ),
         args=SearchArgs,
         output=SearchOutput,
