@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from mcp_offload.errors import SearchError
 from mcp_offload.index import ContentIndex
-from mcp_offload.retrieve import search as search_module
+from mcp_offload.retrieve import scan as scan_module
 from mcp_offload.retrieve.search import (
     CompiledPattern,
     SearchOptions,
@@ -112,15 +112,15 @@ SPARSE = st.lists(SPARSE_PIECES, max_size=80).map("".join)
 )
 def test_small_windows_find_the_same_matches(monkeypatch: pytest.MonkeyPatch, text: str, pattern: str) -> None:
     """Force many tiny scan windows so matches straddle window edges; results must not change."""
-    monkeypatch.setattr(search_module, "WINDOW", 7)
-    monkeypatch.setattr(search_module, "OVERLAP", 5)
+    monkeypatch.setattr(scan_module, "WINDOW", 7)
+    monkeypatch.setattr(scan_module, "OVERLAP", 5)
     assert spans(text, regex(pattern)) == expected(text, pattern, re.MULTILINE | re.ASCII)
 
 
 def force_skip(monkeypatch: pytest.MonkeyPatch) -> None:
     """Make every scan use the rare-byte skip, whatever the text size and byte frequencies."""
-    monkeypatch.setattr(search_module, "SKIP_MIN_BYTES", 0)
-    monkeypatch.setattr(search_module, "_worth_skipping", lambda rare, first, case_sensitive: True)
+    monkeypatch.setattr(scan_module, "SKIP_MIN_BYTES", 0)
+    monkeypatch.setattr(scan_module, "worth_skipping", lambda rare, first, case_sensitive: True)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -129,8 +129,8 @@ def test_skip_ahead_finds_the_same_literal_matches(
     monkeypatch: pytest.MonkeyPatch, text: str, needle: str, case_sensitive: bool
 ) -> None:
     force_skip(monkeypatch)
-    monkeypatch.setattr(search_module, "WINDOW", 7)
-    monkeypatch.setattr(search_module, "OVERLAP", 5)
+    monkeypatch.setattr(scan_module, "WINDOW", 7)
+    monkeypatch.setattr(scan_module, "OVERLAP", 5)
     flags = 0 if case_sensitive else re.IGNORECASE
     assert spans(text, literal(needle, case_sensitive=case_sensitive)) == expected(text, re.escape(needle), flags)
 
@@ -145,8 +145,8 @@ def test_skip_ahead_finds_the_same_regex_matches(
     monkeypatch: pytest.MonkeyPatch, text: str, pattern: str, case_sensitive: bool
 ) -> None:
     force_skip(monkeypatch)
-    monkeypatch.setattr(search_module, "WINDOW", 7)
-    monkeypatch.setattr(search_module, "OVERLAP", 5)
+    monkeypatch.setattr(scan_module, "WINDOW", 7)
+    monkeypatch.setattr(scan_module, "OVERLAP", 5)
     # The oracle: Python's re with Unicode case folding (as RE2 does) but RE2's ASCII-only \\d \\s \\b.
     flags = re.MULTILINE | (0 if case_sensitive else re.IGNORECASE)
     assert spans(text, regex(pattern, case_sensitive=case_sensitive)) == expected(text, ascii_classes(pattern), flags)
@@ -159,8 +159,8 @@ def test_skip_ahead_edges(monkeypatch: pytest.MonkeyPatch) -> None:
     for needle in ["SS1", "kk_", "Kk_"]:
         got = spans(text, literal(needle, case_sensitive=False))
         assert got == expected(text, needle, re.IGNORECASE) and len(got) >= 2, needle
-    monkeypatch.setattr(search_module, "WINDOW", 7)
-    monkeypatch.setattr(search_module, "OVERLAP", 5)
+    monkeypatch.setattr(scan_module, "WINDOW", 7)
+    monkeypatch.setattr(scan_module, "OVERLAP", 5)
     for pad in range(40):
         text = "aaa é " * 4 + "x" * pad + "aé_1 aé_1" + "x" * pad
         assert spans(text, literal("aé_1")) == expected(text, "aé_1"), pad
@@ -193,19 +193,19 @@ def test_skip_ahead_on_a_large_text() -> None:
     text = filler + "ok n=999999 end\nok Needle_X\n" + "ok n=5 x\n" * 10
     output = stored(text)
     pattern = regex("ok n=99999\\d\\b")
-    assert search_module._plan_skip(output.data, pattern) is not None
+    assert scan_module.plan_skip(output.data, pattern) is not None
     result = search_output(output, pattern, ALL)
     assert [(m.line, m.text) for m in result.matches] == [(20_001, "ok n=999999 end")]
     insensitive = literal("NEEDLE_x", case_sensitive=False)
-    assert search_module._plan_skip(output.data, insensitive) is not None
+    assert scan_module.plan_skip(output.data, insensitive) is not None
     assert [(m.line, m.start) for m in search_output(output, insensitive, ALL).matches] == [
         (20_002, len(filler) + len("ok n=999999 end\nok ") + 1)
     ]
 
 
 def test_every_window_edge_offset(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(search_module, "WINDOW", 7)
-    monkeypatch.setattr(search_module, "OVERLAP", 5)
+    monkeypatch.setattr(scan_module, "WINDOW", 7)
+    monkeypatch.setattr(scan_module, "OVERLAP", 5)
     for pad in range(16):
         for piece, pattern in [("é\na", "é\\n?a"), ("a  b", "a\\s+b"), ("😀😀", "😀+"), ("ab", "ab")]:
             text = "x" * pad + piece + "x" * 9 + piece

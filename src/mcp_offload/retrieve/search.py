@@ -8,14 +8,9 @@ How the search runs:
 - On the stored UTF-8 bytes themselves (bytes or an mmap, via the buffer protocol: no copy, never decoded
   whole), in UTF-8 mode, with `(?m)` so `^`/`$` are per line and `.` never matches "\\n". A pattern that matches
   "\\n" explicitly (`\\n`, `\\s`, `[^x]`) may span lines; the match is reported on the line where it starts.
-- RE2 releases the GIL while matching (measured: the event loop keeps running), but one call cannot be
-  interrupted, so the text is scanned in windows of `WINDOW` bytes that overlap by `OVERLAP` bytes; the time
-  budget is checked between calls. A match that touches a window's end is re-run on the whole text, so a match
-  is exact unless it spans more than `OVERLAP` bytes across a window edge (only possible with multi-line
-  patterns; such a match may be missed).
-- When every match starts with a known literal (literal mode, or a regex's leading plain text) whose first
-  byte is common in this text but which holds a rare byte, we first find the rare part (a byte literal, memchr
-  in C) and start the real search just before it (`_Skip`); RE2 alone only accelerates on the first byte.
+- The matching core is `scan.py`: windows of bounded size chosen from the pattern's shape so that every match
+  is exactly the one RE2 would find on the whole text, the time budget checked between calls, and two ways to
+  skip text (a rare byte of the leading literal; a required inner literal, found first, as ripgrep does).
 - Matches are non-overlapping and leftmost-first, like Python's `re.finditer`. Counting goes on after
   `max_results` matches up to `max_total_count` or the time budget; past that the total is a lower bound.
 - Positions for the model: 1-based line numbers and 1-based inclusive character (code point) offsets that
@@ -35,7 +30,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -43,13 +38,14 @@ import re2
 from re2 import _re2  # the bound RE2 class: searches a buffer at (pos, endpos) without building Python matches
 
 from mcp_offload.errors import SearchError
-from mcp_offload.index import Buffer, ContentIndex
+from mcp_offload.index import ContentIndex
+from mcp_offload.retrieve.pattern_shape import PatternShape, shape_of
+from mcp_offload.retrieve.scan import Scan, Searchable
 from mcp_offload.store.base import StoredOutput
 from mcp_offload.unicode import (
     CONTINUATION_BYTES,
     decode_utf8_prefix,
     encodes_as_utf8,
-    is_continuation_byte,
     replace_surrogates,
 )
 
@@ -60,13 +56,9 @@ MAX_CONTEXT_LINES = 10
 MIN_LINE_CHARS = 20
 MAX_LINE_CHARS = 10_000
 DEFAULT_MAX_MEM = 8 << 20  # RE2's own default, set explicitly: program + DFA cache per compiled pattern
-WINDOW = 1 << 20  # bytes per uninterruptible RE2 call: bounds how late the time budget can be noticed
-OVERLAP = 64 << 10  # consecutive windows overlap so a match crossing a window edge is still found
 _WALK_MAX = 64 << 10  # gaps up to this are counted directly; larger ones go through the index
 _NEAR = 4096  # look this far for a line's "\n" before falling back to the index
 
-_UNANCHORED = _re2.RE2.Anchor.UNANCHORED
-_ANCHOR_START = _re2.RE2.Anchor.ANCHOR_START
 _ANCHOR_BOTH = _re2.RE2.Anchor.ANCHOR_BOTH
 _NO_MATCH = (-1, -1)
 # One text per (previous, next) character class that RE2's empty-width assertions can tell apart: start/end of
@@ -121,6 +113,7 @@ class CompiledPattern:
     case_sensitive: bool
     regexp: Any = field(repr=False, compare=False)  # re2._re2.RE2
     lead: str = ""  # text every match starts with ("" when unknown): lets a scan skip ahead on a rare byte
+    shape: PatternShape | None = field(default=None, repr=False, compare=False)  # None: read when scanning
 
 
 # -- compiling -------------------------------------------------------------------------------------------------
@@ -228,7 +221,9 @@ def compile_pattern(
                     "alternative 'a|'), which would give empty matches everywhere. Make it consume at least one "
                     "character: use + instead of *, drop the empty alternative; to find empty lines search '^\\r?\\n'."
                 )
-    return CompiledPattern(pattern, literal, case_sensitive, regexp, pattern if literal else _leading_literal(pattern))
+    lead = pattern if literal else _leading_literal(pattern)
+    shape = shape_of(pattern, literal=literal, case_sensitive=case_sensitive)
+    return CompiledPattern(pattern, literal, case_sensitive, regexp, lead, shape)
 
 
 _META = frozenset("\\.^$*+?()[]{}|")
@@ -266,145 +261,6 @@ def _leading_literal(pattern: str) -> str:
     return "".join(out)
 
 
-# -- scanning --------------------------------------------------------------------------------------------------
-
-
-def _is_continuation(data: Buffer, pos: int) -> bool:
-    return 0 < pos < len(data) and is_continuation_byte(data[pos])
-
-
-def _char_boundary(data: Buffer, pos: int) -> int:
-    """The first character boundary at or after byte `pos`."""
-    while _is_continuation(data, pos):
-        pos += 1
-    return pos
-
-
-SKIP_MIN_BYTES = 256 << 10  # below this a plain scan is already fast
-_SAMPLE = 64 << 10
-
-
-@dataclass(frozen=True)
-class _Skip:
-    """A byte literal found inside every match, starting at most `max_offset` bytes after the match starts.
-
-    RE2 accelerates a search only on the first byte of a pattern's literal prefix (memchr). When that byte is
-    common in the text but the prefix holds a rare one, scanning for the rare part first (also memchr, in C)
-    and starting the real search just before it skips most of the text.
-    """
-
-    regexp: Any
-    size: int
-    max_offset: int
-
-
-def _worth_skipping(rare: float, first: float, case_sensitive: bool) -> bool:
-    """Rates are hits per byte in a sample of the text; a memchr hit costs about 12 ns. Case-insensitive
-    searches otherwise run RE2's shift-DFA (about 0.25 ns a byte), so the rare byte must be rarer than about
-    1 in 50 bytes; case-sensitive ones already memchr the lead's first byte, so the rare byte must beat it."""
-    if case_sensitive:
-        return rare * 4 <= first and rare <= 1 / 64
-    return rare <= 1 / 64
-
-
-def _plan_skip(data: Buffer, pattern: CompiledPattern) -> _Skip | None:
-    if not pattern.lead or not data or len(data) < SKIP_MIN_BYTES:
-        return None
-    raw = pattern.lead.encode("utf-8")
-    size = len(data)
-    if size <= 3 * _SAMPLE:
-        sample = bytes(data)
-    else:
-        middle = size // 2
-        sample = bytes(data[:_SAMPLE]) + bytes(data[middle : middle + _SAMPLE]) + bytes(data[-_SAMPLE:])
-    rates: dict[int, float] = {}
-
-    def rate(byte: int) -> float:
-        if byte not in rates:
-            rates[byte] = sample.count(bytes((byte,))) / len(sample)
-        return rates[byte]
-
-    if pattern.case_sensitive:
-        k = min(range(len(raw)), key=lambda j: rate(raw[j]))
-        literal, max_offset = raw[k:], k  # the exact bytes of the lead follow the match start
-    else:
-        # Only ASCII non-letters are caseless; letters before them may match case variants of another length
-        # (k ~ KELVIN SIGN), so bound the offset by 4 bytes per character.
-        caseless = [j for j in range(len(raw)) if raw[j] < 0x80 and not chr(raw[j]).isalpha()]
-        if not caseless:
-            return None
-        k = min(caseless, key=lambda j: rate(raw[j]))
-        stop = k
-        while stop < len(raw) and raw[stop] < 0x80 and not chr(raw[stop]).isalpha():
-            stop += 1
-        literal, max_offset = raw[k:stop], 4 * len(raw[:k].decode("utf-8"))
-    if not _worth_skipping(rate(raw[k]), rate(raw[0]), pattern.case_sensitive):
-        return None
-    options = re2.Options()
-    options.log_errors = False
-    options.literal = True
-    options.encoding = re2.Options.Encoding.LATIN1  # raw bytes: the literal may start inside a character
-    regexp = _re2.RE2(literal, options)
-    return _Skip(regexp, len(literal), max_offset) if regexp.ok() else None
-
-
-class _Scan:
-    """The non-overlapping matches of one output as (start, end) byte spans, in order, until a deadline.
-
-    Each RE2 call sees at most WINDOW bytes. When a window has no match we restart OVERLAP bytes before its
-    end, so a match crossing the edge is found in the next window; a match that reaches the window's end is
-    re-run anchored on the whole text to get its true extent. `finished` tells whether the text was scanned
-    to its end (False: the deadline stopped it).
-    """
-
-    def __init__(self, data: Buffer, pattern: CompiledPattern, deadline: float) -> None:
-        self.data = data
-        self.regexp = pattern.regexp
-        self.skip = _plan_skip(data, pattern)
-        self.deadline = deadline
-        self.finished = False
-
-    def __iter__(self) -> Iterator[tuple[int, int]]:
-        data, regexp, skip, size = self.data, self.regexp, self.skip, len(self.data)
-        pos = 0  # every match starting before pos has been yielded
-        while pos < size:
-            if time.monotonic() > self.deadline:
-                return
-            if skip is not None:
-                # A match starting at s >= pos holds the skip literal at s + offset (offset <= max_offset), so
-                # no match starts before (first such literal at or after pos) - max_offset.
-                limit = min(size, pos + max(WINDOW, 4 * (skip.size + skip.max_offset)))
-                found = skip.regexp.Match(_UNANCHORED, data, pos, limit)[0][0]
-                if found < 0:
-                    if limit >= size:
-                        break
-                    pos = _char_boundary(data, limit - skip.size + 1 - skip.max_offset)
-                    continue
-                if found - skip.max_offset > pos:
-                    pos = found - skip.max_offset
-                    while _is_continuation(data, pos):
-                        pos -= 1
-            end = size if size - pos <= WINDOW else _char_boundary(data, pos + WINDOW)
-            start, stop = regexp.Match(_UNANCHORED, data, pos, end)[0]
-            if start < 0:
-                if end >= size:
-                    break
-                pos = _char_boundary(data, max(pos + 1, end - OVERLAP))
-                continue
-            if stop == end < size:
-                stop = regexp.Match(_ANCHOR_START, data, start, size)[0][1]
-            # Snap to whole characters (only `\C` can stop inside one).
-            while start > 0 and _is_continuation(data, start):
-                start -= 1
-            stop = _char_boundary(data, stop)
-            if stop == start:  # cannot happen for patterns compile_pattern accepts; never loop on it
-                pos = _char_boundary(data, start + 1)
-                continue
-            yield start, stop
-            pos = stop
-        self.finished = True
-
-
 # -- positions and lines for the model -------------------------------------------------------------------------
 
 
@@ -432,7 +288,7 @@ class _Locator:
     matches are close); a gap over `_WALK_MAX` goes through the index instead (O(16 KiB) per lookup).
     """
 
-    def __init__(self, data: Buffer, index: ContentIndex, line_chars: int) -> None:
+    def __init__(self, data: Searchable, index: ContentIndex, line_chars: int) -> None:
         self.data = data
         self.index = index
         self.width = line_chars
@@ -563,9 +419,9 @@ def _checked(options: SearchOptions, max_results_cap: int) -> SearchOptions:
     return options
 
 
-def _searchable(output: StoredOutput) -> Buffer:
+def _searchable(output: StoredOutput) -> Searchable:
     data = output.contiguous()  # bytes / mmap as they are; a lazy Redis view is fetched once (we run in a thread)
-    return data if hasattr(data, "find") else bytes(data)  # a memoryview has no find/rfind: one copy
+    return bytes(data) if isinstance(data, memoryview) else data  # a memoryview has no find/rfind: one copy
 
 
 class _Tally:
@@ -584,7 +440,7 @@ class _Tally:
         options = self.options
         data = _searchable(output)
         locator = _Locator(data, output.index, options.line_chars)
-        scan = _Scan(data, pattern, self.deadline)
+        scan = Scan(data, pattern, self.deadline)
         if time.monotonic() > self.deadline:
             self.exact = False
             return False

@@ -1,0 +1,293 @@
+"""The matching core of search: every non-overlapping match of a compiled pattern in stored bytes, exactly as RE2's
+leftmost-first `finditer` over the whole text would give them, in calls of bounded size.
+
+RE2 releases the GIL while matching, but one call cannot be interrupted, so the text is searched in windows and
+the time budget is checked between calls. A call on a window [pos, end) sees the bytes around it (`^`, `$`, `\\b`
+look past the window), so a match it returns is a real match; it is the right one unless a match that the window
+cuts off (one starting before its end and ending after) would have come first or been longer. Each window is
+therefore chosen so that cannot happen, from the pattern's shape (`pattern_shape.py`):
+- a pattern that cannot match "\\n" ends its window just after a "\\n" (no match crosses it); a single line
+  longer than the window is searched in one call up to its end;
+- a pattern whose matches are at most `L` bytes long (`L` <= `OVERLAP`) trusts a match starting at least `L`
+  bytes before the window's end; otherwise the next window starts `L` - 1 bytes before the end;
+- any other pattern (unbounded and able to cross lines, like `(?s)x.*y` or `a[^b]*b`) is searched to the end of
+  the text in one call, which RE2 stops as soon as the next match is settled: exact, but such a call is only
+  bounded by the distance to that point.
+
+Two ways to skip text RE2 would otherwise read byte by byte (RE2 only accelerates on a literal first byte):
+- `Skip`: when every match starts with a known literal whose first byte is common in this text but which holds
+  a rare byte, find the rare part first (memchr, in C) and start the search just before it.
+- `Prefilter`: when every match is on one line and contains a literal (a case-sensitive pattern such as
+  `[a-z]+Exception: timeout`) that is rare in this text, find the literal (`bytes.find`) and search only the
+  lines that hold it, merging lines that are close together into one call.
+"""
+
+from __future__ import annotations
+
+import mmap
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import re2
+from re2 import _re2  # the bound RE2 class: searches a buffer at (pos, endpos) without building Python matches
+
+from mcp_offload.retrieve.pattern_shape import PatternShape, shape_of
+from mcp_offload.unicode import is_continuation_byte
+
+if TYPE_CHECKING:
+    from mcp_offload.retrieve.search import CompiledPattern
+
+WINDOW = 1 << 20  # bytes per uninterruptible RE2 call: bounds how late the time budget can be noticed
+OVERLAP = 64 << 10  # a pattern whose matches are at most this long is searched in overlapping windows
+SKIP_MIN_BYTES = 256 << 10  # below this a plain scan is already fast
+PREFILTER_MIN_BYTES = 256 << 10
+PREFILTER_MERGE = 16 << 10  # candidate lines closer than this are searched in one call
+PREFILTER_CHUNK = 16 << 20  # bytes per literal find between deadline checks
+_SAMPLE = 64 << 10
+
+_UNANCHORED = _re2.RE2.Anchor.UNANCHORED
+
+Searchable = bytes | bytearray | mmap.mmap  # stored bytes with find/rfind (memchr speed), searched in place
+
+
+def _is_continuation(data: Searchable, pos: int) -> bool:
+    return 0 < pos < len(data) and is_continuation_byte(data[pos])
+
+
+def _char_boundary(data: Searchable, pos: int) -> int:
+    """The first character boundary at or after byte `pos`."""
+    while _is_continuation(data, pos):
+        pos += 1
+    return pos
+
+
+def _sample(data: Searchable) -> bytes:
+    size = len(data)
+    if size <= 3 * _SAMPLE:
+        return bytes(data)
+    middle = size // 2
+    return bytes(data[:_SAMPLE]) + bytes(data[middle : middle + _SAMPLE]) + bytes(data[-_SAMPLE:])
+
+
+@dataclass(frozen=True)
+class Skip:
+    """A byte literal found inside every match, starting at most `max_offset` bytes after the match starts.
+
+    RE2 accelerates a search only on the first byte of a pattern's literal prefix (memchr). When that byte is
+    common in the text but the prefix holds a rare one, scanning for the rare part first (also memchr, in C)
+    and starting the real search just before it skips most of the text.
+    """
+
+    regexp: Any
+    size: int
+    max_offset: int
+
+
+def worth_skipping(rare: float, first: float, case_sensitive: bool) -> bool:
+    """Rates are hits per byte in a sample of the text; a memchr hit costs about 12 ns. Case-insensitive
+    searches otherwise run RE2's shift-DFA (about 0.25 ns a byte), so the rare byte must be rarer than about
+    1 in 50 bytes; case-sensitive ones already memchr the lead's first byte, so the rare byte must beat it."""
+    if case_sensitive:
+        return rare * 4 <= first and rare <= 1 / 64
+    return rare <= 1 / 64
+
+
+def plan_skip(data: Searchable, pattern: CompiledPattern) -> Skip | None:
+    if not pattern.lead or not data or len(data) < SKIP_MIN_BYTES:
+        return None
+    raw = pattern.lead.encode("utf-8")
+    sample = _sample(data)
+    rates: dict[int, float] = {}
+
+    def rate(byte: int) -> float:
+        if byte not in rates:
+            rates[byte] = sample.count(bytes((byte,))) / len(sample)
+        return rates[byte]
+
+    if pattern.case_sensitive:
+        k = min(range(len(raw)), key=lambda j: rate(raw[j]))
+        literal, max_offset = raw[k:], k  # the exact bytes of the lead follow the match start
+    else:
+        # Only ASCII non-letters are caseless; letters before them may match case variants of another length
+        # (k ~ KELVIN SIGN), so bound the offset by 4 bytes per character.
+        caseless = [j for j in range(len(raw)) if raw[j] < 0x80 and not chr(raw[j]).isalpha()]
+        if not caseless:
+            return None
+        k = min(caseless, key=lambda j: rate(raw[j]))
+        stop = k
+        while stop < len(raw) and raw[stop] < 0x80 and not chr(raw[stop]).isalpha():
+            stop += 1
+        literal, max_offset = raw[k:stop], 4 * len(raw[:k].decode("utf-8"))
+    if not worth_skipping(rate(raw[k]), rate(raw[0]), pattern.case_sensitive):
+        return None
+    options = re2.Options()
+    options.log_errors = False
+    options.literal = True
+    options.encoding = re2.Options.Encoding.LATIN1  # raw bytes: the literal may start inside a character
+    regexp = _re2.RE2(literal, options)
+    return Skip(regexp, len(literal), max_offset) if regexp.ok() else None
+
+
+def worth_prefiltering(hits: int, sample_size: int) -> bool:
+    """A candidate costs about a microsecond of Python (two finds, one RE2 call): worth it while candidates are
+    rarer than about one in 4 KiB, where RE2 alone would read the text at about 1 GB/s."""
+    return hits * 4096 <= sample_size
+
+
+@dataclass(frozen=True)
+class Prefilter:
+    """Find `literal` (a byte string every match holds, on the match's line) from its rarest byte on: `regexp`
+    is the literal's tail from that byte, found by RE2's memchr on its first byte (`bytes.find` runs at a
+    fraction of memchr's speed); any line holding the literal holds the tail."""
+
+    literal: bytes
+    regexp: Any
+    tail: int  # length of the tail the regexp finds
+
+
+def plan_prefilter(data: Searchable, shape: PatternShape) -> Prefilter | None:
+    """The literal to find first (the rarest in a sample of the text), or None to search the text as it is."""
+    if shape.spans_lines or not shape.literals or len(data) < PREFILTER_MIN_BYTES:
+        return None
+    sample = _sample(data)
+    counts = {literal: sample.count(literal) for literal in shape.literals}
+    best = min(counts, key=lambda literal: (counts[literal], -len(literal)))
+    if not worth_prefiltering(counts[best], len(sample)):
+        return None
+    rare = min(range(len(best)), key=lambda j: sample.count(best[j : j + 1]))
+    options = re2.Options()
+    options.log_errors = False
+    options.literal = True
+    options.encoding = re2.Options.Encoding.LATIN1  # raw bytes: the tail may start inside a character
+    regexp = _re2.RE2(best[rare:], options)
+    return Prefilter(best, regexp, len(best) - rare) if regexp.ok() else None
+
+
+class Scan:
+    """The non-overlapping matches of one output as (start, end) byte spans, in order, until a deadline.
+
+    `finished` tells whether the text was scanned to its end (False: the deadline stopped it).
+    """
+
+    def __init__(self, data: Searchable, pattern: CompiledPattern, deadline: float) -> None:
+        self.data = data
+        self.regexp = pattern.regexp
+        shape = pattern.shape
+        self.shape = (
+            shape
+            if shape is not None
+            else shape_of(pattern.pattern, literal=pattern.literal, case_sensitive=pattern.case_sensitive)
+        )
+        self.prefilter = plan_prefilter(data, self.shape)
+        self.skip = None if self.prefilter is not None else plan_skip(data, pattern)
+        self.deadline = deadline
+        self.finished = False
+        self._stopped = False
+
+    def __iter__(self) -> Iterator[tuple[int, int]]:
+        if self.prefilter is None:
+            yield from self._matches(0, len(self.data))
+        else:
+            for lo, hi in self._candidates(self.prefilter):
+                yield from self._matches(lo, hi)
+        self.finished = not self._stopped
+
+    def _late(self) -> bool:
+        if time.monotonic() > self.deadline:
+            self._stopped = True
+        return self._stopped
+
+    def _candidates(self, prefilter: Prefilter) -> Iterator[tuple[int, int]]:
+        """Runs of whole lines [lo, hi) that hold every line with the prefilter's literal, so every match."""
+        data, size, finder = self.data, len(self.data), prefilter.regexp
+        floor = 0  # a line start: every candidate before it has been yielded
+        at = 0  # where the next find starts
+        while at < size:
+            stop = min(size, at + PREFILTER_CHUNK)
+            found = finder.Match(_UNANCHORED, data, at, stop)[0][0]
+            if found < 0:
+                if stop >= size or self._late():
+                    return
+                at = max(at + 1, stop - prefilter.tail + 1)  # a tail may straddle the chunk's end
+                continue
+            newline = data.rfind(b"\n", floor, found)
+            lo = newline + 1 if newline >= 0 else floor
+            hi = self._line_end(found + 1)
+            while hi < size:
+                more = finder.Match(_UNANCHORED, data, hi, min(size, hi + PREFILTER_MERGE))[0][0]
+                if more < 0:
+                    break
+                hi = self._line_end(more + 1)
+            yield lo, hi
+            if self._stopped:
+                return
+            floor = at = hi
+
+    def _line_end(self, pos: int) -> int:
+        """Just after the "\\n" that ends the line holding byte `pos` - 1 (or the end of the text)."""
+        found = self.data.find(b"\n", pos)
+        return len(self.data) if found < 0 else found + 1
+
+    def _window_end(self, pos: int, hi: int) -> tuple[int, bool]:
+        """Where the next RE2 call stops, and whether every match it returns is final (no match crosses it)."""
+        if hi - pos <= WINDOW:
+            return hi, True
+        data, shape = self.data, self.shape
+        if not shape.spans_lines:
+            newline = data.rfind(b"\n", pos, pos + WINDOW)
+            if newline >= pos:
+                return newline + 1, True
+        if shape.max_bytes is not None and shape.max_bytes <= OVERLAP < WINDOW:
+            return _char_boundary(data, pos + WINDOW), False
+        if not shape.spans_lines:  # one line longer than the window: search it to its end
+            return min(hi, self._line_end(pos + WINDOW)), True
+        return hi, True
+
+    def _matches(self, lo: int, hi: int) -> Iterator[tuple[int, int]]:
+        """The matches in [lo, hi), where no match crosses `lo` or `hi`."""
+        data, regexp, skip = self.data, self.regexp, self.skip
+        longest = self.shape.max_bytes or 0
+        pos = lo  # every match starting before pos has been yielded
+        end, final = lo, True  # the current window [.., end): kept while pos is inside it (one rfind per window)
+        while pos < hi:
+            if self._late():
+                return
+            if skip is not None:
+                # A match starting at s >= pos holds the skip literal at s + offset (offset <= max_offset), so
+                # no match starts before (first such literal at or after pos) - max_offset.
+                limit = min(hi, pos + max(WINDOW, 4 * (skip.size + skip.max_offset)))
+                found = skip.regexp.Match(_UNANCHORED, data, pos, limit)[0][0]
+                if found < 0:
+                    if limit >= hi:
+                        return
+                    pos = _char_boundary(data, limit - skip.size + 1 - skip.max_offset)
+                    continue
+                if found - skip.max_offset > pos:
+                    pos = found - skip.max_offset
+                    while _is_continuation(data, pos):
+                        pos -= 1
+            if pos >= end:
+                end, final = self._window_end(pos, hi)
+            start, stop = regexp.Match(_UNANCHORED, data, pos, end)[0]
+            if not final and (start < 0 or start + longest > end):
+                # No match starts in [pos, end - longest]: one there would lie inside the window.
+                # (A window made at pos has end - longest >= pos; one kept from earlier is just made anew here.)
+                pos = _char_boundary(data, max(pos, end - longest + 1))
+                end = pos
+                continue
+            if start < 0:
+                if end >= hi:
+                    return
+                pos = end
+                continue
+            # Snap to whole characters (only `\C` can stop inside one).
+            while start > 0 and _is_continuation(data, start):
+                start -= 1
+            stop = _char_boundary(data, stop)
+            if stop == start:  # cannot happen for patterns compile_pattern accepts; never loop on it
+                pos = _char_boundary(data, start + 1)
+                continue
+            yield start, stop
+            pos = stop
