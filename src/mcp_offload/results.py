@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_serializer
 
 from mcp_offload.store.base import OutputMeta
 
@@ -64,12 +64,16 @@ class SearchMatchOut(BaseModel):
     json_path: str | None = Field(
         default=None,
         description="JSON / JSON Lines outputs: jq path of the value the match is in (JSON Lines: within its record), "
-        "usable as-is in query_large_output; null for text outputs",
+        "usable as-is in query_large_output; absent for text outputs",
     )
     record: int | None = Field(default=None, description="JSON Lines: 0-based number of the record holding the match")
     breadcrumb: str | None = Field(
         default=None, description="Identifying fields (name, id, title, ...) of the objects holding the match"
     )
+
+    @model_serializer(mode="wrap")
+    def _omit_absent(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return _without_none(handler(self), ("json_path", "record", "breadcrumb"))
 
 
 class SearchRecordOut(BaseModel):
@@ -95,8 +99,12 @@ class SearchOutput(BaseModel):
     truncated: bool
     outputs_searched: int
     records: list[SearchRecordOut] | None = Field(
-        default=None, description='scope="record": the records holding the matches, each once; null otherwise'
+        default=None, description='scope="record": the records holding the matches, each once; absent otherwise'
     )
+
+    @model_serializer(mode="wrap")
+    def _omit_absent(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return _without_none(handler(self), ("records",))
 
 
 class QueryOutput(BaseModel):
@@ -114,6 +122,15 @@ class OutputInfo(OutputFacts):
 
 class ListOutput(BaseModel):
     outputs: list[OutputInfo]
+
+
+def _without_none(data: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+    """Optional extras that do not apply are left out, not sent as null: a validating client checks every field of
+    every match against the output schema, and absent optional fields cost it nothing (50 matches: ~2x cheaper)."""
+    for key in keys:
+        if data.get(key, 0) is None:
+            del data[key]
+    return data
 
 
 def facts_of(meta: OutputMeta) -> dict[str, Any]:

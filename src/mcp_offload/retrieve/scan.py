@@ -180,7 +180,9 @@ class Scan:
             if shape is not None
             else shape_of(pattern.pattern, literal=pattern.literal, case_sensitive=pattern.case_sensitive)
         )
-        self.prefilter = plan_prefilter(data, self.shape)
+        # A leading literal is RE2's own fast path (memchr on its first byte, or `Skip` to a rarer byte in it);
+        # the line prefilter pays off only for patterns whose required literal is further in.
+        self.prefilter = None if pattern.lead else plan_prefilter(data, self.shape)
         self.skip = None if self.prefilter is not None else plan_skip(data, pattern)
         self.deadline = deadline
         self.finished = False
