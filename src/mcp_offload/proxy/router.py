@@ -31,7 +31,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_offload.change_notifier import ListChanged
 from mcp_offload.extension import Extension, NextTool
 from mcp_offload.proxy.config import ProxyConfig
-from mcp_offload.proxy.policy import PASSED, OffloadPolicy
+from mcp_offload.proxy.policy import PASSED, Decision, OffloadPolicy
 from mcp_offload.proxy.stats import RETRIEVAL_TOOLS, SavingsStats
 from mcp_offload.proxy.transports import UpstreamUnavailable
 from mcp_offload.proxy.upstream import Catalog, Upstream
@@ -262,7 +262,7 @@ class ProxyRouter(Extension):
             return error_result(str(exc))
         if route.name in spec.options.never:
             result.meta = None
-            self.stats.record_result(call.scope, PASSED)
+            await self._account(call, spec.name, route.name, PASSED)
             return result
         result, decision = await self.policy.apply(
             result,
@@ -274,8 +274,17 @@ class ProxyRouter(Extension):
             threshold=self.config.threshold_for(spec),
             always=route.name in spec.options.always,
         )
-        self.stats.record_result(call.scope, decision)
+        await self._account(call, spec.name, route.name, decision)
         return result
+
+    async def _account(self, call: ToolCall, server: str, tool: str, decision: Decision) -> None:
+        """One upstream result into this session's savings and into the durable record (savings/)."""
+        self.stats.record_result(call.scope, decision)
+        offloaded = decision.offloaded
+        kept_out = decision.tokens_original - decision.tokens_reply if offloaded else 0
+        await self.services.savings.add(
+            server, tool, results_seen=1, results_offloaded=int(offloaded), tokens_kept_out=kept_out
+        )
 
     def unavailable_error(self, name: str) -> types.CallToolResult | None:
         """A name under the prefix of a server that is down gets a clear error instead of 'unknown tool'."""

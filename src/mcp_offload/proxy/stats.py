@@ -15,9 +15,10 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 from mcp_offload.proxy.policy import Decision
+from mcp_offload.savings.tap import RETRIEVAL_TOOLS
 
 MAX_SESSIONS = 10_000
-RETRIEVAL_TOOLS = frozenset({"read_large_output", "search_large_output", "query_large_output"})
+__all__ = ["RETRIEVAL_TOOLS", "SavingsStats", "SessionSavings"]
 
 
 @dataclass(slots=True)
