@@ -3,6 +3,7 @@
 - `mcp-offload`: serve MCP over stdio (what Claude Desktop launches)
 - `mcp-offload --transport http --token T`: a shared service, streamable HTTP at /mcp (`sse`: /sse; `both`)
 - `mcp-offload demo`: a worked example with token savings, over a real stdio subprocess
+- `mcp-offload stats`: what offloading saved (commands/stats.py)
 """
 
 from __future__ import annotations
@@ -131,6 +132,11 @@ def _loop_options() -> dict[str, bool]:
 
 
 def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["stats"]:  # subcommand with its own flags (commands/stats.py)
+        from mcp_offload.commands import stats
+
+        sys.exit(stats.main(argv[1:]))
     args = _parser().parse_args(argv)
     logging.basicConfig(
         stream=sys.stderr,  # stdout is the MCP wire on stdio
