@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import anyio
 import httpx2
@@ -48,9 +49,9 @@ def text_of(result: object) -> str:
 
 
 @contextlib.asynccontextmanager
-async def serving(services: Services, options: HttpOptions) -> AsyncIterator[str]:
+async def serving(services: Services, options: HttpOptions, extensions: Sequence[Any] = ()) -> AsyncIterator[str]:
     """The real app under uvicorn in this process, on a free loopback port; yields the base URL."""
-    built = build_http_app(services, options)
+    built = build_http_app(services, options, extensions=extensions)
     config = uvicorn.Config(built.app, host="127.0.0.1", port=0, log_config=None, access_log=False, lifespan="on")
     server = uvicorn.Server(config)
     async with anyio.create_task_group() as tg:

@@ -3,8 +3,8 @@
 - `mcp-offload`: serve MCP over stdio (what Claude Desktop launches)
 - `mcp-offload --transport http --token T`: a shared service, streamable HTTP at /mcp (`sse`: /sse; `both`)
 - `mcp-offload demo`: a worked example with token savings, over a real stdio subprocess
-- `mcp-offload import-config [PATH]`, `mcp-offload outputs …`: the shell-side commands (commands/), dispatched
-  when the command line starts with their name
+- `mcp-offload import-config [PATH]`, `mcp-offload outputs …`, `mcp-offload stats`: the shell-side commands
+  (commands/), dispatched when the command line starts with their name
 
 Without `--config` (and without `--no-config`) the proxy reads the per-user servers.json if there is one
 (`client_config.user_servers_path()`), and says so on stderr.
@@ -28,7 +28,7 @@ from mcp_offload.version import __version__
 
 log = logging.getLogger("mcp_offload")
 
-SUBCOMMANDS = ("import-config", "outputs")
+SUBCOMMANDS = ("import-config", "outputs", "stats")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -36,7 +36,8 @@ def _parser() -> argparse.ArgumentParser:
         prog="mcp-offload",
         description="MCP server that keeps large tool outputs out of the context window, losslessly.",
         epilog="other commands: `mcp-offload import-config --help` (move a client's servers behind mcp-offload), "
-        "`mcp-offload outputs --help` (list, show, rm, clear, gc stored outputs)",
+        "`mcp-offload outputs --help` (list, show, rm, clear, gc stored outputs), "
+        "`mcp-offload stats --help` (what offloading saved, per day and tool)",
     )
     parser.add_argument("--version", action="version", version=f"mcp-offload {__version__}")
     parser.add_argument("command", nargs="?", choices=["serve", "demo"], default="serve")
@@ -212,6 +213,10 @@ def _run_subcommand(name: str, argv: list[str]) -> int:
         from mcp_offload.commands import import_config
 
         return import_config.main(argv)
+    if name == "stats":
+        from mcp_offload.commands import stats
+
+        return stats.main(argv)
     from mcp_offload.commands import outputs
 
     return outputs.main(argv)

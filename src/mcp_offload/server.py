@@ -27,6 +27,7 @@ from mcp_offload.output_resource import (
     read_output_resource,
     resource_of,
 )
+from mcp_offload.savings_tap import SavingsTap
 from mcp_offload.scope import RunScope, ScopePolicy, new_scope
 from mcp_offload.services import Services
 from mcp_offload.tools import TOOLS, TOOLS_BY_NAME, ToolCall, call_tool
@@ -85,7 +86,7 @@ def build_server(
     policy: ScopePolicy = scope_policy or RunScope()
     own_tools = [spec.to_tool() for spec in TOOLS]
     own_schemas = {tool.name: tool.input_schema for tool in own_tools}  # built once, not per 2026-07-28 call
-    ext = Extensions(extensions)
+    ext = Extensions([*extensions, SavingsTap(services.savings, services.tokens)])  # the tap innermost
     notifier = ChangeNotifier()
     ext.bind(notifier)
 

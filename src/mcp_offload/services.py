@@ -1,14 +1,16 @@
-"""The services a server instance shares: settings, the store, the token counter, the jq runner.
+"""The services a server instance shares: settings, the store, the token counter, the jq runner, the savings
+record.
 
 Built once per process by `server.py` (or by a test) and handed to the tools and the proxy.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from mcp_offload.errors import SettingsError
 from mcp_offload.retrieve.jq_pool import JqRunner
+from mcp_offload.savings.record import SavingsRecord
 from mcp_offload.settings import Settings
 from mcp_offload.store.base import Store
 from mcp_offload.tokens import TokenCounter
@@ -20,14 +22,18 @@ class Services:
     store: Store
     tokens: TokenCounter
     jq: JqRunner
+    savings: SavingsRecord = field(default_factory=SavingsRecord)  # the durable savings record (savings/)
 
     async def aclose(self) -> None:
+        await self.savings.aclose()
         await self.jq.aclose()
         await self.store.aclose()
 
 
 def build_services(settings: Settings) -> Services:
-    """Open the store, load the tokenizer (offline-safe) and prepare the jq worker pool."""
+    """Open the store and the savings record beside it, load the tokenizer (offline-safe) and prepare the jq
+    worker pool."""
+    from mcp_offload.savings import open_savings
     from mcp_offload.store import open_store
     from mcp_offload.store.lifecycle import StoreLimits
     from mcp_offload.tokens import load_counter
@@ -51,4 +57,5 @@ def build_services(settings: Settings) -> Services:
             cache_memory_mb=settings.jq_cache_memory_mb,
             libjq=settings.jq_library or None,
         ),
+        savings=open_savings(settings.store_location()),
     )

@@ -258,6 +258,7 @@ TOOLS: tuple[ToolSpec, ...] = (
 )
 
 TOOLS_BY_NAME = {spec.name: spec for spec in TOOLS}
+RETRIEVAL_TOOLS = frozenset({"read_large_output", "search_large_output", "query_large_output"})  # they pull back
 
 
 def _validation_message(spec: ToolSpec, exc: ValidationError) -> str:

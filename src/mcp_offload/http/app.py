@@ -1,4 +1,5 @@
-"""The ASGI app: streamable HTTP at /mcp and SSE at /sse + /messages/ from one Starlette app, with /healthz.
+"""The ASGI app: streamable HTTP at /mcp and SSE at /sse + /messages/ from one Starlette app, with /healthz, the
+savings figures at /stats and a status page at / (both behind the bearer auth, like /mcp).
 
 `build_http_app` wires the pieces of this package together: the MCP server with its scope policy (`ConnectionScope`
 keyed by the authenticated principal) and its server middleware (shutdown gate, in-flight count, SSE activity,
@@ -31,6 +32,8 @@ from mcp_offload.http.request_log import RequestLog
 from mcp_offload.http.shutdown_gate import ShutdownGate
 from mcp_offload.http.sse import SseEndpoint
 from mcp_offload.http.sse_sessions import SseSessions
+from mcp_offload.http.stats_endpoint import stats_endpoint
+from mcp_offload.http.status_page import status_page
 from mcp_offload.scope import ConnectionScope
 from mcp_offload.server import build_server
 from mcp_offload.services import Services
@@ -66,6 +69,8 @@ def build_http_app(services: Services, options: HttpOptions, *, extensions: Sequ
         return JSONResponse(body, status_code=503 if gate.draining else 200)
 
     routes.append(Route("/healthz", healthz, methods=["GET"]))
+    routes.append(Route("/stats", stats_endpoint(services.savings), methods=["GET"]))
+    routes.append(Route("/", status_page(services.savings, extensions), methods=["GET"]))
     if options.transport in ("http", "both"):
         manager = StreamableHTTPSessionManager(
             app=server,

@@ -4,7 +4,8 @@
 
 The CLI (any transport) needs three lines: `add_proxy_flags(parser)`, `config = proxy_config_from_args(args)` before
 serving (a bad file fails fast), and `async with open_proxy(services, config) as extensions:` around
-`build_server(services, extensions=extensions)`.
+`build_server(services, extensions=extensions)`. A config read from a file is reloaded on SIGHUP or when the file
+changes (reload.py).
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from typing import TYPE_CHECKING
+
+import anyio
 
 from mcp_offload.proxy.config import ConfigError, ProxyConfig, load_config
 
@@ -34,14 +37,24 @@ async def open_proxy(services: Services, config: ProxyConfig | None) -> AsyncIte
 
     if not config.lazy_tools:
         router = ProxyRouter(config, services)
-        async with router.running():
-            yield [router]
-        return
-    from mcp_offload.proxy.discovery import LazyTools
+        extension: Extension = router
+    else:
+        from mcp_offload.proxy.discovery import LazyTools
 
-    router = ProxyRouter(config, services, reserved=LazyTools.names)
+        router = ProxyRouter(config, services, reserved=LazyTools.names)
+        extension = LazyTools(router)
     async with router.running():
-        yield [LazyTools(router)]
+        if config.path is None:
+            yield [extension]
+            return
+        from mcp_offload.proxy.reload import watch_config
+
+        async with anyio.create_task_group() as tg:  # reload on SIGHUP or when the file changes (proxy/reload.py)
+            tg.start_soon(watch_config, router, config.path)
+            try:
+                yield [extension]
+            finally:
+                tg.cancel_scope.cancel()
 
 
 def add_proxy_flags(parser: argparse.ArgumentParser) -> None:

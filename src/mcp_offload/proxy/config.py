@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import logging
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -106,6 +106,7 @@ class ProxyConfig:
     call_timeout_s: float = DEFAULT_CALL_TIMEOUT_S
     startup_timeout_s: float = DEFAULT_STARTUP_TIMEOUT_S
     lazy_tools: bool = False
+    path: Path | None = field(default=None, compare=False)  # the file it was read from (reload watches it)
 
     @property
     def enabled(self) -> tuple[UpstreamSpec, ...]:
@@ -138,7 +139,8 @@ def load_config(path: str | Path) -> ProxyConfig:
         data = json.loads(raw)
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{where}: not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
-    return parse_config(data, source=where, base_dir=file.resolve().parent)
+    config = parse_config(data, source=where, base_dir=file.resolve().parent)
+    return replace(config, path=file)
 
 
 def parse_config(data: Any, *, source: str = "config", base_dir: Path | None = None) -> ProxyConfig:

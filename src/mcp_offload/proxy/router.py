@@ -20,23 +20,24 @@ import logging
 import re
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import anyio
+import anyio.abc
 import mcp.types as types
 from mcp.server import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
 from mcp_offload.change_notifier import ListChanged
 from mcp_offload.extension import Extension, NextTool
-from mcp_offload.proxy.config import ProxyConfig
-from mcp_offload.proxy.policy import PASSED, OffloadPolicy
-from mcp_offload.proxy.stats import RETRIEVAL_TOOLS, SavingsStats
+from mcp_offload.proxy.config import ProxyConfig, UpstreamSpec
+from mcp_offload.proxy.policy import PASSED, Decision, OffloadPolicy
+from mcp_offload.proxy.stats import SavingsStats
 from mcp_offload.proxy.transports import UpstreamUnavailable
 from mcp_offload.proxy.upstream import Catalog, Upstream
 from mcp_offload.services import Services
-from mcp_offload.tools import TOOLS_BY_NAME, ToolCall, error_result
+from mcp_offload.tools import RETRIEVAL_TOOLS, TOOLS_BY_NAME, ToolCall, error_result
 
 log = logging.getLogger(__name__)
 
@@ -126,6 +127,14 @@ def build_table(upstreams: Sequence[Upstream], reserved: set[str]) -> NameTable:
     return table
 
 
+def _same_upstream(upstream: Upstream, spec: UpstreamSpec, config: ProxyConfig) -> bool:
+    return (
+        upstream.spec == spec
+        and upstream.call_timeout_s == config.call_timeout_for(spec)
+        and upstream.startup_timeout_s == config.startup_timeout_for(spec)
+    )
+
+
 def _prefixed(prefix: str, name: str) -> str:
     return f"{prefix}{SEPARATOR}{name}" if prefix else name
 
@@ -165,18 +174,13 @@ class ProxyRouter(Extension):
         self.services = services
         self.policy = OffloadPolicy(services)
         self.stats = stats or SavingsStats()
-        self.upstreams = [
-            Upstream(
-                spec,
-                call_timeout_s=config.call_timeout_for(spec),
-                startup_timeout_s=config.startup_timeout_for(spec),
-                on_catalog_changed=self._catalog_changed,
-            )
-            for spec in config.enabled
-        ]
+        self.upstreams = [self._new_upstream(spec, config) for spec in config.enabled]
+        self._tg: anyio.abc.TaskGroup | None = None
+        self._supervisors: dict[Upstream, tuple[anyio.CancelScope, anyio.Event]] = {}
         self._notifiers: list[ListChanged] = []
         self._table = NameTable()
         self._table_key: tuple[int, ...] | None = None
+        self._generation = 0  # bumped by reconfigure: the upstream list changed
         self._reserved = set(TOOLS_BY_NAME) | {STATUS_TOOL} | reserved
 
     @asynccontextmanager
@@ -190,16 +194,81 @@ class ProxyRouter(Extension):
             f"; disabled: {', '.join(disabled)}" if disabled else "",
         )
         async with anyio.create_task_group() as tg:
+            self._tg = tg
             for upstream in self.upstreams:
-                tg.start_soon(upstream.run)
+                self._start(upstream)
             try:
                 yield self
             finally:
+                self._tg = None
                 tg.cancel_scope.cancel()
+
+    def _new_upstream(self, spec: UpstreamSpec, config: ProxyConfig) -> Upstream:
+        return Upstream(
+            spec,
+            call_timeout_s=config.call_timeout_for(spec),
+            startup_timeout_s=config.startup_timeout_for(spec),
+            on_catalog_changed=self._catalog_changed,
+        )
+
+    def _start(self, upstream: Upstream) -> None:
+        assert self._tg is not None, "start upstreams inside running()"
+        scope, done = anyio.CancelScope(), anyio.Event()
+        self._supervisors[upstream] = (scope, done)
+
+        async def supervise() -> None:
+            try:
+                with scope:
+                    await upstream.run()
+            finally:
+                done.set()
+
+        self._tg.start_soon(supervise)
+
+    async def _stop(self, upstream: Upstream) -> None:
+        scope, done = self._supervisors.pop(upstream)
+        scope.cancel()
+        with anyio.move_on_after(10):
+            await done.wait()
+
+    async def reconfigure(self, config: ProxyConfig) -> tuple[list[str], list[str], list[str]]:
+        """Apply a new config while running: start new upstreams, stop removed ones, restart changed ones (their
+        entry or effective timeouts differ), leave the others running; then tell clients the lists changed.
+        Returns the names (added, removed, restarted). `lazy_tools` cannot change while running (kept as is)."""
+        config = replace(config, lazy_tools=self.config.lazy_tools)
+        old = {u.name: u for u in self.upstreams}
+        added, removed, restarted = [], [], []
+        upstreams: list[Upstream] = []
+        for spec in config.enabled:
+            current = old.pop(spec.name, None)
+            if current is not None and _same_upstream(current, spec, config):
+                upstreams.append(current)
+                continue
+            if current is not None:
+                restarted.append(spec.name)
+                await self._stop(current)
+            else:
+                added.append(spec.name)
+            upstream = self._new_upstream(spec, config)
+            upstreams.append(upstream)
+            self._start(upstream)
+        for gone in old.values():
+            removed.append(gone.name)
+            await self._stop(gone)
+        self.config = config
+        self.upstreams = upstreams
+        self._generation += 1
+        if added or removed or restarted:
+            for upstream in upstreams:
+                if upstream.name in added or upstream.name in restarted:
+                    await upstream.wait_started()
+            for notifier in self._notifiers:
+                await notifier.changed(tools=True, resources=True, prompts=True)
+        return added, removed, restarted
 
     # -- names ------------------------------------------------------------------------------------------------
     def table(self) -> NameTable:
-        key = tuple(u.catalog_version for u in self.upstreams)
+        key = (self._generation, *(u.catalog_version for u in self.upstreams))
         if key != self._table_key:
             self._table = build_table(self.upstreams, self._reserved)
             self._table_key = key
@@ -262,7 +331,7 @@ class ProxyRouter(Extension):
             return error_result(str(exc))
         if route.name in spec.options.never:
             result.meta = None
-            self.stats.record_result(call.scope, PASSED)
+            await self._account(call, spec.name, route.name, PASSED)
             return result
         result, decision = await self.policy.apply(
             result,
@@ -274,8 +343,17 @@ class ProxyRouter(Extension):
             threshold=self.config.threshold_for(spec),
             always=route.name in spec.options.always,
         )
-        self.stats.record_result(call.scope, decision)
+        await self._account(call, spec.name, route.name, decision)
         return result
+
+    async def _account(self, call: ToolCall, server: str, tool: str, decision: Decision) -> None:
+        """One upstream result into this session's savings and into the durable record (savings/)."""
+        self.stats.record_result(call.scope, decision)
+        offloaded = decision.offloaded
+        kept_out = decision.tokens_original - decision.tokens_reply if offloaded else 0
+        await self.services.savings.add(
+            server, tool, results_seen=1, results_offloaded=int(offloaded), tokens_kept_out=kept_out
+        )
 
     def unavailable_error(self, name: str) -> types.CallToolResult | None:
         """A name under the prefix of a server that is down gets a clear error instead of 'unknown tool'."""

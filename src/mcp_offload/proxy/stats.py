@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from mcp_offload.proxy.policy import Decision
 
 MAX_SESSIONS = 10_000
-RETRIEVAL_TOOLS = frozenset({"read_large_output", "search_large_output", "query_large_output"})
+__all__ = ["SavingsStats", "SessionSavings"]
 
 
 @dataclass(slots=True)

@@ -1,0 +1,61 @@
+"""Feeding the savings record from our own tools, through the server's extension seam (`intercept_tool`):
+a direct `offload` counts as one result seen and offloaded (its tokens minus the reference's are kept out), and
+every successful read / search / query counts the tokens of the text it returned as pulled back.
+
+`build_server` puts this extension innermost, so it sees the tool's own result. The proxy's results are counted by
+the proxy itself (proxy/router.py), which knows the upstream server and tool.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import anyio
+import mcp.types as types
+
+from mcp_offload.extension import Extension, NextTool
+from mcp_offload.savings.record import DIRECT, SavingsRecord
+from mcp_offload.tokens import TokenCounter
+from mcp_offload.tools import RETRIEVAL_TOOLS, ToolCall
+
+log = logging.getLogger(__name__)
+
+OFFLOAD_TOOL = "offload"
+_INLINE_COUNT_CHARS = 20_000  # larger texts are counted off the event loop
+
+
+async def count_text(counter: TokenCounter, result: types.CallToolResult) -> int:
+    """The tokens of a result's text, as the model received it."""
+    text = "".join(b.text for b in result.content if isinstance(b, types.TextContent))
+    if len(text) <= _INLINE_COUNT_CHARS:
+        return counter.count(text)
+    return await anyio.to_thread.run_sync(counter.count, text)
+
+
+class SavingsTap(Extension):
+    """Counts our own tools' side of the savings into `record` (nothing, when the record keeps nothing)."""
+
+    def __init__(self, record: SavingsRecord, counter: TokenCounter) -> None:
+        self.record = record
+        self.counter = counter
+
+    async def intercept_tool(
+        self, call: ToolCall, name: str, arguments: dict[str, Any] | None, call_next: NextTool
+    ) -> types.CallToolResult:
+        result = await call_next()
+        if result.is_error or not self.record.enabled or (name != OFFLOAD_TOOL and name not in RETRIEVAL_TOOLS):
+            return result
+        try:
+            if name == OFFLOAD_TOOL:
+                stored = (result.structured_content or {}).get("tokens")
+                if isinstance(stored, int):
+                    reference = await count_text(self.counter, result)
+                    kept_out = max(0, stored - reference)
+                    await self.record.add(DIRECT, name, results_seen=1, results_offloaded=1, tokens_kept_out=kept_out)
+            else:
+                tokens = await count_text(self.counter, result)
+                await self.record.add(DIRECT, name, retrievals=1, tokens_retrieved=tokens)
+        except Exception:  # counting must never fail the call
+            log.warning("savings record: could not count a %s call", name, exc_info=True)
+        return result
