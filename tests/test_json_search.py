@@ -99,7 +99,7 @@ async def test_directory_tree_hit_says_where_it_sits(server: OffloadServer, mode
         [hit] = out["matches"]
         assert hit["json_path"] == ".[77].children[0].children[1].children[12].name"
         assert hit["breadcrumb"] == "pkg077 › src › mod1 › plan-077-1.md"
-        assert hit["record"] is None
+        assert hit.get("record") is None
         assert "at .[77].children[0].children[1].children[12].name (pkg077 › src › mod1 › plan-077-1.md)" in text
         assert await query(client, handle, hit["json_path"]) == ["plan-077-1.md"]
         # A hit inside a key gets its member's path.
@@ -127,7 +127,7 @@ async def test_nested_api_response_record_in_one_call(server: OffloadServer, pre
         assert read.structured_content is not None and read.structured_content["text"] == record["text"]
         # scope="line" (the default) has no records.
         _, lines = await search(client, pattern="ord-0057", handle=handle)
-        assert lines["records"] is None and lines["matches"][0]["json_path"] == ".data.orders[57].id"
+        assert lines.get("records") is None and lines["matches"][0]["json_path"] == ".data.orders[57].id"
 
 
 async def test_two_megabyte_single_line_keeps_a_short_excerpt(server: OffloadServer) -> None:
@@ -152,7 +152,7 @@ async def test_json_lines_give_the_record_number_and_a_path_within_it(server: Of
         handle = await offload(client, "\n".join(json.dumps(r) for r in rows) + "\n")
         text, out = await search(client, pattern='"fork"', handle=handle, scope="record")
         [hit] = out["matches"]
-        assert (hit["record"], hit["json_path"], hit["breadcrumb"]) == (12, ".event", None)
+        assert (hit["record"], hit["json_path"], hit.get("breadcrumb")) == (12, ".event", None)
         assert "at record 12: .event" in text
         [record] = out["records"]
         assert record["record"] == 12 and record["json_path"] == "."
@@ -178,7 +178,7 @@ async def test_text_outputs_have_no_json_paths_and_refuse_record_scope(server: O
     async with Client(server) as client:
         handle = await offload(client, "alpha\nbeta\n" * 50)
         _, out = await search(client, pattern="beta", handle=handle, max_results=1)
-        assert out["matches"][0]["json_path"] is None and out["matches"][0]["breadcrumb"] is None
+        assert "json_path" not in out["matches"][0] and "breadcrumb" not in out["matches"][0]  # absent, not null
         result = await client.call_tool("search_large_output", {"pattern": "beta", "handle": handle, "scope": "record"})
         assert result.is_error
         assert 'scope="record" needs a JSON or JSON Lines output' in text_of(result)

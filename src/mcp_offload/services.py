@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from mcp_offload.errors import SettingsError
+from mcp_offload.retrieve.jq_library import resolve_libjq
 from mcp_offload.retrieve.jq_pool import JqRunner
 from mcp_offload.savings.record import SavingsRecord
 from mcp_offload.settings import Settings
@@ -55,7 +56,7 @@ def build_services(settings: Settings) -> Services:
             cache_inputs=settings.jq_cache_inputs,
             cache_input_mb=settings.jq_cache_input_mb,
             cache_memory_mb=settings.jq_cache_memory_mb,
-            libjq=settings.jq_library or None,
+            libjq=resolve_libjq(settings.jq_library),
         ),
         savings=open_savings(settings.store_location()),
     )
