@@ -14,6 +14,7 @@ from typing import Any
 import anyio
 import mcp.types as types
 
+from mcp_offload.content_blocks import text_of
 from mcp_offload.extension import Extension, NextTool
 from mcp_offload.savings.record import DIRECT, SavingsRecord
 from mcp_offload.tokens import TokenCounter
@@ -27,7 +28,7 @@ _INLINE_COUNT_CHARS = 20_000  # larger texts are counted off the event loop
 
 async def count_text(counter: TokenCounter, result: types.CallToolResult) -> int:
     """The tokens of a result's text, as the model received it."""
-    text = "".join(b.text for b in result.content if isinstance(b, types.TextContent))
+    text = text_of(result.content)
     if len(text) <= _INLINE_COUNT_CHARS:
         return counter.count(text)
     return await anyio.to_thread.run_sync(counter.count, text)

@@ -9,20 +9,14 @@ from __future__ import annotations
 
 import mcp.types as types
 
+from mcp_offload.content_blocks import payload_of
+
 FALLBACK_MAX_CHARS = 100_000
 
 
 def _size(block: types.ContentBlock) -> int:
-    match block:
-        case types.TextContent(text=text):
-            return len(text)
-        case types.ImageContent(data=data) | types.AudioContent(data=data):
-            return len(data)
-        case types.EmbeddedResource(resource=types.TextResourceContents(text=text)):
-            return len(text)
-        case types.EmbeddedResource(resource=types.BlobResourceContents(blob=blob)):
-            return len(blob)
-    return 0
+    payload = payload_of(block)
+    return len(payload.body) if payload is not None else 0
 
 
 def _cut(block: types.ContentBlock, keep: int) -> types.ContentBlock | None:

@@ -30,6 +30,7 @@ import mcp.types as types
 import orjson
 
 from mcp_offload import api
+from mcp_offload.content_blocks import payload_of
 from mcp_offload.errors import OffloadError
 from mcp_offload.output_resource import resource_link_of
 from mcp_offload.proxy.fallback import inline_fallback
@@ -84,19 +85,13 @@ def split_result(result: types.CallToolResult) -> list[_Part]:
     texts: list[types.TextContent] = []
     others: list[_Part] = []
     for block in result.content:
-        match block:
-            case types.TextContent():
-                texts.append(block)
-            case types.ImageContent(data=data, mime_type=mime):
-                others.append(_Part("image", data, "image", mime, [block]))
-            case types.AudioContent(data=data, mime_type=mime):
-                others.append(_Part("audio", data, "audio", mime, [block]))
-            case types.EmbeddedResource(resource=types.TextResourceContents(uri=uri, text=text, mime_type=mime)):
-                others.append(_Part("resource", text, f"embedded resource {uri}", mime, [block]))
-            case types.EmbeddedResource(resource=types.BlobResourceContents(uri=uri, blob=blob, mime_type=mime)):
-                others.append(_Part("blob", blob, f"embedded resource {uri}", mime, [block]))
-            case _:
-                pass  # resource links (already references) and unknown blocks stay as they are
+        payload = payload_of(block)
+        if payload is None:
+            continue  # resource links (already references) and unknown blocks stay as they are
+        if isinstance(block, types.TextContent):
+            texts.append(block)
+        else:
+            others.append(_Part(payload.kind, payload.body, payload.label, payload.mime_type, [block]))
     parts: list[_Part] = []
     if texts:
         parts.append(_Part("text", "\n".join(b.text for b in texts), "text", None, list(texts)))

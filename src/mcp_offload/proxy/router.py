@@ -36,6 +36,7 @@ from mcp_offload.proxy.policy import PASSED, Decision, OffloadPolicy
 from mcp_offload.proxy.stats import SavingsStats
 from mcp_offload.proxy.transports import UpstreamUnavailable
 from mcp_offload.proxy.upstream import Catalog, Upstream
+from mcp_offload.savings_tap import count_text
 from mcp_offload.services import Services
 from mcp_offload.tools import RETRIEVAL_TOOLS, TOOLS_BY_NAME, ToolCall, error_result
 
@@ -378,10 +379,7 @@ class ProxyRouter(Extension):
         return result
 
     async def _count_retrieval(self, call: ToolCall, result: types.CallToolResult) -> None:
-        text = "".join(b.text for b in result.content if isinstance(b, types.TextContent))
-        count = self.services.tokens.count  # what the model received; big texts off the event loop
-        tokens = count(text) if len(text) <= 20_000 else await anyio.to_thread.run_sync(count, text)
-        self.stats.record_retrieval(call.scope, tokens)
+        self.stats.record_retrieval(call.scope, await count_text(self.services.tokens, result))
 
     async def list_resources(self) -> list[types.Resource]:
         await self.settle()
