@@ -9,12 +9,15 @@ import random
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from mcp import Client
 
 from conftest import text_of
 from mcp_offload.preview.lookup_examples import id_select, pick_id_field, tree_examples
 from mcp_offload.server import OffloadServer
 from mcp_offload.services import Services
+from preview_fixtures import assert_paths_work, len4, preview_of, run_jq
 
 
 def directory_tree(packages: int = 80, seed: int = 1) -> list[dict[str, Any]]:
@@ -194,3 +197,24 @@ def test_tree_needs_two_levels_of_named_nodes() -> None:
         '[paths(objects and .name == "plan.md")]',
         '.. | objects | select(.name == "plan.md")',
     ]
+
+
+NAMES = st.text(st.characters(exclude_categories=["Cs"]), min_size=1, max_size=6) | st.sampled_from(["a", "plan.md"])
+TREES = st.recursive(
+    st.fixed_dictionaries({"name": NAMES}, optional={"size": st.integers(0, 9)}),
+    lambda kids: st.fixed_dictionaries({"name": NAMES, "children": st.lists(kids, max_size=4)}),
+    max_leaves=25,
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(roots=st.lists(TREES, min_size=1, max_size=4), ids=st.booleans())
+def test_random_trees_and_records_examples_run(roots: list[dict[str, Any]], ids: bool) -> None:
+    doc: Any = [{**r, "id": i} for i, r in enumerate(roots)] if ids else {"tree": roots}
+    text = json.dumps(doc, ensure_ascii=False)
+    preview = preview_of(text, count_tokens=len4)
+    assert preview.tokens <= 500
+    assert_paths_work(preview.data["jq_paths"], text)
+    lookups = tree_examples(doc)
+    for program in lookups:  # shown or not (the budget decides), they answer
+        assert run_jq(program, text) not in ([], [[]])

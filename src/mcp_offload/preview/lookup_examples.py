@@ -22,7 +22,7 @@ from mcp_offload.unicode import encodes_as_utf8
 __all__ = ["id_select", "pick_id_field", "tree_examples"]
 
 _ID_KEYS = ("id", "uuid", "key", "number", "slug", "name", "login")
-_ID_SUFFIX = re.compile(r"(?:^|_|-)(?:id|uuid|key)\Z|[a-z0-9](?:Id|ID|Uuid|Key)\Z", re.IGNORECASE)
+_ID_SUFFIX = re.compile(r"(?i:[_-](?:id|uuid|key))\Z|[a-z0-9](?:Id|ID|Uuid|Key)\Z")  # order_id, orderId; not "paid"
 _CHILD_KEYS = ("children", "items", "nodes", "entries")
 _TREE_NAME_KEYS = ("name", "title", "path", "label", "key", "id")
 _VALUE_CUT = 40  # longest string value shown in an example
@@ -30,6 +30,7 @@ _SAFE_INT = 2**53  # jq compares numbers as doubles
 _KEYS_LOOKED_AT = 200
 _TREE_SEARCH_VISITS = 2_000  # containers looked at to find a tree
 _TREE_WALK_VISITS = 5_000  # nodes walked to pick a deep name
+_KIDS_WALKED = 1_000  # children of one node looked at
 
 
 def _id_value(value: object) -> str | int | None:
@@ -123,7 +124,7 @@ def _deep_name(root: dict[str, Any], name_key: str, child_key: str) -> str | Non
         visits += 1
         name = node.get(name_key)
         kids = node.get(child_key)
-        kids = [k for k in kids if k.__class__ is dict] if kids.__class__ is list else []
+        kids = [k for k in islice(kids, _KIDS_WALKED) if k.__class__ is dict] if kids.__class__ is list else []
         if name.__class__ is str and 0 < len(name) <= _VALUE_CUT and encodes_as_utf8(name):
             rank = (depth, 0 if kids else 1, name)
             if best is None or rank[:2] > best[:2]:
