@@ -212,3 +212,15 @@ def test_as_json_lines_reuses_a_parsed_list() -> None:
     assert as_json_lines(text, [{"a": 1}, [2]]) == JsonLines(2, [{"a": 1}, [2]], all_objects=False, all_arrays=False)
     assert as_json_lines(text, None) == JsonLines(2, [{"a": 1}, [2]], all_objects=False, all_arrays=False)
     assert as_json_lines("not\njson", None) is None
+
+
+@pytest.mark.parametrize("cut", [0, 1, 5, 18, 19, 20])
+def test_big_integer_found_across_digit_scan_chunks(cut: int) -> None:
+    """The bytes prefilter finds a 20-digit integer wherever it sits, also across a 1 MiB chunk edge."""
+    big = 123456789012345678901
+    head = '{"pad": "' + "x" * ((1 << 20) - 9 - 10 - cut) + '", "n": '
+    text = f"{head}{big}}}"
+    kind, value = detect_kind(text, text.encode())
+    assert kind == "json"
+    assert isinstance(value, dict) and value["n"] == big
+    assert detect_kind('{"n": 1.5}', b'{"n": 1.5}') == ("json", {"n": 1.5})

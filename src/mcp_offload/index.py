@@ -59,12 +59,11 @@ class ContentIndex:
         line_starts = array("Q")
         chars = newlines = 0
         for start in range(0, size, BLOCK):
-            block = data[start : start + BLOCK]
             line_starts.append(newlines)
-            newlines += block.count(b"\n")
+            newlines += data.count(b"\n", start, start + BLOCK)  # no copy of the block
             if not is_ascii:
                 char_starts.append(chars)
-                chars += _count_chars(block)
+                chars += _count_chars(data[start : start + BLOCK])
         if is_ascii:
             chars = size
         lines = newlines + (1 if size and not data.endswith(b"\n") else 0)

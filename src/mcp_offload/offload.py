@@ -14,7 +14,7 @@ import anyio
 
 from mcp_offload.errors import InvalidContent, TooLarge
 from mcp_offload.index import ContentIndex
-from mcp_offload.kinds import detect_kind
+from mcp_offload.kinds import detect_kind, gc_paused
 from mcp_offload.preview import Preview, build_preview
 from mcp_offload.results import OffloadOutput, facts_of
 from mcp_offload.services import Services
@@ -69,18 +69,22 @@ def _prepare_text(
             "nothing was stored. Split it into parts and offload each."
         )
     index = ContentIndex.build(data)
-    kind, parsed = detect_kind(text)
+    # The parsed value lives only until the preview is built: the GC stays paused until it is freed, so that it is
+    # never traversed (one collection over a 100 MB document's objects costs about as much as parsing it).
+    with gc_paused():
+        kind, parsed = detect_kind(text, data)
+        preview = build_preview(
+            text,
+            kind,
+            parsed=parsed,
+            budget_tokens=max(100, settings.preview_tokens - FRAME_TOKENS),
+            count_tokens=services.tokens.count,
+            total_lines=index.lines,
+        )
+        del parsed
     if "\x00" in text and kind == "text":
         notes = (*notes, "content contains NUL characters; stored exactly as given")
     tokens, approx = services.tokens.count_large(text, settings.tokens_exact_chars)
-    preview = build_preview(
-        text,
-        kind,
-        parsed=parsed,
-        budget_tokens=max(100, settings.preview_tokens - FRAME_TOKENS),
-        count_tokens=services.tokens.count,
-        total_lines=index.lines,
-    )
     meta = OutputMeta(
         handle=new_handle(),
         kind=kind,

@@ -1,8 +1,10 @@
 """jq examples that run: filters built from the document itself, each checked against it before it is shown.
 
 For JSON, the main array (the longest one at a fixed path, arrays of objects first) gets `length`, one element's
-field, a `select()` on a category-like field (status, level, …) and a projection; then plain paths to scalars.
-For JSON Lines, the filters run once per record: a field every sampled record has, a `select()` and a projection.
+field, a `select()` on a category-like field (status, level, …), a projection and a `select()` of one record by an
+id-like field; a tree of named nodes gets, right after the first two, how to find a node by name anywhere
+(lookup_examples.py); then plain paths to scalars. For JSON Lines, the filters run once per record: a field every
+sampled record has, a `select()`, a projection and a `select()` of one record by an id-like field.
 Keys are spelled the way jq 1.6 and 1.7 both accept, and keys jq cannot name (lone surrogates) get no path; plain
 paths are resolved in the document and dropped unless they reach a non-null value.
 """
@@ -10,49 +12,21 @@ paths are resolved in the document and dropped unless they reach a non-null valu
 from __future__ import annotations
 
 import json
-import re
 from itertools import islice
 from typing import Any
 
 from mcp_offload.kinds import JsonLines
-from mcp_offload.preview.outline import ITER, KEYS_SCANNED, STRING_CUT, Outline, spread
+from mcp_offload.preview.jq_syntax import jq_field, jq_path, parse_plain_path, projection
+from mcp_offload.preview.lookup_examples import id_select, tree_examples
+from mcp_offload.preview.outline import KEYS_SCANNED, STRING_CUT, Outline, spread
 from mcp_offload.unicode import encodes_as_utf8
 
 __all__ = ["json_examples", "jsonl_examples"]
 
-_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-_JQ_KEYWORDS = frozenset(
-    {
-        *("and", "as", "break", "catch", "def", "elif", "else", "end", "foreach", "if", "import", "include"),
-        *("label", "or", "reduce", "then", "try", "__loc__"),
-    }
-)
 _NAME_KEYS = ("name", "title", "id", "key", "slug", "login", "email", "path", "url", "label")
 _CATEGORY_KEYS = ("status", "state", "level", "severity", "type", "kind", "category", "result", "outcome")
 _INTERESTING_VALUES = ("error", "failed", "failure", "fatal", "critical", "warning", "warn")
-_MAX_JQ = 5
-
-
-def _jq_field(key: str, first: bool) -> str:
-    """`.key` for plain identifiers, else `["key"]` (`.["key"]` first): the forms jq 1.6 and 1.7 both accept."""
-    if _IDENT.match(key) and key not in _JQ_KEYWORDS:
-        return f".{key}"
-    quoted = json.dumps(key, ensure_ascii=False)
-    return f".[{quoted}]" if first else f"[{quoted}]"
-
-
-def _jq_path(path: tuple[Any, ...]) -> str | None:
-    out = ""
-    for step in path:
-        if step is ITER:
-            out += ".[]" if not out else "[]"
-        elif isinstance(step, int):
-            out += f".[{step}]" if not out else f"[{step}]"
-        elif not encodes_as_utf8(step):
-            return None  # jq sees lone surrogates as U+FFFD: no path can name such a key
-        else:
-            out += _jq_field(step, not out)
-    return out or "."
+_MAX_JQ = 6
 
 
 def _resolve(doc: Any, path: tuple[Any, ...]) -> tuple[bool, Any]:
@@ -105,18 +79,6 @@ def _pick_category(records: list[dict[str, Any]]) -> tuple[str, str] | None:
     return key, min(counts, key=lambda v: counts[v])  # the rarest: filtering is for finding the few
 
 
-def _projection(keys: list[str]) -> str:
-    """`{a, b}`; keys that are not identifiers spelled out: `{"a-b": .["a-b"]}`."""
-    parts = []
-    for key in keys:
-        if _IDENT.match(key) and key not in _JQ_KEYWORDS:
-            parts.append(key)
-        else:
-            quoted = json.dumps(key, ensure_ascii=False)
-            parts.append(f"{quoted}: .[{quoted}]")
-    return "{" + ", ".join(parts) + "}"
-
-
 def _common_keys(records: list[dict[str, Any]], limit: int, exclude: tuple[str, ...] = ()) -> list[str]:
     """Keys present and non-null in every sampled record."""
     if not records:
@@ -139,21 +101,24 @@ def _element_examples(prefix: str, array: list[Any], elements: list[Any]) -> lis
     if first.__class__ is dict:
         key = _pick_name_key(first)
         if key is not None:
-            out.append(f"{prefix}[0]{_jq_field(key, False)}")  # "." + "[0]" is right for the root too
+            out.append(f"{prefix}[0]{jq_field(key, False)}")  # "." + "[0]" is right for the root too
     elif first is not None:
         out.append(f"{prefix}[0]")
     objects = [e for e in elements if e.__class__ is dict]
     if not objects:
         return out
-    all_objects = all(e.__class__ is dict for e in array)
+    all_objects = set(map(type, array)) == {dict}  # exact, at C speed (~30 ms for 1M elements)
     each = f"{prefix}[]" if all_objects else f"{prefix}[] | objects"
     category = _pick_category(objects)
     if category is not None:
         key, value = category
-        out.append(f"{each} | select({_jq_field(key, True)} == {json.dumps(value, ensure_ascii=False)})")
+        out.append(f"{each} | select({jq_field(key, True)} == {json.dumps(value, ensure_ascii=False)})")
     keys = _common_keys(objects, 3)
     if len(keys) >= 2:
-        out.append(f"{each} | {_projection(keys)}")
+        out.append(f"{each} | {projection(keys)}")
+    by_id = id_select(each, objects)
+    if by_id is not None:
+        out.append(by_id)
     return out
 
 
@@ -173,11 +138,12 @@ def json_examples(doc: Any, outline: Outline) -> list[str]:
                     best, main = rank, (node.path, array)
     if main is not None:
         path, array = main
-        prefix = _jq_path(path)
+        prefix = jq_path(path)
         if prefix is not None:
             examples.append("length" if prefix == "." else f"{prefix} | length")
             sampled = [array[i] for i in spread(len(array))]
             examples.extend(_element_examples(prefix, array, sampled))
+    examples[2:2] = tree_examples(doc)
     for node in outline.order:
         if len(examples) >= _MAX_JQ:
             break
@@ -186,37 +152,24 @@ def json_examples(doc: Any, outline: Outline) -> list[str]:
         value = node.values[0]
         if value is None or value.__class__ in (dict, list):
             continue
-        scalar_path = _jq_path(node.path)
+        scalar_path = jq_path(node.path)
         if scalar_path is not None and scalar_path not in examples:
             examples.append(scalar_path)
     return [e for e in examples[:_MAX_JQ] if _jq_checked(doc, e)]
 
 
 def _jq_checked(doc: Any, example: str) -> bool:
-    """Guard for plain paths (no pipes): they must resolve to a non-null value in the document."""
-    if "|" in example or example == "length":
+    """Guard for plain paths (no pipes): they must resolve to a non-null value in the document.
+
+    Filters (pipes, `length`, the tree lookups' `[paths(…)]`) are built from values found in the document.
+    """
+    if "|" in example or example == "length" or example.startswith("[paths("):
         return True
-    steps = _parse_plain_path(example)
+    steps = parse_plain_path(example)
     if steps is None:
         return False
     found, value = _resolve(doc, steps)
     return found and value is not None
-
-
-_PLAIN_STEP = re.compile(r'\.([A-Za-z_][A-Za-z0-9_]*)|\.?\[(-?\d+)\]|\.?\[("(?:[^"\\]|\\.)*")\]')
-
-
-def _parse_plain_path(path: str) -> tuple[Any, ...] | None:
-    steps: list[Any] = []
-    pos = 0
-    while pos < len(path):
-        match = _PLAIN_STEP.match(path, pos)
-        if match is None:
-            return None
-        ident, index, quoted = match.groups()
-        steps.append(ident if ident is not None else int(index) if index is not None else json.loads(quoted))
-        pos = match.end()
-    return tuple(steps)
 
 
 def jsonl_examples(lines: JsonLines) -> list[str]:
@@ -232,17 +185,20 @@ def jsonl_examples(lines: JsonLines) -> list[str]:
     category = _pick_category(records)
     out: list[str] = []
     if category is not None and category[0] in common:
-        out.append(f"{lead}{_jq_field(category[0], True)}")
+        out.append(f"{lead}{jq_field(category[0], True)}")
     else:
         name = next((k for k in _NAME_KEYS if k in common), common[0] if common else None)
         if name is not None:
-            out.append(f"{lead}{_jq_field(name, True)}")
+            out.append(f"{lead}{jq_field(name, True)}")
     if category is not None:
         key, value = category
         matching = [r for r in records if r.get(key) == value]
         others = _common_keys(matching, 1, exclude=(key,))
-        select = f"{lead}select({_jq_field(key, True)} == {json.dumps(value, ensure_ascii=False)})"
-        out.append(f"{select} | {_jq_field(others[0], True)}" if others else select)
+        select = f"{lead}select({jq_field(key, True)} == {json.dumps(value, ensure_ascii=False)})"
+        out.append(f"{select} | {jq_field(others[0], True)}" if others else select)
     if len(common) >= 2:
-        out.append(f"{lead}{_projection(common[:3])}")
+        out.append(f"{lead}{projection(common[:3])}")
+    by_id = id_select("", records)
+    if by_id is not None:
+        out.append(f"{lead}{by_id}")
     return out[:_MAX_JQ]

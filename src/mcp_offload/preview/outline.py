@@ -17,6 +17,7 @@ from itertools import islice
 from typing import Any
 
 from mcp_offload.preview.fit import largest, plural
+from mcp_offload.preview.jq_syntax import ITER
 
 __all__ = [
     "ITER",
@@ -45,7 +46,6 @@ _WORK_LIMIT = 200_000  # key visits; past it, unions are taken over fewer object
 STRING_CUT = 40
 _KEY_CUT = 60
 _ARRAY_NESTING = 4  # "array of array of …" levels described
-ITER = None  # a path segment meaning "every element" ([])
 
 
 def jq_type(value: Any) -> str:
