@@ -1,33 +1,18 @@
 """A bounded load test: concurrent sessions making mixed calls against a real `mcp-offload --transport …` process.
 
-The workload is bench/http_load.py's (the full run there is 50 sessions x 100 calls on 100 KB–1 MB outputs, next
-to mcp-proxy); here it is kept small so the test stays well under 30 s on a 2-core machine: zero errors, zero
-cross-session reads, every session probed a live peer, and the server stops cleanly on SIGTERM afterwards.
+The workload is tests/load_workload.py's, a small cousin of bench/http_load.py (whose full run is 50 sessions x 100
+calls on 100 KB–1 MB outputs, next to mcp-proxy); here it is kept small so the test stays well under 30 s on a
+2-core machine: zero errors, zero cross-session reads, every session probed a live peer, and the server stops
+cleanly on SIGTERM afterwards.
 """
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from dataclasses import replace
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[1] / "bench" / "http_load.py"
-
-
-def _bench_module() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_http_load", BENCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up by name
-    spec.loader.exec_module(module)
-    return module
-
-
-http_load = _bench_module()
+from load_workload import LoadConfig, mcp_offload_server, run_load
 
 
 @pytest.mark.parametrize(
@@ -38,7 +23,7 @@ async def test_concurrent_sessions_mixed_calls(
     tmp_path: Path, transport: str, mode: str, sessions: int, calls: int
 ) -> None:
     tokens = tuple(f"load-token-{i:02d}-{'z' * 16}" for i in range(sessions))
-    cfg = http_load.LoadConfig(
+    cfg = LoadConfig(
         sessions=sessions,
         calls=calls,
         min_bytes=100_000,
@@ -48,11 +33,11 @@ async def test_concurrent_sessions_mixed_calls(
         tokens=tokens,
         time_limit_s=60,
     )
-    with http_load.mcp_offload_server(tmp_path / "store", tokens=tokens, transport=transport) as server:
+    with mcp_offload_server(tmp_path / "store", tokens=tokens, transport=transport) as server:
         path = "/sse" if transport == "sse" else "/mcp"
-        result = await http_load.measure(server.url + path, server.process.pid, replace(cfg))
+        result = await run_load(server.url + path, cfg)
         returncode = server.stop()
-    summary = result.summary(cfg.max_bytes)
+    summary = result.summary()
     assert summary["errors"] == 0, summary["first_errors"]
     assert summary["cross_reads"] == 0, summary["first_cross_reads"]
     assert summary["probes"] == sessions
