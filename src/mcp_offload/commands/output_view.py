@@ -13,6 +13,7 @@ from typing import Any
 from mcp_offload.offload import FRAME_TOKENS, Offloaded, blob_preview
 from mcp_offload.preview import build_preview
 from mcp_offload.render import render_reference
+from mcp_offload.results import facts_of
 from mcp_offload.settings import Settings
 from mcp_offload.store.base import OutputMeta, ScannedOutput
 from mcp_offload.tokens import TokenCounter
@@ -75,20 +76,12 @@ def render_table(outputs: list[ScannedOutput], now: float) -> str:
 
 
 def as_json(out: ScannedOutput) -> dict[str, Any]:
-    meta = out.meta
+    """The fields the tools report for an output (`facts_of`), plus where and how long it lives."""
     return {
-        "handle": meta.handle,
+        **facts_of(out.meta),
         "session": out.scope,
-        "name": meta.name,
-        "kind": meta.kind,
-        "bytes": meta.size,
-        "chars": meta.chars,
-        "lines": meta.lines,
-        "tokens": meta.tokens,
-        "tokens_estimated": meta.tokens_estimated,
-        "mime_type": meta.mime_type,
-        "source": meta.source,
-        "created": meta.created,
+        "source": out.meta.source,
+        "created": out.meta.created,
         "last_read": out.last_used,
         "expires": out.expires,
     }
