@@ -147,3 +147,28 @@ async def test_our_tools_feed_the_record(tmp_path: Path, mode: str) -> None:
     assert 0 < tokens - 1000 < by_tool["offload"].tokens_kept_out < tokens
     assert by_tool["read_large_output"].retrievals == 1
     assert 100 < by_tool["read_large_output"].tokens_retrieved < 1000
+
+
+async def test_a_result_is_tokenized_once_however_many_accountants_ask() -> None:
+    """The tap and the proxy's session accounting both count a retrieval result: one tokenization, not two."""
+    import mcp.types as types
+
+    from mcp_offload.savings_tap import count_text
+    from mcp_offload.tokens import load_counter
+
+    class Counting:
+        def __init__(self) -> None:
+            self.inner, self.calls = load_counter(), 0
+
+        def count(self, text: str) -> int:
+            self.calls += 1
+            return self.inner.count(text)
+
+    counter, other = Counting(), Counting()
+    result = types.CallToolResult(content=[types.TextContent(type="text", text="hello world " * 50)])
+    first = await count_text(counter, result)  # type: ignore[arg-type]
+    assert await count_text(counter, result) == first  # type: ignore[arg-type]
+    assert counter.calls == 1
+    again = types.CallToolResult(content=[types.TextContent(type="text", text="hello world " * 50)])
+    assert await count_text(counter, again) == first and counter.calls == 2  # type: ignore[arg-type]  # new object
+    assert await count_text(other, again) == first and other.calls == 1  # type: ignore[arg-type]  # other counter

@@ -26,12 +26,24 @@ OFFLOAD_TOOL = "offload"
 _INLINE_COUNT_CHARS = 20_000  # larger texts are counted off the event loop
 
 
+# The last result counted and its count: in proxy mode the tap (innermost) and the router's `proxy_status`
+# accounting (outer) both ask for the same result object, which is then tokenized once, not twice.
+_last_counted: tuple[types.CallToolResult, TokenCounter, int] | None = None
+
+
 async def count_text(counter: TokenCounter, result: types.CallToolResult) -> int:
     """The tokens of a result's text, as the model received it."""
+    global _last_counted
+    last = _last_counted
+    if last is not None and last[0] is result and last[1] is counter:
+        return last[2]
     text = text_of(result.content)
     if len(text) <= _INLINE_COUNT_CHARS:
-        return counter.count(text)
-    return await anyio.to_thread.run_sync(counter.count, text)
+        tokens = counter.count(text)
+    else:
+        tokens = await anyio.to_thread.run_sync(counter.count, text)
+    _last_counted = (result, counter, tokens)
+    return tokens
 
 
 class SavingsTap(Extension):
