@@ -12,11 +12,37 @@ from hypothesis import strategies as st
 
 from mcp_offload.retrieve import scan as scan_module
 from mcp_offload.retrieve.pattern_shape import shape_of
-from mcp_offload.retrieve.scan import Scan, plan_prefilter
+from mcp_offload.retrieve.scan import Scan, ascii_fold_orbit, plan_prefilter
 from mcp_offload.retrieve.search import CompiledPattern, compile_pattern
 
 PIECES = st.sampled_from(
-    ["a", "b", "x", "y", "ab", "xy", "\n", "\n\n", "\r\n", " ", "0", "12", "é", "É", "😀", "\u212a", "k", "ab1", "_"]
+    [
+        "a",
+        "b",
+        "x",
+        "y",
+        "ab",
+        "xy",
+        "\n",
+        "\n\n",
+        "\r\n",
+        " ",
+        "0",
+        "12",
+        "é",
+        "É",
+        "😀",
+        "\u212a",
+        "k",
+        "K",
+        "ab1",
+        "_",
+        "s",
+        "\u017f",
+        "Ab",
+        "xK",
+        "kab",
+    ]
 )
 TEXTS = st.lists(PIECES, max_size=150).map("".join)
 PATTERNS = [
@@ -51,6 +77,19 @@ PATTERNS = [
     "[^x]{2}",
     "(?s)a.?b|a",
     "\\n\\n?",
+    # alternations of literals, folded literals, literals after a flag group (prefilter / skip finders)
+    "ab|xy",
+    "ab1|é|k",
+    "[0-9]x|yab",
+    "(?:ab|xk)[0-9]*",
+    "x(?i:ab)",
+    "[xy]+(?i:kab)",
+    "[0-9 ]+(?:ab|s )",
+    "(?s)ab.y",
+    "(?s)xy\\n+a",
+    "(?i)[0-9]+kab",
+    "é[a-z]*(?-i:ab)",
+    "\\bK[a-z]+|12",
 ]
 
 
@@ -161,13 +200,39 @@ def test_prefilter_plan_on_a_real_text() -> None:
     data = ("\n".join(lines) + "\n").encode()
     rare = compile_pattern("[A-Za-z]+Exception: timeout", literal=False, case_sensitive=True)
     plan = plan_prefilter(data, shape_of(rare.pattern, literal=False, case_sensitive=True))
-    assert plan is not None and plan.literal == b"Exception: timeout"
+    assert plan is not None and [n.text for n in plan.needles] == ["Exception: timeout"]
     assert scanned(data, rare) == oracle(data, rare) and len(scanned(data, rare)) == 1
     common = compile_pattern("user[0-9]+ ok", literal=False, case_sensitive=True)
     assert plan_prefilter(data, shape_of(common.pattern, literal=False, case_sensitive=True)) is None
-    insensitive = compile_pattern("[a-z]+exception: timeout", literal=False, case_sensitive=False)
-    assert plan_prefilter(data, shape_of(insensitive.pattern, literal=False, case_sensitive=False)) is None
-    assert scanned(data, insensitive) == oracle(data, insensitive)
+    insensitive = compile_pattern("[a-z]+exception: TIMEOUT", literal=False, case_sensitive=False)
+    plan = plan_prefilter(data, shape_of(insensitive.pattern, literal=False, case_sensitive=False))
+    assert plan is not None and [n.text for n in plan.needles] == ["exception: TIMEOUT"]
+    assert len(plan.finders) == 2  # one per case of its rarest letter
+    assert scanned(data, insensitive) == oracle(data, insensitive) and len(scanned(data, insensitive)) == 1
+    alternation = compile_pattern("[A-Za-z]+Exception|user19999 ok|ERROR db", literal=False, case_sensitive=True)
+    plan = plan_prefilter(data, shape_of(alternation.pattern, literal=False, case_sensitive=True))
+    assert plan is not None and [n.text for n in plan.needles] == ["Exception", "user19999 ok", "ERROR db"]
+    assert scanned(data, alternation) == oracle(data, alternation) and len(scanned(data, alternation)) == 3
+    one_common = compile_pattern("[a-z]+Exception|user[0-9]+ ok", literal=False, case_sensitive=True)
+    assert plan_prefilter(data, shape_of(one_common.pattern, literal=False, case_sensitive=True)) is None
+
+
+def test_a_flag_group_keeps_the_leading_literal() -> None:
+    """`(?s)timeout after ...` starts with a literal as much as `timeout after ...` does: the skip uses it."""
+    compiled = compile_pattern("(?s)timeout after \\d+ ms\\n\\S+ INFO", literal=False, case_sensitive=True)
+    assert compiled.lead == "timeout after "
+    folded = compile_pattern("(?i)timeout", literal=False, case_sensitive=True)
+    assert folded.lead == ""  # folded by its own flag: not a case-sensitive lead
+
+
+def test_ascii_fold_orbits_are_re2s() -> None:
+    """Every code point RE2 folds to an ASCII letter or symbol is in that character's orbit."""
+    options = re2.Options()
+    options.case_sensitive = False
+    everything = "".join(chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF)
+    for char in map(chr, range(0x20, 0x7F)):
+        variants = {m.group() for m in re2.compile(re2.escape(char), options).finditer(everything)}
+        assert variants == set(ascii_fold_orbit(char)), char
 
 
 def test_deadline_stops_the_scan() -> None:

@@ -1,9 +1,14 @@
 """What a search pattern can match, read from its syntax: how long a match can be, whether it can cross a line,
-and which literal text every match must contain.
+which literal text every match must contain, and which literal every match starts with.
 
-The scan (`scan.py`) uses these facts to stay exact with bounded windows and to prefilter on an inner literal, as
-ripgrep does. They are read conservatively: when unsure, the answer is the one that costs speed, never exactness
-("unbounded", "may span lines", no literal).
+The scan (`scan.py`) uses these facts to stay exact with bounded windows and to find candidate lines by a literal
+first, as ripgrep does. They are read conservatively: when unsure, the answer is the one that costs speed, never
+exactness ("unbounded", "may span lines", no literal).
+
+Required literals are kept as clauses: every match contains at least one needle of each clause. A plain pattern
+gives one-needle clauses (`[a-z]+: timeout after \\d+ ms` needs ": timeout after " and " ms"); an alternation gives
+one clause with a needle per branch (`timeout|ZEBRA-\\d+` needs "timeout" or "ZEBRA-"). A needle under case-
+insensitive matching is `folded`: it is found under RE2's Unicode simple case folding.
 
 Patterns are written for RE2; we read them with Python's own regex parser (`sre_parse`), whose syntax is a
 superset of the part of RE2's we trust it on. Where the two differ we do not guess: RE2-only syntax (`\\pL`,
@@ -32,14 +37,30 @@ _NEWLINE_CATEGORIES = frozenset({sc.CATEGORY_SPACE, sc.CATEGORY_NOT_DIGIT, sc.CA
 _SAFE_CATEGORIES = frozenset({sc.CATEGORY_DIGIT, sc.CATEGORY_WORD, sc.CATEGORY_NOT_SPACE})
 
 
+_MAX_NEEDLES = 8  # an alternation with more branches than this gives no clause (each needle costs a pass)
+
+
+@dataclass(frozen=True)
+class Needle:
+    """Literal text that a match contains: as written, or (`folded`) under case-insensitive matching."""
+
+    text: str
+    folded: bool = False
+
+
+Clause = tuple[Needle, ...]  # every match contains at least one of these
+
+
 @dataclass(frozen=True)
 class PatternShape:
     """`max_bytes`: the longest match in UTF-8 bytes (None: unbounded or unknown). `spans_lines`: a match may
-    contain "\\n". `literals`: byte strings each of which every match contains (case-sensitive patterns only)."""
+    contain "\\n". `needs`: clauses of needles every match contains (see the module's docstring). `prefix`: a
+    needle every match starts with (None when unknown)."""
 
     max_bytes: int | None
     spans_lines: bool
-    literals: tuple[bytes, ...] = ()
+    needs: tuple[Clause, ...] = ()
+    prefix: Needle | None = None
 
 
 UNKNOWN = PatternShape(max_bytes=None, spans_lines=True)
@@ -54,7 +75,8 @@ def shape_of(pattern: str, *, literal: bool, case_sensitive: bool) -> PatternSha
     if literal:
         # Simple case folding maps one character to one, of at most 4 bytes.
         size = len(pattern.encode("utf-8")) if case_sensitive else 4 * len(pattern)
-        return PatternShape(max_bytes=size, spans_lines="\n" in pattern)
+        needle = Needle(pattern, folded=not case_sensitive)
+        return PatternShape(max_bytes=size, spans_lines="\n" in pattern, needs=((needle,),), prefix=needle)
     if _DIVERGENT.search(pattern):
         return UNKNOWN
     try:
@@ -67,13 +89,13 @@ def shape_of(pattern: str, *, literal: bool, case_sensitive: bool) -> PatternSha
         dotall = bool(flags & sc.SRE_FLAG_DOTALL)
         spans = _spans_lines(parsed.data, dotall)
         width = parsed.getwidth()[1]
+        folded = not case_sensitive or bool(flags & sc.SRE_FLAG_IGNORECASE)
+        needs = tuple(dict.fromkeys(_needs(parsed.data, folded)))
+        prefix = _prefix(parsed.data, folded)
     except (re.error, _Unsure, RecursionError, OverflowError, ValueError, TypeError):
         return UNKNOWN
     max_bytes = 4 * width if width < _UNBOUNDED else None
-    literals: tuple[bytes, ...] = ()
-    if case_sensitive and not flags & sc.SRE_FLAG_IGNORECASE:
-        literals = tuple(dict.fromkeys(run for run in _required_runs(parsed.data) if run))
-    return PatternShape(max_bytes=max_bytes, spans_lines=spans, literals=literals)
+    return PatternShape(max_bytes=max_bytes, spans_lines=spans, needs=needs, prefix=prefix)
 
 
 def _spans_lines(items: Sequence[tuple[Any, Any]], dotall: bool) -> bool:
@@ -118,21 +140,63 @@ def _class_has_newline(items: Sequence[tuple[Any, Any]]) -> bool:
     return found != negate
 
 
-def _required_runs(items: Sequence[tuple[Any, Any]]) -> list[bytes]:
-    """Runs of literal characters that every match of the sequence `items` contains (possibly empty ones)."""
-    runs: list[bytes] = []
-    current: list[str] = []
+def _folded_inside(folded: bool, arg: Any) -> bool:
+    _group, add, delete, _sub = arg
+    return (folded or bool(add & sc.SRE_FLAG_IGNORECASE)) and not delete & sc.SRE_FLAG_IGNORECASE
+
+
+def _needs(items: Sequence[tuple[Any, Any]], folded: bool) -> list[Clause]:
+    """Clauses every match of the sequence `items` satisfies (see the module's docstring)."""
+    clauses: list[Clause] = []
+    run: list[str] = []
+
+    def flush() -> None:
+        if run:
+            clauses.append((Needle("".join(run), folded),))
+            run.clear()
+
     for op, arg in items:
         if op is sc.LITERAL:
-            current.append(chr(arg))
+            run.append(chr(arg))
             continue
-        runs.append("".join(current).encode("utf-8"))
-        current = []
+        flush()
         if op is sc.SUBPATTERN:
-            _group, add, _delete, sub = arg
-            if not add & sc.SRE_FLAG_IGNORECASE:
-                runs.extend(_required_runs(sub.data))
+            clauses.extend(_needs(arg[3].data, _folded_inside(folded, arg)))
         elif op in (sc.MAX_REPEAT, sc.MIN_REPEAT) and arg[0] >= 1:
-            runs.extend(_required_runs(arg[2].data))
-    runs.append("".join(current).encode("utf-8"))
-    return runs
+            clauses.extend(_needs(arg[2].data, folded))
+        elif op is sc.BRANCH:
+            clause = _any_of([_needs(alternative.data, folded) for alternative in arg[1]])
+            if clause:
+                clauses.append(clause)
+    flush()
+    return clauses
+
+
+def _any_of(alternatives: list[list[Clause]]) -> Clause:
+    """One clause for an alternation: the best clause of each branch, joined ("" when a branch has none)."""
+    needles: dict[Needle, None] = {}
+    for clauses in alternatives:
+        if not clauses:
+            return ()
+        best = min(clauses, key=lambda clause: (len(clause), -min(len(needle.text) for needle in clause)))
+        needles.update(dict.fromkeys(best))
+    return tuple(needles) if len(needles) <= _MAX_NEEDLES else ()
+
+
+def _prefix(items: Sequence[tuple[Any, Any]], folded: bool) -> Needle | None:
+    """The literal every match starts with (after zero-width assertions), or None."""
+    run: list[str] = []
+    for op, arg in items:
+        if op is sc.LITERAL:
+            run.append(chr(arg))
+            continue
+        if op is sc.AT and not run:
+            continue
+        if op is sc.SUBPATTERN and not run:
+            return _prefix(arg[3].data, _folded_inside(folded, arg))
+        if op in (sc.MAX_REPEAT, sc.MIN_REPEAT) and arg[0] >= 1:
+            inner = arg[2].data
+            if len(inner) >= 1 and inner[0][0] is sc.LITERAL:
+                run.append(chr(inner[0][1]))  # the first character of the first repetition
+        break
+    return Needle("".join(run), folded) if run else None

@@ -17,9 +17,12 @@ therefore chosen so that cannot happen, from the pattern's shape (`pattern_shape
 Two ways to skip text RE2 would otherwise read byte by byte (RE2 only accelerates on a literal first byte):
 - `Skip`: when every match starts with a known literal whose first byte is common in this text but which holds
   a rare byte, find the rare part first (memchr, in C) and start the search just before it.
-- `Prefilter`: when every match is on one line and contains a literal (a case-sensitive pattern such as
-  `[a-z]+Exception: timeout`) that is rare in this text, find the literal (`bytes.find`) and search only the
-  lines that hold it, merging lines that are close together into one call.
+- `Prefilter`: when every match is on one line and contains one of a few literals that are rare in this text
+  (`[a-z]+Exception: timeout` needs "Exception: timeout"; `timeout|ZEBRA-\\d+` needs "timeout" or "ZEBRA-";
+  case-insensitive ones are found case-folded), find them first and search only the lines that hold them,
+  merging lines that are close together into one call. Each literal is found from its rarest character on, by
+  RE2's memchr on that character's byte (one finder per case variant when folded), so each finder reads the text
+  once at memory speed; this is what ripgrep does with SIMD literal search.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 import re2
 from re2 import _re2  # the bound RE2 class: searches a buffer at (pos, endpos) without building Python matches
 
-from mcp_offload.retrieve.pattern_shape import PatternShape, shape_of
+from mcp_offload.retrieve.pattern_shape import Clause, Needle, PatternShape, shape_of
 from mcp_offload.unicode import is_continuation_byte
 
 if TYPE_CHECKING:
@@ -45,6 +48,7 @@ SKIP_MIN_BYTES = 256 << 10  # below this a plain scan is already fast
 PREFILTER_MIN_BYTES = 256 << 10
 PREFILTER_MERGE = 16 << 10  # candidate lines closer than this are searched in one call
 PREFILTER_CHUNK = 16 << 20  # bytes per literal find between deadline checks
+MAX_FINDERS = 8  # each finder is one memchr-speed pass over the text
 _SAMPLE = 64 << 10
 
 _UNANCHORED = _re2.RE2.Anchor.UNANCHORED
@@ -136,33 +140,107 @@ def worth_prefiltering(hits: int, sample_size: int) -> bool:
     return hits * 4096 <= sample_size
 
 
+# Unicode simple case folding of ASCII letters, as RE2 applies it: each letter and its other case, plus KELVIN SIGN
+# for k and LONG S for s (checked against RE2 over every code point in the tests).
+_EXTRA_FOLDS = {"k": "\u212a", "s": "\u017f"}
+
+
+def ascii_fold_orbit(char: str) -> tuple[str, ...]:
+    """Every character RE2 treats as equal to the ASCII `char` under case-insensitive matching."""
+    if not char.isalpha():
+        return (char,)
+    lower = char.lower()
+    return (lower, lower.upper(), *_EXTRA_FOLDS.get(lower, ""))
+
+
+def _regexp(pattern: bytes, *, literal: bool, latin1: bool) -> Any:
+    options = re2.Options()
+    options.log_errors = False
+    options.literal = literal
+    options.never_capture = True
+    if latin1:
+        options.encoding = re2.Options.Encoding.LATIN1  # raw bytes: a literal may start inside a character
+    regexp = _re2.RE2(pattern, options)
+    return regexp if regexp.ok() else None
+
+
+@dataclass(frozen=True)
+class Finder:
+    """Finds every occurrence of one needle (its tail from a rare character on, with RE2's memchr on that
+    character's first byte): a line holding the needle holds a hit. `reach` bounds a hit's length in bytes."""
+
+    regexp: Any
+    reach: int
+
+
+def _finders(needle: Needle, sample: bytes) -> tuple[Finder, ...] | None:
+    """The finders that together hit every occurrence of `needle`, each from its rarest character on."""
+    text = needle.text
+    if not needle.folded:
+        raw = text.encode("utf-8")
+        k = min(range(len(raw)), key=lambda j: sample.count(raw[j : j + 1]))
+        regexp = _regexp(raw[k:], literal=True, latin1=True)
+        return None if regexp is None else (Finder(regexp, len(raw) - k),)
+    # Folded: start from the ASCII character whose case variants are rarest (one finder per variant, each led by
+    # a literal byte); the tail after it is matched case-insensitively by RE2 itself, so folds agree with RE2's.
+    ascii_at = [j for j, char in enumerate(text) if char < "\x80"]
+    if not ascii_at:
+        return None
+    k = min(ascii_at, key=lambda j: sum(sample.count(v.encode()) for v in ascii_fold_orbit(text[j])))
+    tail = re2.escape(text[k + 1 :])
+    reach = 4 * (len(text) - k)  # a folded character takes at most 4 bytes
+    finders = []
+    for variant in ascii_fold_orbit(text[k]):
+        source = re2.escape(variant) + (f"(?i:{tail})" if tail else "")
+        regexp = _regexp(source.encode("utf-8"), literal=False, latin1=False)
+        if regexp is None:
+            return None
+        finders.append(Finder(regexp, reach))
+    return tuple(finders)
+
+
+def _count(needle: Needle, sample: bytes) -> int:
+    if not needle.folded:
+        return sample.count(needle.text.encode("utf-8"))
+    options = re2.Options()
+    options.case_sensitive = False
+    options.literal = True
+    options.log_errors = False
+    return sum(1 for _ in re2.compile(needle.text.encode("utf-8"), options).finditer(sample))
+
+
 @dataclass(frozen=True)
 class Prefilter:
-    """Find `literal` (a byte string every match holds, on the match's line) from its rarest byte on: `regexp`
-    is the literal's tail from that byte, found by RE2's memchr on its first byte (`bytes.find` runs at a
-    fraction of memchr's speed); any line holding the literal holds the tail."""
+    """Needles one of which every match holds on its line, and the finders that hit every occurrence of them."""
 
-    literal: bytes
-    regexp: Any
-    tail: int  # length of the tail the regexp finds
+    needles: Clause
+    finders: tuple[Finder, ...]
 
 
 def plan_prefilter(data: Searchable, shape: PatternShape) -> Prefilter | None:
-    """The literal to find first (the rarest in a sample of the text), or None to search the text as it is."""
-    if shape.spans_lines or not shape.literals or len(data) < PREFILTER_MIN_BYTES:
+    """The clause to find first (the rarest in a sample of the text), or None to search the text as it is."""
+    if shape.spans_lines or not shape.needs or len(data) < PREFILTER_MIN_BYTES:
         return None
     sample = _sample(data)
-    counts = {literal: sample.count(literal) for literal in shape.literals}
-    best = min(counts, key=lambda literal: (counts[literal], -len(literal)))
-    if not worth_prefiltering(counts[best], len(sample)):
+    counts: dict[Needle, int] = {}
+    for clause in shape.needs:
+        for needle in clause:
+            if needle not in counts:
+                counts[needle] = _count(needle, sample)
+
+    def cost(clause: Clause) -> tuple[int, int, int]:
+        return sum(counts[n] for n in clause), len(clause), -min(len(n.text) for n in clause)
+
+    best = min(shape.needs, key=cost)
+    if not worth_prefiltering(cost(best)[0], len(sample)):
         return None
-    rare = min(range(len(best)), key=lambda j: sample.count(best[j : j + 1]))
-    options = re2.Options()
-    options.log_errors = False
-    options.literal = True
-    options.encoding = re2.Options.Encoding.LATIN1  # raw bytes: the tail may start inside a character
-    regexp = _re2.RE2(best[rare:], options)
-    return Prefilter(best, regexp, len(best) - rare) if regexp.ok() else None
+    finders: list[Finder] = []
+    for needle in best:
+        found = _finders(needle, sample)
+        if found is None:
+            return None
+        finders.extend(found)
+    return Prefilter(best, tuple(finders)) if len(finders) <= MAX_FINDERS else None
 
 
 class Scan:
@@ -201,31 +279,46 @@ class Scan:
             self._stopped = True
         return self._stopped
 
-    def _candidates(self, prefilter: Prefilter) -> Iterator[tuple[int, int]]:
-        """Runs of whole lines [lo, hi) that hold every line with the prefilter's literal, so every match."""
-        data, size, finder = self.data, len(self.data), prefilter.regexp
-        floor = 0  # a line start: every candidate before it has been yielded
-        at = 0  # where the next find starts
+    def _next_hit(self, finder: Finder, at: int) -> int:
+        """The first hit of `finder` at or after `at`, or -1 (none, or the deadline passed: see `_stopped`)."""
+        data, size = self.data, len(self.data)
         while at < size:
-            stop = min(size, at + PREFILTER_CHUNK)
-            found = finder.Match(_UNANCHORED, data, at, stop)[0][0]
-            if found < 0:
-                if stop >= size or self._late():
-                    return
-                at = max(at + 1, stop - prefilter.tail + 1)  # a tail may straddle the chunk's end
-                continue
+            stop = min(size, at + max(PREFILTER_CHUNK, 2 * finder.reach))
+            found: int = finder.regexp.Match(_UNANCHORED, data, at, stop)[0][0]
+            if found >= 0:
+                return found
+            if stop >= size or self._late():
+                return -1
+            at = stop - finder.reach + 1  # a hit may straddle the chunk's end
+        return -1
+
+    def _candidates(self, prefilter: Prefilter) -> Iterator[tuple[int, int]]:
+        """Runs of whole lines [lo, hi) that hold every line with a hit of the prefilter's finders, so every
+        match. Each finder keeps its next hit, so each reads the text once."""
+        data, size = self.data, len(self.data)
+        finders = prefilter.finders
+        hits = [self._next_hit(finder, 0) for finder in finders]
+        floor = 0  # a line start: every candidate before it has been yielded
+        while not self._stopped:
+            live = [hit for hit in hits if hit >= 0]
+            if not live:
+                return
+            found = min(live)
             newline = data.rfind(b"\n", floor, found)
             lo = newline + 1 if newline >= 0 else floor
             hi = self._line_end(found + 1)
-            while hi < size:
-                more = finder.Match(_UNANCHORED, data, hi, min(size, hi + PREFILTER_MERGE))[0][0]
-                if more < 0:
+            while True:  # take in the next hits while they are close (one RE2 call for a cluster of lines)
+                for i, hit in enumerate(hits):
+                    if 0 <= hit < hi:
+                        hits[i] = self._next_hit(finders[i], hi)
+                if self._stopped:
                     break
-                hi = self._line_end(more + 1)
+                near = [hit for hit in hits if 0 <= hit < hi + PREFILTER_MERGE]
+                if not near or hi >= size:
+                    break
+                hi = self._line_end(min(near) + 1)
             yield lo, hi
-            if self._stopped:
-                return
-            floor = at = hi
+            floor = hi
 
     def _line_end(self, pos: int) -> int:
         """Just after the "\\n" that ends the line holding byte `pos` - 1 (or the end of the text)."""

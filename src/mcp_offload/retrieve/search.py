@@ -221,8 +221,10 @@ def compile_pattern(
                     "alternative 'a|'), which would give empty matches everywhere. Make it consume at least one "
                     "character: use + instead of *, drop the empty alternative; to find empty lines search '^\\r?\\n'."
                 )
-    lead = pattern if literal else _leading_literal(pattern)
     shape = shape_of(pattern, literal=literal, case_sensitive=case_sensitive)
+    lead = pattern if literal else _leading_literal(pattern)
+    if not lead and shape.prefix is not None and shape.prefix.folded != case_sensitive:
+        lead = shape.prefix.text  # read by the parser past what the quick reader stops at, e.g. "(?s)timeout"
     return CompiledPattern(pattern, literal, case_sensitive, regexp, lead, shape)
 
 
