@@ -67,6 +67,13 @@ def _char_boundary(data: Searchable, pos: int) -> int:
     return pos
 
 
+def _whole_characters(data: Searchable, start: int, stop: int) -> tuple[int, int]:
+    """A match snapped out to whole characters (only `\\C` can stop inside one)."""
+    while start > 0 and _is_continuation(data, start):
+        start -= 1
+    return start, _char_boundary(data, stop)
+
+
 def _sample(data: Searchable) -> bytes:
     size = len(data)
     if size <= 3 * _SAMPLE:
@@ -173,6 +180,12 @@ class Finder:
     reach: int
 
 
+def _finder_cost(variants: tuple[str, ...], sample: bytes) -> float:
+    """What finding these characters costs, in hits of the sample: each variant is one more pass over the text
+    (about 0.1 ns a byte at memchr speed), and each hit costs about 20 ns, so a pass is worth a hit in 200 bytes."""
+    return len(variants) * len(sample) / 200 + sum(sample.count(variant.encode()) for variant in variants)
+
+
 def _finders(needle: Needle, sample: bytes) -> tuple[Finder, ...] | None:
     """The finders that together hit every occurrence of `needle`, each from its rarest character on."""
     text = needle.text
@@ -186,7 +199,7 @@ def _finders(needle: Needle, sample: bytes) -> tuple[Finder, ...] | None:
     ascii_at = [j for j, char in enumerate(text) if char < "\x80"]
     if not ascii_at:
         return None
-    k = min(ascii_at, key=lambda j: sum(sample.count(v.encode()) for v in ascii_fold_orbit(text[j])))
+    k = min(ascii_at, key=lambda j: _finder_cost(ascii_fold_orbit(text[j]), sample))
     tail = re2.escape(text[k + 1 :])
     reach = 4 * (len(text) - k)  # a folded character takes at most 4 bytes
     finders = []
@@ -258,9 +271,9 @@ class Scan:
             if shape is not None
             else shape_of(pattern.pattern, literal=pattern.literal, case_sensitive=pattern.case_sensitive)
         )
-        # A leading literal is RE2's own fast path (memchr on its first byte, or `Skip` to a rarer byte in it);
-        # the line prefilter pays off only for patterns whose required literal is further in.
-        self.prefilter = None if pattern.lead else plan_prefilter(data, self.shape)
+        # A case-sensitive leading literal is RE2's own fast path (memchr on its first byte, or `Skip` to a rarer
+        # byte in it); a folded one is not (RE2 reads it with a slower shift-DFA), nor is a literal further in.
+        self.prefilter = None if pattern.lead and pattern.case_sensitive else plan_prefilter(data, self.shape)
         self.skip = None if self.prefilter is not None else plan_skip(data, pattern)
         self.deadline = deadline
         self.finished = False
@@ -271,8 +284,25 @@ class Scan:
             yield from self._matches(0, len(self.data))
         else:
             for lo, hi in self._candidates(self.prefilter):
-                yield from self._matches(lo, hi)
+                if hi - lo > WINDOW:
+                    yield from self._matches(lo, hi)
+                elif not self._late():  # a few lines: one window, every match in it final (the common case)
+                    yield from self._window(lo, hi)
         self.finished = not self._stopped
+
+    def _window(self, pos: int, hi: int) -> Iterator[tuple[int, int]]:
+        """The matches in [pos, hi), one RE2 call each, where no match crosses `pos` or `hi`."""
+        data, regexp = self.data, self.regexp
+        while pos < hi:
+            start, stop = regexp.Match(_UNANCHORED, data, pos, hi)[0]
+            if start < 0:
+                return
+            start, stop = _whole_characters(data, start, stop)
+            if stop == start:  # cannot happen for patterns compile_pattern accepts; never loop on it
+                pos = _char_boundary(data, start + 1)
+                continue
+            yield start, stop
+            pos = stop
 
     def _late(self) -> bool:
         if time.monotonic() > self.deadline:
@@ -377,10 +407,7 @@ class Scan:
                     return
                 pos = end
                 continue
-            # Snap to whole characters (only `\C` can stop inside one).
-            while start > 0 and _is_continuation(data, start):
-                start -= 1
-            stop = _char_boundary(data, stop)
+            start, stop = _whole_characters(data, start, stop)
             if stop == start:  # cannot happen for patterns compile_pattern accepts; never loop on it
                 pos = _char_boundary(data, start + 1)
                 continue
