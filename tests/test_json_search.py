@@ -6,9 +6,12 @@ a property test over random documents (pretty and minified, escapes, unicode) fo
 from __future__ import annotations
 
 import json
+import threading
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
+import anyio
 import jq
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -257,3 +260,68 @@ def test_every_hit_path_holds_the_match(document: Any, pretty: bool, interval: i
             match,
             place,
         )
+
+
+# -- the structure index: built in the background after offload, once per output -------------------------------
+
+
+async def test_a_large_output_gets_its_index_built_in_the_background(
+    server: OffloadServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    builds: list[int] = []
+    real = json_structure.build_structure
+
+    def counted(data: Any) -> json_structure.JsonStructure:
+        builds.append(len(data))
+        return real(data)
+
+    monkeypatch.setattr(json_structure, "build_structure", counted)
+    json_structure.STRUCTURES.clear()
+    content = json.dumps(api_response(orders=6000), indent=2)
+    assert len(content) >= json_structure.WARM_MIN_BYTES
+    async with Client(server) as client:
+        handle = await offload(client, content)
+        deadline = time.monotonic() + 30
+        while not any(key[0] == handle for key in list(json_structure.STRUCTURES.items)):  # no search has run
+            assert time.monotonic() < deadline, "the background build never finished"
+            await anyio.sleep(0.01)
+        _, out = await search(client, pattern="fragile", handle=handle, literal=True)
+        small = await offload(client, json.dumps(api_response(orders=10)))
+        await search(client, pattern="ord-0003", handle=small, literal=True)
+    assert out["matches"][0]["json_path"] == ".data.orders[57].note"
+    assert builds == [len(content), len(json.dumps(api_response(orders=10)))]  # once each; the small one at search
+
+
+def test_a_search_arriving_mid_build_waits_for_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    gate, started = threading.Event(), threading.Event()
+    builds: list[int] = []
+    real = json_structure.build_structure
+
+    def gated(data: Any) -> json_structure.JsonStructure:
+        builds.append(len(data))
+        started.set()
+        assert gate.wait(10)
+        return real(data)
+
+    monkeypatch.setattr(json_structure, "build_structure", gated)
+    cache = json_structure._StructureCache(4)
+    data = b'[{"id": 1}, {"id": 2}]'
+    key = ("out_a", 1.0, len(data))
+    assert cache.warm(key, data)
+    assert started.wait(10)
+    assert not cache.warm(key, data)  # already being built
+    assert cache.warm(("out_b", 1.0, len(data)), data)  # queued behind it
+    assert not cache.warm(("out_c", 1.0, len(data)), data)  # the queue is full: the first search builds it
+    got: list[json_structure.JsonStructure] = []
+    waiter = threading.Thread(target=lambda: got.append(cache.get(key, data)))
+    waiter.start()
+    waiter.join(0.2)
+    assert waiter.is_alive() and not got  # waits for the build in progress instead of starting another
+    gate.set()
+    waiter.join(10)
+    assert got and got[0] is cache.items[key]
+    deadline = time.monotonic() + 10
+    while cache.warming:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    assert builds == [len(data), len(data)]  # out_a once (warm-up and search shared it), out_b once

@@ -17,6 +17,7 @@ from mcp_offload.index import ContentIndex
 from mcp_offload.kinds import detect_kind, gc_paused
 from mcp_offload.preview import Preview, build_preview
 from mcp_offload.results import OffloadOutput, facts_of
+from mcp_offload.retrieve.json_structure import warm_structure
 from mcp_offload.services import Services
 from mcp_offload.store.base import OutputMeta
 from mcp_offload.store.handles import new_handle
@@ -114,6 +115,9 @@ async def offload_text(
         )
     offloaded, index, data = await anyio.to_thread.run_sync(_prepare_text, services, text, name, source)
     await services.store.put(scope, offloaded.meta, index, data)
+    meta = offloaded.meta
+    if meta.kind in ("json", "jsonl"):
+        warm_structure(meta.handle, meta.created, data)  # in the background: for the JSON paths of search hits
     return offloaded
 
 

@@ -14,16 +14,20 @@ count before each checkpoint by `searchsorted`. Measured on this machine (2 core
 pretty JSON (10 MB: ~0.09 s), about what `orjson.loads` takes on the same bytes; the index itself is tiny
 (~25,600 checkpoints × depth for 100 MB; at most `MAX_LEVELS` levels in all).
 
-When: lazily, at the first search of an output that wants JSON paths, cached in a bounded in-process LRU keyed
-by (handle, created, size). Offload stays as fast as it was (another budget: ≤ 2× `orjson.loads`), outputs
-never searched never pay, and a repeated search is free. Input is assumed to be the valid JSON / JSON Lines the
-offload step detected; on anything else lookups degrade to shorter paths, never to errors.
+When: right after an output of 1 MiB or more is stored, in one background thread (`warm_structure`), so the
+offload reply does not wait for it (its budget: ≤ 2× `orjson.loads`) and the model's first search, seconds later,
+finds it ready; else at the first search that wants JSON paths (a search arriving mid-build waits for that
+build). Cached in a bounded in-process LRU keyed by (handle, created, size): a repeated search is free. Input
+is assumed to be the valid JSON / JSON Lines the offload step detected; on anything else lookups degrade to
+shorter paths, never to errors.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,9 +35,13 @@ import numpy.typing as npt
 
 from mcp_offload.index import Buffer
 
+log = logging.getLogger(__name__)
+
 INTERVAL = 4 * 1024  # bytes between checkpoints: bounds the forward scan of one lookup
 MAX_LEVELS = 4_000_000  # stored (checkpoint, level) pairs; deeper documents get sparser checkpoints
 CACHE_ENTRIES = 16  # structure indexes kept in this process (~3 MB each for 100 MB of JSON, ≤ ~100 MB)
+WARM_MIN_BYTES = 1 << 20  # smaller outputs build their index at first search in under ~10 ms
+WARM_QUEUE = 2  # warm-ups queued or running at once (each holds its output's bytes until built)
 
 Int64s = npt.NDArray[np.int64]
 Bools = npt.NDArray[np.bool_]
@@ -176,26 +184,66 @@ def build_structure(data: Buffer) -> JsonStructure:
     )
 
 
+Key = tuple[str, float, int]  # (handle, created, size): one stored output's bytes
+
+
 class _StructureCache:
-    """A small LRU of structure indexes, shared by the worker threads of one process."""
+    """A small LRU of structure indexes, shared by the worker threads of one process. One build per key at a
+    time: a search that wants an index being built (say, by the warm-up after offload) waits for it."""
 
     def __init__(self, entries: int) -> None:
         self.entries = entries
         self.lock = threading.Lock()
-        self.items: OrderedDict[tuple[str, float, int], JsonStructure] = OrderedDict()
+        self.items: OrderedDict[Key, JsonStructure] = OrderedDict()
+        self.building: dict[Key, threading.Event] = {}
+        self.warming = 0  # warm-ups queued or running
+        self._warmer: ThreadPoolExecutor | None = None
 
-    def get(self, key: tuple[str, float, int], data: Buffer) -> JsonStructure:
+    def get(self, key: Key, data: Buffer) -> JsonStructure:
+        while True:
+            with self.lock:
+                found = self.items.get(key)
+                if found is not None:
+                    self.items.move_to_end(key)
+                    return found
+                running = self.building.get(key)
+                if running is None:
+                    done = self.building[key] = threading.Event()
+                    break
+            running.wait()  # then take its result (or build it here if that build failed)
+        try:
+            built = build_structure(data)  # outside the lock
+            with self.lock:
+                self.items[key] = built
+                while len(self.items) > self.entries:
+                    self.items.popitem(last=False)
+            return built
+        finally:
+            with self.lock:
+                del self.building[key]
+            done.set()
+
+    def warm(self, key: Key, data: Buffer) -> bool:
+        """Build the index of `data` in a background thread, so the first search with JSON paths finds it ready
+        (a model's next call comes seconds later). At most `WARM_QUEUE` at a time; False when skipped."""
         with self.lock:
-            found = self.items.get(key)
-            if found is not None:
-                self.items.move_to_end(key)
-                return found
-        built = build_structure(data)  # outside the lock: two threads may both build once; same result
-        with self.lock:
-            self.items[key] = built
-            while len(self.items) > self.entries:
-                self.items.popitem(last=False)
-        return built
+            if key in self.items or key in self.building or self.warming >= WARM_QUEUE:
+                return False
+            self.warming += 1
+            if self._warmer is None:
+                self._warmer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="json-structure")
+            warmer = self._warmer
+        warmer.submit(self._warm, key, data)
+        return True
+
+    def _warm(self, key: Key, data: Buffer) -> None:
+        try:
+            self.get(key, data)
+        except Exception:  # e.g. MemoryError: the first search builds it instead, and reports what goes wrong
+            log.warning("building the JSON structure index in the background failed", exc_info=True)
+        finally:
+            with self.lock:
+                self.warming -= 1
 
     def clear(self) -> None:
         with self.lock:
@@ -208,3 +256,11 @@ STRUCTURES = _StructureCache(CACHE_ENTRIES)
 def structure_of(handle: str, created: float, data: Buffer) -> JsonStructure:
     """The (cached) structure index of one stored output's bytes."""
     return STRUCTURES.get((handle, created, len(data)), data)
+
+
+def warm_structure(handle: str, created: float, data: bytes) -> bool:
+    """Start building the structure index of a just-stored JSON / JSON Lines output (from its bytes in memory)
+    when it is large enough for the first search to notice; True when started."""
+    if len(data) < WARM_MIN_BYTES:
+        return False
+    return STRUCTURES.warm((handle, created, len(data)), data)
