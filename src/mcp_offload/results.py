@@ -10,9 +10,16 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_serializer
+from pydantic import BaseModel, Field
 
 from mcp_offload.store.base import OutputMeta
+
+
+def _is_none(value: object) -> bool:
+    """Optional extras that do not apply are left out, not sent as null: a validating client checks every field of
+    every match against the output schema, and absent optional fields cost it nothing (50 matches: ~2x cheaper).
+    (Per field, not a model serializer: pydantic serializes 50 matches ~3x faster that way.)"""
+    return value is None
 
 
 class OutputFacts(BaseModel):
@@ -63,17 +70,18 @@ class SearchMatchOut(BaseModel):
     after: list[ContextLine]
     json_path: str | None = Field(
         default=None,
+        exclude_if=_is_none,
         description="JSON / JSON Lines outputs: jq path of the value the match is in (JSON Lines: within its record), "
         "usable as-is in query_large_output; absent for text outputs",
     )
-    record: int | None = Field(default=None, description="JSON Lines: 0-based number of the record holding the match")
-    breadcrumb: str | None = Field(
-        default=None, description="Identifying fields (name, id, title, ...) of the objects holding the match"
+    record: int | None = Field(
+        default=None, exclude_if=_is_none, description="JSON Lines: 0-based number of the record holding the match"
     )
-
-    @model_serializer(mode="wrap")
-    def _omit_absent(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        return _without_none(handler(self), ("json_path", "record", "breadcrumb"))
+    breadcrumb: str | None = Field(
+        default=None,
+        exclude_if=_is_none,
+        description="Identifying fields (name, id, title, ...) of the objects holding the match",
+    )
 
 
 class SearchRecordOut(BaseModel):
@@ -99,12 +107,10 @@ class SearchOutput(BaseModel):
     truncated: bool
     outputs_searched: int
     records: list[SearchRecordOut] | None = Field(
-        default=None, description='scope="record": the records holding the matches, each once; absent otherwise'
+        default=None,
+        exclude_if=_is_none,
+        description='scope="record": the records holding the matches, each once; absent otherwise',
     )
-
-    @model_serializer(mode="wrap")
-    def _omit_absent(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        return _without_none(handler(self), ("records",))
 
 
 class QueryOutput(BaseModel):
@@ -122,15 +128,6 @@ class OutputInfo(OutputFacts):
 
 class ListOutput(BaseModel):
     outputs: list[OutputInfo]
-
-
-def _without_none(data: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
-    """Optional extras that do not apply are left out, not sent as null: a validating client checks every field of
-    every match against the output schema, and absent optional fields cost it nothing (50 matches: ~2x cheaper)."""
-    for key in keys:
-        if data.get(key, 0) is None:
-            del data[key]
-    return data
 
 
 def output_schema(model: type[BaseModel]) -> dict[str, Any]:
