@@ -13,6 +13,8 @@ from hypothesis import strategies as st
 
 from mcp_offload.index import BLOCK, ContentIndex
 
+CONTINUATION = bytes(range(0x80, 0xC0))
+
 
 def _encode(text: str) -> bytes:
     return text.encode("utf-8", "surrogatepass")
@@ -59,6 +61,9 @@ def check(text: str, chars: list[int] | None = None, lines: list[int] | None = N
         assert pos == oracle.byte_of_char(char), char
         assert index.char_of_byte(data, pos) == oracle.char_of_byte(pos) == min(max(char, 0), len(text)), char
         assert index.line_of_byte(data, pos) == oracle.line_of_byte(pos), pos
+        base, newlines, leads = index.checkpoint(pos)  # base may fall inside a character: leads are lead bytes
+        assert 0 <= pos - base <= BLOCK and base % BLOCK == 0, pos
+        assert (newlines, leads) == (data[:base].count(b"\n"), len(data[:base].translate(None, CONTINUATION))), pos
     for line in range(0, oracle.lines + 3) if lines is None else lines:
         pos = index.byte_of_line(data, line)
         assert pos == oracle.byte_of_line(line), line

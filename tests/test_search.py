@@ -12,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from mcp_offload import index as index_module
 from mcp_offload.errors import SearchError
 from mcp_offload.index import ContentIndex
 from mcp_offload.retrieve import scan as scan_module
@@ -115,6 +116,22 @@ def test_small_windows_find_the_same_matches(monkeypatch: pytest.MonkeyPatch, te
     monkeypatch.setattr(scan_module, "WINDOW", 7)
     monkeypatch.setattr(scan_module, "OVERLAP", 5)
     assert spans(text, regex(pattern)) == expected(text, pattern, re.MULTILINE | re.ASCII)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=st.one_of(SPARSE, TEXTS), needle=NEEDLES, block=st.sampled_from([1, 2, 3, 5, 8]))
+def test_positions_from_index_checkpoints(monkeypatch: pytest.MonkeyPatch, text: str, needle: str, block: int) -> None:
+    """Tiny index blocks: positions are counted from the nearer of the previous match and the checkpoint before
+    each match, and must not depend on which one was used; the shown lines neither."""
+    monkeypatch.setattr(index_module, "BLOCK", block)
+    result = search_output(stored(text), literal(needle), SearchOptions(max_results=500, context_lines=1))
+    assert [(m.line, m.start, m.end) for m in result.matches] == expected(text, re.escape(needle))
+    lines = text.split("\n")
+    count = len(lines) - (text.endswith("\n") or not text)  # a final "\n" ends the last line, opens none
+    for m in result.matches:
+        assert m.text == lines[m.line - 1].removesuffix("\r")
+        assert m.before == (((m.line - 1, lines[m.line - 2].removesuffix("\r")),) if m.line > 1 else ())
+        assert m.after == (((m.line + 1, lines[m.line].removesuffix("\r")),) if m.line < count else ())
 
 
 def force_skip(monkeypatch: pytest.MonkeyPatch) -> None:

