@@ -67,13 +67,6 @@ def _char_boundary(data: Searchable, pos: int) -> int:
     return pos
 
 
-def _whole_characters(data: Searchable, start: int, stop: int) -> tuple[int, int]:
-    """A match snapped out to whole characters (only `\\C` can stop inside one)."""
-    while start > 0 and _is_continuation(data, start):
-        start -= 1
-    return start, _char_boundary(data, stop)
-
-
 def _sample(data: Searchable) -> bytes:
     size = len(data)
     if size <= 3 * _SAMPLE:
@@ -284,25 +277,8 @@ class Scan:
             yield from self._matches(0, len(self.data))
         else:
             for lo, hi in self._candidates(self.prefilter):
-                if hi - lo > WINDOW:
-                    yield from self._matches(lo, hi)
-                elif not self._late():  # a few lines: one window, every match in it final (the common case)
-                    yield from self._window(lo, hi)
+                yield from self._matches(lo, hi)
         self.finished = not self._stopped
-
-    def _window(self, pos: int, hi: int) -> Iterator[tuple[int, int]]:
-        """The matches in [pos, hi), one RE2 call each, where no match crosses `pos` or `hi`."""
-        data, regexp = self.data, self.regexp
-        while pos < hi:
-            start, stop = regexp.Match(_UNANCHORED, data, pos, hi)[0]
-            if start < 0:
-                return
-            start, stop = _whole_characters(data, start, stop)
-            if stop == start:  # cannot happen for patterns compile_pattern accepts; never loop on it
-                pos = _char_boundary(data, start + 1)
-                continue
-            yield start, stop
-            pos = stop
 
     def _late(self) -> bool:
         if time.monotonic() > self.deadline:
@@ -407,7 +383,10 @@ class Scan:
                     return
                 pos = end
                 continue
-            start, stop = _whole_characters(data, start, stop)
+            # Snap to whole characters (only `\C` can stop inside one).
+            while start > 0 and _is_continuation(data, start):
+                start -= 1
+            stop = _char_boundary(data, stop)
             if stop == start:  # cannot happen for patterns compile_pattern accepts; never loop on it
                 pos = _char_boundary(data, start + 1)
                 continue
