@@ -239,3 +239,21 @@ def test_deadline_stops_the_scan() -> None:
     data = b"ab\n" * 100_000
     scan = Scan(data, compile_pattern("ab", literal=False, case_sensitive=True), time.monotonic() - 1)
     assert list(scan) == [] and not scan.finished
+
+
+@given(st.binary(max_size=4000), st.binary(min_size=1, max_size=3))
+def test_sample_counts_are_bytes_counts(data: bytes, needle: bytes) -> None:
+    """The planners' counts (one vectorised histogram for single bytes) agree with `bytes.count`."""
+    sample = scan_module.Sample(data)
+    assert sample.data == data  # small texts are their own sample
+    assert sample.count(needle) == data.count(needle)
+    for byte in set(data[:20]):
+        assert sample.count(bytes((byte,))) == data.count(bytes((byte,)))
+
+
+def test_sample_of_a_large_text_is_its_start_middle_and_end() -> None:
+    piece = scan_module._SAMPLE
+    data = b"a" * piece + b"b" * (2 * piece) + b"c" * piece
+    sample = scan_module.Sample(data)
+    assert sample.data == b"a" * piece + b"b" * piece + b"c" * piece
+    assert [sample.count(x) for x in (b"a", b"b", b"c", b"\x00")] == [piece, piece, piece, 0]

@@ -33,6 +33,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import re2
 from re2 import _re2  # the bound RE2 class: searches a buffer at (pos, endpos) without building Python matches
 
@@ -67,12 +68,30 @@ def _char_boundary(data: Searchable, pos: int) -> int:
     return pos
 
 
-def _sample(data: Searchable) -> bytes:
-    size = len(data)
-    if size <= 3 * _SAMPLE:
-        return bytes(data)
-    middle = size // 2
-    return bytes(data[:_SAMPLE]) + bytes(data[middle : middle + _SAMPLE]) + bytes(data[-_SAMPLE:])
+class Sample:
+    """Three 64 KiB pieces of the text (start, middle, end) for the planners to count in, with the count of each
+    byte value made in one vectorised pass the first time one is asked for (counting bytes one `bytes.count`
+    at a time cost 0.15 ms each: ~3 ms to plan a 16-character literal, half of `rg`'s time on 10 MB)."""
+
+    def __init__(self, data: Searchable) -> None:
+        size = len(data)
+        if size <= 3 * _SAMPLE:
+            self.data = bytes(data)
+        else:
+            middle = size // 2
+            self.data = bytes(data[:_SAMPLE]) + bytes(data[middle : middle + _SAMPLE]) + bytes(data[-_SAMPLE:])
+        self._bytes: list[int] | None = None
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+    def count(self, needle: bytes) -> int:
+        """Occurrences of `needle` in the sample."""
+        if len(needle) != 1:
+            return self.data.count(needle)
+        if self._bytes is None:
+            self._bytes = np.bincount(np.frombuffer(self.data, np.uint8), minlength=256).tolist()
+        return self._bytes[needle[0]]
 
 
 @dataclass(frozen=True)
@@ -98,17 +117,14 @@ def worth_skipping(rare: float, first: float, case_sensitive: bool) -> bool:
     return rare <= 1 / 64
 
 
-def plan_skip(data: Searchable, pattern: CompiledPattern) -> Skip | None:
+def plan_skip(data: Searchable, pattern: CompiledPattern, sample: Sample | None = None) -> Skip | None:
     if not pattern.lead or not data or len(data) < SKIP_MIN_BYTES:
         return None
     raw = pattern.lead.encode("utf-8")
-    sample = _sample(data)
-    rates: dict[int, float] = {}
+    seen = Sample(data) if sample is None else sample
 
     def rate(byte: int) -> float:
-        if byte not in rates:
-            rates[byte] = sample.count(bytes((byte,))) / len(sample)
-        return rates[byte]
+        return seen.count(bytes((byte,))) / len(seen)
 
     if pattern.case_sensitive:
         k = min(range(len(raw)), key=lambda j: rate(raw[j]))
@@ -173,13 +189,13 @@ class Finder:
     reach: int
 
 
-def _finder_cost(variants: tuple[str, ...], sample: bytes) -> float:
+def _finder_cost(variants: tuple[str, ...], sample: Sample) -> float:
     """What finding these characters costs, in hits of the sample: each variant is one more pass over the text
     (about 0.1 ns a byte at memchr speed), and each hit costs about 20 ns, so a pass is worth a hit in 200 bytes."""
     return len(variants) * len(sample) / 200 + sum(sample.count(variant.encode()) for variant in variants)
 
 
-def _finders(needle: Needle, sample: bytes) -> tuple[Finder, ...] | None:
+def _finders(needle: Needle, sample: Sample) -> tuple[Finder, ...] | None:
     """The finders that together hit every occurrence of `needle`, each from its rarest character on."""
     text = needle.text
     if not needle.folded:
@@ -205,14 +221,14 @@ def _finders(needle: Needle, sample: bytes) -> tuple[Finder, ...] | None:
     return tuple(finders)
 
 
-def _count(needle: Needle, sample: bytes) -> int:
+def _count(needle: Needle, sample: Sample) -> int:
     if not needle.folded:
         return sample.count(needle.text.encode("utf-8"))
     options = re2.Options()
     options.case_sensitive = False
     options.literal = True
     options.log_errors = False
-    return sum(1 for _ in re2.compile(needle.text.encode("utf-8"), options).finditer(sample))
+    return sum(1 for _ in re2.compile(needle.text.encode("utf-8"), options).finditer(sample.data))
 
 
 @dataclass(frozen=True)
@@ -223,11 +239,11 @@ class Prefilter:
     finders: tuple[Finder, ...]
 
 
-def plan_prefilter(data: Searchable, shape: PatternShape) -> Prefilter | None:
+def plan_prefilter(data: Searchable, shape: PatternShape, sample: Sample | None = None) -> Prefilter | None:
     """The clause to find first (the rarest in a sample of the text), or None to search the text as it is."""
     if shape.spans_lines or not shape.needs or len(data) < PREFILTER_MIN_BYTES:
         return None
-    sample = _sample(data)
+    sample = Sample(data) if sample is None else sample
     counts: dict[Needle, int] = {}
     for clause in shape.needs:
         for needle in clause:
@@ -266,8 +282,9 @@ class Scan:
         )
         # A case-sensitive leading literal is RE2's own fast path (memchr on its first byte, or `Skip` to a rarer
         # byte in it); a folded one is not (RE2 reads it with a slower shift-DFA), nor is a literal further in.
-        self.prefilter = None if pattern.lead and pattern.case_sensitive else plan_prefilter(data, self.shape)
-        self.skip = None if self.prefilter is not None else plan_skip(data, pattern)
+        sample = Sample(data) if len(data) >= min(PREFILTER_MIN_BYTES, SKIP_MIN_BYTES) else None
+        self.prefilter = None if pattern.lead and pattern.case_sensitive else plan_prefilter(data, self.shape, sample)
+        self.skip = None if self.prefilter is not None else plan_skip(data, pattern, sample)
         self.deadline = deadline
         self.finished = False
         self._stopped = False
