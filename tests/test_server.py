@@ -90,10 +90,19 @@ async def test_offload_then_retrieve(server, mode: str, services: Services) -> N
         log = r.structured_content["handle"]
         assert r.structured_content["kind"] == "text"
 
-        r = await client.call_tool("search_large_output", {"pattern": "error disk", "handle": log})
+        args = {"pattern": "error disk", "handle": log, "context_lines": 1}
+        r = await client.call_tool("search_large_output", args)
         m = r.structured_content["matches"]
         assert r.structured_content["total_matches"] == 1 and m[0]["line"] == 3210
         assert LOG[m[0]["start"] - 1 : m[0]["end"]].lower() == "error disk"
+        before, hit, after = LOG.splitlines()[3208:3211]
+        # one output searched: named once in the first line, not on every hit and context line
+        assert text_of(r).splitlines() == [
+            f"1 match(es) for 'error disk' in {log}; showing 1:",
+            f"  3209-  {before}",
+            f"3210 [chars {m[0]['start']}–{m[0]['end']}]: {hit}",
+            f"  3211-  {after}",
+        ]
 
         r = await client.call_tool("read_large_output", {"handle": log, "start_line": 3209, "end_line": 3211})
         assert r.structured_content["text"] == "".join(LOG.splitlines(keepends=True)[3208:3211])
@@ -111,6 +120,9 @@ async def test_offload_then_retrieve(server, mode: str, services: Services) -> N
         r = await client.call_tool("search_large_output", {"pattern": "item-29[0-9]\\b"})  # all outputs
         assert r.structured_content["total_matches"] == 10
         assert {x["handle"] for x in r.structured_content["matches"]} == {api}
+        hits, places = text_of(r).splitlines()[1::2], text_of(r).splitlines()[2::2]  # a JSON hit, then its place
+        assert len(hits) == 10 and all(line.startswith(f"{api}:") for line in hits)  # across outputs: named
+        assert all(line.startswith("  at .items[") for line in places)
 
         r = await client.call_tool("list_outputs", {})
         assert [o["handle"] for o in r.structured_content["outputs"]] == [log, api]

@@ -220,7 +220,7 @@ TOOLS: tuple[ToolSpec, ...] = (
             "Returns line numbers and character positions you can pass to read_large_output; in JSON, also the jq "
             "path of each match (for query_large_output) and the names/ids of the objects around it.\n"
             'Example: search_large_output(pattern="timeout|refused", handle="out_…", context_lines=2) → '
-            '"out_…:4812 [chars 301220–301226]: … connection refused …".\n'
+            '"4812 [chars 301220–301226]: … connection refused …" (line 4812; without a handle: "out_…:4812 …").\n'
             'Example: search_large_output(pattern="ord-1234", handle="out_…", literal=true, scope="record") → the '
             "match at .data.orders[57].id and that whole order."
         ),
