@@ -110,7 +110,6 @@ def scanned(data: bytes, pattern: CompiledPattern) -> list[tuple[int, int]]:
 def shrink(monkeypatch: pytest.MonkeyPatch, window: int, overlap: int, prefilter: bool, skip: bool) -> None:
     monkeypatch.setattr(scan_module, "WINDOW", window)
     monkeypatch.setattr(scan_module, "OVERLAP", overlap)
-    monkeypatch.setattr(scan_module, "PREFILTER_MERGE", 3)
     monkeypatch.setattr(scan_module, "PREFILTER_CHUNK", 5)
     monkeypatch.setattr(scan_module, "PREFILTER_MIN_BYTES", 0 if prefilter else 1 << 60)
     monkeypatch.setattr(scan_module, "worth_prefiltering", lambda hits, size: True)
@@ -239,6 +238,15 @@ def test_deadline_stops_the_scan() -> None:
     data = b"ab\n" * 100_000
     scan = Scan(data, compile_pattern("ab", literal=False, case_sensitive=True), time.monotonic() - 1)
     assert list(scan) == [] and not scan.finished
+
+
+def test_deadline_stops_a_prefiltered_scan() -> None:
+    data = b"".join(b"line %d ok\n" % n if n % 1000 else b"db: timeout %d\n" % n for n in range(60_000))
+    pattern = compile_pattern("[a-z]+: timeout", literal=False, case_sensitive=True)
+    done = Scan(data, pattern, time.monotonic() + 60)
+    assert done.prefilter is not None and len(list(done)) == 60 and done.finished
+    late = Scan(data, pattern, time.monotonic() - 1)
+    assert list(late) == [] and not late.finished
 
 
 @given(st.binary(max_size=4000), st.binary(min_size=1, max_size=3))
