@@ -107,8 +107,11 @@ def scanned(data: bytes, pattern: CompiledPattern) -> list[tuple[int, int]]:
     return found
 
 
-def shrink(monkeypatch: pytest.MonkeyPatch, window: int, overlap: int, prefilter: bool, skip: bool) -> None:
+def shrink(
+    monkeypatch: pytest.MonkeyPatch, window: int, overlap: int, prefilter: bool, skip: bool, line_hits: int = 1
+) -> None:
     monkeypatch.setattr(scan_module, "WINDOW", window)
+    monkeypatch.setattr(scan_module, "_LINE_HITS", line_hits)
     monkeypatch.setattr(scan_module, "OVERLAP", overlap)
     monkeypatch.setattr(scan_module, "PREFILTER_CHUNK", 5)
     monkeypatch.setattr(scan_module, "PREFILTER_MIN_BYTES", 0 if prefilter else 1 << 60)
@@ -126,6 +129,7 @@ def shrink(monkeypatch: pytest.MonkeyPatch, window: int, overlap: int, prefilter
     overlap=st.integers(1, 30),
     prefilter=st.booleans(),
     skip=st.booleans(),
+    line_hits=st.integers(1, 3),
 )
 def test_scan_equals_re2_on_the_whole_text(
     monkeypatch: pytest.MonkeyPatch,
@@ -136,8 +140,9 @@ def test_scan_equals_re2_on_the_whole_text(
     overlap: int,
     prefilter: bool,
     skip: bool,
+    line_hits: int,
 ) -> None:
-    shrink(monkeypatch, window, overlap, prefilter, skip)
+    shrink(monkeypatch, window, overlap, prefilter, skip, line_hits)
     compiled = compile_pattern(pattern, literal=False, case_sensitive=case_sensitive)
     data = text.encode("utf-8")
     assert scanned(data, compiled) == oracle(data, compiled)

@@ -49,6 +49,7 @@ SKIP_MIN_BYTES = 256 << 10  # below this a plain scan is already fast
 PREFILTER_MIN_BYTES = 256 << 10
 PREFILTER_CHUNK = 16 << 20  # bytes per literal find between deadline checks
 MAX_FINDERS = 8  # each finder is one memchr-speed pass over the text
+_LINE_HITS = 4  # hits of one finder followed one by one on a line; past them, the line is searched to its end
 _SAMPLE = 64 << 10
 
 _UNANCHORED = _re2.RE2.Anchor.UNANCHORED
@@ -319,7 +320,8 @@ class Scan:
 
         The hot loop of a prefiltered search (thousands of candidate lines are common), kept lean: a line (at
         most a window long) is searched inline, as `_matches` searches one final window (no match crosses a
-        line's ends), without its window and skip bookkeeping, which cost a third of the whole search."""
+        line's ends), without its window and skip bookkeeping, which cost a third of the whole search. Every
+        match holds a hit, so once a line's hits are all before the end of a match, the line has no more."""
         data, size = self.data, len(self.data)
         match, find, rfind = self.regexp.Match, data.find, data.rfind
         next_hit, clock, deadline = self._next_hit, time.monotonic, self.deadline
@@ -339,14 +341,22 @@ class Scan:
             lo = newline + 1 if newline >= 0 else floor
             newline = find(b"\n", found)
             hi = floor = size if newline < 0 else newline + 1
+            last = found  # the last hit on this line (or, past a few hits, the line's end)
             for i, hit in enumerate(hits):
-                if 0 <= hit < hi:
-                    hits[i] = next_hit(finders[i], hi)
+                for _ in range(_LINE_HITS):
+                    if not 0 <= hit < hi:
+                        break
+                    last = max(last, hit)
+                    hit = hits[i] = next_hit(finders[i], hit + 1)
+                else:
+                    if 0 <= hit < hi:
+                        last = hi
+                        hits[i] = next_hit(finders[i], hi)
             if hi - lo > WINDOW:
                 yield from self._matches(lo, hi)
                 continue
             pos = lo
-            while True:
+            while pos <= last:  # a match holds a hit: none starts after the line's last hit
                 start, stop = match(_UNANCHORED, data, pos, hi)[0]
                 if start < 0:
                     break
