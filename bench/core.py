@@ -4,6 +4,10 @@ and `jq`.
 Every call goes through the real MCP client (in memory) into the real server, so the figures include argument
 validation and result shaping. Data is generated (seeded) into a temp dir; each yardstick runs on the same file in
 the same run. Ratios are ours / yardstick (lower is better).
+
+The regex rows are also measured through the in-process retrieval API (`mcp_offload.api.search`, what an agent loop
+in Python calls), on the same output in the same run: the difference is the per-call cost of MCP itself (the
+SDK client's jsonschema validation of the hits, serialisation, the savings count), which does not depend on size.
 """
 
 from __future__ import annotations
@@ -23,9 +27,10 @@ import anyio
 import orjson
 from mcp import Client
 
+from mcp_offload import api
 from mcp_offload.retrieve.json_structure import STRUCTURES
 from mcp_offload.server import build_server
-from mcp_offload.services import build_services
+from mcp_offload.services import Services, build_services
 from mcp_offload.settings import Settings
 
 NEEDLE = "ZEBRA-7731-NEEDLE"
@@ -41,6 +46,7 @@ REGEX_SET = [
     ("multi-line", r"(?s)timeout after \d+ ms\n\S+ INFO", True, ["-U", "--multiline-dotall"]),
 ]
 JQ_PROGRAM = "[.items[] | select(.id % 5000 == 0) | .name] | length"
+SESSION = "bench"  # the server's run scope, named so the in-process API rows reach the same outputs
 
 
 def parse_size(text: str) -> int:
@@ -128,7 +134,9 @@ def row(case: str, size: str, ours: float, yard: str | None = None, yard_ms: flo
     return r
 
 
-async def _bench_kind(client: Client, kind: str, content: str, path: Path, size_label: str, repeat: int) -> list[dict]:
+async def _bench_kind(
+    client: Client, services: Services, kind: str, content: str, path: Path, size_label: str, repeat: int
+) -> list[dict]:
     rows: list[dict] = []
     rg, jq = shutil.which("rg"), shutil.which("jq")
     handles: list[str] = []
@@ -197,11 +205,19 @@ async def _bench_kind(client: Client, kind: str, content: str, path: Path, size_
                 r = await client.call_tool("search_large_output", args)
                 assert r.structured_content["total_matches"] >= 1, r.content
 
+            async def regex_api(pattern: str = pattern, case_sensitive: bool = case_sensitive) -> None:
+                out = await api.search(
+                    services, api.Scope.named(SESSION), pattern, handle=handle, case_sensitive=case_sensitive
+                )
+                assert out.total_matches >= 1
+
             ms = await amedian_ms(regex, repeat)
+            api_ms = await amedian_ms(regex_api, repeat)
             argv = [rg, "-n", *rg_flags, pattern, str(path)]
             rg_ms = median_ms(lambda argv=argv: run_cli(argv), repeat) if rg else None
             yard = " ".join(["rg -n", *rg_flags])
             rows.append(row(f"search regex {name}", size_label, ms, yard, rg_ms, note="target <2x rg"))
+            rows.append(row(f"search regex {name} (in-process API)", size_label, api_ms, yard, rg_ms))
     else:
         fresh: list[str] = []
 
@@ -234,13 +250,13 @@ async def _bench(size_label: str, repeat: int, workdir: Path) -> list[dict]:
     rows: list[dict] = []
     settings = Settings(store=str(workdir / "store"), jq_timeout_s=120, jq_max_output_chars=1_000_000)
     services = build_services(settings)
-    server = build_server(services)
+    server = build_server(services, session=SESSION)
     try:
         async with Client(server, read_timeout_seconds=600) as client:
             for kind, content in (("text", make_text(size, rng)), ("json", make_json(size, rng))):
                 path = workdir / f"{kind}-{size_label}.{'json' if kind == 'json' else 'log'}"
                 path.write_text(content)
-                rows.extend(await _bench_kind(client, kind, content, path, size_label, repeat))
+                rows.extend(await _bench_kind(client, services, kind, content, path, size_label, repeat))
                 path.unlink()
     finally:
         await services.aclose()
