@@ -106,6 +106,27 @@ async def amedian_ms(fn, repeat: int) -> float:  # type: ignore[no-untyped-def]
     return statistics.median(times)
 
 
+async def interleaved_ms(  # type: ignore[no-untyped-def]
+    mcp_call, api_call, argv: list[str] | None, repeat: int
+) -> tuple[float, float, float | None]:
+    """Medians of the MCP call, the in-process API call and the CLI, run in turns (MCP, API, CLI, MCP, ...): this
+    2-core VM's speed drifts by up to 2x over minutes (memory-bound scans most), and taking turns lets each side
+    see the same drift, so the ratio is steadier than that of three back-to-back series."""
+    times: tuple[list[float], list[float], list[float]] = ([], [], [])
+    for _ in range(repeat):
+        for i, call in enumerate((mcp_call, api_call)):
+            t = time.perf_counter()
+            await call()
+            times[i].append((time.perf_counter() - t) * 1000)
+        if argv is not None:
+            t = time.perf_counter()
+            run_cli(argv)
+            times[2].append((time.perf_counter() - t) * 1000)
+    mcp_ms, api_ms, cli = (statistics.median(x) if x else None for x in times)
+    assert mcp_ms is not None and api_ms is not None
+    return mcp_ms, api_ms, cli
+
+
 async def settle() -> None:
     """Let the background structure-index build of a just-offloaded JSON output finish before the next measurement
     (a model's next call comes seconds later): measured rows never overlap it."""
@@ -211,10 +232,8 @@ async def _bench_kind(
                 )
                 assert out.total_matches >= 1
 
-            ms = await amedian_ms(regex, repeat)
-            api_ms = await amedian_ms(regex_api, repeat)
-            argv = [rg, "-n", *rg_flags, pattern, str(path)]
-            rg_ms = median_ms(lambda argv=argv: run_cli(argv), repeat) if rg else None
+            argv = [rg, "-n", *rg_flags, pattern, str(path)] if rg else None
+            ms, api_ms, rg_ms = await interleaved_ms(regex, regex_api, argv, repeat)
             yard = " ".join(["rg -n", *rg_flags])
             rows.append(row(f"search regex {name}", size_label, ms, yard, rg_ms, note="target <2x rg"))
             rows.append(row(f"search regex {name} (in-process API)", size_label, api_ms, yard, rg_ms))
