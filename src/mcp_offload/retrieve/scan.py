@@ -68,6 +68,15 @@ def _char_boundary(data: Searchable, pos: int) -> int:
     return pos
 
 
+def _whole_chars(data: Searchable, start: int, stop: int) -> tuple[int, int]:
+    """A match [start, stop) widened to whole characters (only `\\C` can start or stop inside one)."""
+    while start > 0 and 0x80 <= data[start] < 0xC0:
+        start -= 1
+    if stop < len(data) and 0x80 <= data[stop] < 0xC0:
+        stop = _char_boundary(data, stop)
+    return start, stop
+
+
 class Sample:
     """Three 64 KiB pieces of the text (start, middle, end) for the planners to count in, with the count of each
     byte value made in one vectorised pass the first time one is asked for (counting bytes one `bytes.count`
@@ -360,10 +369,7 @@ class Scan:
                 start, stop = match(_UNANCHORED, data, pos, hi)[0]
                 if start < 0:
                     break
-                while start > 0 and 0x80 <= data[start] < 0xC0:  # snap to whole characters (only `\C` cuts one)
-                    start -= 1
-                if stop < size and 0x80 <= data[stop] < 0xC0:
-                    stop = _char_boundary(data, stop)
+                start, stop = _whole_chars(data, start, stop)
                 if stop == start:  # cannot happen for patterns compile_pattern accepts; never loop on it
                     pos = _char_boundary(data, start + 1)
                     continue
@@ -427,10 +433,7 @@ class Scan:
                     return
                 pos = end
                 continue
-            # Snap to whole characters (only `\C` can stop inside one).
-            while start > 0 and _is_continuation(data, start):
-                start -= 1
-            stop = _char_boundary(data, stop)
+            start, stop = _whole_chars(data, start, stop)
             if stop == start:  # cannot happen for patterns compile_pattern accepts; never loop on it
                 pos = _char_boundary(data, start + 1)
                 continue
