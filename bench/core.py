@@ -32,6 +32,7 @@ from mcp_offload.retrieve.json_structure import STRUCTURES
 from mcp_offload.server import build_server
 from mcp_offload.services import Services, build_services
 from mcp_offload.settings import Settings
+from mcp_offload.tools import result_of
 
 NEEDLE = "ZEBRA-7731-NEEDLE"
 REGEX = r"ERROR [a-z]+: timeout after \d+ ms"
@@ -165,7 +166,7 @@ async def _bench_kind(
     async def offload() -> None:
         r = await client.call_tool("offload", {"content": content})
         assert not r.is_error, r.content
-        handles.append(r.structured_content["handle"])
+        handles.append(result_of(r)["handle"])
 
     offload_ms = []
     for _ in range(max(1, min(repeat, 3))):
@@ -184,7 +185,7 @@ async def _bench_kind(
 
     async def read() -> None:
         r = await client.call_tool("read_large_output", {"handle": handle, "start": mid, "end": mid + 4095})
-        assert len(r.structured_content["text"]) == 4096
+        assert len(result_of(r)["text"]) == 4096
 
     ms = await amedian_ms(read, repeat * 4)
     skip = len(content[:mid].encode())
@@ -195,7 +196,7 @@ async def _bench_kind(
     async def literal() -> None:
         args = {"pattern": NEEDLE, "handle": handle, "literal": True, "case_sensitive": True}
         r = await client.call_tool("search_large_output", args)
-        assert r.structured_content["total_matches"] == 1, r.content
+        assert result_of(r)["total_matches"] == 1, r.content
 
     ms = await amedian_ms(literal, repeat)
     rg_ms = median_ms(lambda: run_cli([rg, "-n", "-F", NEEDLE, str(path)]), repeat) if rg else None
@@ -206,8 +207,8 @@ async def _bench_kind(
         async def with_paths() -> None:
             args = {"pattern": NEEDLE, "handle": handle, "literal": True, "case_sensitive": True, "scope": "record"}
             r = await client.call_tool("search_large_output", args)
-            assert r.structured_content["matches"][0]["json_path"].endswith(".name"), r.content
-            assert r.structured_content["records"], r.content
+            assert result_of(r)["matches"][0]["json_path"].endswith(".name"), r.content
+            assert result_of(r)["records"], r.content
 
         async def first_with_paths() -> None:  # the structure index is built at an output's first search
             STRUCTURES.clear()
@@ -224,7 +225,7 @@ async def _bench_kind(
             async def regex(pattern: str = pattern, case_sensitive: bool = case_sensitive) -> None:
                 args = {"pattern": pattern, "handle": handle, "case_sensitive": case_sensitive}
                 r = await client.call_tool("search_large_output", args)
-                assert r.structured_content["total_matches"] >= 1, r.content
+                assert result_of(r)["total_matches"] >= 1, r.content
 
             async def regex_api(pattern: str = pattern, case_sensitive: bool = case_sensitive) -> None:
                 out = await api.search(
@@ -251,7 +252,7 @@ async def _bench_kind(
 
         first_ms = []
         for _ in range(max(1, min(repeat, 3))):
-            fresh.append((await client.call_tool("offload", {"content": content})).structured_content["handle"])
+            fresh.append(result_of(await client.call_tool("offload", {"content": content}))["handle"])
             await settle()
             first_ms.append(await amedian_ms(first_query, 1))
         jq_ms = median_ms(lambda: run_cli([jq, JQ_PROGRAM, str(path)]), repeat) if jq else None

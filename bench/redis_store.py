@@ -23,6 +23,7 @@ from core import NEEDLE, amedian_ms, make_json, make_text, parse_size
 from mcp_offload.server import build_server
 from mcp_offload.services import build_services
 from mcp_offload.settings import Settings
+from mcp_offload.tools import result_of
 
 
 def _start_redis() -> tuple[str, subprocess.Popen[bytes] | None]:
@@ -56,20 +57,20 @@ async def _measure(store: str, text: str, doc: str, repeat: int) -> dict[str, fl
 
             async def offload() -> None:
                 r = await client.call_tool("offload", {"content": text})
-                handles["text"] = r.structured_content["handle"]
+                handles["text"] = result_of(r)["handle"]
 
             out["offload 10MB text"] = await amedian_ms(offload, repeat)
-            handles["json"] = (await client.call_tool("offload", {"content": doc})).structured_content["handle"]
+            handles["json"] = result_of(await client.call_tool("offload", {"content": doc}))["handle"]
             mid = len(text) // 2
 
             async def read() -> None:
                 args = {"handle": handles["text"], "start": mid, "end": mid + 4095}
                 r = await client.call_tool("read_large_output", args)
-                assert len(r.structured_content["text"]) == 4096
+                assert len(result_of(r)["text"]) == 4096
 
             async def search() -> None:
                 args = {"pattern": NEEDLE, "handle": handles["text"], "literal": True, "case_sensitive": True}
-                assert (await client.call_tool("search_large_output", args)).structured_content["total_matches"] == 1
+                assert result_of(await client.call_tool("search_large_output", args))["total_matches"] == 1
 
             async def query() -> None:
                 args = {"handle": handles["json"], "query": ".items | length"}

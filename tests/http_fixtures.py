@@ -20,6 +20,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from mcp_offload.http import HttpOptions, build_http_app
 from mcp_offload.services import Services
+from mcp_offload.tools import result_of
 
 TOKEN_A = "token-a-" + "a" * 24
 TOKEN_B = "token-b-" + "b" * 24
@@ -94,7 +95,7 @@ async def offload_some(client: Client, marker: str, count: int = 3) -> list[str]
     for i in range(count):
         r = await client.call_tool("offload", {"content": document(marker, i), "name": f"{marker}-{i}"})
         assert not r.is_error, text_of(r)
-        handles.append(r.structured_content["handle"])
+        handles.append(result_of(r)["handle"])
         r = await client.call_tool("query_large_output", {"handle": handles[-1], "query": ".marker", "raw": True})
         assert text_of(r).strip() == marker
     return handles
@@ -114,9 +115,9 @@ async def assert_unreachable(client: Client, foreign: list[str], foreign_marker:
         with pytest.raises(MCPError):
             await client.read_resource(f"offload://outputs/{handle}")
     r = await client.call_tool("search_large_output", {"pattern": foreign_marker, "literal": True})
-    assert not r.is_error and r.structured_content["total_matches"] == 0, text_of(r)
+    assert not r.is_error and result_of(r)["total_matches"] == 0, text_of(r)
     r = await client.call_tool("list_outputs", {})
-    assert {o["handle"] for o in r.structured_content["outputs"]} == set(own)
+    assert {o["handle"] for o in result_of(r)["outputs"]} == set(own)
     uris = {str(res.uri) for res in (await client.list_resources()).resources}
     assert uris == {f"offload://outputs/{h}" for h in own}
     read = await client.read_resource(f"offload://outputs/{own[0]}")

@@ -36,6 +36,7 @@ from mcp import Client
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
+from mcp_offload.tools import result_of
 from support import free_port
 
 TOOLS = ("offload", "read_large_output", "search_large_output", "query_large_output")
@@ -233,7 +234,7 @@ class Session:
         doc = (self.payloads.json_doc if kind == "json" else self.payloads.text_doc)(self.marker, seq, size)
         reply = await self._call(client, "offload", {"content": doc, "name": f"{self.marker}-{seq}"}, len(doc))
         if reply is not None:
-            data = reply.structured_content
+            data = result_of(reply)
             self.outputs.append(Output(data["handle"], data["kind"], data["bytes"], data["lines"]))
 
     async def mixed_call(self, client: Client) -> None:
@@ -265,12 +266,8 @@ class Session:
             reply = await self._call(
                 client, "query_large_output", {"handle": target.handle, "query": query}, target.size
             )
-            if (
-                reply is not None
-                and query == ".session"
-                and reply.structured_content["result"].strip('"\n') != self.marker
-            ):
-                self.result.cross_reads.append(f"{self.marker} queried {reply.structured_content['result'][:40]!r}")
+            if reply is not None and query == ".session" and result_of(reply)["result"].strip('"\n') != self.marker:
+                self.result.cross_reads.append(f"{self.marker} queried {result_of(reply)['result'][:40]!r}")
 
     async def probe_peer(self, client: Client, peer: Session) -> None:
         """Try to reach a peer's outputs by handle, by search and by listing; any success is a cross-session read."""
@@ -282,12 +279,12 @@ class Session:
         if not reply.is_error:
             self.result.cross_reads.append(f"{self.marker} read {peer.marker}'s {handle}")
         reply = await client.call_tool("search_large_output", {"pattern": f"session={peer.marker} ", "literal": True})
-        if not reply.is_error and reply.structured_content["total_matches"]:
+        if not reply.is_error and result_of(reply)["total_matches"]:
             self.result.cross_reads.append(f"{self.marker} found {peer.marker}'s text by search")
         reply = await client.call_tool("list_outputs", {})
         if not reply.is_error:
             mine = {o.handle for o in self.outputs}
-            foreign = [o["handle"] for o in reply.structured_content["outputs"] if o["handle"] not in mine]
+            foreign = [o["handle"] for o in result_of(reply)["outputs"] if o["handle"] not in mine]
             if foreign:
                 self.result.cross_reads.append(f"{self.marker} listed {len(foreign)} outputs that are not its own")
 

@@ -16,6 +16,7 @@ from mcp_offload.errors import InvalidHandle, OffloadError, QueryError, SearchEr
 from mcp_offload.server import build_server
 from mcp_offload.services import Services, build_services
 from mcp_offload.settings import Settings
+from mcp_offload.tools import result_of
 
 DOC = json.dumps({"items": [{"id": i, "name": f"item-{i}", "ok": i % 2 == 0} for i in range(300)]}, indent=2)
 
@@ -43,26 +44,26 @@ async def test_offload_read_search_query_list_round_trip(services: Services) -> 
     assert [o.handle for o in listed.outputs] == [stored.handle]
 
 
-async def test_api_results_are_the_tools_structured_content(services: Services) -> None:
-    """One implementation: what a tool puts in structuredContent is the API's model, field for field."""
+async def test_api_results_are_the_tools_meta_results(services: Services) -> None:
+    """One implementation: the result a tool gives programs (`_meta`) is the API's model, field for field."""
     scope = api.Scope.named("same-session")
     async with Client(build_server(services, session="same-session")) as client:
         offloaded = await client.call_tool("offload", {"content": DOC, "name": "doc"})
-        handle = offloaded.structured_content["handle"]
+        handle = result_of(offloaded)["handle"]
         read = await client.call_tool("read_large_output", {"handle": handle, "start_line": 2, "end_line": 3})
         found = await client.call_tool("search_large_output", {"pattern": "item-29[0-9]", "handle": handle})
         queried = await client.call_tool(
             "query_large_output", {"handle": handle, "query": ".items[3]", "compact": True}
         )
         listed = await client.call_tool("list_outputs", {})
-    assert offloaded.structured_content["preview"] in text_of(offloaded)
+    assert result_of(offloaded)["preview"] in text_of(offloaded)
     same_read = await api.read(services, scope, handle, start_line=2, end_line=3)
-    assert read.structured_content == same_read.model_dump(mode="json")
+    assert result_of(read) == same_read.model_dump(mode="json")
     same_search = await api.search(services, scope, "item-29[0-9]", handle=handle)
-    assert found.structured_content == same_search.model_dump(mode="json")
+    assert result_of(found) == same_search.model_dump(mode="json")
     same_query = await api.query(services, scope, handle, ".items[3]", compact=True)
-    assert queried.structured_content["result"] == same_query.result == '{"id":3,"name":"item-3","ok":false}'
-    assert listed.structured_content == (await api.list_outputs(services, scope)).model_dump(mode="json")
+    assert result_of(queried)["result"] == same_query.result == '{"id":3,"name":"item-3","ok":false}'
+    assert result_of(listed) == (await api.list_outputs(services, scope)).model_dump(mode="json")
 
 
 @pytest.mark.parametrize(

@@ -19,6 +19,7 @@ from pydantic import TypeAdapter
 
 from compact_fixtures import anthropic_turn, big_json, chat_turn, handle_in, responses_turn
 from mcp_offload import Compactor, api
+from mcp_offload.tools import result_of
 
 TURNS = {"anthropic": anthropic_turn, "openai": chat_turn, "responses": responses_turn}
 TEXT = st.text(st.characters(blacklist_categories=("Cs",)), min_size=0, max_size=60)
@@ -101,10 +102,10 @@ async def test_stdio_server_shares_the_compactors_session(tmp_path: Path) -> Non
     handle = handle_in(out[2]["content"][0]["content"])
     params = StdioServerParameters(command=_command(), args=["--store", str(store), "--session", "agent-7"])
     async with Client(params, read_timeout_seconds=30) as client:
-        listed = (await client.call_tool("list_outputs", {})).structured_content
+        listed = result_of(await client.call_tool("list_outputs", {}))
         assert [o["handle"] for o in listed["outputs"]] == [handle]
         r = await client.call_tool("query_large_output", {"handle": handle, "query": ".items[2999].tag", "raw": True})
-        assert r.structured_content["result"].strip() == "shared"
+        assert result_of(r)["result"].strip() == "shared"
     other = StdioServerParameters(command=_command(), args=["--store", str(store)])  # no session: private scope
     async with Client(other, read_timeout_seconds=30) as client:
         r = await client.call_tool("read_large_output", {"handle": handle})

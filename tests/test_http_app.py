@@ -14,6 +14,7 @@ from http_fixtures import (
 )
 from mcp_offload.http import HttpOptions
 from mcp_offload.services import Services
+from mcp_offload.tools import result_of
 
 
 async def test_healthz(services: Services) -> None:
@@ -32,9 +33,9 @@ async def test_json_response_mode(services: Services, mode: str) -> None:
     options = HttpOptions(transport="http", tokens=(TOKEN_A,), json_response=True)
     async with serving(services, options) as base:
         async with connect(base, "http", mode, TOKEN_A) as client:
-            h = (await client.call_tool("offload", {"content": "json mode\n" * 1000})).structured_content["handle"]
+            h = result_of(await client.call_tool("offload", {"content": "json mode\n" * 1000}))["handle"]
             r = await client.call_tool("read_large_output", {"handle": h, "start_line": 2, "end_line": 2})
-            assert r.structured_content["text"] == "json mode\n"
+            assert result_of(r)["text"] == "json mode\n"
         async with httpx2.AsyncClient(timeout=10) as http:
             auth = {"Authorization": f"Bearer {TOKEN_A}"}
             r = await http.post(base + "/mcp", json=INIT, headers={**MCP_HEADERS, **auth})

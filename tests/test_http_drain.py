@@ -31,6 +31,7 @@ from mcp_offload.http.rpc_errors import SHUTTING_DOWN
 from mcp_offload.http.shutdown_gate import ShutdownGate
 from mcp_offload.store.fs import FilesystemStore
 from mcp_offload.store.handles import scope_key
+from mcp_offload.tools import result_of
 from support import alive, descendants, free_port
 
 
@@ -58,7 +59,7 @@ async def test_sigterm_during_load_is_graceful(tmp_path: Path) -> None:
                         content = f"client {transport}-{mode}-{n} #{i}\n" + "line of text\n" * 20_000
                         r = await client.call_tool("offload", {"content": content})
                         if not r.is_error and mode == "auto":
-                            acknowledged[r.structured_content["handle"]] = hashlib.sha256(content.encode()).hexdigest()
+                            acknowledged[result_of(r)["handle"]] = hashlib.sha256(content.encode()).hexdigest()
                         await client.call_tool("search_large_output", {"pattern": "#\\d+", "max_results": 5})
                         i += 1
 

@@ -21,6 +21,7 @@ from http_fixtures import (
 )
 from mcp_offload.http import HttpOptions
 from mcp_offload.services import Services
+from mcp_offload.tools import result_of
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
@@ -31,7 +32,7 @@ async def test_body_size_limit(services: Services, mode: str) -> None:
                 await client.call_tool("offload", {"content": "x" * 100_000})
             assert "64,000" in refused.value.message
             r = await client.call_tool("offload", {"content": "x" * 50_000})  # the session is still good
-            assert not r.is_error and r.structured_content["bytes"] == 50_000
+            assert not r.is_error and result_of(r)["bytes"] == 50_000
 
         async def chunks() -> AsyncIterator[bytes]:  # no Content-Length: the transports' own cap applies
             for _ in range(10):

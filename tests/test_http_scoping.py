@@ -29,6 +29,7 @@ from http_fixtures import (
 )
 from mcp_offload.http import HttpOptions
 from mcp_offload.services import Services
+from mcp_offload.tools import result_of
 from support import alive, free_port
 
 
@@ -68,7 +69,7 @@ async def test_the_rule_for_one_principal(services: Services, transport: str) ->
         async with connect(base, transport, "auto", TOKEN_A) as a, connect(base, transport, "auto", TOKEN_A) as b:
             ha = await offload_some(a, "MARKER-A", 1)
             r = await b.call_tool("list_outputs", {})
-            assert [o["handle"] for o in r.structured_content["outputs"]] == ha
+            assert [o["handle"] for o in result_of(r)["outputs"]] == ha
 
 
 @pytest.mark.parametrize("transport", ["http", "sse"])
@@ -101,7 +102,7 @@ async def test_stateless_http_scopes_by_principal(services: Services) -> None:
         ha, hb = await offload_some(a, "MARKER-A", 2), await offload_some(b, "MARKER-B", 1)
         await assert_unreachable(b, ha, "MARKER-A", hb)
         r = await a.call_tool("list_outputs", {})
-        assert {o["handle"] for o in r.structured_content["outputs"]} == set(ha)
+        assert {o["handle"] for o in result_of(r)["outputs"]} == set(ha)
     async with (
         serving(services, HttpOptions(transport="http", stateless=True)) as base,
         connect(base, "http", "legacy") as c,

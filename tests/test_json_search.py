@@ -28,20 +28,21 @@ from mcp_offload.services import build_services
 from mcp_offload.settings import Settings
 from mcp_offload.store.base import Kind, OutputMeta, StoredOutput
 from mcp_offload.tokens import load_counter
+from mcp_offload.tools import result_of
 from store_fixtures import redis_url  # noqa: F401  (session fixture: a real loopback redis-server)
 
 
 async def offload(client: Client, content: str) -> str:
     result = await client.call_tool("offload", {"content": content})
     assert not result.is_error, text_of(result)
-    return str(result.structured_content["handle"])  # type: ignore[index]  # set for every offload
+    return str(result_of(result)["handle"])
 
 
 async def search(client: Client, **arguments: Any) -> tuple[str, dict[str, Any]]:
     result = await client.call_tool("search_large_output", arguments)
     assert not result.is_error, text_of(result)
-    assert result.structured_content is not None
-    return text_of(result), result.structured_content
+    assert result_of(result)
+    return text_of(result), result_of(result)
 
 
 async def query(client: Client, handle: str, program: str) -> Any:
@@ -127,7 +128,7 @@ async def test_nested_api_response_record_in_one_call(server: OffloadServer, pre
         read = await client.call_tool(
             "read_large_output", {"handle": handle, "start": record["start"], "end": record["end"]}
         )
-        assert read.structured_content is not None and read.structured_content["text"] == record["text"]
+        assert result_of(read)["text"] == record["text"]
         # scope="line" (the default) has no records.
         _, lines = await search(client, pattern="ord-0057", handle=handle)
         assert lines.get("records") is None and lines["matches"][0]["json_path"] == ".data.orders[57].id"

@@ -14,6 +14,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from conftest import text_of
+from mcp_offload.tools import result_of
 from store_fixtures import RedisServer, have_redis_server
 
 EXE = str(Path(sys.executable).with_name("mcp-offload"))
@@ -60,15 +61,15 @@ async def test_outputs_commands_while_a_server_writes(location: str) -> None:
     async with Client(_server(location), read_timeout_seconds=60) as alice, Client(_server(location)) as bob:
         r_doc = await alice.call_tool("offload", {"content": doc, "name": "items"})
         r_log = await alice.call_tool("offload", {"content": log, "name": "log"})
-        h_doc, h_log = r_doc.structured_content["handle"], r_log.structured_content["handle"]
-        h_bob = (await bob.call_tool("offload", {"content": "bob's\n" * 2000})).structured_content["handle"]
+        h_doc, h_log = result_of(r_doc)["handle"], result_of(r_log)["handle"]
+        h_bob = result_of(await bob.call_tool("offload", {"content": "bob's\n" * 2000}))["handle"]
         written: list[str] = []
         stop = anyio.Event()
 
         async def keep_writing() -> None:
             while not stop.is_set():
                 r = await bob.call_tool("offload", {"content": f"{len(written)}\n" * 5000, "name": "churn"})
-                written.append(r.structured_content["handle"])
+                written.append(result_of(r)["handle"])
                 await anyio.sleep(0.05)  # steady writes, without starving the CLI runs on a 2-core machine
 
         async with anyio.create_task_group() as tg:
@@ -137,7 +138,7 @@ async def test_gc_removes_expired_outputs_and_says_what_it_freed(location: str) 
 async def test_clear_never_follows_a_symlink_out_of_the_store(tmp_path: Path) -> None:
     store = tmp_path / "store"
     async with Client(_server(str(store))) as client:
-        handle = (await client.call_tool("offload", {"content": "mine\n" * 100})).structured_content["handle"]
+        handle = result_of(await client.call_tool("offload", {"content": "mine\n" * 100}))["handle"]
     (scope_dir,) = (store / "v1" / "scopes").iterdir()
     outside = tmp_path / "outside"
     outside.mkdir()

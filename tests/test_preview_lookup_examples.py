@@ -17,6 +17,7 @@ from conftest import text_of
 from mcp_offload.preview.lookup_examples import id_select, pick_id_field, tree_examples
 from mcp_offload.server import OffloadServer
 from mcp_offload.services import Services
+from mcp_offload.tools import result_of
 from preview_fixtures import assert_paths_work, len4, preview_of, run_jq
 
 
@@ -141,7 +142,7 @@ async def test_every_example_of_the_corpus_runs_through_the_query_tool(
         for name, content in CORPUS.items():
             r = await client.call_tool("offload", {"content": content, "name": name})
             assert not r.is_error, text_of(r)
-            ref = r.structured_content
+            ref = result_of(r)
             assert services.tokens.count(text_of(r)) <= services.settings.preview_tokens, name
             paths = ref["shape"]["jq_paths"]
             for wanted in EXPECTED[name]:
@@ -150,18 +151,18 @@ async def test_every_example_of_the_corpus_runs_through_the_query_tool(
                 assert f"  {path}" in ref["preview"]
                 q = await client.call_tool("query_large_output", {"handle": ref["handle"], "query": path})
                 assert not q.is_error, (name, path, text_of(q))
-                result = q.structured_content["result"].strip()
-                assert q.structured_content["results"] >= 1 and result, (name, path)
+                result = result_of(q)["result"].strip()
+                assert result_of(q)["results"] >= 1 and result, (name, path)
                 assert result not in ("null", "[]"), (name, path, result)
 
 
 async def test_tree_lookup_finds_the_node_and_its_place(server: OffloadServer) -> None:
     async with Client(server) as client:
         content = CORPUS["directory_tree"]
-        ref = (await client.call_tool("offload", {"content": content})).structured_content
+        ref = result_of(await client.call_tool("offload", {"content": content}))
         where = next(p for p in ref["shape"]["jq_paths"] if p.startswith("[paths("))
         q = await client.call_tool("query_large_output", {"handle": ref["handle"], "query": where})
-        found = json.loads(q.structured_content["result"])
+        found = json.loads(result_of(q)["result"])
         doc = json.loads(content)
         name = where.split('== "')[1].split('"')[0]
         assert found and all(_get(doc, path)["name"] == name for path in found)

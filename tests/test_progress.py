@@ -15,6 +15,7 @@ from mcp_offload.progress import heartbeat
 from mcp_offload.server import OffloadServer, build_server
 from mcp_offload.services import build_services
 from mcp_offload.settings import Settings
+from mcp_offload.tools import result_of
 
 SLOW_JQ = "reduce range(0; 15000000) as $i (0; . + 1)"  # 1.5-5 s of jq work, by machine load
 
@@ -30,7 +31,7 @@ async def test_a_slow_query_reports_progress(settings: Settings, mode: str) -> N
 
     async with Client(server, mode=mode) as client:
         stored = await client.call_tool("offload", {"content": '{"a": [1, 2, 3]}'})
-        handle = stored.structured_content["handle"]
+        handle = result_of(stored)["handle"]
         quick = await client.call_tool(
             "query_large_output", {"handle": handle, "query": ".a"}, progress_callback=on_progress
         )

@@ -13,6 +13,7 @@ from conftest import ERAS, text_of
 from mcp_offload.proxy.fallback import FALLBACK_MAX_CHARS
 from mcp_offload.services import build_services
 from mcp_offload.settings import Settings
+from mcp_offload.tools import result_of
 from proxy_fixtures import fixture_entry, running_proxy
 
 
@@ -30,7 +31,7 @@ async def test_store_full_passes_the_result_inline(tmp_path: Path, mode: str) ->
             note, body = r.content[0].text, r.content[1].text
             assert "could not be stored" in note and "shown inline in full" in note
             assert body == direct  # nothing lost
-            assert (await client.call_tool("list_outputs", {})).structured_content["outputs"] == []
+            assert result_of(await client.call_tool("list_outputs", {}))["outputs"] == []
 
             r = await client.call_tool("fix__json", {"n": 10})  # small results still pass through unchanged
             assert text_of(r) == json.dumps({"items": [{"id": i, "even": i % 2 == 0} for i in range(10)]})

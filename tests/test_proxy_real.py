@@ -18,6 +18,7 @@ from mcp import Client, StdioServerParameters
 
 from conftest import ERAS, text_of
 from mcp_offload.services import Services
+from mcp_offload.tools import result_of
 from proxy_fixtures import npm_entry, python_entry, running_proxy
 
 pytestmark = pytest.mark.parametrize("mode", ERAS)
@@ -68,7 +69,7 @@ async def test_filesystem_multi_mb_read_offloaded_then_found_by_search(
         found = await client.call_tool("search_large_output", {"pattern": "NEEDLE-7f3a", "handle": handle})
         assert f"in {handle};" in text_of(found) and "\n41234 [chars " in text_of(found) and PLANTED in text_of(found)
         lines = await client.call_tool("read_large_output", {"handle": handle, "start_line": 41234, "end_line": 41234})
-        assert lines.structured_content["text"] == PLANTED + "\n"
+        assert result_of(lines)["text"] == PLANTED + "\n"
 
         whole = await client.read_resource(f"offload://outputs/{handle}")
         assert whole.contents[0].text == big.read_text(encoding="utf-8")  # lossless
@@ -104,11 +105,11 @@ async def test_git_diff_offloaded_then_searched_and_read(services: Services, tmp
             "search_large_output", {"pattern": r"^\+value_7770 = ", "handle": handle, "context_lines": 1}
         )
         assert "+value_7770 = 15540" in text_of(found)
-        line = found.structured_content["matches"][0]["line"]
+        line = result_of(found)["matches"][0]["line"]
         before = await client.call_tool(
             "read_large_output", {"handle": handle, "start_line": line - 1, "end_line": line}
         )
-        assert before.structured_content["text"] == "-value_7770 = 7770\n+value_7770 = 15540\n"
+        assert result_of(before)["text"] == "-value_7770 = 7770\n+value_7770 = 15540\n"
         status = await client.call_tool("git__git_status", {"repo_path": str(repo)})  # small: passed through
         assert "module.py" in text_of(status) and not _links(status)
 
@@ -128,7 +129,7 @@ async def test_memory_graph_json_offloaded_then_queried_with_jq(services: Servic
         handle = _stored_handle(graph)
         assert text_of(graph).count("Stored as") == 1  # text JSON and structuredContent: stored once
         listing = await c.call_tool("list_outputs", {})
-        kinds = {o["handle"]: o["kind"] for o in listing.structured_content["outputs"]}
+        kinds = {o["handle"]: o["kind"] for o in result_of(listing)["outputs"]}
         assert kinds[handle] == "json"
         count = await c.call_tool("query_large_output", {"handle": handle, "query": ".entities | length"})
         assert text_of(count).strip() == "400"

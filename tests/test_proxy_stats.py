@@ -7,6 +7,7 @@ from mcp import Client
 
 from conftest import text_of
 from mcp_offload.services import Services
+from mcp_offload.tools import result_of
 from proxy_fixtures import fixture_entry, running_proxy
 
 
@@ -18,7 +19,7 @@ async def test_savings_stats_count_both_ways(services: Services) -> None:
         handle = next(str(b.uri) for b in big.content if isinstance(b, types.ResourceLink)).rsplit("/", 1)[1]
         read = await client.call_tool("read_large_output", {"handle": handle, "start": 1, "end": 2000})
         query = await client.call_tool("query_large_output", {"handle": handle, "query": ".items | length"})
-        savings = (await client.call_tool("proxy_status", {})).structured_content["savings"]
+        savings = result_of(await client.call_tool("proxy_status", {}))["savings"]
         count = services.tokens.count
         assert savings["results_offloaded"] == 1 and savings["results_passed_through"] == 1
         assert savings["tokens_offloaded"] > 20_000 and savings["tokens_in_references"] == count(text_of(big))

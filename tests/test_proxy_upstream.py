@@ -18,6 +18,7 @@ from mcp import Client, MCPError, StdioServerParameters
 from conftest import ERAS, text_of
 from mcp_offload.proxy.transports.stdio import REAPER
 from mcp_offload.services import Services
+from mcp_offload.tools import result_of
 from proxy_fixtures import fixture_entry, npm_entry, python_entry, running_proxy
 from support import alive, cmdline, descendants
 
@@ -51,7 +52,7 @@ async def test_broken_upstreams_do_not_stop_the_others(services: Services, mode:
         now = await client.call_tool("time__get_current_time", {"timezone": "UTC"})
         assert not now.is_error and '"timezone": "UTC"' in text_of(now)
         status = await client.call_tool("proxy_status", {})
-        servers = {s["name"]: s for s in status.structured_content["servers"]}
+        servers = {s["name"]: s for s in result_of(status)["servers"]}
         assert servers["time"]["state"] == "ready" and servers["fix"]["state"] == "ready"
         assert servers["broken"]["state"] == "failed"
         assert "'no-such-mcp-server-binary' was not found on PATH" in servers["broken"]["last_error"]
@@ -94,7 +95,7 @@ async def test_upstream_killed_mid_session_then_recovers(services: Services, mod
         third = await client.call_tool("every__echo", {"message": "third"})
         assert not third.is_error and "third" in text_of(third)
         status = await client.call_tool("proxy_status", {})
-        assert status.structured_content["servers"][0]["restarts"] == 2
+        assert result_of(status)["servers"][0]["restarts"] == 2
 
 
 async def test_hung_call_times_out_and_the_connection_stays(services: Services) -> None:

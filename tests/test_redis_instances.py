@@ -23,6 +23,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from conftest import text_of
 from http_fixtures import wait_healthy
+from mcp_offload.tools import result_of
 from store_fixtures import RedisServer, have_redis_server
 from support import free_port
 
@@ -77,15 +78,15 @@ async def test_two_instances_share_outputs_per_principal(redis_server: RedisServ
         async with connect(one, TOKEN_A) as a_on_one:
             r = await a_on_one.call_tool("offload", {"content": DOC, "name": "shared doc"})
             assert not r.is_error, text_of(r)
-            handle = r.structured_content["handle"]
+            handle = result_of(r)["handle"]
         async with connect(two, TOKEN_A) as a_on_two:  # same principal, other instance: everything works
             r = await a_on_two.call_tool("read_large_output", {"handle": handle, "start": 1, "end": 30})
-            assert r.structured_content["text"] == DOC[:30]
+            assert result_of(r)["text"] == DOC[:30]
             r = await a_on_two.call_tool("search_large_output", {"pattern": "ZQX-42", "literal": True})
-            assert r.structured_content["total_matches"] == 1 and r.structured_content["matches"][0]["handle"] == handle
+            assert result_of(r)["total_matches"] == 1 and result_of(r)["matches"][0]["handle"] == handle
             r = await a_on_two.call_tool("query_large_output", {"handle": handle, "query": ".items | length"})
-            assert r.structured_content["result"].strip() == "3000"
-            listed = (await a_on_two.call_tool("list_outputs", {})).structured_content["outputs"]
+            assert result_of(r)["result"].strip() == "3000"
+            listed = result_of(await a_on_two.call_tool("list_outputs", {}))["outputs"]
             assert [o["handle"] for o in listed] == [handle]
         for base in (one, two):  # another principal reaches nothing, on either instance
             async with connect(base, TOKEN_B) as b:
@@ -93,16 +94,16 @@ async def test_two_instances_share_outputs_per_principal(redis_server: RedisServ
                 assert r.is_error and "no output" in text_of(r).lower()
                 r = await b.call_tool("query_large_output", {"handle": handle, "query": "."})
                 assert r.is_error
-                assert (await b.call_tool("list_outputs", {})).structured_content["outputs"] == []
+                assert result_of(await b.call_tool("list_outputs", {}))["outputs"] == []
                 r = await b.call_tool("search_large_output", {"pattern": "ZQX-42", "literal": True})
-                assert r.structured_content["total_matches"] == 0
+                assert result_of(r)["total_matches"] == 0
 
 
 async def test_redis_outage_gives_clear_errors_then_recovers(redis_server: RedisServer, tmp_path: Path) -> None:
     with instance(redis_server.url, tmp_path, "solo") as base:
         await wait_healthy(base)
         async with connect(base, TOKEN_A) as client:
-            handle = (await client.call_tool("offload", {"content": DOC})).structured_content["handle"]
+            handle = result_of(await client.call_tool("offload", {"content": DOC}))["handle"]
             redis_server.stop()
             for tool, args in [
                 ("offload", {"content": DOC}),
@@ -121,6 +122,6 @@ async def test_redis_outage_gives_clear_errors_then_recovers(redis_server: Redis
                     if not r.is_error:
                         break
                     await anyio.sleep(0.5)
-            again = r.structured_content["handle"]
+            again = result_of(r)["handle"]
             r = await client.call_tool("read_large_output", {"handle": again, "start": 1, "end": 10})
-            assert r.structured_content["text"] == DOC[:10]
+            assert result_of(r)["text"] == DOC[:10]

@@ -20,6 +20,7 @@ from mcp_offload.savings.redis import RedisSavings
 from mcp_offload.server import build_server
 from mcp_offload.services import build_services
 from mcp_offload.settings import Settings
+from mcp_offload.tools import result_of
 from store_fixtures import redis_url  # noqa: F401  (fixture)
 
 DAY = 86_400.0
@@ -134,8 +135,8 @@ async def test_our_tools_feed_the_record(tmp_path: Path, mode: str) -> None:
         big = "\n".join(f"line {i} " + "word " * 20 for i in range(2000))
         async with Client(build_server(services), mode=mode) as client:
             stored = await client.call_tool("offload", {"content": big, "name": "big"})
-            handle = stored.structured_content["handle"]  # type: ignore[index]  # offload's output schema
-            tokens = stored.structured_content["tokens"]  # type: ignore[index]
+            handle = result_of(stored)["handle"]
+            tokens = result_of(stored)["tokens"]
             await client.call_tool("read_large_output", {"handle": handle, "start_line": 1, "end_line": 10})
             await client.call_tool("read_large_output", {"handle": "out_nope"})
     finally:

@@ -22,6 +22,7 @@ from mcp_offload.scope import ANONYMOUS, MODERN_PROTOCOL, ConnectionScope, RunSc
 from mcp_offload.server import build_server
 from mcp_offload.services import Services
 from mcp_offload.store.handles import scope_key, validate_scope
+from mcp_offload.tools import result_of
 
 KEY = re.compile(r"[0-9a-f]{32}")
 
@@ -58,13 +59,13 @@ async def test_an_in_memory_server_stores_into_its_run_scope(services: Services,
     """A server started with `session=NAME` (mcp-offload --session NAME) stores into that named scope, in both eras;
     without one, into a private run scope no name reaches."""
     async with Client(build_server(services, session="agent-7"), mode=mode) as client:
-        first = (await client.call_tool("offload", {"content": "one\n" * 10})).structured_content["handle"]
-        second = (await client.call_tool("offload", {"content": "two\n" * 10})).structured_content["handle"]
+        first = result_of(await client.call_tool("offload", {"content": "one\n" * 10}))["handle"]
+        second = result_of(await client.call_tool("offload", {"content": "two\n" * 10}))["handle"]
     listed = await api.list_outputs(services, api.Scope.named("agent-7"))
     assert {o.handle for o in listed.outputs} == {first, second}  # both requests: one scope
     async with Client(build_server(services), mode=mode) as client:
-        private = (await client.call_tool("offload", {"content": "three\n" * 10})).structured_content["handle"]
-        mine = (await client.call_tool("list_outputs", {})).structured_content["outputs"]
+        private = result_of(await client.call_tool("offload", {"content": "three\n" * 10}))["handle"]
+        mine = result_of(await client.call_tool("list_outputs", {}))["outputs"]
     assert [o["handle"] for o in mine] == [private]
     listed = await api.list_outputs(services, api.Scope.named("agent-7"))
     assert private not in {o.handle for o in listed.outputs}

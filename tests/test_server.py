@@ -11,6 +11,7 @@ from conftest import ERAS, text_of
 from mcp_offload.server import build_server
 from mcp_offload.services import Services
 from mcp_offload.settings import Settings
+from mcp_offload.tools import result_of
 from store_fixtures import redis_url  # noqa: F401  (session fixture: a real loopback redis-server)
 
 pytestmark = pytest.mark.parametrize("mode", ERAS)
@@ -50,7 +51,6 @@ async def test_catalog(server, mode: str) -> None:
         }
         for name in ("read_large_output", "search_large_output", "query_large_output", "list_outputs"):
             assert tools[name].annotations.read_only_hint is True
-            assert tools[name].output_schema is not None
         assert tools["offload"].annotations.read_only_hint is False
         assert tools["read_large_output"].input_schema["properties"].keys() == {
             "handle",
@@ -78,7 +78,7 @@ async def test_offload_then_retrieve(server, mode: str, services: Services) -> N
         r = await client.call_tool("offload", {"content": API, "name": "api"})
         assert not r.is_error, text_of(r)
         assert services.tokens.count(text_of(r)) <= services.settings.preview_tokens  # the whole reference
-        ref = r.structured_content
+        ref = result_of(r)
         assert ref["kind"] == "json" and ref["chars"] == len(API) and ref["lines"] == API.count("\n") + 1
         assert ref["handle"].startswith("out_") and ref["handle"] in text_of(r)
         assert ref["tokens"] > 5000 and not ref["tokens_estimated"]
@@ -87,13 +87,13 @@ async def test_offload_then_retrieve(server, mode: str, services: Services) -> N
 
         r = await client.call_tool("offload", {"content": LOG, "name": "log"})
         assert services.tokens.count(text_of(r)) <= services.settings.preview_tokens
-        log = r.structured_content["handle"]
-        assert r.structured_content["kind"] == "text"
+        log = result_of(r)["handle"]
+        assert result_of(r)["kind"] == "text"
 
         args = {"pattern": "error disk", "handle": log, "context_lines": 1}
         r = await client.call_tool("search_large_output", args)
-        m = r.structured_content["matches"]
-        assert r.structured_content["total_matches"] == 1 and m[0]["line"] == 3210
+        m = result_of(r)["matches"]
+        assert result_of(r)["total_matches"] == 1 and m[0]["line"] == 3210
         assert LOG[m[0]["start"] - 1 : m[0]["end"]].lower() == "error disk"
         before, hit, after = LOG.splitlines()[3208:3211]
         # one output searched: named once in the first line, not on every hit and context line
@@ -105,28 +105,28 @@ async def test_offload_then_retrieve(server, mode: str, services: Services) -> N
         ]
 
         r = await client.call_tool("read_large_output", {"handle": log, "start_line": 3209, "end_line": 3211})
-        assert r.structured_content["text"] == "".join(LOG.splitlines(keepends=True)[3208:3211])
+        assert result_of(r)["text"] == "".join(LOG.splitlines(keepends=True)[3208:3211])
         assert "ERROR disk full" in text_of(r)
 
         r = await client.call_tool("read_large_output", {"handle": api, "start": 10, "end": 60})
-        assert r.structured_content["text"] == API[9:60]
+        assert result_of(r)["text"] == API[9:60]
 
         r = await client.call_tool(
             "query_large_output", {"handle": api, "query": '[.items[] | select(.state == "closed")] | length'}
         )
         assert not r.is_error, text_of(r)
-        assert r.structured_content["result"].strip() == "100"
+        assert result_of(r)["result"].strip() == "100"
 
         r = await client.call_tool("search_large_output", {"pattern": "item-29[0-9]\\b"})  # all outputs
-        assert r.structured_content["total_matches"] == 10
-        assert {x["handle"] for x in r.structured_content["matches"]} == {api}
+        assert result_of(r)["total_matches"] == 10
+        assert {x["handle"] for x in result_of(r)["matches"]} == {api}
         hits, places = text_of(r).splitlines()[1::2], text_of(r).splitlines()[2::2]  # a JSON hit, then its place
         assert len(hits) == 10 and all(line.startswith(f"{api}:") for line in hits)  # across outputs: named
         assert all(line.startswith("  at .items[") for line in places)
 
         r = await client.call_tool("list_outputs", {})
-        assert [o["handle"] for o in r.structured_content["outputs"]] == [log, api]
-        assert r.structured_content["outputs"][1]["name"] == "api"
+        assert [o["handle"] for o in result_of(r)["outputs"]] == [log, api]
+        assert result_of(r)["outputs"][1]["name"] == "api"
 
         resources = (await client.list_resources()).resources
         assert {str(x.uri) for x in resources} == {f"offload://outputs/{api}", f"offload://outputs/{log}"}
@@ -139,9 +139,9 @@ async def test_offload_then_retrieve(server, mode: str, services: Services) -> N
 async def test_read_cap_and_continuation(server, mode: str, services: Services) -> None:
     big = "".join(f"{i:06d} lorem ipsum dolor sit amet consectetur\n" for i in range(20_000))
     async with Client(server, mode=mode) as client:
-        handle = (await client.call_tool("offload", {"content": big})).structured_content["handle"]
+        handle = result_of(await client.call_tool("offload", {"content": big}))["handle"]
         r = await client.call_tool("read_large_output", {"handle": handle})
-        s = r.structured_content
+        s = result_of(r)
         assert s["truncated"] and s["tokens"] <= services.settings.read_max_tokens
         assert s["text"] == big[: len(s["text"])] and s["next_start"] == len(s["text"]) + 1
         assert f"start={s['next_start']}" in text_of(r)
@@ -150,8 +150,8 @@ async def test_read_cap_and_continuation(server, mode: str, services: Services) 
         while line is not None:
             r = await client.call_tool("read_large_output", {"handle": handle, "start_line": line})
             assert not r.is_error, text_of(r)
-            pieces.append(r.structured_content["text"])
-            line = r.structured_content["next_start"]
+            pieces.append(result_of(r)["text"])
+            line = result_of(r)["next_start"]
         assert "".join(pieces) == big
 
 
@@ -177,8 +177,8 @@ BAD_CALLS = [
 @pytest.mark.parametrize(("tool", "args", "expect"), BAD_CALLS)
 async def test_bad_input_is_a_clear_error(server, mode: str, tool: str, args: dict, expect: str) -> None:
     async with Client(server, mode=mode) as client:
-        h = (await client.call_tool("offload", {"content": API})).structured_content["handle"]
-        t = (await client.call_tool("offload", {"content": LOG})).structured_content["handle"]
+        h = result_of(await client.call_tool("offload", {"content": API}))["handle"]
+        t = result_of(await client.call_tool("offload", {"content": LOG}))["handle"]
         args = {k: (v.format(h=h, t=t) if isinstance(v, str) else v) for k, v in args.items()}
         r = await client.call_tool(tool, args)
         assert r.is_error
@@ -187,13 +187,13 @@ async def test_bad_input_is_a_clear_error(server, mode: str, tool: str, args: di
         assert "Traceback" not in message and "/tmp" not in message
         # nothing was lost or changed
         r = await client.call_tool("read_large_output", {"handle": h, "start": 1, "end": 100})
-        assert r.structured_content["text"] == API[:100]
-        assert len((await client.call_tool("list_outputs", {})).structured_content["outputs"]) == 2
+        assert result_of(r)["text"] == API[:100]
+        assert len(result_of(await client.call_tool("list_outputs", {}))["outputs"]) == 2
 
 
 async def test_unknown_handle_lists_known_ones(server, mode: str) -> None:
     async with Client(server, mode=mode) as client:
-        h = (await client.call_tool("offload", {"content": LOG, "name": "log"})).structured_content["handle"]
+        h = result_of(await client.call_tool("offload", {"content": LOG, "name": "log"}))["handle"]
         r = await client.call_tool("read_large_output", {"handle": "out_" + "b" * 26})
         assert r.is_error and h in text_of(r)
 
@@ -202,7 +202,7 @@ async def test_sessions_are_isolated(services: Services, mode: str) -> None:
     """Two clients of one server (two runs, like two stdio processes on one store) never see each other."""
     server = build_server(services)
     async with Client(server, mode=mode) as alice, Client(server, mode=mode) as bob:
-        h = (await alice.call_tool("offload", {"content": "alice's secret\n" * 100})).structured_content["handle"]
+        h = result_of(await alice.call_tool("offload", {"content": "alice's secret\n" * 100}))["handle"]
         for tool, args in [
             ("read_large_output", {"handle": h}),
             ("query_large_output", {"handle": h, "query": "."}),
@@ -212,25 +212,25 @@ async def test_sessions_are_isolated(services: Services, mode: str) -> None:
             assert r.is_error and "no output" in text_of(r).lower(), (tool, text_of(r))
             assert "alice" not in text_of(r)
         r = await bob.call_tool("search_large_output", {"pattern": "secret"})
-        assert r.structured_content["total_matches"] == 0
-        assert (await bob.call_tool("list_outputs", {})).structured_content["outputs"] == []
+        assert result_of(r)["total_matches"] == 0
+        assert result_of(await bob.call_tool("list_outputs", {}))["outputs"] == []
         assert (await bob.list_resources()).resources == []
         with pytest.raises(MCPError):
             await bob.read_resource(f"offload://outputs/{h}")
         r = await alice.call_tool("read_large_output", {"handle": h, "end": 14})
-        assert r.structured_content["text"] == "alice's secret"
+        assert result_of(r)["text"] == "alice's secret"
 
 
 async def test_unicode_and_surrogates_round_trip(server, mode: str) -> None:
     text = "héllo 😀 wörld\r\n" * 50 + "tail\u0301 no newline"
     async with Client(server, mode=mode) as client:
         r = await client.call_tool("offload", {"content": text})
-        h = r.structured_content["handle"]
-        assert r.structured_content["chars"] == len(text)
+        h = result_of(r)["handle"]
+        assert result_of(r)["chars"] == len(text)
         r = await client.call_tool("read_large_output", {"handle": h, "start": 7, "end": 7})
-        assert r.structured_content["text"] == "😀"
+        assert result_of(r)["text"] == "😀"
         r = await client.call_tool("read_large_output", {"handle": h, "start_line": 51})
-        assert r.structured_content["text"] == "tail\u0301 no newline"
+        assert result_of(r)["text"] == "tail\u0301 no newline"
 
 
 async def test_content_over_the_cap_is_refused_and_nothing_stored(tmp_path, mode: str) -> None:
@@ -242,7 +242,7 @@ async def test_content_over_the_cap_is_refused_and_nothing_stored(tmp_path, mode
             for content in ("x" * 1001, "€" * 400):  # 1,001 chars; 400 chars but 1,200 bytes
                 r = await client.call_tool("offload", {"content": content})
                 assert r.is_error and "over this server's cap of 1,000 bytes" in text_of(r), text_of(r)
-            assert (await client.call_tool("list_outputs", {})).structured_content["outputs"] == []
+            assert result_of(await client.call_tool("list_outputs", {}))["outputs"] == []
             assert not (await client.call_tool("offload", {"content": "x" * 1000})).is_error
     finally:
         await services.aclose()

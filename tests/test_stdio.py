@@ -13,6 +13,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from conftest import ERAS, text_of
+from mcp_offload.tools import result_of
 
 
 def _command() -> str:
@@ -32,31 +33,29 @@ async def test_stdio_end_to_end(tmp_path: Path, mode: str) -> None:
     async with Client(_params(tmp_path / "store"), mode=mode, read_timeout_seconds=30) as client:
         assert {t.name for t in (await client.list_tools()).tools} >= {"offload", "read_large_output"}
         r = await client.call_tool("offload", {"content": big, "name": "log"})
-        handle = r.structured_content["handle"]
+        handle = result_of(r)["handle"]
         r = await client.call_tool("search_large_output", {"pattern": "needle", "literal": True})
-        assert r.structured_content["matches"][0]["line"] == 50_001
+        assert result_of(r)["matches"][0]["line"] == 50_001
         r = await client.call_tool("read_large_output", {"handle": handle, "start_line": 50_001})
-        assert r.structured_content["text"] == "the needle is here\n"
+        assert result_of(r)["text"] == "the needle is here\n"
     errlog.close()
 
 
 async def test_two_processes_on_one_store_are_isolated(tmp_path: Path) -> None:
     store = tmp_path / "store"
     async with Client(_params(store)) as alice, Client(_params(store)) as bob:
-        h = (await alice.call_tool("offload", {"content": "alice only\n" * 500})).structured_content["handle"]
+        h = result_of(await alice.call_tool("offload", {"content": "alice only\n" * 500}))["handle"]
         r = await bob.call_tool("read_large_output", {"handle": h})
         assert r.is_error and "no output" in text_of(r).lower()
-        assert (await bob.call_tool("list_outputs", {})).structured_content["outputs"] == []
-        assert (await bob.call_tool("search_large_output", {"pattern": "alice"})).structured_content[
-            "total_matches"
-        ] == 0
+        assert result_of(await bob.call_tool("list_outputs", {}))["outputs"] == []
+        assert result_of(await bob.call_tool("search_large_output", {"pattern": "alice"}))["total_matches"] == 0
         r = await alice.call_tool("read_large_output", {"handle": h, "end": 10})
-        assert r.structured_content["text"] == "alice only"
+        assert result_of(r)["text"] == "alice only"
 
 
 async def test_server_answers_while_a_runaway_jq_is_stopped(tmp_path: Path) -> None:
     async with Client(_params(tmp_path / "store", "--jq-timeout", "3"), read_timeout_seconds=30) as client:
-        h = (await client.call_tool("offload", {"content": '{"a": [1, 2, 3]}'})).structured_content["handle"]
+        h = result_of(await client.call_tool("offload", {"content": '{"a": [1, 2, 3]}'}))["handle"]
         results: dict[str, object] = {}
 
         async def runaway() -> None:
@@ -68,9 +67,9 @@ async def test_server_answers_while_a_runaway_jq_is_stopped(tmp_path: Path) -> N
             started = time.perf_counter()
             for _ in range(5):  # other calls keep being answered quickly meanwhile
                 r = await client.call_tool("query_large_output", {"handle": h, "query": ".a | length"})
-                assert r.structured_content["result"].strip() == "3"
+                assert result_of(r)["result"].strip() == "3"
                 r = await client.call_tool("read_large_output", {"handle": h, "start": 1, "end": 4})
-                assert r.structured_content["text"] == '{"a"'
+                assert result_of(r)["text"] == '{"a"'
             assert time.perf_counter() - started < 2.5
         runaway_result = results["runaway"]
         assert runaway_result.is_error and "longer than 3 s" in text_of(runaway_result)
@@ -79,7 +78,7 @@ async def test_server_answers_while_a_runaway_jq_is_stopped(tmp_path: Path) -> N
 async def test_nothing_but_json_rpc_on_stdout_and_env_secrets_stay_out_of_jq(tmp_path: Path) -> None:
     env = {**os.environ, "MCP_OFFLOAD_TEST_SECRET": "hunter2"}  # a client passing env to the server
     async with Client(_params(tmp_path / "store", "--log-level", "DEBUG", env=env)) as client:
-        h = (await client.call_tool("offload", {"content": "[1,2]"})).structured_content["handle"]
+        h = result_of(await client.call_tool("offload", {"content": "[1,2]"}))["handle"]
         r = await client.call_tool("query_large_output", {"handle": h, "query": "$ENV, env | tostring", "raw": True})
         assert "hunter2" not in text_of(r) and "PATH" not in text_of(r)
         # DEBUG logging went to stderr; the client parsed every stdout line as JSON-RPC, or it would have failed

@@ -18,6 +18,7 @@ from mcp import Client, StdioServerParameters
 
 from mcp_offload.settings import Settings
 from mcp_offload.tokens import load_counter
+from mcp_offload.tools import result_of
 
 PLANTED_ISSUE = 4242
 PLANTED_LOG = "ERROR payment-gateway: upstream timeout after 30000 ms (order=A-77812)"
@@ -78,13 +79,13 @@ async def run_demo(settings: Settings) -> int:
             print(f"Started mcp-offload over stdio (protocol {client.protocol_version}).\n")
 
             r = await client.call_tool("offload", {"content": api, "name": "GitHub issues API response"})
-            api_handle = r.structured_content["handle"]
+            api_handle = result_of(r)["handle"]
             seen.append(("offload(API response)", _text(r)))
             print("── offload(200 KB JSON) → what the model sees instead of the response:")
             print(_text(r), "\n")
 
             r = await client.call_tool("offload", {"content": log, "name": "service log"})
-            log_handle = r.structured_content["handle"]
+            log_handle = result_of(r)["handle"]
             seen.append(("offload(log)", _text(r)))
 
             q = '.items[] | select(.labels | index("release-blocker")) | "#\\(.number) \\(.title)"'
@@ -97,7 +98,7 @@ async def run_demo(settings: Settings) -> int:
             )
             seen.append(("search_large_output", _text(r)))
             print(f"── search_large_output(ERROR .*timeout):\n{_text(r)}\n")
-            line = r.structured_content["matches"][0]["line"]
+            line = result_of(r)["matches"][0]["line"]
 
             r = await client.call_tool(
                 "read_large_output", {"handle": log_handle, "start_line": line - 2, "end_line": line + 2}

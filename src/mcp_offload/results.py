@@ -1,7 +1,8 @@
 """The result models of the retrieval API: what `offload`, `read`, `search`, `query` and `list_outputs` return.
 
-The same models are the tools' `structuredContent` (and their declared `outputSchema`), the in-process API's
-return values and what the compaction API renders, so every front end reports an output with the same fields.
+The same models are the in-process API's return values, what the compaction API renders and, over MCP, the
+whole result programs find in a tool result's `_meta` (the model reads the text of `render.py`; tools.py says
+why no tool sends them as `structuredContent`), so every front end reports an output with the same fields.
 `facts_of` is the one place an `OutputMeta` becomes those fields.
 """
 
@@ -16,9 +17,8 @@ from mcp_offload.store.base import OutputMeta
 
 
 def _is_none(value: object) -> bool:
-    """Optional extras that do not apply are left out, not sent as null: a validating client checks every field of
-    every match against the output schema, and absent optional fields cost it nothing (50 matches: ~2x cheaper).
-    (Per field, not a model serializer: pydantic serializes 50 matches ~3x faster that way.)"""
+    """Optional extras that do not apply are left out, not sent as null (50 matches: ~2x cheaper to serialize and
+    to read back). (Per field, not a model serializer: pydantic serializes 50 matches ~3x faster that way.)"""
     return value is None
 
 
@@ -128,41 +128,6 @@ class OutputInfo(OutputFacts):
 
 class ListOutput(BaseModel):
     outputs: list[OutputInfo]
-
-
-def output_schema(model: type[BaseModel]) -> dict[str, Any]:
-    """`model`'s JSON Schema as the tools declare it (`outputSchema`): pydantic's, written so that it is cheaper to
-    check, with the same meaning. A validating client (the MCP SDK checks every `structuredContent` with jsonschema)
-    pays per subschema it enters: a `$ref` is one more (plus a lookup) for every match and context line, an `anyOf`
-    of bare types (`str | None`) one more per optional field present. So each local `$ref` is replaced by the
-    definition it names (no `$defs` left) and each such `anyOf` becomes one `type` list (`["string", "null"]`);
-    titles, descriptions and defaults stay. 50 search matches validate ~25% faster (2 context lines: ~35%)."""
-    schema = model.model_json_schema()
-    defs: dict[str, Any] = schema.pop("$defs", {})
-
-    def shaped(node: Any, seen: tuple[str, ...]) -> Any:
-        if isinstance(node, list):
-            return [shaped(item, seen) for item in node]
-        if not isinstance(node, dict):
-            return node
-        ref = node.get("$ref")
-        if isinstance(ref, str) and ref.startswith("#/$defs/"):
-            name = ref.removeprefix("#/$defs/")
-            if name in seen:
-                raise TypeError(f"{model.__name__}: recursive definition {name} cannot be inlined")
-            siblings = {key: value for key, value in node.items() if key != "$ref"}  # annotations on the field
-            return shaped({**defs[name], **siblings}, (*seen, name))
-        out = {key: shaped(value, seen) for key, value in node.items()}
-        branches = out.get("anyOf")
-        if isinstance(branches, list) and all(
-            isinstance(b, dict) and b.keys() == {"type"} and isinstance(b["type"], str) for b in branches
-        ):
-            del out["anyOf"]
-            out["type"] = [b["type"] for b in branches]
-        return out
-
-    result: dict[str, Any] = shaped(schema, ())
-    return result
 
 
 def facts_of(meta: OutputMeta) -> dict[str, Any]:

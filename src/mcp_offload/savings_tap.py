@@ -18,7 +18,7 @@ from mcp_offload.content_blocks import text_of
 from mcp_offload.extension import Extension, NextTool
 from mcp_offload.savings.record import DIRECT, SavingsRecord
 from mcp_offload.tokens import TokenCounter
-from mcp_offload.tools import RETRIEVAL_TOOLS, ToolCall
+from mcp_offload.tools import RETRIEVAL_TOOLS, ToolCall, result_of
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +61,7 @@ class SavingsTap(Extension):
             return result
         try:
             if name == OFFLOAD_TOOL:
-                stored = (result.structured_content or {}).get("tokens")
+                stored = result_of(result).get("tokens")
                 if isinstance(stored, int):
                     reference = await count_text(self.counter, result)
                     kept_out = max(0, stored - reference)

@@ -1,4 +1,19 @@
-"""The public tools: validate arguments, call the services, shape text + structuredContent.
+"""The public tools: validate arguments, call the services, answer in text (the model's) and `_meta` (programs').
+
+What each tool answers costs the model what its text costs, in every client. Claude Code puts a result's
+`structuredContent`, when there is one, into the model's context instead of the text (as compact JSON); other
+clients show the text. So no tool sends `structuredContent` or declares an `outputSchema` (which would oblige it
+to). Measured on real outputs (JSON, a git log, source code; o200k tokens), the structured form of every tool cost
+more than its text: read 1.07-1.22x, search 1.27-2.2x, query 1.14-1.20x, offload 1.18-1.94x, list_outputs 1.26x.
+It cannot be made lean: what these tools return is stored text (lines, records, jq output, preview lines), and in
+JSON every quote, backslash and newline of it is escaped and every field is named once per hit or row; the text
+says the same once, in the forms a model reads (`4812: …`, `lines 10–60 of 400`). The lean JSON that drops empty
+and default fields still costs more than the text on every tool but list_outputs, and one rule for all tools is
+simpler for clients than a mixed one.
+
+Programs get the whole result model (`results.py`) under `_meta["mcp-offload/result"]` (`RESULT_META`): hosts
+keep `_meta` from the model (Claude Code does; tests/clients checks it), as the OpenAI Apps SDK does for its
+component-only data. The in-process API (`api.py`) returns the same models.
 
 Tool and parameter names are a public contract. Errors from below (`OffloadError`) are translated here, once,
 into an `isError` result written for the model; anything unexpected becomes a generic message and a log line:
@@ -20,10 +35,12 @@ from mcp_offload import api
 from mcp_offload.errors import OffloadError, UnknownHandle
 from mcp_offload.progress import ProgressFn
 from mcp_offload.render import render_list, render_query, render_read, render_reference, render_search
-from mcp_offload.results import ListOutput, OffloadOutput, QueryOutput, ReadOutput, SearchOutput, output_schema
+from mcp_offload.results import ListOutput, OffloadOutput, QueryOutput, ReadOutput, SearchOutput
 from mcp_offload.services import Services
 
 log = logging.getLogger(__name__)
+
+RESULT_META = "mcp-offload/result"  # the `_meta` key of a tool's whole result model, for programs (never the model)
 
 
 # -- arguments ------------------------------------------------------------------------------------------
@@ -89,7 +106,7 @@ class ToolCall:
 @dataclass(frozen=True, slots=True)
 class ToolReply:
     text: str
-    structured: BaseModel
+    result: BaseModel  # the whole result, for programs (`_meta`)
 
 
 # A handler answers with a reply to shape, or with a whole result passed on as it is (a proxied upstream's).
@@ -102,20 +119,18 @@ class ToolSpec:
     title: str
     description: str
     args: type[ToolArgs]
-    output: type[BaseModel]
+    output: type[BaseModel]  # the result model (`_meta[RESULT_META]`)
     handler: Handler
     read_only: bool
 
     def to_tool(self) -> types.Tool:
         schema = self.args.model_json_schema()
         schema.pop("title", None)
-        out = output_schema(self.output)
         return types.Tool(
             name=self.name,
             title=self.title,
             description=self.description,
             input_schema=schema,
-            output_schema=out,
             annotations=types.ToolAnnotations(
                 title=self.title,
                 read_only_hint=self.read_only,
@@ -273,6 +288,12 @@ def _validation_message(spec: ToolSpec, exc: ValidationError) -> str:
     return f"Invalid arguments for {spec.name}: " + "; ".join(problems)
 
 
+def result_of(result: types.CallToolResult) -> dict[str, Any]:
+    """The whole result model of one of our tools' results (`_meta[RESULT_META]`); {} for an error result."""
+    found = (result.meta or {}).get(RESULT_META)
+    return found if isinstance(found, dict) else {}
+
+
 def error_result(message: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(type="text", text=message)], is_error=True)
 
@@ -298,5 +319,5 @@ async def call_tool(spec: ToolSpec, call: ToolCall, arguments: dict[str, Any] | 
         return reply
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=reply.text)],
-        structured_content=reply.structured.model_dump(mode="json"),
+        _meta={RESULT_META: reply.result.model_dump(mode="json")},
     )

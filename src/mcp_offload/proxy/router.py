@@ -38,7 +38,7 @@ from mcp_offload.proxy.transports import UpstreamUnavailable
 from mcp_offload.proxy.upstream import Catalog, Upstream
 from mcp_offload.savings_tap import count_text
 from mcp_offload.services import Services
-from mcp_offload.tools import RETRIEVAL_TOOLS, TOOLS_BY_NAME, ToolCall, error_result
+from mcp_offload.tools import RESULT_META, RETRIEVAL_TOOLS, TOOLS_BY_NAME, ToolCall, error_result
 
 log = logging.getLogger(__name__)
 
@@ -451,7 +451,7 @@ class ProxyRouter(Extension):
         if disabled:
             lines.append(f"Disabled in the config: {', '.join(disabled)}.")
         lines.append(self.stats.render(call.scope))
-        structured = {
+        status = {  # for programs, in `_meta` like our tools' results (see tools.py: the model reads the text)
             "servers": [
                 {
                     "name": s.name,
@@ -467,5 +467,5 @@ class ProxyRouter(Extension):
             "savings": self.stats.session(call.scope).as_dict(),
         }
         return types.CallToolResult(
-            content=[types.TextContent(type="text", text="\n".join(lines))], structured_content=structured
+            content=[types.TextContent(type="text", text="\n".join(lines))], _meta={RESULT_META: status}
         )
