@@ -67,7 +67,7 @@ async def test_filesystem_multi_mb_read_offloaded_then_found_by_search(
         assert "{content: text}" not in reply and reply.count("Stored as") == 1  # structuredContent stored once
 
         found = await client.call_tool("search_large_output", {"pattern": "NEEDLE-7f3a", "handle": handle})
-        assert f"in {handle};" in text_of(found) and "\n41234 [chars " in text_of(found) and PLANTED in text_of(found)
+        assert f"in {handle};" in text_of(found) and "\n41234: " in text_of(found) and PLANTED in text_of(found)
         lines = await client.call_tool("read_large_output", {"handle": handle, "start_line": 41234, "end_line": 41234})
         assert result_of(lines)["text"] == PLANTED + "\n"
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from mcp import Client, MCPError
@@ -100,7 +101,7 @@ async def test_offload_then_retrieve(server, mode: str, services: Services) -> N
         assert text_of(r).splitlines() == [
             f"1 match(es) for 'error disk' in {log}; showing 1:",
             f"  3209-  {before}",
-            f"3210 [chars {m[0]['start']}–{m[0]['end']}]: {hit}",
+            f"3210: {hit}",  # the whole line is shown: its number reads it, no character positions
             f"  3211-  {after}",
         ]
 
@@ -134,6 +135,20 @@ async def test_offload_then_retrieve(server, mode: str, services: Services) -> N
         assert contents[0].text == LOG
         templates = (await client.list_resource_templates()).resource_templates
         assert templates[0].uri_template == "offload://outputs/{handle}"
+
+
+async def test_a_hit_on_a_cut_line_gives_its_character_positions(server, mode: str) -> None:
+    """A minified JSON is one line: its line number cannot read a hit, so the hit carries its characters, which
+    read it (a whole shown line carries none, see test_offload_then_retrieve)."""
+    doc = json.dumps([{"id": n, "name": f"item-{n}"} for n in range(500)], separators=(",", ":"))
+    async with Client(server, mode=mode) as client:
+        handle = result_of(await client.call_tool("offload", {"content": doc}))["handle"]
+        r = await client.call_tool("search_large_output", {"pattern": "item-321", "handle": handle})
+        shown = re.search(r"^1 \[chars (\d+)–(\d+)\]: \[[\d,]+ chars cut\]…", text_of(r).splitlines()[1])
+        assert shown, text_of(r)
+        start, end = int(shown.group(1)), int(shown.group(2))
+        read = await client.call_tool("read_large_output", {"handle": handle, "start": start, "end": end})
+        assert result_of(read)["text"] == "item-321"
 
 
 async def test_read_cap_and_continuation(server, mode: str, services: Services) -> None:

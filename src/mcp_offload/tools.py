@@ -51,37 +51,33 @@ class ToolArgs(BaseModel):
 
 
 class OffloadArgs(ToolArgs):
-    content: str = Field(description="The full text to store (e.g. a large tool result). JSON is detected.")
-    name: str | None = Field(default=None, description="Optional label shown in list_outputs, e.g. 'gh issues'.")
+    content: str
+    name: str | None = Field(default=None, description="label")
 
 
 class ReadArgs(ToolArgs):
-    handle: str = Field(description="Handle returned by offload or list_outputs, e.g. 'out_…'.")
-    start: int | None = Field(default=None, description="First character, 1-based inclusive.")
-    end: int | None = Field(default=None, description="Last character, 1-based inclusive.")
-    start_line: int | None = Field(default=None, description="First line, 1-based inclusive.")
-    end_line: int | None = Field(default=None, description="Last line, 1-based inclusive.")
+    handle: str
+    start: int | None = None
+    end: int | None = None
+    start_line: int | None = None
+    end_line: int | None = None
 
 
 class SearchArgs(ToolArgs):
-    pattern: str = Field(description="RE2 regular expression (or plain text with literal=true).")
-    handle: str | None = Field(default=None, description="Search only this output; omit to search all of them.")
-    case_sensitive: bool = Field(default=False, description="Match case exactly (default: ignore case).")
-    literal: bool = Field(default=False, description="Treat pattern as plain text, not a regex.")
-    max_results: int = Field(default=50, ge=1, description="Matches to return (capped by the server).")
-    context_lines: int = Field(default=0, ge=0, description="Lines of context before and after each match (0-10).")
-    scope: Literal["line", "record"] = Field(
-        default="line",
-        description='"line": matching lines (default). "record": for JSON / JSON Lines, also the whole record holding '
-        "each match (an element of the outermost array, e.g. one order; a JSON Lines line), once per record.",
-    )
+    pattern: str
+    handle: str | None = None
+    case_sensitive: bool = False
+    literal: bool = False
+    max_results: int = Field(default=50, ge=1)
+    context_lines: int = Field(default=0, ge=0)
+    scope: Literal["line", "record"] = "line"  # "record": also the JSON record holding each match (see the example)
 
 
 class QueryArgs(ToolArgs):
-    handle: str = Field(description="Handle of a JSON or JSON Lines output.")
-    query: str = Field(description="A jq program, e.g. '.items | length' or '.items[] | select(.ok) | .id'.")
-    compact: bool = Field(default=False, description="One line per result (like jq -c).")
-    raw: bool = Field(default=False, description="Print strings without quotes (like jq -r).")
+    handle: str
+    query: str
+    compact: bool = False
+    raw: bool = False
 
 
 class NoArgs(ToolArgs):
@@ -124,13 +120,11 @@ class ToolSpec:
     read_only: bool
 
     def to_tool(self) -> types.Tool:
-        schema = self.args.model_json_schema()
-        schema.pop("title", None)
         return types.Tool(
             name=self.name,
             title=self.title,
             description=self.description,
-            input_schema=schema,
+            input_schema=input_schema(self.args),
             annotations=types.ToolAnnotations(
                 title=self.title,
                 read_only_hint=self.read_only,
@@ -139,6 +133,30 @@ class ToolSpec:
                 open_world_hint=False,
             ),
         )
+
+
+def input_schema(args: type[ToolArgs]) -> dict[str, Any]:
+    """The model-visible schema of a tool's arguments: pydantic's, without what a model does not need to call it
+    right (every token of it is paid on every turn): titles, `null` branches, `null` / `false` / `0` defaults and
+    an enum's first value as default (an optional argument is one left out), lower bounds and
+    `additionalProperties` (the arguments model still checks them and refuses unknown arguments, naming the known
+    ones). Types, enums, the other defaults and the descriptions stay."""
+    schema = args.model_json_schema()
+    properties: dict[str, Any] = {}
+    for name, prop in schema.get("properties", {}).items():
+        prop = {key: value for key, value in prop.items() if key != "title"}
+        branches = prop.pop("anyOf", None)
+        if branches is not None:
+            kept = [b for b in branches if b != {"type": "null"}]
+            prop = {**kept[0], **prop} if len(kept) == 1 else {"anyOf": kept, **prop}
+        if "default" in prop and (prop["default"] in (None, False, 0) or prop["default"] == prop.get("enum", [0])[0]):
+            del prop["default"]
+        prop.pop("minimum", None)
+        properties[name] = prop
+    shaped: dict[str, Any] = {"type": "object", "properties": properties}
+    if schema.get("required"):
+        shaped["required"] = schema["required"]
+    return shaped
 
 
 async def offload_tool(call: ToolCall, args: OffloadArgs) -> ToolReply:
@@ -195,16 +213,16 @@ async def list_tool(call: ToolCall, args: NoArgs) -> ToolReply:
     return ToolReply(render_list(out), out)
 
 
+# The descriptions are paid on every turn of every conversation: each says once what tells the tool apart from the
+# others (regex vs jq vs slices, one output or all, JSON paths) and keeps one example call with what it returns.
 TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="offload",
         title="Offload a large text",
         description=(
-            "Store a large text (tool output, file, log, JSON) outside the conversation and get back a handle plus a "
-            "small preview. Use it for anything over a few thousand tokens, then pull back only what you need with "
-            "read_large_output / search_large_output / query_large_output.\n"
-            'Example: offload(content="<200 KB of JSON>", name="issues") → handle "out_…", kind json, its shape '
-            "and jq paths that work."
+            "Store a large text (tool result, file, log, JSON) outside the context: returns a handle and a preview; "
+            "then fetch only what you need with the *_large_output tools.\n"
+            "Example: offload(content='<200 KB JSON>', name='issues') → out_… (json), its shape and working jq paths."
         ),
         args=OffloadArgs,
         output=OffloadOutput,
@@ -215,10 +233,9 @@ TOOLS: tuple[ToolSpec, ...] = (
         name="read_large_output",
         title="Read part of a stored output",
         description=(
-            "Read an exact slice of a stored output, by 1-based inclusive character positions (start/end) or lines "
-            "(start_line/end_line). One read returns at most about 5,000 tokens; a longer request is cut and the "
-            "result says where to continue.\n"
-            'Example: read_large_output(handle="out_…", start_line=120, end_line=160) → those 41 lines verbatim.'
+            "Read an exact slice of a stored output by lines or chars, 1-based inclusive; at most ~5,000 tokens per "
+            "call, a cut answer says where to go on.\n"
+            "Example: read_large_output(handle='out_…', start_line=120, end_line=160) → those 41 lines verbatim."
         ),
         args=ReadArgs,
         output=ReadOutput,
@@ -229,15 +246,13 @@ TOOLS: tuple[ToolSpec, ...] = (
         name="search_large_output",
         title="Search stored outputs",
         description=(
-            "Find lines matching a regular expression (RE2 syntax: no backreferences or lookarounds; \\w \\d \\b are "
-            "ASCII-only, use \\pL for letters) or plain text (literal=true) in one stored output, or in all of "
-            "this session's outputs when handle is omitted. "
-            "Returns line numbers and character positions you can pass to read_large_output; in JSON, also the jq "
-            "path of each match (for query_large_output) and the names/ids of the objects around it.\n"
-            'Example: search_large_output(pattern="timeout|refused", handle="out_…", context_lines=2) → '
-            '"4812 [chars 301220–301226]: … connection refused …" (line 4812; without a handle: "out_…:4812 …").\n'
-            'Example: search_large_output(pattern="ord-1234", handle="out_…", literal=true, scope="record") → the '
-            "match at .data.orders[57].id and that whole order."
+            "Regex (RE2: no lookaround or backrefs; \\w is ASCII, \\pL any letter) or literal search in one stored "
+            "output, or all of this session's without handle: line numbers for read_large_output, in JSON jq paths "
+            "for query_large_output.\n"
+            "Example: search_large_output(pattern='timeout|refused', handle='out_…', context_lines=2) → "
+            "'4812: … connection refused …'\n"
+            "Example: search_large_output(pattern='ord-1234', handle='out_…', literal=true, scope='record') → the "
+            "match at .orders[57].id and that whole order."
         ),
         args=SearchArgs,
         output=SearchOutput,
@@ -248,9 +263,9 @@ TOOLS: tuple[ToolSpec, ...] = (
         name="query_large_output",
         title="Query stored JSON with jq",
         description=(
-            "Run a jq program over a stored JSON output (JSON Lines: over each record). Output is formatted like the "
-            "jq command line; time and size are capped.\n"
-            'Example: query_large_output(handle="out_…", query=".items[] | select(.state == \\"open\\") | .title", '
+            "Run a jq program on a stored JSON output (JSON Lines: on each record); prints like the jq CLI "
+            "(compact: -c, raw: -r), time and size capped.\n"
+            "Example: query_large_output(handle='out_…', query='.items[] | select(.state == \"open\") | .title', "
             "raw=true) → one title per line."
         ),
         args=QueryArgs,
@@ -262,8 +277,8 @@ TOOLS: tuple[ToolSpec, ...] = (
         name="list_outputs",
         title="List stored outputs",
         description=(
-            "List this session's stored outputs, newest first: handle, name, kind, size and tokens.\n"
-            'Example: list_outputs() → "out_… \\"issues\\" json, 204,800 bytes, …".'
+            "List this session's stored outputs, newest first.\n"
+            "Example: list_outputs() → 'out_… \"issues\" json, 204,800 bytes, …'"
         ),
         args=NoArgs,
         output=ListOutput,

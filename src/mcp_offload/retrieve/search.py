@@ -30,6 +30,7 @@ are capped by `max_mem`, and is freed with it.
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
@@ -282,6 +283,14 @@ def _cut_marks(body: str, cut_left: int, cut_right: int) -> str:
     left = f"[{cut_left:,} chars cut]…" if cut_left else ""
     right = f"…[{cut_right:,} chars cut]" if cut_right else ""
     return left + body + right
+
+
+_CUT_MARK = re.compile(r"\A\[[\d,]+ chars cut\]…|…\[[\d,]+ chars cut\]\Z")
+
+
+def was_cut(shown: str) -> bool:
+    """Whether a shown line (a `Match.text`) is cut, so that its line number alone cannot read it whole."""
+    return _CUT_MARK.search(shown) is not None
 
 
 class _Locator:
