@@ -1,0 +1,158 @@
+"""A scripted Anthropic Messages API on loopback that records what a real agent shows its model.
+
+Point an agent at it (`ANTHROPIC_BASE_URL`): each request that offers MCP tools is answered, as a stream of the
+provider's SSE events, with the next scripted `tool_use`; once the script is done (and for requests without tools,
+such as titles) with a short text. Every `tool_result` the agent sends back is recorded as the model would read it
+(the text of its blocks, or the string the agent put there) next to the call it answers.
+
+    with ScriptedAnthropic(next_call) as api:     # next_call(exchanges so far) -> (tool, input) or None
+        run the agent with ANTHROPIC_BASE_URL=api.base_url
+    api.exchanges                                 # [Exchange(tool, input, shown)]
+
+This is the minimal recorder of issue 19 (what Claude Code shows per tool); the full scripted, validating,
+cache-simulating upstream lives in tests/llm_upstream/ when present.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass
+class Exchange:
+    tool: str  # as the agent names it, e.g. mcp__offload__read_large_output
+    input: dict[str, Any]
+    shown: str | None = None  # what the model was shown as the result (None: no result came back yet)
+
+
+NextCall = Callable[[list[Exchange]], tuple[str, dict[str, Any]] | None]
+
+
+@dataclass
+class ScriptedAnthropic:
+    next_call: NextCall
+    exchanges: list[Exchange] = field(default_factory=list)
+    tool_lists: list[list[dict[str, Any]]] = field(default_factory=list)  # the `tools` of each request offering MCP
+    errors: list[str] = field(default_factory=list)
+    base_url: str = ""
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __enter__(self) -> ScriptedAnthropic:
+        recorder = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                try:
+                    body = json.loads(self.rfile.read(int(self.headers.get("content-length") or 0)))
+                    recorder._answer(self, body)
+                except Exception as exc:  # recorded, and the agent sees a provider error
+                    recorder.errors.append(repr(exc))
+                    self.send_error(500)
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.base_url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(5)
+
+    def _answer(self, http: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
+        if "count_tokens" in http.path:
+            _send_json(http, {"input_tokens": 1})
+            return
+        tools = body.get("tools") or []
+        block: dict[str, Any] = {"type": "text", "text": "Done."}
+        with self._lock:
+            self._record_results(body.get("messages") or [])
+            if any(str(t.get("name", "")).startswith("mcp__") for t in tools):
+                self.tool_lists.append(tools)
+                if all(e.shown is not None for e in self.exchanges):
+                    step = self.next_call(self.exchanges)
+                    if step is not None:
+                        self.exchanges.append(Exchange(step[0], step[1]))
+                        block = {"type": "tool_use", "id": _id(len(self.exchanges)), "name": step[0], "input": step[1]}
+        _send_stream(http, body.get("model") or "claude", block)
+
+    def _record_results(self, messages: list[dict[str, Any]]) -> None:
+        for message in messages:
+            content = message.get("content")
+            if message.get("role") != "user" or not isinstance(content, list):
+                continue
+            for part in content:
+                if not isinstance(part, dict) or part.get("type") != "tool_result":
+                    continue
+                for number, exchange in enumerate(self.exchanges, 1):
+                    if part.get("tool_use_id") == _id(number) and exchange.shown is None:
+                        exchange.shown = _shown(part.get("content"))
+
+
+def _id(number: int) -> str:
+    return f"toolu_scripted_{number:04d}"
+
+
+def _shown(content: Any) -> str:
+    """A tool_result's content as the model reads it: a string as is, text blocks joined."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(str(b.get("text", "")) for b in content if isinstance(b, dict) and b.get("type") == "text")
+    return ""
+
+
+def _send_json(http: BaseHTTPRequestHandler, payload: dict[str, Any]) -> None:
+    data = json.dumps(payload).encode()
+    http.send_response(200)
+    http.send_header("content-type", "application/json")
+    http.send_header("content-length", str(len(data)))
+    http.end_headers()
+    http.wfile.write(data)
+
+
+def _send_stream(http: BaseHTTPRequestHandler, model: str, block: dict[str, Any]) -> None:
+    """One assistant message with one content block, as the Messages API streams it."""
+    http.send_response(200)
+    http.send_header("content-type", "text/event-stream")
+    http.send_header("connection", "close")
+    http.end_headers()
+
+    def event(kind: str, data: dict[str, Any]) -> None:
+        http.wfile.write(f"event: {kind}\ndata: {json.dumps({'type': kind, **data})}\n\n".encode())
+
+    usage = {"input_tokens": 1, "output_tokens": 1}
+    message = {"id": "msg_scripted", "type": "message", "role": "assistant", "model": model, "content": []}
+    event("message_start", {"message": {**message, "stop_reason": None, "stop_sequence": None, "usage": usage}})
+    if block["type"] == "text":
+        event("content_block_start", {"index": 0, "content_block": {"type": "text", "text": ""}})
+        event("content_block_delta", {"index": 0, "delta": {"type": "text_delta", "text": block["text"]}})
+        stop = "end_turn"
+    else:
+        event("content_block_start", {"index": 0, "content_block": {**block, "input": {}}})
+        delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
+        event("content_block_delta", {"index": 0, "delta": delta})
+        stop = "tool_use"
+    event("content_block_stop", {"index": 0})
+    event("message_delta", {"delta": {"stop_reason": stop, "stop_sequence": None}, "usage": {"output_tokens": 1}})
+    event("message_stop", {})
+    http.wfile.flush()
+    http.close_connection = True
+
+
+@contextmanager
+def scripted_anthropic(next_call: NextCall) -> Iterator[ScriptedAnthropic]:
+    with ScriptedAnthropic(next_call) as api:
+        yield api
