@@ -5,15 +5,13 @@ models of `core/results.py`. They are the whole retrieval path: the MCP tools (`
 arguments and render these results as text, the proxy stores large upstream results through `offload`, and the
 compaction API (`compact/`) stores tool results and answers the model's retrieval calls through the same functions.
 
-    from mcp_offload.core import api
-    from mcp_offload.core.services import build_services
-    from mcp_offload.settings import Settings
+    from mcp_offload import Scope, Settings, build_services, offload, query, search   # the public names
 
     services = build_services(Settings())
-    scope = api.Scope.named("my-agent")                 # or api.Scope.new() for a private one
-    stored = await api.offload(services, scope, big_json, name="issues")
-    hits = await api.search(services, scope, "timeout", handle=stored.handle)
-    rows = await api.query(services, scope, stored.handle, ".items | length")
+    scope = Scope.named("my-agent")                 # or Scope.new() for a private one
+    stored = await offload(services, scope, big_json, name="issues")
+    hits = await search(services, scope, "timeout", handle=stored.handle)
+    rows = await query(services, scope, stored.handle, ".items | length")
     await services.aclose()
 
 Errors are `OffloadError`s (`errors.py`) whose message is written for a model; nothing is stored or changed when
