@@ -246,7 +246,7 @@ async def test_every_client_shows_the_text_token_table(tmp_path: Path, server: O
     # the definitions Claude Code sends its model are ours as listed (name, description, input schema), but for
     # the ellipses it spells "..."
     ours = {t["name"]: t for t in api.tool_lists[0] if t["name"].startswith("mcp__offload__")}
-    listed = json.loads((Path(__file__).parent / "data" / "tools_list.json").read_text())
+    listed = json.loads((Path(__file__).parents[1] / "data" / "tools_list.json").read_text())
     assert {f"mcp__offload__{t['name']}": (t["description"].replace("…", "..."), t["inputSchema"]) for t in listed} == {
         name: (t["description"], t["input_schema"]) for name, t in ours.items()
     }

@@ -9,6 +9,10 @@ input schema and annotations are the upstream's, unchanged. The output schema is
 results may be offloaded: an offloaded result carries a reference instead of the promised structure, and a
 validating client (the SDK's does) would reject it. Tools the config marks `never` keep their schema.
 
+Arguments. A value `offload://outputs/<handle>` in a call's arguments is replaced by that stored output's exact
+content (the caller's session only) before the call goes upstream (handle_arguments.py); proxy_status's description
+says so, once, for every upstream tool.
+
 Resources keep their URIs (tool results refer to them, and a URI means the same thing everywhere); their names
 get the prefix. A read is routed by exact URI, then by the templates, then tried on each upstream in turn.
 """
@@ -29,8 +33,11 @@ import mcp.types as types
 from mcp.server import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
+from mcp_offload.core import api
 from mcp_offload.core.services import Services
+from mcp_offload.errors import OffloadError, UnknownHandle
 from mcp_offload.proxy.config import ProxyConfig, UpstreamSpec
+from mcp_offload.proxy.handle_arguments import substitute_outputs
 from mcp_offload.proxy.policy import PASSED, Decision, OffloadPolicy
 from mcp_offload.proxy.stats import SavingsStats
 from mcp_offload.proxy.transports import UpstreamUnavailable
@@ -47,13 +54,18 @@ MAX_NAME = 128
 STATUS_TOOL = "proxy_status"
 _INVALID = re.compile(r"[^A-Za-z0-9_.-]")
 _HASH_CHARS = 8
+# Stored content substituted into one call to a remote upstream, at most: the MCP TypeScript SDK's HTTP servers
+# refuse messages over 4 MB; JSON escaping (a newline or a quote takes two bytes) needs the rest.
+REMOTE_ARGUMENT_BYTES = 3 * 1024 * 1024
 
 STATUS_TOOL_DEF = types.Tool(
     name=STATUS_TOOL,
     title="Proxied servers and savings",
     description=(
         "Show the MCP servers this proxy forwards to (state, tool count, last error) and this session's token "
-        "savings: tokens kept out of the context by offloading, minus tokens pulled back with read/search/query."
+        "savings: tokens kept out of the context by offloading, minus tokens pulled back with read/search/query.\n"
+        "Any argument of their tools may be offload://outputs/<handle>: the proxy passes that stored output's "
+        "exact content instead (its JSON value where the parameter is not a string)."
     ),
     input_schema={"type": "object", "properties": {}, "additionalProperties": False},
     annotations=types.ToolAnnotations(
@@ -327,9 +339,27 @@ class ProxyRouter(Extension):
             await ctx.session.report_progress(progress, total, message)
 
         try:
-            result = await route.upstream.call_tool(route.name, arguments, progress=relay)
+            substitution = await substitute_outputs(
+                self.services.store,
+                call.scope,
+                arguments,
+                route.tool.input_schema if route.tool is not None else None,
+                tool=route.public,
+                max_bytes=self._argument_bytes(spec),
+            )
+        except UnknownHandle as exc:
+            return error_result(f"{exc}. {await api.known_handles(self.services, call.session)}")
+        except OffloadError as exc:
+            return error_result(str(exc))
+        if substitution.outputs:
+            log.debug("%s: arguments from stored outputs: %s", route.public, substitution.describe())
+        try:
+            result = await route.upstream.call_tool(route.name, substitution.arguments, progress=relay)
         except UpstreamUnavailable as exc:
             return error_result(str(exc))
+        if result.is_error and substitution.outputs:  # e.g. the upstream's own size limit: say what it was sent
+            note = f"(The proxy passed stored outputs as arguments: {substitution.describe()}.)"
+            result.content = [*result.content, types.TextContent(type="text", text=note)]
         if route.name in spec.options.never:
             result.meta = None
             await self._account(call, spec.name, route.name, PASSED)
@@ -346,6 +376,13 @@ class ProxyRouter(Extension):
         )
         await self._account(call, spec.name, route.name, decision)
         return result
+
+    def _argument_bytes(self, spec: UpstreamSpec) -> int:
+        """How much stored content one call to `spec` may carry in its arguments: a stdio upstream reads any size
+        (the store's own cap bounds it); a remote one gets what the MCP TypeScript SDK's HTTP servers accept."""
+        if spec.kind == "stdio":
+            return self.services.settings.max_output_bytes
+        return REMOTE_ARGUMENT_BYTES
 
     async def _account(self, call: ToolCall, server: str, tool: str, decision: Decision) -> None:
         """One upstream result into this session's savings and into the durable record (savings/)."""
