@@ -5,6 +5,7 @@ servers (server-filesystem, server-memory) in both client eras."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,8 @@ from mcp_offload.errors import InvalidHandle, OffloadError, UnknownHandle
 from mcp_offload.proxy.handle_arguments import ArgumentNotSubstituted, substitute_outputs
 from mcp_offload.proxy.router import STATUS_TOOL_DEF
 from mcp_offload.store.handles import scope_key
+from mcp_offload.tokens import load_counter
+from support.anthropic_recorder import Exchange, run_claude_code
 from support.proxy import npm_entry, running_proxy
 
 SCOPE, OTHER = scope_key("session a"), scope_key("session b")
@@ -171,3 +174,31 @@ async def test_lazy_tools_call_tool_substitutes_too(services: Services, tmp_path
         done = await client.call_tool("call_tool", {"name": "fs__write_file", "arguments": arguments})
         assert not done.is_error, text_of(done)
     assert (tmp_path / "b.txt").read_bytes() == (tmp_path / "a.txt").read_bytes()
+
+
+def test_claude_code_copies_a_file_through_the_proxy_without_reading_it(tmp_path: Path) -> None:
+    """The user story: Claude Code headless, its model scripted, reads a 2 MB file through the proxy (offloaded: it
+    is shown a reference) and writes it elsewhere by naming the stored output; the copy is byte for byte."""
+    work = tmp_path / "work"
+    work.mkdir()
+    original = work / "report.md"
+    original.write_text("".join(f'## Section {n}\nText of section {n}: ü € "q".\n\n' for n in range(40_000)))
+    servers = tmp_path / "servers.json"
+    servers.write_text(json.dumps({"mcpServers": {"fs": npm_entry("server-filesystem", str(work))}}))
+    offload = {"command": sys.executable, "args": ["-m", "mcp_offload", "--store", str(tmp_path / "store")]}
+    offload["args"] += ["--config", str(servers)]
+
+    def next_call(done: list[Exchange]) -> tuple[str, dict[str, Any]] | None:
+        if not done:
+            return "mcp__offload__fs__read_text_file", {"path": str(original)}
+        if len(done) == 1:
+            handle = (done[0].shown or "").split("Stored as ", 1)[1].split()[0]
+            content = f"offload://outputs/{handle}"
+            return "mcp__offload__fs__write_file", {"path": str(work / "copy.md"), "content": content}
+        return None
+
+    api = run_claude_code(tmp_path, {"offload": offload}, next_call)
+    read, written = api.exchanges
+    assert read.shown is not None and load_counter().count(read.shown) < 1_000  # a reference, not ~720k tokens
+    assert written.shown is not None and "Successfully wrote" in written.shown
+    assert (work / "copy.md").read_bytes() == original.read_bytes()

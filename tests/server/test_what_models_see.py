@@ -13,11 +13,11 @@ The clients come from `.ci/client-deps.sh` (npm, under $MCP_OFFLOAD_TEST_CLIENTS
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -32,18 +32,14 @@ from conftest import text_of
 from mcp_offload.server.offload_server import OffloadServer
 from mcp_offload.server.tools import result_of
 from mcp_offload.tokens import load_counter
-from support.anthropic_recorder import Exchange, ScriptedAnthropic
+from support.anthropic_recorder import Exchange, ScriptedAnthropic, client_binary, run_claude_code
 
-CLIENTS = Path(
-    os.environ.get("MCP_OFFLOAD_TEST_CLIENTS")
-    or Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "mcp-offload/clients/node_modules"
-)
-INSTALL_HINT = "install them with: bash .ci/client-deps.sh (sets MCP_OFFLOAD_TEST_CLIENTS)"
 _HANDLE = re.compile(r"Stored as (out_[a-z0-9]+)")
 COUNTER = load_counter()
 
 
 # -- the workload: real outputs, the calls a model makes on them -----------------------------------------------------
+@functools.cache
 def packages_json() -> str:
     """JSON of the Python distributions installed here (name, version, summary, requirements): a real API-like
     answer, the same on every run of one environment."""
@@ -62,10 +58,14 @@ def packages_json() -> str:
     return json.dumps(rows[:80], indent=2)
 
 
+@functools.cache
 def source_text() -> str:
-    """This package's own source code: real text with long and short lines."""
+    """This package's own source code: real text with long and short lines. Without the lines holding a literal
+    backslash-u escape: Claude Code turns one in a tool input into the character it names (seen with 2.1.328), so
+    its run would store another text than the other clients'."""
     root = Path(mcp_offload.__file__).parent
-    return "".join(f"# ---- {p.relative_to(root)}\n{p.read_text()}" for p in sorted(root.glob("*.py")))[:60_000]
+    text = "".join(f"# ---- {p.relative_to(root)}\n{p.read_text()}" for p in sorted(root.glob("*.py")))
+    return "".join(line for line in text.splitlines(keepends=True) if "\\u" not in line)[:60_000]
 
 
 # (tool, arguments): "$json" / "$src" stand for the handles the two offloads returned, read from their text as a
@@ -162,17 +162,10 @@ def _env_args() -> list[str]:
     return ["-e", f"PYTHONPATH={os.environ['PYTHONPATH']}"] if os.environ.get("PYTHONPATH") else []
 
 
-def _inspector() -> Path:
-    path = CLIENTS / ".bin" / "mcp-inspector"
-    if not path.exists() or shutil.which("node") is None:
-        pytest.skip(f"CLIENT TEST SKIPPED: the MCP Inspector is not under {CLIENTS}; {INSTALL_HINT}")
-    return path
-
-
 def run_inspector(store: Path) -> list[tuple[str, Any, dict[str, Any]]]:
     """Each call is one `inspector --cli` run (its own process and MCP session); the server's named session and
     store keep the handles from one to the next."""
-    inspector, work, seen = _inspector(), Workload(), []
+    inspector, work, seen = client_binary("mcp-inspector"), Workload(), []
     for index, (tool, _) in enumerate(CALLS):
         pairs = []
         for key, value in work.arguments(index).items():
@@ -190,15 +183,8 @@ def run_inspector(store: Path) -> list[tuple[str, Any, dict[str, Any]]]:
 
 
 # -- Claude Code headless --------------------------------------------------------------------------------------------
-def _claude() -> Path:
-    path = CLIENTS / ".bin" / "claude"
-    if not path.exists() or shutil.which("node") is None:
-        pytest.skip(f"CLIENT TEST SKIPPED: Claude Code is not under {CLIENTS}; {INSTALL_HINT}")
-    return path
-
-
-def run_claude_code(tmp_path: Path) -> tuple[list[Exchange], ScriptedAnthropic]:
-    claude, work = _claude(), Workload()
+def run_claude_code_workload(tmp_path: Path) -> tuple[list[Exchange], ScriptedAnthropic]:
+    work = Workload()
 
     def next_call(done: list[Exchange]) -> tuple[str, dict[str, Any]] | None:
         if done and done[-1].shown is not None:
@@ -207,30 +193,8 @@ def run_claude_code(tmp_path: Path) -> tuple[list[Exchange], ScriptedAnthropic]:
             return None
         return f"mcp__offload__{CALLS[len(done)][0]}", work.arguments(len(done))
 
-    home, cwd = tmp_path / "home", tmp_path / "work"
-    home.mkdir()
-    cwd.mkdir()
-    server = {"command": sys.executable, "args": _server_command(tmp_path / "store")[1:]}
-    if os.environ.get("PYTHONPATH"):
-        server["env"] = {"PYTHONPATH": os.environ["PYTHONPATH"]}
-    config = tmp_path / "mcp.json"
-    config.write_text(json.dumps({"mcpServers": {"offload": server}}))
-    with ScriptedAnthropic(next_call) as api:
-        env = {
-            "PATH": os.environ.get("PATH", ""),
-            "HOME": str(home),
-            "ANTHROPIC_BASE_URL": api.base_url,
-            "ANTHROPIC_API_KEY": "scripted",
-            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-            "DISABLE_AUTOUPDATER": "1",
-            "IS_SANDBOX": "1",
-            "ENABLE_TOOL_SEARCH": "false",
-        }
-        command = [str(claude), "-p", "Use the offload tools.", "--output-format", "json"]
-        command += ["--dangerously-skip-permissions", "--mcp-config", str(config), "--strict-mcp-config"]
-        done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=300, check=False)
-    assert done.returncode == 0 and not api.errors, (done.stdout[-1500:], done.stderr[-1500:], api.errors)
-    assert json.loads(done.stdout.strip().splitlines()[-1])["is_error"] is False
+    command = _server_command(tmp_path / "store")
+    api = run_claude_code(tmp_path, {"offload": {"command": command[0], "args": command[1:]}}, next_call)
     assert len(api.exchanges) == len(CALLS) and all(e.shown is not None for e in api.exchanges), api.exchanges
     return api.exchanges, api
 
@@ -242,7 +206,7 @@ async def test_every_client_shows_the_text_token_table(tmp_path: Path, server: O
     Code shows its model exactly the text. Printed as a table (-s)."""
     sdk = await run_sdk(server, "auto")
     inspector = await anyio.to_thread.run_sync(run_inspector, tmp_path / "inspector-store")
-    claude, api = await anyio.to_thread.run_sync(run_claude_code, tmp_path)
+    claude, api = await anyio.to_thread.run_sync(run_claude_code_workload, tmp_path)
     # the definitions Claude Code sends its model are ours as listed (name, description, input schema), but for
     # the ellipses it spells "..."
     ours = {t["name"]: t for t in api.tool_lists[0] if t["name"].startswith("mcp__offload__")}

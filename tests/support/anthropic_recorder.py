@@ -9,6 +9,7 @@ such as titles) with a short text. Every `tool_result` the agent sends back is r
         run the agent with ANTHROPIC_BASE_URL=api.base_url
     api.exchanges                                 # [Exchange(tool, input, shown)]
 
+`run_claude_code` runs Claude Code headless (from `.ci/client-deps.sh`) against it with the MCP servers given.
 This is the minimal recorder of issue 19 (what Claude Code shows per tool); the full scripted, validating,
 cache-simulating upstream lives in tests/llm_upstream/ when present.
 """
@@ -16,12 +17,22 @@ cache-simulating upstream lives in tests/llm_upstream/ when present.
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
+
+CLIENTS = Path(
+    os.environ.get("MCP_OFFLOAD_TEST_CLIENTS")
+    or Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "mcp-offload/clients/node_modules"
+)
+INSTALL_HINT = "install them with: bash .ci/client-deps.sh (sets MCP_OFFLOAD_TEST_CLIENTS)"
 
 
 @dataclass
@@ -156,3 +167,47 @@ def _send_stream(http: BaseHTTPRequestHandler, model: str, block: dict[str, Any]
 def scripted_anthropic(next_call: NextCall) -> Iterator[ScriptedAnthropic]:
     with ScriptedAnthropic(next_call) as api:
         yield api
+
+
+def client_binary(name: str) -> Path:
+    """`node_modules/.bin/<name>` of the installed clients; skips the test loudly when it is missing."""
+    import pytest
+
+    path = CLIENTS / ".bin" / name
+    if not path.exists() or shutil.which("node") is None:
+        pytest.skip(f"CLIENT TEST SKIPPED: {name} is not under {CLIENTS}; {INSTALL_HINT}")
+    return path
+
+
+def run_claude_code(workdir: Path, mcp_servers: dict[str, Any], next_call: NextCall) -> ScriptedAnthropic:
+    """Claude Code headless in `workdir`/work (HOME `workdir`/home) with only `mcp_servers`, its model scripted by
+    `next_call`; returns the recorder once it exited cleanly. Servers get this test's PYTHONPATH."""
+    claude = client_binary("claude")
+    home, cwd = workdir / "home", workdir / "work"
+    home.mkdir(exist_ok=True)
+    cwd.mkdir(exist_ok=True)
+    servers = {}
+    for name, server in mcp_servers.items():
+        env = dict(server.get("env") or {})
+        if os.environ.get("PYTHONPATH"):
+            env.setdefault("PYTHONPATH", os.environ["PYTHONPATH"])
+        servers[name] = {**server, "env": env}
+    config = workdir / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": servers}))
+    with ScriptedAnthropic(next_call) as api:
+        env = {
+            "PATH": os.environ.get("PATH", ""),
+            "HOME": str(home),
+            "ANTHROPIC_BASE_URL": api.base_url,
+            "ANTHROPIC_API_KEY": "scripted",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            "DISABLE_AUTOUPDATER": "1",
+            "IS_SANDBOX": "1",  # --dangerously-skip-permissions is refused as root otherwise
+            "ENABLE_TOOL_SEARCH": "false",  # list MCP tools instead of deferring them behind ToolSearch
+        }
+        command = [str(claude), "-p", "Use the MCP tools.", "--output-format", "json"]
+        command += ["--dangerously-skip-permissions", "--mcp-config", str(config), "--strict-mcp-config"]
+        done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0 and not api.errors, (done.stdout[-1500:], done.stderr[-1500:], api.errors)
+    assert json.loads(done.stdout.strip().splitlines()[-1])["is_error"] is False
+    return api
