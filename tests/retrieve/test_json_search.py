@@ -18,7 +18,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mcp import Client
 
-from conftest import ERAS, text_of
 from mcp_offload.core.services import build_services
 from mcp_offload.retrieve import json_structure
 from mcp_offload.retrieve.json_hits import json_hits
@@ -28,6 +27,7 @@ from mcp_offload.settings import Settings
 from mcp_offload.store.base import Kind, OutputMeta, StoredOutput
 from mcp_offload.store.content_index import ContentIndex
 from mcp_offload.tokens import load_counter
+from support import ERAS, text_of
 
 
 async def offload(client: Client, content: str) -> str:
