@@ -21,7 +21,8 @@ from mcp import Client
 from mcp_offload.core.services import build_services
 from mcp_offload.retrieve import json_structure
 from mcp_offload.retrieve.json_hits import json_hits
-from mcp_offload.retrieve.search import SearchOptions, compile_pattern, search_output
+from mcp_offload.retrieve.pattern import compile_pattern
+from mcp_offload.retrieve.search import SearchOptions, search_output
 from mcp_offload.server.offload_server import OffloadServer, build_server
 from mcp_offload.settings import Settings
 from mcp_offload.store.base import Kind, OutputMeta, StoredOutput

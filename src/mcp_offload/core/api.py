@@ -43,8 +43,9 @@ from mcp_offload.core.results import (
 from mcp_offload.core.services import Services
 from mcp_offload.errors import ExpiredHandle, NotEnumerable, SearchError, UnknownHandle
 from mcp_offload.retrieve.json_hits import JsonHits, json_hits, require_records
+from mcp_offload.retrieve.pattern import compile_pattern
 from mcp_offload.retrieve.read import read_range
-from mcp_offload.retrieve.search import SearchOptions, SearchResult, compile_pattern, search_outputs
+from mcp_offload.retrieve.search import SearchOptions, SearchResult, search_outputs
 from mcp_offload.store.handles import scope_key, validate_handle
 
 NOT_ENUMERABLE = (
