@@ -4,10 +4,11 @@ The supported library API, importable from here (everything else is internal and
 
 - compaction for agent loops: `Compactor`, `AsyncCompactor`, `CompactReport`, `Usage`, `Boundary`
 - the in-process retrieval API: `offload`, `offload_bytes`, `read`, `search`, `query`, `list_outputs` over
-  `Services` (`build_services(Settings(...))`) and a `Scope` (whose outputs a call sees)
+  `Services` (`build_services(Settings(...))`) and a `SessionScope` (whose outputs a call sees)
 - the result models those return: `OffloadOutput`, `ReadOutput`, `SearchOutput`, `QueryOutput`, `ListOutput`,
   `OutputInfo`
-- the errors they raise: `OffloadError` and its subclasses (see `mcp_offload.errors` for the tree)
+- the errors: `OffloadError` and its subclasses (for the model, with stable codes) and `OperatorError` (settings);
+  `mcp_offload.errors` draws the tree
 
 Names load on first use, so `import mcp_offload` stays cheap for the server and the jq worker processes.
 """
@@ -26,7 +27,7 @@ _EXPORTS: dict[str, str] = {
     "CompactReport": "mcp_offload.compact",
     "Compactor": "mcp_offload.compact",
     "Usage": "mcp_offload.compact",
-    "Scope": "mcp_offload.core.api",
+    "SessionScope": "mcp_offload.core.api",
     "offload": "mcp_offload.core.api",
     "offload_bytes": "mcp_offload.core.api",
     "read": "mcp_offload.core.api",
@@ -51,6 +52,8 @@ _EXPORTS: dict[str, str] = {
     "QueryError": "mcp_offload.errors",
     "InvalidContent": "mcp_offload.errors",
     "TooLarge": "mcp_offload.errors",
+    "NotEnumerable": "mcp_offload.errors",
+    "OperatorError": "mcp_offload.errors",
     "StoreFull": "mcp_offload.errors",
     "StoreUnavailable": "mcp_offload.errors",
     "SettingsError": "mcp_offload.errors",
@@ -65,17 +68,19 @@ __all__ = [
     "InvalidContent",
     "InvalidHandle",
     "ListOutput",
+    "NotEnumerable",
     "OffloadError",
     "OffloadOutput",
+    "OperatorError",
     "OutputInfo",
     "QueryError",
     "QueryOutput",
     "RangeError",
     "ReadOutput",
-    "Scope",
     "SearchError",
     "SearchOutput",
     "Services",
+    "SessionScope",
     "Settings",
     "SettingsError",
     "StoreFull",
@@ -95,7 +100,7 @@ __all__ = [
 
 if TYPE_CHECKING:
     from mcp_offload.compact import AsyncCompactor, Boundary, Compactor, CompactReport, Usage
-    from mcp_offload.core.api import Scope, list_outputs, offload, offload_bytes, query, read, search
+    from mcp_offload.core.api import SessionScope, list_outputs, offload, offload_bytes, query, read, search
     from mcp_offload.core.results import (
         ListOutput,
         OffloadOutput,
@@ -109,7 +114,9 @@ if TYPE_CHECKING:
         ExpiredHandle,
         InvalidContent,
         InvalidHandle,
+        NotEnumerable,
         OffloadError,
+        OperatorError,
         QueryError,
         RangeError,
         SearchError,

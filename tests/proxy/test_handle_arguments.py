@@ -12,14 +12,14 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from conftest import ERAS, text_of
-from mcp_offload.core.ingest import offload_blob, offload_text
+from mcp_offload.core.ingest import ingest_blob, ingest_text
 from mcp_offload.core.services import Services
 from mcp_offload.errors import InvalidHandle, OffloadError, UnknownHandle
 from mcp_offload.proxy.handle_arguments import ArgumentNotSubstituted, substitute_outputs
 from mcp_offload.proxy.router import STATUS_TOOL_DEF
 from mcp_offload.store.handles import scope_key
 from mcp_offload.tokens import load_counter
+from support import ERAS, text_of
 from support.anthropic_recorder import Exchange, run_claude_code
 from support.proxy import npm_entry, running_proxy
 
@@ -40,7 +40,7 @@ TEXT = 'line one\n"quoted" \\ back\tslash\nü € 日本 \U0001f600\n'
 
 
 async def _stored(services: Services, content: str, scope: str = SCOPE) -> str:
-    return "offload://outputs/" + (await offload_text(services, scope, content)).meta.handle
+    return "offload://outputs/" + (await ingest_text(services, scope, content)).meta.handle
 
 
 async def _substitute(services: Services, arguments: dict[str, Any], max_bytes: int = 1 << 20) -> dict[str, Any]:
@@ -98,7 +98,7 @@ async def test_refused_clearly(services: Services, arguments: dict[str, Any], er
         "json": await _stored(services, "[1, 2]"),
         "other": await _stored(services, TEXT, OTHER),
         "blob": "offload://outputs/"
-        + (await offload_blob(services, SCOPE, b"\x89PNG", mime_type="image/png")).meta.handle,
+        + (await ingest_blob(services, SCOPE, b"\x89PNG", mime_type="image/png")).meta.handle,
     }
 
     def filled(value: Any) -> Any:

@@ -16,9 +16,9 @@ import mcp.types as types
 import pytest
 from mcp import Client, StdioServerParameters
 
-from conftest import ERAS, text_of
 from mcp_offload.core.services import Services
 from mcp_offload.server.tools import result_of
+from support import ERAS, text_of
 from support.proxy import npm_entry, python_entry, running_proxy
 
 pytestmark = pytest.mark.parametrize("mode", ERAS)

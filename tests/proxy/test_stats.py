@@ -5,9 +5,9 @@ from __future__ import annotations
 import mcp.types as types
 from mcp import Client
 
-from conftest import text_of
 from mcp_offload.core.services import Services
 from mcp_offload.server.tools import result_of
+from support import text_of
 from support.proxy import fixture_entry, running_proxy
 
 

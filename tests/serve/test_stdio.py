@@ -12,8 +12,8 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 
-from conftest import ERAS, text_of
 from mcp_offload.server.tools import result_of
+from support import ERAS, text_of
 
 
 def _command() -> str:

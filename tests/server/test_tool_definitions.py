@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from conftest import text_of
 from mcp_offload.server.offload_server import OffloadServer
 from mcp_offload.server.tools import TOOLS, TOOLS_BY_NAME, result_of
 from mcp_offload.tokens import load_counter
+from support import text_of
 
 RETRIEVAL_DEFINITIONS = ("read_large_output", "search_large_output", "query_large_output", "list_outputs")
 BUDGET_TOKENS = 600  # issue 19; today ~530, the rest is room for the ranked-search and SQL parameters

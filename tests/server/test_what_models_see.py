@@ -28,10 +28,10 @@ import pytest
 from mcp import Client
 
 import mcp_offload
-from conftest import text_of
 from mcp_offload.server.offload_server import OffloadServer
 from mcp_offload.server.tools import result_of
 from mcp_offload.tokens import load_counter
+from support import text_of
 from support.anthropic_recorder import Exchange, ScriptedAnthropic, client_binary, run_claude_code
 
 _HANDLE = re.compile(r"Stored as (out_[a-z0-9]+)")

@@ -18,7 +18,7 @@ from mcp_offload.core.results import (
     SearchOutput,
     SearchRecordOut,
 )
-from mcp_offload.retrieve.search import was_cut
+from mcp_offload.retrieve.positions import was_cut
 
 RETRIEVE_HINT = (
     "Retrieve with read_large_output (char or line ranges), search_large_output (regex), "

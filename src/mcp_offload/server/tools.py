@@ -70,7 +70,8 @@ class SearchArgs(ToolArgs):
     literal: bool = False
     max_results: int = Field(default=50, ge=1)
     context_lines: int = Field(default=0, ge=0)
-    scope: Literal["line", "record"] = "line"  # "record": also the JSON record holding each match (see the example)
+    # "scope" on the wire (not the session scope); "record": also the JSON record holding each match (the example)
+    unit: Literal["line", "record"] = Field(default="line", alias="scope")
 
 
 class QueryArgs(ToolArgs):
@@ -87,16 +88,11 @@ class NoArgs(ToolArgs):
 # -- the call context ---------------------------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class ToolCall:
-    """What a tool handler gets besides its arguments: the shared services and the caller's scope."""
+    """What a tool handler gets besides its arguments: the shared services and the caller's session scope."""
 
     services: Services
-    scope: str  # store scope key
-    enumerable: bool = True  # False: no session identity, so listing / search-all are refused
+    session: api.SessionScope  # whose outputs the call sees (its `.key` is the store's scope key)
     progress: ProgressFn | None = None  # set when the client asked for progress (sent a progress token)
-
-    @property
-    def session(self) -> api.Scope:
-        return api.Scope(self.scope, self.enumerable)
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,12 +115,37 @@ class ToolSpec:
     handler: Handler
     read_only: bool
 
+    def input_schema(self) -> dict[str, Any]:
+        """The JSON Schema of the arguments as every tool list (MCP, the compactor's SDK formats) shows it to a model:
+        pydantic's, without what a model does not need to call the tool right (every token of it is paid on every
+        turn): titles, `null` branches, `null` / `false` / `0` defaults and an enum's first value as default (an
+        optional argument is one left out), lower bounds and `additionalProperties` (the arguments model still checks
+        them and refuses unknown arguments, naming the known ones). Types, enums, other defaults and descriptions
+        stay."""
+        schema = self.args.model_json_schema()
+        properties: dict[str, Any] = {}
+        for name, prop in schema.get("properties", {}).items():
+            prop = {key: value for key, value in prop.items() if key != "title"}
+            branches = prop.pop("anyOf", None)
+            if branches is not None:
+                kept = [b for b in branches if b != {"type": "null"}]
+                prop = {**kept[0], **prop} if len(kept) == 1 else {"anyOf": kept, **prop}
+            default = prop.get("default", ...)
+            if default in (None, False, 0) or default == prop.get("enum", [...])[0]:
+                prop.pop("default", None)
+            prop.pop("minimum", None)
+            properties[name] = prop
+        shaped: dict[str, Any] = {"type": "object", "properties": properties}
+        if schema.get("required"):
+            shaped["required"] = schema["required"]
+        return shaped
+
     def to_tool(self) -> types.Tool:
         return types.Tool(
             name=self.name,
             title=self.title,
             description=self.description,
-            input_schema=input_schema(self.args),
+            input_schema=self.input_schema(),
             annotations=types.ToolAnnotations(
                 title=self.title,
                 read_only_hint=self.read_only,
@@ -133,30 +154,6 @@ class ToolSpec:
                 open_world_hint=False,
             ),
         )
-
-
-def input_schema(args: type[ToolArgs]) -> dict[str, Any]:
-    """The model-visible schema of a tool's arguments: pydantic's, without what a model does not need to call it
-    right (every token of it is paid on every turn): titles, `null` branches, `null` / `false` / `0` defaults and
-    an enum's first value as default (an optional argument is one left out), lower bounds and
-    `additionalProperties` (the arguments model still checks them and refuses unknown arguments, naming the known
-    ones). Types, enums, the other defaults and the descriptions stay."""
-    schema = args.model_json_schema()
-    properties: dict[str, Any] = {}
-    for name, prop in schema.get("properties", {}).items():
-        prop = {key: value for key, value in prop.items() if key != "title"}
-        branches = prop.pop("anyOf", None)
-        if branches is not None:
-            kept = [b for b in branches if b != {"type": "null"}]
-            prop = {**kept[0], **prop} if len(kept) == 1 else {"anyOf": kept, **prop}
-        if "default" in prop and (prop["default"] in (None, False, 0) or prop["default"] == prop.get("enum", [0])[0]):
-            del prop["default"]
-        prop.pop("minimum", None)
-        properties[name] = prop
-    shaped: dict[str, Any] = {"type": "object", "properties": properties}
-    if schema.get("required"):
-        shaped["required"] = schema["required"]
-    return shaped
 
 
 async def offload_tool(call: ToolCall, args: OffloadArgs) -> ToolReply:
@@ -190,7 +187,7 @@ async def search_tool(call: ToolCall, args: SearchArgs) -> ToolReply:
         max_results=args.max_results,
         context_lines=args.context_lines,
         progress=call.progress,
-        result_scope=args.scope,
+        unit=args.unit,
     )
     return ToolReply(render_search(out, args.handle), out)
 
@@ -288,7 +285,8 @@ TOOLS: tuple[ToolSpec, ...] = (
 )
 
 TOOLS_BY_NAME = {spec.name: spec for spec in TOOLS}
-RETRIEVAL_TOOLS = frozenset({"read_large_output", "search_large_output", "query_large_output"})  # they pull back
+# the tools whose results bring stored content back into the context (what the savings figure subtracts)
+READ_BACK_TOOLS = frozenset({"read_large_output", "search_large_output", "query_large_output"})
 
 
 def _validation_message(spec: ToolSpec, exc: ValidationError) -> str:
@@ -297,7 +295,7 @@ def _validation_message(spec: ToolSpec, exc: ValidationError) -> str:
         where = ".".join(str(p) for p in err["loc"]) or "arguments"
         msg = err["msg"]
         if err["type"] == "extra_forbidden":
-            allowed = ", ".join(spec.args.model_fields)
+            allowed = ", ".join(field.alias or name for name, field in spec.args.model_fields.items())
             msg = f"unknown parameter (this tool takes: {allowed})"
         problems.append(f"{where}: {msg}")
     return f"Invalid arguments for {spec.name}: " + "; ".join(problems)

@@ -19,7 +19,7 @@ from mcp import Client
 from mcp_offload.core.services import Services
 from mcp_offload.serve.http import HttpOptions
 from mcp_offload.server.tools import result_of
-from support import alive, free_port
+from support import alive, free_port, text_of
 from support.http_transport import (
     TOKEN_A,
     TOKEN_B,
@@ -28,7 +28,6 @@ from support.http_transport import (
     connect,
     offload_some,
     serving,
-    text_of,
     wait_healthy,
 )
 
