@@ -1,0 +1,112 @@
+"""Log message templates mined with Drain (He et al., ICWS 2017): lines -> templates with counts and first lines.
+
+Drain groups log lines by a fixed-depth prefix tree: first by their token count, then by their first tokens (a
+token holding a digit counts as a variable, `<*>`), and at a leaf joins a line to the most similar template when at
+least `similarity` of the template's fixed tokens equal the line's; the tokens that differ become `<*>`. This is the
+algorithm of IBM's `drain3` (its `Drain` class, same tree, similarity and defaults; a new template masks its
+digit-holding tokens at once, as drain3's usual masking setup does), written out here because `drain3`
+0.9.11 (its last release, 2022) pins `cachetools==4.2.1` and `jsonpickle==1.5.1` exactly: installing it would force
+five-year-old versions of two widely shared packages into every environment mcp-offload is installed into, for
+~100 lines of algorithm, and none of its persistence (Kafka, Redis, files) is used here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+__all__ = ["Template", "TemplateMiner", "tokenize"]
+
+WILDCARD = "<*>"
+_MAX_TOKENS = 64  # longer lines are mined on their first tokens (a log message's shape is in its start)
+
+
+@dataclass(slots=True)
+class Template:
+    tokens: list[str]
+    count: int
+    first_line: int  # 1-based line number of the first line it matched
+    example: str  # that line
+
+    @property
+    def text(self) -> str:
+        return " ".join(self.tokens)
+
+
+@dataclass(slots=True)
+class _Node:
+    children: dict[str, _Node] = field(default_factory=dict)
+    templates: list[Template] = field(default_factory=list)
+
+
+def tokenize(line: str) -> list[str]:
+    return line.split(None, _MAX_TOKENS)[:_MAX_TOKENS]
+
+
+def _has_digit(token: str) -> bool:
+    return any(c.isdigit() for c in token)
+
+
+class TemplateMiner:
+    """Drain's online clustering: `add` each line in order, then `templates` (most frequent first)."""
+
+    def __init__(self, depth: int = 4, similarity: float = 0.4, max_children: int = 100, max_templates: int = 2000):
+        self._prefix_tokens = max(1, depth - 3)  # drain3: root, token count, then depth - 3 first tokens
+        self._similarity = similarity
+        self._max_children = max_children
+        self._max_templates = max_templates
+        self._root = _Node()
+        self._all: list[Template] = []
+
+    def add(self, line: str, line_number: int) -> Template | None:
+        """Join `line` to its template (or start one); None for a blank line or when the template cap is reached."""
+        tokens = tokenize(line)
+        if not tokens:
+            return None
+        leaf = self._leaf(tokens)
+        best, best_sim, best_params = None, -1.0, -1
+        for template in leaf.templates:
+            sim, params = self._similarity_of(template.tokens, tokens)
+            if sim > best_sim or (sim == best_sim and params > best_params):
+                best, best_sim, best_params = template, sim, params
+        if best is not None and best_sim >= self._similarity:
+            for i, (old, new) in enumerate(zip(best.tokens, tokens, strict=True)):
+                if old != new and old != WILDCARD:
+                    best.tokens[i] = WILDCARD
+            best.count += 1
+            return best
+        if len(self._all) >= self._max_templates:
+            return None
+        template = Template([WILDCARD if _has_digit(t) else t for t in tokens], 1, line_number, line)
+        leaf.templates.append(template)
+        self._all.append(template)
+        return template
+
+    def templates(self) -> list[Template]:
+        """Most frequent first; ties by first appearance."""
+        return sorted(self._all, key=lambda t: (-t.count, t.first_line))
+
+    def _leaf(self, tokens: list[str]) -> _Node:
+        node = self._root.children.setdefault(str(len(tokens)), _Node())
+        for token in tokens[: self._prefix_tokens]:
+            key = WILDCARD if _has_digit(token) else token
+            child = node.children.get(key)
+            if child is None:
+                if len(node.children) >= self._max_children:
+                    key = WILDCARD
+                    child = node.children.get(key)
+                if child is None:
+                    child = node.children[key] = _Node()
+            node = child
+        return node
+
+    @staticmethod
+    def _similarity_of(template: list[str], tokens: list[str]) -> tuple[float, int]:
+        same = params = 0
+        for a, b in zip(template, tokens, strict=True):
+            if a == WILDCARD:
+                params += 1
+                if _has_digit(b):  # both masked: equal, as drain3's masked tokens (<NUM>, <IP>, ...) compare
+                    same += 1
+            elif a == b:
+                same += 1
+        return same / len(template), params
