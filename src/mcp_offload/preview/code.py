@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 import tree_sitter
@@ -156,7 +156,7 @@ _DEFINITIONS["typescript"] = {
 }
 _DEFINITIONS["cpp"] = {**_DEFINITIONS["c"], "class_specifier": "class", "namespace_definition": "namespace"}
 _FUNCTIONS = frozenset(
-    {"def", "function", "function*", "method", "func", "fn", "constructor", "macro_rules!", "type", "const"}
+    {"def", "function", "function*", "method", "func", "fn", "constructor", "macro_rules!", "type", "const", "typedef"}
 )
 _BODYLESS = frozenset({"struct_specifier", "enum_specifier", "union_specifier", "class_specifier"})  # `struct S *p;`
 _NAME_NODES = frozenset(
@@ -183,11 +183,12 @@ class CodeOutline:
     error_lines: int
 
 
-def guess_language(lines: list[str]) -> str | None:
-    """The language the non-blank `lines` are written in, or None (prose, or a language without a grammar here).
+def guess_language(text: str, lines: list[str]) -> str | None:
+    """The language `text` is written in, or None (prose, or a language without a grammar here).
 
-    Candidates are the languages with the most lines only they write so; the first whose grammar parses the lines
-    with errors on at most a fifth of them wins.
+    Candidates are the languages with the most of the first `lines` only they write so; the first whose grammar
+    parses the text (its first `_PARSE_CHARS`: a cut head would leave braces open) with errors on at most a fifth
+    of its lines wins. The outline is kept (`outline_code` caches the last few), so the preview does not parse again.
     """
     body = [line for line in lines if line.strip()]
     if not body:
@@ -198,11 +199,10 @@ def guess_language(lines: list[str]) -> str | None:
     if scores["cpp"] and scores["c"]:
         scores["cpp"] += scores["c"]
     ranked = sorted(scores.items(), key=lambda kv: -kv[1])
-    source = "\n".join(lines)
     for name, hits in ranked[:2]:
         if hits < _MIN_SIGNAL_LINES or hits < _MIN_SIGNAL_SHARE * len(body):
             break
-        outline = outline_code(source, name)
+        outline = outline_code(text, name)
         if outline.error_lines <= _ERROR_SHARE * outline.lines_parsed:
             return name
     return None
@@ -237,11 +237,16 @@ def _arrow_name(node: tree_sitter.Node) -> str | None:
     return None
 
 
-def outline_code(source: str, language: str) -> CodeOutline:
-    """The definitions of `source` (its first `_PARSE_CHARS` characters) in document order."""
-    if len(source) > _PARSE_CHARS:
-        cut = source.rfind("\n", 0, _PARSE_CHARS)
-        source = source[: cut + 1 if cut > 0 else _PARSE_CHARS]
+def outline_code(text: str, language: str) -> CodeOutline:
+    """The definitions of `text` (its first `_PARSE_CHARS` characters, cut at a line end) in document order."""
+    if len(text) > _PARSE_CHARS:
+        cut = text.rfind("\n", 0, _PARSE_CHARS)
+        text = text[: cut + 1 if cut > 0 else _PARSE_CHARS]
+    return _outline(text, language)
+
+
+@lru_cache(maxsize=4)
+def _outline(source: str, language: str) -> CodeOutline:
     tree = _parser(language).parse(source.encode("utf-8", "surrogatepass"))
     kinds = _DEFINITIONS[language]
     found: list[Definition] = []

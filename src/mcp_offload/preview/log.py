@@ -227,6 +227,14 @@ def _line_counter(text: str, total_lines: int) -> Callable[[int], int]:
     return line_of
 
 
+_EXCEPTION = re.compile(r"\b\w*(?:Error|Exception|Fatal|Panic)\b:?|\bpanic:|\bTraceback\b")
+
+
+def _is_error_template(template: Template) -> bool:
+    head = template.example[:_HEAD_CHARS]
+    return _is_error_line(head, template.example) is not None or _EXCEPTION.search(template.text) is not None
+
+
 def _template_pattern(template: Template) -> str:
     """An RE2 pattern matching every line of `template`: its literal tokens, `\\S+` for each `<*>`."""
     tokens = template.tokens
@@ -280,6 +288,9 @@ def log_preview(
             last_error = None if last_error.line == first_error.line else last_error
 
     templates = mined.miner.templates()
+    # Error messages first (by level, or an exception's name), then the rest by count: what was wrong is what the
+    # model usually came for, and a rare error would otherwise sit below a page of routine messages.
+    templates.sort(key=lambda t: 0 if _is_error_template(t) else 1)
     sample_note = f" (mined from a sample of {plural(mined.lines, 'line')})" if sampled else ""
     facts = [f"log: {plural(total_lines, 'line')}, {plural(len(templates), 'message template')}{sample_note}"]
     levels = _levels_line(_scaled(mined, scale), approx)
@@ -308,7 +319,7 @@ def log_preview(
             r'HTTP/[0-9.]+" 5[0-9][0-9]\b' if first_error.level == "5xx" else rf"\b{regex_escape(first_error.level)}\b"
         )
         calls.append(("every error line", search_pattern(pattern, case_sensitive=first_error.level != "5xx")))
-    error_templates = [t for t in templates if _is_error_line(t.example[:_HEAD_CHARS], t.example)]
+    error_templates = [t for t in templates if _is_error_template(t)]
     picked = [*error_templates[:1], *(t for t in templates[:2] if t not in error_templates[:1])][:2]
     for template in picked:
         pattern = _template_pattern(template)

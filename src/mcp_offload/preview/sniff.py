@@ -62,7 +62,7 @@ def sniff_text_kind(text: str) -> Sniffed | None:
         return Sniffed("table", delimiter)
     if log_share >= _LOG_SHARE:
         return Sniffed("log")
-    language = guess_language(lines)
+    language = guess_language(text, lines)
     if language is not None:
         return Sniffed("code", language)
     if looks_like_markdown(lines):
