@@ -14,6 +14,7 @@ Each generator returns (name, text); `corpus()` is the whole set, built once per
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import importlib.metadata
 import importlib.util
@@ -54,8 +55,7 @@ def redis_log(workdir: Path) -> str:
     assert server, "redis-server is needed (.ci/run installs it)"
     sock, logfile = workdir / "redis.sock", workdir / "redis.log"
     proc = subprocess.Popen(
-        [server, "--port", "0", "--unixsocket", str(sock), "--loglevel", "verbose", "--logfile", str(logfile)]
-        + ["--save", "", "--appendonly", "no", "--dir", str(workdir)],
+        [server, "--port", "0", "--unixsocket", str(sock), "--loglevel", "verbose", "--logfile", str(logfile), "--save", "", "--appendonly", "no", "--dir", str(workdir)],
     )
     try:
         import redis
@@ -70,10 +70,8 @@ def redis_log(workdir: Path) -> str:
         client = redis.Redis(unix_socket_path=str(sock))
         client.config_set("maxmemory", "1")
         client.config_set("maxmemory", "0")
-        try:
+        with contextlib.suppress(redis.ConnectionError):
             client.shutdown(nosave=True)
-        except redis.ConnectionError:
-            pass
         proc.wait(10)
     finally:
         if proc.poll() is None:

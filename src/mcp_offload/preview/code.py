@@ -73,39 +73,42 @@ def _parser(name: str) -> tree_sitter.Parser:
     return tree_sitter.Parser(tree_sitter.Language(_grammar(name)))
 
 
+def _signal(pattern: str) -> re.Pattern[str]:
+    """A line-level signal, searched once over the joined lines (`^`/`$` at each line; `.` stays in its line)."""
+    return re.compile(pattern, re.MULTILINE)
+
+
 # Per language: the lines only it writes so (any one counts), and the node types that define something, with the
 # word shown for them. Containers (classes, impls, namespaces) are descended into; function bodies are not.
 _SIGNALS: dict[str, re.Pattern[str]] = {
-    "python": re.compile(
+    "python": _signal(
         r"^\s*(?:async\s+)?def \w+\(.*|^\s*class \w+.*:\s*$|^(?:from [\w.]+ import |import \w[\w.]*(?: as \w+)?\s*$)"
         r"|^\s*(?:elif|except|try|finally|else)\b.*:\s*$|^\s*@\w[\w.]*(?:\(.*\))?\s*$"
     ),
-    "go": re.compile(
-        r"^package \w+\s*$|^func [\w(]|^import \($|^\s*\w+(?:, \w+)* := |^type \w+ (?:struct|interface) \{"
-    ),
-    "rust": re.compile(
+    "go": _signal(r"^package \w+\s*$|^func [\w(]|^import \($|^\s*\w+(?:, \w+)* := |^type \w+ (?:struct|interface) \{"),
+    "rust": _signal(
         r"^\s*(?:pub(?:\([\w ]+\))? )?(?:async )?(?:fn|struct|enum|trait|impl|mod)\b[ <]|^\s*use [\w:{}, *]+;\s*$"
         r"|^\s*let (?:mut )?\w+|^\s*#\[\w+"
     ),
-    "java": re.compile(
+    "java": _signal(
         r"^package [\w.]+;\s*$|^import (?:static )?[\w.*]+;\s*$|^\s*@Override\b"
         r"|^\s*(?:public|private|protected)(?: static| final| abstract)* [\w<>\[\], ]+ \w+\s*\("
         r"|^\s*public (?:final )?class \w+"
     ),
-    "c": re.compile(
+    "c": _signal(
         r"^#include [<\"]|^#define \w+|^#if(?:n?def)? |^\s*(?:static |extern |inline )*(?:const )?"
         r"(?:unsigned |signed )?(?:int|void|char|long|short|double|float|size_t|bool|struct \w+)\s*\**\s*\w+\s*\("
     ),
-    "cpp": re.compile(
+    "cpp": _signal(
         r"\bstd::|^\s*(?:template\s*<|namespace \w+|using namespace |class \w+[^;]*$)"
         r"|^\s*(?:public|private|protected):\s*$"
         r"|^#include <(?:iostream|vector|string|memory|map|algorithm|utility)>"
     ),
-    "javascript": re.compile(
+    "javascript": _signal(
         r"^\s*(?:const|let|var) \w+ = |^\s*(?:export )?(?:async )?function\*? ?\w*\s*\(|=> \{?\s*$|\brequire\(['\"]"
         r"|^\s*import .* from ['\"]|^\s*export (?:default|const|function|class)\b|^\s*module\.exports\b"
     ),
-    "typescript": re.compile(
+    "typescript": _signal(
         r"^\s*(?:export )?(?:interface|type|enum|namespace|declare) \w+"
         r"|:\s*(?:string|number|boolean|void|any|unknown)\b"
         r"|^\s*(?:public|private|protected|readonly) \w+[?:]|\w+<[A-Z]\w*(?:\[\])?>\("
@@ -193,7 +196,8 @@ def guess_language(text: str, lines: list[str]) -> str | None:
     body = [line for line in lines if line.strip()]
     if not body:
         return None
-    scores = {name: sum(1 for line in body if signal.search(line)) for name, signal in _SIGNALS.items()}
+    block = "\n".join(body)
+    scores = {name: sum(1 for _ in signal.finditer(block)) for name, signal in _SIGNALS.items()}  # one pass each
     if scores["typescript"] and scores["javascript"]:
         scores["typescript"] += scores["javascript"]
     if scores["cpp"] and scores["c"]:

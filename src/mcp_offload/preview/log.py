@@ -37,7 +37,9 @@ _TIMESTAMP = re.compile(
 _LEVEL = re.compile(
     r"(?<![\w/.-])(TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|ERR|CRITICAL|CRIT|FATAL|SEVERE|ALERT|EMERG|PANIC)"
     r"(?![\w/-])"
-    r"|(?:level|lvl|severity)[=:]\s*\"?(trace|debug|info|notice|warn|warning|error|critical|fatal)\b"
+)
+_LEVEL_FIELD = re.compile(  # level=error, "level": "warn", [error]: only looked for when the head has = : or [
+    r"(?:level|lvl|severity)\"?\s*[=:]\s*\"?(trace|debug|info|notice|warn|warning|error|critical|fatal)\b"
     r"|\[(trace|debug|info|notice|warn|warning|error|crit|critical|fatal|alert|emerg)\]",
     re.IGNORECASE,
 )
@@ -61,12 +63,13 @@ _LEVEL_ORDER = (
 )
 _BINARY = re.compile(r"[\x00-\x08\x0e-\x1a\x1c-\x1f\x7f]")
 
-_MINE_ALL_CHARS = 2_000_000
-_SAMPLE_HEAD = 600_000
-_SAMPLE_TAIL = 300_000
+_MINE_ALL_CHARS = 1_000_000  # ~10k lines: ~0.1 s
+_SAMPLE_HEAD = 250_000
+_SAMPLE_TAIL = 100_000
 _SAMPLE_CHUNKS = 12
-_SAMPLE_CHUNK = 60_000
+_SAMPLE_CHUNK = 25_000
 _ERROR_WINDOW = 8_000_000
+_ERROR_CHUNK = 64 * 1024
 _TEMPLATE_WIDTH = 110
 _PATTERN_CHARS = 160
 _CONTEXT_AFTER = 15  # lines read after an error: a traceback or the lines it caused
@@ -86,8 +89,7 @@ def log_line_score(lines: list[str]) -> float:
 
 
 def _uppercase_level(head: str) -> bool:
-    match = _LEVEL.search(head)
-    return match is not None and (match.group(1) is None or match.group(1).isupper())
+    return _LEVEL.search(head) is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,14 +115,14 @@ def _level_of(head: str) -> tuple[str, str] | None:
     redis = _REDIS_LEVEL.match(head)
     if redis is not None:
         return _REDIS_LEVELS[redis.group(1)], redis.group(1)
-    for match in _LEVEL.finditer(head):
-        bare = match.group(1)
-        if bare is not None and not bare.isupper():
-            continue
-        written = bare or match.group(2) or match.group(3)
-        name = written.upper()
-        return _LEVEL_NAMES.get(name, name), written
-    return None
+    match = _LEVEL.search(head)
+    if match is None and ("[" in head or "=" in head or ":" in head):
+        match = _LEVEL_FIELD.search(head)
+    if match is None:
+        return None
+    written = match.group(1) or match.group(2)
+    name = written.upper()
+    return _LEVEL_NAMES.get(name, name), written
 
 
 def _chunks(text: str) -> Iterator[tuple[int, int]]:
@@ -198,21 +200,29 @@ def _is_error_line(head: str, line: str) -> str | None:
 
 
 def _find_error(text: str, lo: int, hi: int, *, last: bool, line_of: Callable[[int], int]) -> _Event | None:
-    """The first (or last) error line whose start lies in text[lo:hi], by a scan of candidate positions."""
-    window = text[lo:hi]
-    lines = window.split("\n")
-    order = range(len(lines) - 1, -1, -1) if last else range(len(lines))
-    offsets: list[int] | None = None
-    for i in order:
-        line = lines[i]
-        written = _is_error_line(line[:_HEAD_CHARS], line) if line else None
-        if written is None or _BINARY.search(line):
-            continue
-        if offsets is None:
-            offsets = [0]
-            for piece in lines[:-1]:
-                offsets.append(offsets[-1] + len(piece) + 1)
-        return _Event(line_of(lo + offsets[i]), written, line)
+    """The first (or last) error line starting in text[lo:hi], read in chunks from that end: it stops at the hit."""
+    step = _ERROR_CHUNK
+    starts = range(lo, hi, step)
+    for start in reversed(starts) if last else starts:
+        end = min(hi, start + step)
+        if start > lo:  # whole lines: a line belongs to the chunk it starts in
+            nl = text.find("\n", start - 1, end)
+            if nl < 0:
+                continue
+            start = nl + 1
+        if end < hi:
+            nl = text.find("\n", end - 1, hi)
+            end = hi if nl < 0 else nl
+        lines = text[start:end].split("\n")
+        offsets = [0]
+        for piece in lines[:-1]:
+            offsets.append(offsets[-1] + len(piece) + 1)
+        order = range(len(lines) - 1, -1, -1) if last else range(len(lines))
+        for i in order:
+            line = lines[i]
+            written = _is_error_line(line[:_HEAD_CHARS], line) if line else None
+            if written is not None and not _BINARY.search(line):
+                return _Event(line_of(start + offsets[i]), written, line)
     return None
 
 

@@ -12,7 +12,9 @@ five-year-old versions of two widely shared packages into every environment mcp-
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
+from operator import eq
 
 __all__ = ["Template", "TemplateMiner", "tokenize"]
 
@@ -42,8 +44,7 @@ def tokenize(line: str) -> list[str]:
     return line.split(None, _MAX_TOKENS)[:_MAX_TOKENS]
 
 
-def _has_digit(token: str) -> bool:
-    return any(c.isdigit() for c in token)
+_has_digit = re.compile(r"\d").search
 
 
 class TemplateMiner:
@@ -62,21 +63,24 @@ class TemplateMiner:
         tokens = tokenize(line)
         if not tokens:
             return None
-        leaf = self._leaf(tokens)
+        masked = [WILDCARD if _has_digit(t) else t for t in tokens]  # as drain3's masking turns them into <NUM>
+        leaf = self._leaf(masked)
         best, best_sim, best_params = None, -1.0, -1
         for template in leaf.templates:
-            sim, params = self._similarity_of(template.tokens, tokens)
+            # Drain's similarity: the template's tokens equal to the line's, over its length; a masked token equals
+            # a masked one (drain3's <NUM> equals <NUM>). Ties go to the template with more parameters.
+            sim = sum(map(eq, template.tokens, masked)) / len(masked)
+            params = template.tokens.count(WILDCARD)
             if sim > best_sim or (sim == best_sim and params > best_params):
                 best, best_sim, best_params = template, sim, params
         if best is not None and best_sim >= self._similarity:
-            for i, (old, new) in enumerate(zip(best.tokens, tokens, strict=True)):
-                if old != new and old != WILDCARD:
-                    best.tokens[i] = WILDCARD
+            if best_sim < 1.0:
+                best.tokens = [old if old == new else WILDCARD for old, new in zip(best.tokens, masked, strict=True)]
             best.count += 1
             return best
         if len(self._all) >= self._max_templates:
             return None
-        template = Template([WILDCARD if _has_digit(t) else t for t in tokens], 1, line_number, line)
+        template = Template(masked, 1, line_number, line)
         leaf.templates.append(template)
         self._all.append(template)
         return template
@@ -85,10 +89,9 @@ class TemplateMiner:
         """Most frequent first; ties by first appearance."""
         return sorted(self._all, key=lambda t: (-t.count, t.first_line))
 
-    def _leaf(self, tokens: list[str]) -> _Node:
-        node = self._root.children.setdefault(str(len(tokens)), _Node())
-        for token in tokens[: self._prefix_tokens]:
-            key = WILDCARD if _has_digit(token) else token
+    def _leaf(self, masked: list[str]) -> _Node:
+        node = self._root.children.setdefault(str(len(masked)), _Node())
+        for key in masked[: self._prefix_tokens]:
             child = node.children.get(key)
             if child is None:
                 if len(node.children) >= self._max_children:
@@ -98,15 +101,3 @@ class TemplateMiner:
                     child = node.children[key] = _Node()
             node = child
         return node
-
-    @staticmethod
-    def _similarity_of(template: list[str], tokens: list[str]) -> tuple[float, int]:
-        same = params = 0
-        for a, b in zip(template, tokens, strict=True):
-            if a == WILDCARD:
-                params += 1
-                if _has_digit(b):  # both masked: equal, as drain3's masked tokens (<NUM>, <IP>, ...) compare
-                    same += 1
-            elif a == b:
-                same += 1
-        return same / len(template), params

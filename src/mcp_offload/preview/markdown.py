@@ -23,7 +23,6 @@ _ATX = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _SETEXT = re.compile(r"^ {0,3}(=+|-{2,})[ \t]*$")
 _LINK = re.compile(r"\[[^\]\n]+\]\([^)\s]+\)")
-_LIST = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+\S")
 _NOT_PARAGRAPH = re.compile(r"^\s*(?:[-*+>|]|\d+[.)]\s|$)")
 _SCAN_CHARS = 8_000_000
 _TITLE_WIDTH = 90
@@ -38,19 +37,23 @@ class Heading:
     atx: bool = True  # written `## Title` (else underlined)
 
 
-def looks_like_markdown(lines: list[str]) -> bool:
-    """Headings with other Markdown around them: more than comments that happen to start with `# `."""
-    headings = fences = links = lists = 0
-    prose_before = True
-    for line in lines:
-        if _ATX.match(line) and prose_before:
-            headings += 1
-        elif _FENCE.match(line):
-            fences += 1
-        links += len(_LINK.findall(line))
-        lists += 1 if _LIST.match(line) else 0
-        prose_before = not line.strip() or _ATX.match(line) is not None or line is lines[0]
-    return headings >= 1 and headings + fences // 2 + links + min(lists, 3) >= 3
+_HEADING_AFTER_BLANK = re.compile(r"(?:\A|\n[ \t]*\n) {0,3}#{1,6}[ \t]+\S")
+_FENCES = re.compile(r"(?m)^ {0,3}(?:`{3,}|~{3,})")
+_LISTS = re.compile(r"(?m)^[ \t]*(?:[-*+]|\d+[.)])[ \t]+\S")
+
+
+def looks_like_markdown(head: str) -> bool:
+    """Headings after blank lines with other Markdown around them: more than comments that start with `# `.
+
+    `head` is the start of the text (64 KiB is plenty): one regex pass per signal, no per-line Python loop.
+    """
+    headings = len(_HEADING_AFTER_BLANK.findall(head))
+    if not headings:
+        return False
+    fences = len(_FENCES.findall(head))
+    links = len(_LINK.findall(head))
+    lists = len(_LISTS.findall(head))
+    return headings + fences // 2 + min(links, 3) + min(lists, 3) >= 3
 
 
 def markdown_headings(text: str) -> tuple[list[Heading], int]:

@@ -1,7 +1,7 @@
 """Which kind of text an output is (log, table, source code, diff, HTML, Markdown), from its content, cheaply.
 
-Only the first `_HEAD_CHARS` characters (whole lines) are looked at, so telling kinds apart costs the same on
-1 KB and on 100 MB and a text of no kind pays ~1 ms. Content that looks binary (a NUL, or more than 1 % control
+Only the first `_HEAD_LINES` lines (at most `_HEAD_CHARS` characters) are looked at, so telling kinds apart
+costs the same on 1 KB and on 100 MB, a few ms. Content that looks binary (a NUL, or more than 1 % control
 characters) is no kind: it keeps today's text preview. The order settles overlaps: a diff holds code and
 Markdown, HTML holds anything, a table's first column may be a timestamp (a table has a header line without
 one), a log line may hold commas, and Markdown's `# ` headings are Python or shell comments unless the text reads
@@ -25,8 +25,9 @@ __all__ = ["Sniffed", "TextKind", "sniff_text_kind"]
 
 TextKind = Literal["log", "table", "code", "diff", "html", "markdown"]
 
-_HEAD_CHARS = 64 * 1024
-_HEAD_LINES = 400
+_HEAD_CHARS = 16 * 1024
+_HEAD_LINES = 100
+_MARKDOWN_CHARS = 64 * 1024  # a document's headings may sit far apart (a long code block under the first one)
 _CONTROL = re.compile(r"[\x00-\x08\x0e-\x1a\x1c-\x1f\x7f]")
 _LOG_SHARE = 0.5
 
@@ -65,6 +66,6 @@ def sniff_text_kind(text: str) -> Sniffed | None:
     language = guess_language(text, lines)
     if language is not None:
         return Sniffed("code", language)
-    if looks_like_markdown(lines):
+    if looks_like_markdown(text[:_MARKDOWN_CHARS]):
         return Sniffed("markdown")
     return None
