@@ -54,9 +54,8 @@ def redis_log(workdir: Path) -> str:
     server = shutil.which("redis-server")
     assert server, "redis-server is needed (.ci/run installs it)"
     sock, logfile = workdir / "redis.sock", workdir / "redis.log"
-    proc = subprocess.Popen(
-        [server, "--port", "0", "--unixsocket", str(sock), "--loglevel", "verbose", "--logfile", str(logfile), "--save", "", "--appendonly", "no", "--dir", str(workdir)],
-    )
+    args = ["--port", "0", "--unixsocket", str(sock), "--loglevel", "verbose", "--logfile", str(logfile)]
+    proc = subprocess.Popen([server, *args, "--save", "", "--appendonly", "no", "--dir", str(workdir)])
     try:
         import redis
 
@@ -182,7 +181,8 @@ def html_pages() -> list[tuple[str, str]]:
     from markdown_it import MarkdownIt
 
     body = MarkdownIt("commonmark").enable("table").render(markdown_doc())
-    page = f"<!DOCTYPE html>\n<html>\n<head>\n<title>openai responses API</title>\n</head>\n<body>\n{body}</body>\n</html>\n"
+    head = "<!DOCTYPE html>\n<html>\n<head>\n<title>openai responses API</title>\n</head>\n"
+    page = f"{head}<body>\n{body}</body>\n</html>\n"
     import json.decoder
 
     doc = pydoc.HTMLDoc()

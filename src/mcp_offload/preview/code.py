@@ -69,8 +69,10 @@ def _grammar(name: str) -> object:
 
 
 @cache
-def _parser(name: str) -> tree_sitter.Parser:
-    return tree_sitter.Parser(tree_sitter.Language(_grammar(name)))
+def _parser(name: str) -> tuple[tree_sitter.Parser, tree_sitter.Query]:
+    """The parser of a language, and the query finding its syntax errors anywhere in a tree (in C, no walk)."""
+    language = tree_sitter.Language(_grammar(name))
+    return tree_sitter.Parser(language), tree_sitter.Query(language, "(ERROR) @error")
 
 
 def _signal(pattern: str) -> re.Pattern[str]:
@@ -251,7 +253,8 @@ def outline_code(text: str, language: str) -> CodeOutline:
 
 @lru_cache(maxsize=4)
 def _outline(source: str, language: str) -> CodeOutline:
-    tree = _parser(language).parse(source.encode("utf-8", "surrogatepass"))
+    parser, errors = _parser(language)
+    tree = parser.parse(source.encode("utf-8", "surrogatepass"))
     kinds = _DEFINITIONS[language]
     found: list[Definition] = []
     error_rows: set[int] = set()
@@ -280,6 +283,9 @@ def _outline(source: str, language: str) -> CodeOutline:
         if kind is None and node.parent is not None and node.type not in _CONTAINERS:
             continue
         stack.extend((child, depth) for child in reversed(node.named_children))
+    if tree.root_node.has_error:  # errors inside function bodies too, which the walk above skips
+        for node in tree_sitter.QueryCursor(errors).captures(tree.root_node).get("error", []):
+            error_rows.update(range(node.start_point.row, node.end_point.row + 1))
     lines = source.count("\n") + (0 if source.endswith("\n") else 1)
     found.sort(key=lambda d: (d.start_line, d.depth))
     return CodeOutline(language, found, lines, len(error_rows))

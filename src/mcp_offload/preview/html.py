@@ -32,6 +32,11 @@ _HEADING_TAG = re.compile(r"<h([1-6])(?=[\s>/])", re.IGNORECASE)
 _SKIPPED = re.compile(r"<!--.*?-->|<script\b.*?</script\s*>|<style\b.*?</style\s*>", re.IGNORECASE | re.DOTALL)
 _TITLE_WIDTH = 90
 _TEXT_CHARS = 600
+# Lexbor's tree building is quadratic in unclosed elements (20,000 unclosed <div><p><span> in 320 KB: 2.8 s): a page
+# that opens far more elements than it closes is parsed on its first `_SOUP_CHARS` only (~0.1 s at worst).
+_UNCLOSED = 2_000
+_SOUP_CHARS = 64 * 1024
+_OPENING = re.compile(r"<[a-zA-Z]")
 
 
 def looks_like_html(head: str) -> bool:
@@ -93,6 +98,8 @@ def html_preview(
 ) -> tuple[str, dict[str, Any]] | None:
     """(rendered, structuredContent summary), or None when nothing readable is found."""
     source = text[:_PARSE_CHARS]
+    if len(_OPENING.findall(source)) - source.count("</") > _UNCLOSED:
+        source = source[:_SOUP_CHARS]
     tree = LexborHTMLParser(source)
     title_node = tree.css_first("title")
     title = _fold(title_node.text(strip=True), _TITLE_WIDTH) if title_node is not None else ""
