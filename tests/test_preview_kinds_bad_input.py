@@ -73,7 +73,8 @@ CASES: list[tuple[str, Callable[[], str], str | None, float]] = [
     (
         "HTML with headings in scripts and comments",
         lambda: (
-            "<!DOCTYPE html><html><body>\n<script>var s = '<h1>not a heading</h1>';</script>\n<!-- <h2>nor this</h2> -->\n"
+            "<!DOCTYPE html><html><body>\n<script>var s = '<h1>not a heading</h1>';</script>\n"
+            "<!-- <h2>nor this</h2> -->\n"
             "<h1>Real &amp; <b>bold</b></h1>\n<p>text</p>\n<h2>Second</h2>\n</body></html>\n"
         ),
         "html",
