@@ -1,7 +1,7 @@
 """What the model sees instead of a large output: a small preview that decides its next call.
 
 A preview has to say what is there and how to get at it, in a few hundred tokens. `build_preview` is the entry: it
-takes the kind `detect_kind` found (kinds.py) and hands the output to its renderer: json.py (the outline of the
+takes the kind `detect_kind` found (preview/kinds.py) and hands the output to its renderer: json.py (the outline of the
 document, outline.py, and jq examples that run, jq_examples.py), jsonl.py (record count, record outline, sample
 records, per-record filters) or, for text, text_kinds.py (a log, table, source code, diff, HTML or Markdown,
 told apart by sniff.py) and else text.py (the first and the last lines). Each renderer fits its rendering to the token
@@ -15,10 +15,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from mcp_offload.kinds import JsonLines, as_json_lines, detect_kind, parse_document
 from mcp_offload.preview.fit import truncate_to_budget
 from mcp_offload.preview.json import json_preview
 from mcp_offload.preview.jsonl import jsonl_preview
+from mcp_offload.preview.kinds import JsonLines, as_json_lines, detect_kind, parse_document
 from mcp_offload.preview.text import count_lines, text_preview
 from mcp_offload.preview.text_kinds import text_kind_preview
 from mcp_offload.store.base import Kind
