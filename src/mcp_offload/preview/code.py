@@ -30,6 +30,7 @@ _MAX_NODES = 200_000
 _ERROR_SHARE = 0.2
 _NAME_WIDTH = 60
 _MIN_SIGNAL_LINES = 3
+_SIGNAL_LINES = 60
 _MIN_SIGNAL_SHARE = 0.05
 
 
@@ -195,10 +196,10 @@ def guess_language(text: str, lines: list[str]) -> str | None:
     parses the text (its first `_PARSE_CHARS`: a cut head would leave braces open) with errors on at most a fifth
     of its lines wins. The outline is kept (`outline_code` caches the last few), so the preview does not parse again.
     """
-    body = [line for line in lines if line.strip()]
-    if not body:
-        return None
+    body = [line for line in lines if line.strip()][:_SIGNAL_LINES]
     block = "\n".join(body)
+    if not body or not any(c in block for c in "(){};=:#"):  # prose without any of them is no code: ~0 ms
+        return None
     scores = {name: sum(1 for _ in signal.finditer(block)) for name, signal in _SIGNALS.items()}  # one pass each
     if scores["typescript"] and scores["javascript"]:
         scores["typescript"] += scores["javascript"]

@@ -4,7 +4,8 @@ Drain groups log lines by a fixed-depth prefix tree: first by their token count,
 token holding a digit counts as a variable, `<*>`), and at a leaf joins a line to the most similar template when at
 least `similarity` of the template's fixed tokens equal the line's; the tokens that differ become `<*>`. This is the
 algorithm of IBM's `drain3` (its `Drain` class, same tree, similarity and defaults; a new template masks its
-digit-holding tokens at once, as drain3's usual masking setup does), written out here because `drain3`
+digit-holding tokens at once, as drain3's usual masking setup does; a leaf holds at most 16 templates, so lines of
+random words cannot make it quadratic), written out here because `drain3`
 0.9.11 (its last release, 2022) pins `cachetools==4.2.1` and `jsonpickle==1.5.1` exactly: installing it would force
 five-year-old versions of two widely shared packages into every environment mcp-offload is installed into, for
 ~100 lines of algorithm, and none of its persistence (Kafka, Redis, files) is used here.
@@ -50,16 +51,25 @@ _has_digit = re.compile(r"\d").search
 class TemplateMiner:
     """Drain's online clustering: `add` each line in order, then `templates` (most frequent first)."""
 
-    def __init__(self, depth: int = 4, similarity: float = 0.4, max_children: int = 100, max_templates: int = 2000):
+    def __init__(
+        self,
+        depth: int = 4,
+        similarity: float = 0.4,
+        max_children: int = 100,
+        max_templates: int = 2000,
+        max_per_leaf: int = 16,
+    ):
         self._prefix_tokens = max(1, depth - 3)  # drain3: root, token count, then depth - 3 first tokens
         self._similarity = similarity
         self._max_children = max_children
         self._max_templates = max_templates
+        self._max_per_leaf = max_per_leaf
+        self.unmatched = 0  # lines that fit no template once a leaf (or the miner) was full
         self._root = _Node()
         self._all: list[Template] = []
 
     def add(self, line: str, line_number: int) -> Template | None:
-        """Join `line` to its template (or start one); None for a blank line or when the template cap is reached."""
+        """Join `line` to its template (or start one); None for a blank line or when a template cap is reached."""
         tokens = tokenize(line)
         if not tokens:
             return None
@@ -78,7 +88,10 @@ class TemplateMiner:
                 best.tokens = [old if old == new else WILDCARD for old, new in zip(best.tokens, masked, strict=True)]
             best.count += 1
             return best
-        if len(self._all) >= self._max_templates:
+        if len(self._all) >= self._max_templates or len(leaf.templates) >= self._max_per_leaf:
+            # Lines too varied to share templates (random words after one prefix) would each start one, and every
+            # later line would be compared with all of them: quadratic. A full leaf takes no new templates.
+            self.unmatched += 1
             return None
         template = Template(masked, 1, line_number, line)
         leaf.templates.append(template)

@@ -37,7 +37,8 @@ class Heading:
     atx: bool = True  # written `## Title` (else underlined)
 
 
-_HEADING_AFTER_BLANK = re.compile(r"(?:\A|\n[ \t]*\n) {0,3}#{1,6}[ \t]+\S")
+_HEADING_AFTER_BLANK = re.compile(r"\n[ \t]*\n {0,3}#{1,6}[ \t]+\S")  # starts with a literal: a fast scan
+_FIRST_HEADING = re.compile(r" {0,3}#{1,6}[ \t]+\S")
 _FENCES = re.compile(r"(?m)^ {0,3}(?:`{3,}|~{3,})")
 _LISTS = re.compile(r"(?m)^[ \t]*(?:[-*+]|\d+[.)])[ \t]+\S")
 
@@ -47,7 +48,9 @@ def looks_like_markdown(head: str) -> bool:
 
     `head` is the start of the text (64 KiB is plenty): one regex pass per signal, no per-line Python loop.
     """
-    headings = len(_HEADING_AFTER_BLANK.findall(head))
+    if "#" not in head:
+        return False
+    headings = len(_HEADING_AFTER_BLANK.findall(head)) + (1 if _FIRST_HEADING.match(head) else 0)
     if not headings:
         return False
     fences = len(_FENCES.findall(head))
