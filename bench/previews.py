@@ -3,9 +3,10 @@ calls to answer a question), each next to today's text preview run in the same p
 
 Timing rows: the preview of a log and of plain text (no kind: sniffing only) against the text preview; the offload
 of 100 MB (the core suite's log-like text, and plain text) against the same offload with kind sniffing off.
-Answer rows: the real outputs of tests/support/preview_corpus.py, one question each, answered from the preview plus
-the fewest calls a model needs, scripted here and run through the retrieval API (each answer is checked in what
-the calls return): tokens = preview + call results, by the server's tokenizer.
+Answer rows: the real outputs of tests/support/preview_corpus.py, one question each. A preview that holds the
+answer needs no call; else the fewest calls a model needs after today's preview (scripted here, the same for both)
+run through the retrieval API, and each answer is checked in what they return. Tokens = preview + call results,
+by the server's tokenizer.
 """
 
 from __future__ import annotations
@@ -172,27 +173,28 @@ def _accepted(text: str) -> list[str]:
 
 
 def _files_and_counts(text: str) -> list[str]:
-    counts: dict[str, list[int]] = {}
-    path, header = "", False
+    """The 3 largest file changes (one per file section: `git log -p` shows a file once per commit)."""
+    sections: list[list[Any]] = []
+    header = False
     for line in text.split("\n"):
         if line.startswith("diff --git "):
-            path, header = line.split(" b/", 1)[1], True
-            counts.setdefault(path, [0, 0])
+            sections.append([line.split(" b/", 1)[1], 0, 0])
+            header = True
         elif line.startswith("@@ "):
             header = False
         elif re.match(r"commit [0-9a-f]{40}", line):
             header = True
-        elif path and not header and line[:1] in ("+", "-"):
-            counts[path][0 if line[0] == "+" else 1] += 1
-    top = sorted(counts.items(), key=lambda kv: -sum(kv[1]))[:3]
-    return [f"{p} +{a:,} −{r:,}" for p, (a, r) in top]
+        elif sections and not header and line[:1] in ("+", "-"):
+            sections[-1][1 if line[0] == "+" else 2] += 1
+    top = sorted(sections, key=lambda s: -(s[1] + s[2]))[:3]
+    return [f"{p} +{a:,} −{r:,}" for p, a, r in top]
 
 
 def _definition_span(name: str, keyword: str) -> Callable[[str], list[str]]:
     def answer(text: str) -> list[str]:
         lines = text.split("\n")
         start = next(i for i, line in enumerate(lines) if re.match(rf"\s*{keyword}\s+{name}\b", line))
-        return [f"{start + 1}–", name]
+        return [f"{start + 1}", name]
 
     return answer
 
@@ -207,6 +209,13 @@ def _heading_line(title: str) -> Callable[[str], list[str]]:
 
 def _html_headings(text: str) -> list[str]:
     return [re.sub(r"<[^>]+>", "", h).strip() for h in re.findall(r"<h2>(.*?)</h2>", text)[:3]]
+
+
+def _untyped(text: str) -> list[str]:
+    import csv
+    import io
+
+    return [row["name"] for row in csv.DictReader(io.StringIO(text)) if row["typed"] == "false"][:3]
 
 
 def _read_all(text: str) -> list[dict[str, Any]]:
@@ -231,7 +240,13 @@ QUESTIONS = [
         lambda t: [{"tool": "search_large_output", "pattern": "Accepted connection"}],
     ),
     Question("git diff", "which 3 files changed most, with +/- counts?", _files_and_counts, _read_all),
-    Question("git log -p", "which 3 files changed most, with +/- counts?", _files_and_counts, _read_all),
+    Question("git log -p", "which 3 file changes were largest, with +/- counts?", _files_and_counts, _read_all),
+    Question(
+        "packages.csv",
+        "which installed packages ship no py.typed? (first 3)",
+        _untyped,
+        lambda t: [{"tool": "search_large_output", "pattern": ",false,"}],
+    ),
     Question(
         "python: typing.py",
         "where does class ForwardRef start?",
@@ -302,7 +317,7 @@ async def answer_rows(store: str) -> list[dict[str, Any]]:
                 old = await api.offload(services, scope, text)
             result: dict[str, Any] = {}
             for label, stored, calls in (
-                ("by kind", out, [] if all(a in out.preview for a in answer) else _ready_calls(out)),
+                ("by kind", out, [] if all(a in out.preview for a in answer) else q.today(text)),
                 ("today", old, [] if all(a in old.preview for a in answer) else q.today(text)),
             ):
                 made, tokens, seen = await _answer_cost(
@@ -330,17 +345,6 @@ async def answer_rows(store: str) -> list[dict[str, Any]]:
     finally:
         await services.aclose()
     return rows
-
-
-def _ready_calls(out: Any) -> list[dict[str, Any]]:
-    """The preview's own ready calls, read ones with their span."""
-    calls = []
-    for call in out.shape["calls"]:
-        if call["tool"] == "read_large_output":
-            calls.append({**call, "span": call["end_line"] - call["start_line"]})
-        else:
-            calls.append(call)
-    return calls
 
 
 def run(args: Any) -> list[dict[str, Any]]:

@@ -166,12 +166,11 @@ def diff_preview(
         f"diff: {what}{plural(distinct, 'file')}{'+' if capped else ''} changed, +{added:,} −{removed:,}, "
         f"{plural(total_lines, 'line')}; hunk ranges are new-file lines"
     ]
-    entries = [
-        f"  L{f.first_line:,}–{f.last_line:,} {_cut(f.path)} +{f.added:,} −{f.removed:,}"
-        + (f" ({f.note})" if f.note else "")
-        + _hunk_text(f)
-        for f in files
-    ]
+
+    def entry(f: _File) -> str:
+        note = f" ({f.note})" if f.note else ""
+        return f"  L{f.first_line:,}–{f.last_line:,} {_cut(f.path)} +{f.added:,} −{f.removed:,}{note}{_hunk_text(f)}"
+
     biggest = max(files, key=lambda f: f.added + f.removed)
     calls: list[tuple[str, RetrievalCall]] = [
         (f"the change to {_cut(biggest.path)[-40:]}", read_lines(biggest.first_line, biggest.last_line))
@@ -183,15 +182,12 @@ def diff_preview(
     elif len(files) > 1:
         other = files[0] if files[0] is not biggest else files[1]
         calls.append((f"the hunks of {_cut(other.path)[-40:]}", read_lines(other.first_line, other.last_line)))
-    listing = fit_listing(
-        facts,
-        "files (lines in this output, +added −removed):",
-        entries,
-        calls,
-        budget,
-        count,
-        entries_noun="more files",
-    )
+    title = "files (lines in this output, +added −removed):"
+    listing = fit_listing(facts, title, [entry(f) for f in files], calls, budget, count, entries_noun="more files")
+    if listing.entries_shown < len(files):  # not all fit: the largest changes are the ones worth the room
+        files = sorted(files, key=lambda f: -(f.added + f.removed))
+        title = "files, largest changes first (lines in this output, +added −removed):"
+        listing = fit_listing(facts, title, [entry(f) for f in files], calls, budget, count, entries_noun="more files")
     data: dict[str, Any] = {
         "type": "diff",
         "commits": commits or None,
