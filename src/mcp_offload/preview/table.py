@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mcp_offload.preview.calls import RetrievalCall, read_lines, regex_escape, search_pattern
-from mcp_offload.preview.fit import plural
-from mcp_offload.preview.listing import fit_listing
+from mcp_offload.preview.fit import largest, plural
+from mcp_offload.preview.listing import Listing, fit_listing
 from mcp_offload.unicode import replace_surrogates
 
 __all__ = ["sniff_delimiter", "table_preview"]
@@ -35,6 +35,7 @@ _FEW_VALUES = 12
 _CELL_WIDTH = 40
 _ROW_WIDTH = 200
 _SAMPLE_SHOWN = 3
+_SAMPLE_MAX = 40
 _ROWS_READ = 20
 
 _INT = re.compile(r"[-+]?\d{1,18}\Z")
@@ -201,11 +202,10 @@ def table_preview(
     entries = [f"  {_cell(c.name)}: {kind}" + (f" ({note})" if note else "") for c, kind, note in typed]
     sample_lines = [
         "  " + _cell(line, _ROW_WIDTH)
-        for line in head.split("\n")[first_row_line - 1 : first_row_line - 1 + _SAMPLE_SHOWN]
+        for line in head.split("\n")[first_row_line - 1 : first_row_line - 1 + _SAMPLE_MAX]
+        if line.strip()
     ]
-    calls: list[tuple[str, RetrievalCall]] = [
-        (f"the first {_ROWS_READ} rows", read_lines(first_row_line, first_row_line + _ROWS_READ - 1)),
-    ]
+    calls: list[tuple[str, RetrievalCall]] = []
     for i, (column, kind, _) in enumerate(typed):
         picked = _query_value(column.values, kind)
         if picked is None:
@@ -218,10 +218,23 @@ def table_preview(
     if data_rows > _ROWS_READ:
         last = total_lines - trailing_blank
         calls.append(("the last rows", read_lines(max(first_row_line, last - 4), last)))
-    facts.extend(["sample rows:", *sample_lines])
-    listing = fit_listing(
-        facts, "columns (from the first rows):", entries, calls, budget, count, entries_noun="more columns"
-    )
+
+    def with_rows(n: int) -> Listing:
+        shown = [*facts, f"first {plural(n, 'row')}:", *sample_lines[:n]]
+        title = "columns (types from the first rows):"
+        after = first_row_line + n  # the first row not shown
+        last_line = total_lines - trailing_blank
+        reads = [("the next rows", read_lines(after, min(last_line, after + _ROWS_READ - 1)))] if n < data_rows else []
+        return fit_listing(shown, title, entries, reads + calls, budget, count, entries_noun="more columns")
+
+    # At least a few rows; then as many more as the budget holds once every column is listed (rows answer
+    # questions by themselves: a small table may fit whole).
+    rows_shown = min(_SAMPLE_SHOWN, len(sample_lines))
+    listing = with_rows(rows_shown)
+    if listing.entries_shown == len(entries) and len(sample_lines) > rows_shown:
+        more = largest(rows_shown + 1, len(sample_lines), lambda n: with_rows(n).entries_shown == len(entries))
+        if more > rows_shown:
+            rows_shown, listing = more, with_rows(more)
     data: dict[str, Any] = {
         "type": "table",
         "delimiter": delimiter,
@@ -230,6 +243,7 @@ def table_preview(
         "rows_exact": not spans_lines,
         "columns": [{"name": c.name, "type": kind} for c, kind, _ in typed[: listing.entries_shown]],
         "ragged_rows_in_sample": ragged,
+        "rows_shown": rows_shown,
         "calls": [c.as_data() for c in listing.calls],
     }
     return listing.text, data
