@@ -30,6 +30,14 @@ def _big_log(mb: int) -> str:
     return block * (mb * 1_000_000 // len(block) + 1)
 
 
+def _random_words_log(mb: int) -> str:
+    rng = random.Random(9)
+    words = ["alpha", "beta", "gamma", "delta", "request", "handled", "user", "cache", "miss", "ok"]
+    line = "2026-11-24T10:00:{:02d}Z INFO api: {}\n"
+    block = "".join(line.format(i % 60, " ".join(rng.choices(words, k=12))) for i in range(10_000))
+    return block * (mb * 1_000_000 // len(block) + 1)
+
+
 def _binary_log() -> str:
     rng = random.Random(3)
     lines = _log_lines(300)
@@ -89,6 +97,7 @@ CASES: list[tuple[str, Callable[[], str], str | None, float]] = [
     ),
     ("Markdown made of # comments (a shell script)", lambda: "#!/bin/sh\n# set up\n# more\necho hi\n" * 50, None, 2.0),
     ("50 MB log", lambda: _big_log(50), "log", 6.0),
+    ("20 MB log of random words (Drain's worst case)", lambda: _random_words_log(20), "log", 3.0),
 ]
 
 
