@@ -33,7 +33,7 @@ from mcp_offload.preview import build_preview, text_kinds
 from mcp_offload.preview.text import count_lines, text_preview
 from mcp_offload.settings import Settings
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+sys.path.append(str(Path(__file__).resolve().parent.parent / "tests"))  # after bench/: tests/core is a package
 from support.preview_corpus import corpus
 
 

@@ -75,10 +75,9 @@ async def test_uvicorn_log_errors_templates_and_levels_match_the_log(services: S
     assert (
         out.shape["http_status"] == {"2xx": 105, "4xx": 14, "5xx": 2} or sum(out.shape["http_status"].values()) == 121
     )
-    templates = {t["template"]: t for t in out.shape["templates"]}
-    exception = next(t for k, t in templates.items() if "RuntimeError: payment service timed out" in k)
-    assert exception["count"] == 2
-    assert lines[exception["first_line"] - 1].startswith("RuntimeError: payment service timed out")
+    count, first_line = next((n, line) for n, line, text in out.shape["templates"] if "RuntimeError: payment" in text)
+    assert count == 2
+    assert lines[first_line - 1].startswith("RuntimeError: payment service timed out")
     answers = await run_calls(services, scope, out.handle, out)
     assert "Exception in ASGI application" in answers[0]  # the first error and its traceback
     assert "RuntimeError" in answers[0]
@@ -95,8 +94,8 @@ async def test_redis_log_levels_and_time_span(services: Services) -> None:
             expected[marks[mark.group(1)]] = expected.get(marks[mark.group(1)], 0) + 1
     assert out.shape["levels"] == expected
     assert out.shape["time_span"][0] in lines[0] and out.shape["time_span"][1] in lines[-1]
-    accepted = next(t for t in out.shape["templates"] if "Accepted connection" in t["template"])
-    assert accepted["count"] == sum(1 for line in lines if "Accepted connection" in line)
+    accepted = next(n for n, _, text in out.shape["templates"] if "Accepted connection" in text)
+    assert accepted == sum(1 for line in lines if "Accepted connection" in line)
 
 
 def _diff_oracle(text: str) -> dict[str, tuple[int, int]]:
@@ -127,10 +126,10 @@ async def test_git_diff_files_and_counts_match_a_line_by_line_count(services: Se
         sum(r for _, r in oracle.values()),
     )
     lines = _corpus_text("git diff").split("\n")
-    for f in out.shape["files"]:
-        assert (f["added"], f["removed"]) == oracle[f["path"]]
-        assert lines[f["lines"][0] - 1].startswith("diff --git ")
-        assert f["path"] in lines[f["lines"][0] - 1]
+    for path, added, removed, first, last in out.shape["files"]:
+        assert (added, removed) == oracle[path]
+        assert lines[first - 1].startswith("diff --git ") and path in lines[first - 1]
+        assert last == len(lines) - 1 or lines[last].startswith("diff --git ")
     await run_calls(services, scope, out.handle, out)
 
 
@@ -138,7 +137,7 @@ async def test_packages_csv_rows_columns_and_the_row_query(services: Services) -
     scope, out = await _offloaded(services, "packages.csv")
     text = _corpus_text("packages.csv")
     assert out.shape["rows"] == text.count("\n") - 1
-    types = {c["name"]: c["type"] for c in out.shape["columns"]}
+    types = dict(out.shape["columns"])
     assert types["files"] == "integer" and types["typed"] == "boolean" and types["name"] == "text"
     search = next(c for c in out.shape["calls"] if c["tool"] == "search_large_output")
     found = await api.search(services, scope, search["pattern"], handle=out.handle, max_results=500)
@@ -170,7 +169,7 @@ async def test_python_outline_matches_the_ast(services: Services) -> None:
 
     top_level(ast.parse(source).body)
     expected.sort(key=lambda e: e[1])
-    shown = [(d["name"], d["lines"][0], d["lines"][1]) for d in out.shape["definitions"] if d["depth"] == 0]
+    shown = [(what.split(" ", 1)[1], a, b) for a, b, what, depth in out.shape["definitions"] if depth == 0]
     assert shown, out.preview
     assert shown == expected[: len(shown)]
     assert len(source) == len(typing.__loader__.get_source("typing") or "")  # type: ignore[union-attr]
@@ -180,15 +179,14 @@ async def test_markdown_and_html_headings(services: Services) -> None:
     _, md = await _offloaded(services, "openai api.md")
     lines = _corpus_text("openai api.md").split("\n")
     expected = [(i + 1, line) for i, line in enumerate(lines) if re.match(r"#{1,6} ", line)]
-    assert [(h["lines"][0], "#" * h["level"] + " " + h["text"]) for h in md.shape["headings"]] == expected[
-        : len(md.shape["headings"])
-    ]
+    shown = [(line, "#" * level + " " + text) for line, _, level, text in md.shape["headings"]]
+    assert shown == expected[: len(shown)]
     _, page = await _offloaded(services, "html: markdown-it page")
-    assert [h["text"] for h in page.shape["headings"]] == [
+    assert [text for _, _, text in page.shape["headings"]] == [
         re.sub(r"`", "", line.lstrip("#").strip()) for _, line in expected[: len(page.shape["headings"])]
     ]
     html_lines = _corpus_text("html: markdown-it page").split("\n")
-    for h in page.shape["headings"]:
-        assert html_lines[h["line"] - 1].startswith(f"<h{h['level']}")
+    for line, level, _ in page.shape["headings"]:
+        assert html_lines[line - 1].startswith(f"<h{level}")
     _, pydoc_page = await _offloaded(services, "html: pydoc page")
     assert "<" not in pydoc_page.preview.split("text: ", 1)[1].split("\n")[0]  # text, never tags

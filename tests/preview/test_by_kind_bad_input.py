@@ -120,7 +120,7 @@ def test_bad_input_gets_a_sensible_preview_in_bounded_time(
 def test_html_headings_skip_scripts_and_comments_and_read_as_text() -> None:
     text = CASES[9][1]()
     preview = build_preview(text, "text", budget_tokens=BUDGET, count_tokens=len4)
-    assert [(h["text"], h["line"]) for h in preview.data["headings"]] == [("Real & bold", 4), ("Second", 6)]
+    assert preview.data["headings"] == [[4, 1, "Real & bold"], [6, 2, "Second"]]
 
 
 def test_a_50_mb_log_is_mined_on_a_sample_and_says_so() -> None:

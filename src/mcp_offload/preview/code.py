@@ -361,14 +361,13 @@ def code_preview(
     if word:
         calls.append((f"where {_cut(word, 30)} is defined and used", search_pattern(rf"\b{regex_escape(word)}\b")))
     listing = fit_listing(facts, "definitions (lines):", entries, calls, budget, count, entries_noun="more definitions")
+    shown_defs = (defs if len(entries) == len(defs) else [d for d in defs if d.depth == 0])[: listing.entries_shown]
     data: dict[str, Any] = {
         "type": "code",
         "language": language,
         "lines": total_lines,
-        "definitions": [
-            {"kind": d.kind, "name": _cut(d.name), "lines": [d.start_line, d.end_line], "depth": d.depth}
-            for d in defs[: listing.entries_shown]
-        ],
+        # [first line, last line, "kind name", depth]: as compact as the text (a client may show this instead)
+        "definitions": [[d.start_line, d.end_line, f"{d.kind} {_cut(d.name)}", d.depth] for d in shown_defs],
         "calls": [c.as_data() for c in listing.calls],
     }
     return listing.text, data

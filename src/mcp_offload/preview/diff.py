@@ -194,14 +194,9 @@ def diff_preview(
         "files_changed": distinct,
         "added": added,
         "removed": removed,
+        # [path, added, removed, first line, last line] in this output: as compact as the text
         "files": [
-            {
-                "path": replace_surrogates(f.path),
-                "added": f.added,
-                "removed": f.removed,
-                "lines": [f.first_line, f.last_line],
-                "hunks": [[a, b] for a, b, _ in f.hunks[:_HUNKS_SHOWN]],
-            }
+            [replace_surrogates(f.path), f.added, f.removed, f.first_line, f.last_line]
             for f in files[: listing.entries_shown]
         ],
         "calls": [c.as_data() for c in listing.calls],

@@ -138,10 +138,7 @@ def html_preview(
         "type": "html",
         "lines": total_lines,
         "title": title or None,
-        "headings": [
-            {"level": h.level, "text": _fold(h.text, _TITLE_WIDTH), "line": h.line}
-            for h in headings[: listing.entries_shown]
-        ],
+        "headings": [[h.line, h.level, _fold(h.text, _TITLE_WIDTH)] for h in headings[: listing.entries_shown]],
         "links": links,
         "tables": tables,
         "calls": [c.as_data() for c in listing.calls],

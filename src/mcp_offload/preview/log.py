@@ -353,8 +353,9 @@ def log_preview(
         "time_span": [mined.first_time, mined.last_time] if mined.first_time else None,
         "first_error": {"line": first_error.line, "text": _cut(first_error.text, 300)} if first_error else None,
         "last_error": {"line": last_error.line, "text": _cut(last_error.text, 300)} if last_error else None,
+        # [count, first line, template]: as compact as the text (a client may show this instead of it)
         "templates": [
-            {"template": replace_surrogates(t.text), "count": round(t.count * scale), "first_line": t.first_line}
+            [max(1, round(t.count * scale)), t.first_line, _cut(t.text, _TEMPLATE_WIDTH)]
             for t in templates[: listing.entries_shown]
         ],
         "calls": [c.as_data() for c in listing.calls],

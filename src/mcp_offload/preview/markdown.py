@@ -121,10 +121,7 @@ def markdown_preview(
     data: dict[str, Any] = {
         "type": "markdown",
         "lines": total_lines,
-        "headings": [
-            {"level": h.level, "text": _cut(h.text), "lines": [h.line, h.end_line]}
-            for h in headings[: listing.entries_shown]
-        ],
+        "headings": [[h.line, h.end_line, h.level, _cut(h.text)] for h in headings[: listing.entries_shown]],
         "calls": [c.as_data() for c in listing.calls],
     }
     return listing.text, data

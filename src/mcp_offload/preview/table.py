@@ -241,7 +241,7 @@ def table_preview(
         "header": header,
         "rows": data_rows,
         "rows_exact": not spans_lines,
-        "columns": [{"name": c.name, "type": kind} for c, kind, _ in typed[: listing.entries_shown]],
+        "columns": [[c.name, kind] for c, kind, _ in typed[: listing.entries_shown]],
         "ragged_rows_in_sample": ragged,
         "rows_shown": rows_shown,
         "calls": [c.as_data() for c in listing.calls],
