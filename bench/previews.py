@@ -121,7 +121,7 @@ async def _offload_ms(services: Services, text: str, repeat: int) -> tuple[float
     ours, today = [], []
     for _ in range(repeat):
         for sink, off in ((ours, False), (today, True)):
-            scope = api.Scope.new()
+            scope = api.SessionScope.new()
             started = time.perf_counter()
             if off:
                 with sniffing_off():
@@ -275,7 +275,7 @@ QUESTIONS = [
 
 
 async def _answer_cost(
-    services: Services, scope: api.Scope, handle: str, preview: str, calls: list[dict[str, Any]], lines: int
+    services: Services, scope: api.SessionScope, handle: str, preview: str, calls: list[dict[str, Any]], lines: int
 ) -> tuple[int, int, str]:
     """(calls made, tokens of what they returned, all text seen)."""
     seen, tokens, made = preview, 0, 0
@@ -311,7 +311,7 @@ async def answer_rows(store: str) -> list[dict[str, Any]]:
         for q in QUESTIONS:
             text = texts[q.corpus_name]
             answer = q.answer(text)
-            scope = api.Scope.new()
+            scope = api.SessionScope.new()
             out = await api.offload(services, scope, text)
             with sniffing_off():
                 old = await api.offload(services, scope, text)

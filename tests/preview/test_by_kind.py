@@ -19,7 +19,7 @@ from support.preview_corpus import corpus
 CORPUS = corpus()
 
 
-async def run_calls(services: Services, scope: api.Scope, handle: str, out: Any) -> list[str]:
+async def run_calls(services: Services, scope: api.SessionScope, handle: str, out: Any) -> list[str]:
     """Run every call the preview shows; each must answer with something. Returns what each returned."""
     calls = out.shape["calls"]
     assert calls, "a preview by kind names at least one ready call"
@@ -43,7 +43,7 @@ async def run_calls(services: Services, scope: api.Scope, handle: str, out: Any)
 async def test_real_output_gets_its_kind_of_preview_and_every_call_works(
     services: Services, kind: str, name: str, text: str
 ) -> None:
-    scope = api.Scope.new()
+    scope = api.SessionScope.new()
     out = await api.offload(services, scope, text, name=name)
     assert out.kind == "text"
     assert out.shape["type"] == kind, out.preview
@@ -59,8 +59,8 @@ def _corpus_text(name: str) -> str:
     return next(text for _, n, text in CORPUS if n == name)
 
 
-async def _offloaded(services: Services, name: str) -> tuple[api.Scope, Any]:
-    scope = api.Scope.new()
+async def _offloaded(services: Services, name: str) -> tuple[api.SessionScope, Any]:
+    scope = api.SessionScope.new()
     return scope, await api.offload(services, scope, _corpus_text(name), name=name)
 
 
