@@ -14,9 +14,10 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache, lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import tree_sitter
+if TYPE_CHECKING:  # imported on first use: a server that never sees code does not pay for it
+    import tree_sitter
 
 from mcp_offload.preview.calls import RetrievalCall, read_lines, regex_escape, search_pattern
 from mcp_offload.preview.fit import plural
@@ -72,6 +73,8 @@ def _grammar(name: str) -> object:
 @cache
 def _parser(name: str) -> tuple[tree_sitter.Parser, tree_sitter.Query]:
     """The parser of a language, and the query finding its syntax errors anywhere in a tree (in C, no walk)."""
+    import tree_sitter
+
     language = tree_sitter.Language(_grammar(name))
     return tree_sitter.Parser(language), tree_sitter.Query(language, "(ERROR) @error")
 
@@ -285,7 +288,9 @@ def _outline(source: str, language: str) -> CodeOutline:
             continue
         stack.extend((child, depth) for child in reversed(node.named_children))
     if tree.root_node.has_error:  # errors inside function bodies too, which the walk above skips
-        for node in tree_sitter.QueryCursor(errors).captures(tree.root_node).get("error", []):
+        from tree_sitter import QueryCursor
+
+        for node in QueryCursor(errors).captures(tree.root_node).get("error", []):
             error_rows.update(range(node.start_point.row, node.end_point.row + 1))
     lines = source.count("\n") + (0 if source.endswith("\n") else 1)
     found.sort(key=lambda d: (d.start_line, d.depth))

@@ -11,14 +11,15 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
-
-from selectolax.lexbor import LexborHTMLParser
+from typing import TYPE_CHECKING, Any
 
 from mcp_offload.preview.calls import RetrievalCall, read_lines, search_pattern
 from mcp_offload.preview.fit import plural
 from mcp_offload.preview.listing import fit_listing
 from mcp_offload.unicode import replace_surrogates
+
+if TYPE_CHECKING:  # imported on first use (~30 ms): a server that never sees HTML does not pay for it
+    from selectolax.lexbor import LexborHTMLParser
 
 __all__ = ["html_preview", "looks_like_html"]
 
@@ -100,6 +101,8 @@ def html_preview(
     source = text[:_PARSE_CHARS]
     if len(_OPENING.findall(source)) - source.count("</") > _UNCLOSED:
         source = source[:_SOUP_CHARS]
+    from selectolax.lexbor import LexborHTMLParser
+
     tree = LexborHTMLParser(source)
     title_node = tree.css_first("title")
     title = _fold(title_node.text(strip=True), _TITLE_WIDTH) if title_node is not None else ""
