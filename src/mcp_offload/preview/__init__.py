@@ -36,7 +36,7 @@ def estimate_tokens(text: str) -> int:
 class Preview:
     kind: Kind
     text: str  # the rendered preview; the caller adds the handle and how to retrieve more
-    data: dict[str, Any]  # small, JSON-serialisable summary for structuredContent
+    data: dict[str, Any]  # small, JSON-serialisable summary: the result's `shape` (programs read it in `_meta`)
     tokens: int  # of `text`, by the counter the preview was fitted with
 
 

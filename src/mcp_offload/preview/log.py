@@ -285,7 +285,7 @@ def _levels_line(mined: _Mined, approx: str) -> str | None:
 def log_preview(
     text: str, budget: int, count: Callable[[str], int], total_lines: int
 ) -> tuple[str, dict[str, Any]] | None:
-    """(rendered, structuredContent summary), or None when too little of `text` reads as a log."""
+    """(rendered, summary for the result's `shape`), or None when too little of `text` reads as a log."""
     mined, sampled = _mine(text)
     if mined.lines == 0 or mined.unreadable * 10 > mined.lines:
         return None
