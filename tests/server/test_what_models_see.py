@@ -81,6 +81,8 @@ CALLS: list[tuple[str, dict[str, Any]]] = [
     ("read_large_output", {"handle": "$json", "start_line": 1, "end_line": 30}),
     ("query_large_output", {"handle": "$json", "query": ".[] | {name, version}", "compact": True}),
     ("query_large_output", {"handle": "$json", "query": ".[:2]"}),
+    ("query_large_output", {"handle": "$json", "query": ".[3] | {name, version}", "compact": True}),  # one record
+    ("read_large_output", {"handle": "$src", "start_line": 5, "end_line": 5}),  # one line
     ("list_outputs", {}),
 ]
 

@@ -58,7 +58,9 @@ def render_reference(out: OffloadOutput) -> str:
 
 def render_read(out: ReadOutput, max_tokens: int) -> str:
     unit = "lines" if out.mode == "lines" else "chars"
-    head = f"[{out.handle} {unit} {n(out.start)}–{n(out.end)} of {n(out.total)} · {n(out.tokens)} tokens]"
+    # Not the handle (the model just named it) nor the token count (it is reading them): ~17 tokens a read, most of
+    # a one-line lookup's answer.
+    head = f"[{unit} {n(out.start)}–{n(out.end)} of {n(out.total)}]"
     tail = []
     if out.note:
         tail.append(f"[{out.note}]")
