@@ -118,4 +118,5 @@ def test_the_shipped_examples_parse() -> None:
     config = _load(root / "examples" / "servers.example.json")
     assert [u.name for u in config.upstreams] == ["filesystem", "git", "memory", "remote-api"]
     desktop = _json.loads((root / "claude_desktop_config.example.json").read_text())
-    assert desktop["mcpServers"]["offload"]["command"] == "mcp-offload"
+    (entry,) = desktop["mcpServers"].values()  # one entry: two would start every upstream twice
+    assert entry["command"].endswith("/mcp-offload") and entry["args"] == []  # absolute: clients have a minimal PATH
