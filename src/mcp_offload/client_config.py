@@ -238,9 +238,7 @@ def plan_import(
     )
 
 
-def _with_proxy_entry(
-    kept: dict[str, Any], servers: str, command: str, command_args: Sequence[str]
-) -> dict[str, Any]:
+def _with_proxy_entry(kept: dict[str, Any], servers: str, command: str, command_args: Sequence[str]) -> dict[str, Any]:
     """The offload entries with exactly one of them running `--config servers` (a new `offload` entry if none)."""
     proxies = [name for name, entry in kept.items() if config_arg(entry) is not None]
     chosen = next((n for n in proxies if config_arg(kept[n]) == servers), None)
