@@ -25,10 +25,11 @@ import anyio
 import anyio.from_thread
 import anyio.lowlevel
 from mcp import Client, StdioServerParameters
-from mcp.client.stdio import get_default_environment, stdio_client
+from mcp.client.stdio import stdio_client
 
 from mcp_offload.proxy.config import StdioTarget
 from mcp_offload.proxy.transports.base import Link, UpstreamTransport, UpstreamUnavailable
+from mcp_offload.proxy.upstream_env import upstream_environment
 
 REAPER = Path(__file__).resolve().parent.parent / "reaper.py"  # package data (see pyproject.toml)
 REAPED = sys.platform != "win32"  # the SDK puts Windows children in a job object instead
@@ -94,16 +95,18 @@ class StdioTransport(UpstreamTransport):
 
     def params(self) -> StdioServerParameters:
         target = self.target
-        env = get_default_environment() | target.env
+        env = upstream_environment(
+            os.environ, inherit=target.inherit_env, pass_env=target.pass_env, entry_env=target.env
+        )
         if os.path.sep not in target.command and shutil.which(target.command, path=env.get("PATH")) is None:
             raise UpstreamUnavailable(f"command {target.command!r} was not found on PATH")
         if target.cwd is not None and not os.path.isdir(target.cwd):
             raise UpstreamUnavailable(f"its cwd {target.cwd!r} is not a directory")
         if not REAPED:  # pragma: no cover - the SDK puts Windows children in a job object instead
-            return StdioServerParameters(command=target.command, args=list(target.args), env=target.env, cwd=target.cwd)
+            return StdioServerParameters(command=target.command, args=list(target.args), env=env, cwd=target.cwd)
         return StdioServerParameters(
             command=sys.executable,
             args=["-I", "-S", str(REAPER), target.command, *target.args],
-            env=target.env,
+            env=env,
             cwd=target.cwd,
         )
