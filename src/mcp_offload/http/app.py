@@ -4,7 +4,7 @@ savings figures at /stats and a status page at / (both behind the bearer auth, l
 `build_http_app` wires the pieces of this package together: the MCP server with its scope policy (`ConnectionScope`
 keyed by the authenticated principal) and its server middleware (shutdown gate, in-flight count, SSE activity,
 request log, outermost first), the SDK transports with the Host/Origin checks and limits, and the ASGI middleware
-(access log ⊃ bearer auth ⊃ body limit ⊃ routes). It returns what the runner needs for a graceful shutdown.
+(access log ⊃ Host/Origin check ⊃ bearer auth ⊃ body limit ⊃ routes). It returns what the runner needs for a graceful shutdown.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from mcp_offload.extension import Extension
 from mcp_offload.http.access_log import AccessLog
 from mcp_offload.http.auth import BearerAuthMiddleware, request_principal
 from mcp_offload.http.body_limit import BodyLimit
+from mcp_offload.http.host_check import HostOriginCheck
 from mcp_offload.http.in_flight import InFlight
 from mcp_offload.http.options import HttpOptions, transport_security
 from mcp_offload.http.request_log import RequestLog
@@ -104,5 +105,6 @@ def build_http_app(services: Services, options: HttpOptions, *, extensions: Sequ
     app = BodyLimit(app, options.max_body_bytes)
     if options.tokens:
         app = BearerAuthMiddleware(app, options.tokens, open_paths=("/healthz",))
+    app = HostOriginCheck(app, security, open_paths=("/healthz",))
     app = AccessLog(app)
     return HttpApp(app=app, gate=gate, in_flight=in_flight)
