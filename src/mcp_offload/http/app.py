@@ -4,7 +4,8 @@ savings figures at /stats and a status page at / (both behind the bearer auth, l
 `build_http_app` wires the pieces of this package together: the MCP server with its scope policy (`ConnectionScope`
 keyed by the authenticated principal) and its server middleware (shutdown gate, in-flight count, SSE activity,
 request log, outermost first), the SDK transports with the Host/Origin checks and limits, and the ASGI middleware
-(access log ⊃ Host/Origin check ⊃ bearer auth ⊃ body limit ⊃ routes). It returns what the runner needs for a graceful shutdown.
+(access log ⊃ Host/Origin check ⊃ bearer auth ⊃ body limit ⊃ routes). It returns what the runner needs for a
+graceful shutdown.
 """
 
 from __future__ import annotations
