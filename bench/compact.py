@@ -17,8 +17,8 @@ from typing import Any
 
 import anyio
 
-from mcp_offload import api
 from mcp_offload.compact import AsyncCompactor
+from mcp_offload.core import api
 
 TURNS, CALLS_PER_TURN, RESULT_BYTES = 50, 4, 250_000
 

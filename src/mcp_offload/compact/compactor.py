@@ -25,7 +25,6 @@ from typing import Any
 
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
-from mcp_offload import api
 from mcp_offload.compact.boundary import Boundary, BoundarySpec
 from mcp_offload.compact.budget import BudgetPolicy, CountTokens, Entry, MessageLedger, usage_report
 from mcp_offload.compact.formats import Message, MessageFormat, ToolResult, detect_format, get_format
@@ -38,10 +37,11 @@ from mcp_offload.compact.transcript import (
     run_summarize,
     transcript_text,
 )
-from mcp_offload.render import render_reference
-from mcp_offload.services import Services, build_services
+from mcp_offload.core import api
+from mcp_offload.core.render import render_reference
+from mcp_offload.core.services import Services, build_services
+from mcp_offload.server.tools import TOOLS_BY_NAME, ToolCall, call_tool
 from mcp_offload.settings import Settings
-from mcp_offload.tools import TOOLS_BY_NAME, ToolCall, call_tool
 
 log = logging.getLogger("mcp_offload.compact")
 REFERENCE_PREFIX = "Stored as out_"
