@@ -40,7 +40,12 @@ class InvalidContent(OffloadError):
 
 
 class TooLarge(OffloadError):
-    """Content over the configured size cap."""
+    """Content over the configured size cap. `reason` is what happened; the message adds `advice` for a model that
+    offloaded it itself (split it), which the proxy leaves out: a model cannot split an upstream's result."""
+
+    def __init__(self, reason: str, advice: str = "") -> None:
+        super().__init__(f"{reason} {advice}".strip())
+        self.reason = reason
 
 
 class StoreFull(OffloadError):

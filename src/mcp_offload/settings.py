@@ -12,6 +12,9 @@ from typing import Any
 
 import platformdirs
 
+from mcp_offload.errors import SettingsError
+from mcp_offload.units import parse_duration, parse_size
+
 
 def default_store_dir() -> Path:
     return Path(platformdirs.user_data_dir("mcp-offload", appauthor=False)) / "store"
@@ -79,8 +82,14 @@ class Settings:
 
 
 def _coerce(annotation: object, raw: str, name: str) -> object:
+    """An environment value as its field's type; sizes (`*_bytes`) and durations (`*_s`) take units, like their
+    flags (`3d`, `1GiB`)."""
     kind = str(annotation)
     try:
+        if kind == "int" and name.endswith("_bytes"):
+            return parse_size(raw)
+        if kind == "float" and name.endswith("_s"):
+            return parse_duration(raw)
         if kind == "int":
             return int(raw)
         if kind == "float":
@@ -88,5 +97,6 @@ def _coerce(annotation: object, raw: str, name: str) -> object:
         if kind == "bool":
             return raw.strip().lower() in {"1", "true", "yes", "on"}
     except ValueError as exc:
-        raise SystemExit(f"mcp-offload: MCP_OFFLOAD_{name.upper()}={raw!r} is not a valid {kind}") from exc
+        detail = f"{exc}" if name.endswith(("_bytes", "_s")) else f"not a valid {kind}"
+        raise SettingsError(f"MCP_OFFLOAD_{name.upper()}={raw!r}: {detail}") from None
     return raw

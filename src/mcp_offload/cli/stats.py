@@ -16,6 +16,8 @@ from typing import Any, TextIO
 
 import anyio
 
+from mcp_offload.cli.store_location import missing_store
+from mcp_offload.errors import OffloadError
 from mcp_offload.savings import SavingsRow, last_days, open_savings, summarize, summary_json
 from mcp_offload.savings.record import MAX_DAYS
 from mcp_offload.settings import Settings
@@ -39,7 +41,15 @@ def run(args: argparse.Namespace) -> int:
     if not 1 <= args.days <= MAX_DAYS:
         print(f"mcp-offload stats: --days must be between 1 and {MAX_DAYS}", file=sys.stderr)
         return 2
-    location = Settings.from_env().with_overrides(store=args.store).store_location()
+    try:
+        location = Settings.from_env().with_overrides(store=args.store).store_location()
+    except OffloadError as exc:
+        print(f"mcp-offload stats: {exc}", file=sys.stderr)
+        return 2
+    problem = missing_store(location)
+    if problem is not None:
+        print(f"mcp-offload stats: {problem}", file=sys.stderr)
+        return 1
     days = last_days(args.days, time.time())
     try:
         rows = anyio.run(_read, location, args.days)

@@ -358,7 +358,9 @@ class Upstream:
         try:
             with anyio.fail_after(PING_TIMEOUT_S):
                 if client.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS:
-                    await client.send_ping()
+                    # the session's ping: Client.send_ping warns (deprecated in 2026-07-28) even when the upstream
+                    # speaks 2025-11-25, which is the only case we ping
+                    await client.session.send_ping()
                 else:  # ping is gone in 2026-07-28: the cheapest request left
                     await client.list_tools()
             return True

@@ -120,9 +120,10 @@ class FilesystemStore:
                 (self._base / sub).mkdir(mode=0o700, exist_ok=True)
             for path in (self.root, self._base, *(self._base / s for s in ("tmp", "scopes", "tombs"))):
                 if path.is_symlink() or not path.is_dir():
-                    raise StoreUnavailable("the store directory is not a plain directory; check --store")
+                    raise StoreUnavailable(f"the store directory {path} is not a plain directory; check --store")
         except OSError as exc:
-            raise StoreUnavailable(f"cannot create the store directory: {exc.strerror}") from exc
+            where = exc.filename or self.root
+            raise StoreUnavailable(f"cannot create the store directory {where}: {exc.strerror}") from exc
         with contextlib.suppress(OSError):  # a read-only store still serves reads
             os.close(os.open(self._base / LOCK, os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600))
         self.clean_debris()

@@ -5,13 +5,14 @@
   stops it, or when the proxy dies in any way, even SIGKILL (Linux: `PR_SET_PDEATHSIG`; elsewhere: it notices its
   parent changed within a second). Without it, `npx`/`uvx` launchers leave their node/python grandchildren
   running after a crash of the proxy.
-- Its stderr is forwarded to ours, each line prefixed with the server name; the last lines are kept (in the
+- Its stderr is logged (one INFO record per line, with the server's name); the last lines are kept (in the
   supervisor's `Link.stderr`) for the error message and the status tool. EOF on that pipe means the whole
   process group is gone, so the connection is marked lost at once.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import sys
@@ -31,6 +32,7 @@ from mcp_offload.proxy.config import StdioTarget
 from mcp_offload.proxy.transports.base import Link, UpstreamTransport, UpstreamUnavailable
 from mcp_offload.proxy.upstream_env import upstream_environment
 
+stderr_log = logging.getLogger("mcp_offload.upstream")  # each stderr line of a child, as an INFO record
 REAPER = Path(__file__).resolve().parent.parent / "reaper.py"  # package data (see pyproject.toml)
 REAPED = sys.platform != "win32"  # the SDK puts Windows children in a job object instead
 
@@ -56,11 +58,7 @@ class _StderrTail:
             for raw in pipe:
                 line = raw.decode("utf-8", "replace").rstrip("\r\n")
                 self._keep.append(line[:500])
-                try:
-                    sys.stderr.write(f"[{self._name}] {line}\n")
-                    sys.stderr.flush()
-                except (OSError, ValueError):
-                    pass
+                stderr_log.info("%s", line, extra={"fields": {"server": self._name}})
         with suppress(RuntimeError):  # RuntimeError: the event loop is gone, the proxy is shutting down
             anyio.from_thread.run_sync(self._finish, token=self._token)
 
