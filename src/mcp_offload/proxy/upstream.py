@@ -71,6 +71,7 @@ class UpstreamStatus:
     restarts: int
     last_error: str | None
     stderr_tail: tuple[str, ...]
+    last_error_at: float | None = None  # when the last failure happened (time.time())
 
 
 CatalogListener = Callable[["Upstream", Catalog], Awaitable[None]]  # (upstream, its previous catalog)
@@ -95,6 +96,7 @@ class Upstream:
         self.catalog_version = 0  # bumped whenever `catalog` is replaced
         self.state: State = "starting"
         self.last_error: str | None = None
+        self.last_error_at: float | None = None
         self.restarts = 0
         self.protocol_version: str | None = None
         self._on_catalog_changed = on_catalog_changed
@@ -175,6 +177,7 @@ class Upstream:
         if explanation:
             detail += f"; its stderr ended with: {explanation}"
         self.last_error = detail
+        self.last_error_at = time.time()
         delay = 0.0 if self._failures == 0 else min(MAX_BACKOFF_S, 2.0 ** (self._failures - 1))
         self._failures += 1
         self._next_attempt = time.monotonic() + delay
@@ -381,6 +384,7 @@ class Upstream:
             restarts=self.restarts,
             last_error=self.last_error,
             stderr_tail=tuple(self._stderr)[-5:] if self.state != "ready" else (),
+            last_error_at=self.last_error_at,
         )
 
 

@@ -25,8 +25,9 @@ from starlette.types import ASGIApp
 
 from mcp_offload.core.services import Services
 from mcp_offload.serve.http.access_log import AccessLog
-from mcp_offload.serve.http.auth import BearerAuthMiddleware, request_principal
+from mcp_offload.serve.http.auth import BearerAuthMiddleware, TokenCheck, request_principal
 from mcp_offload.serve.http.body_limit import BodyLimit
+from mcp_offload.serve.http.browser_login import BrowserSessions, login_endpoint
 from mcp_offload.serve.http.host_check import HostOriginCheck
 from mcp_offload.serve.http.in_flight import InFlight
 from mcp_offload.serve.http.options import HttpOptions, transport_security
@@ -72,7 +73,11 @@ def build_http_app(services: Services, options: HttpOptions, *, extensions: Sequ
 
     routes.append(Route("/healthz", healthz, methods=["GET"]))
     routes.append(Route("/stats", stats_endpoint(services.savings), methods=["GET"]))
-    routes.append(Route("/", status_page(services.savings, extensions), methods=["GET"]))
+    routes.append(Route("/", status_page(services, extensions), methods=["GET"]))
+    browser = BrowserSessions() if options.tokens else None
+    routes.append(
+        Route("/login", login_endpoint(browser, TokenCheck(options.tokens).authenticate_token), methods=["GET", "POST"])
+    )
     if options.transport in ("http", "both"):
         manager = StreamableHTTPSessionManager(
             app=server,
@@ -105,7 +110,7 @@ def build_http_app(services: Services, options: HttpOptions, *, extensions: Sequ
     app: ASGIApp = Starlette(routes=routes, lifespan=lifespan)
     app = BodyLimit(app, options.max_body_bytes)
     if options.tokens:
-        app = BearerAuthMiddleware(app, options.tokens, open_paths=("/healthz",))
+        app = BearerAuthMiddleware(app, options.tokens, open_paths=("/healthz", "/login"), browser=browser)
     app = HostOriginCheck(app, security, open_paths=("/healthz",))
     app = AccessLog(app)
     return HttpApp(app=app, gate=gate, in_flight=in_flight)
