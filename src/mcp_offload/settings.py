@@ -97,6 +97,7 @@ def _coerce(annotation: object, raw: str, name: str) -> object:
         if kind == "bool":
             return raw.strip().lower() in {"1", "true", "yes", "on"}
     except ValueError as exc:
-        detail = f"{exc}" if name.endswith(("_bytes", "_s")) else f"not a valid {kind}"
-        raise SettingsError(f"MCP_OFFLOAD_{name.upper()}={raw!r}: {detail}") from None
+        if name.endswith(("_bytes", "_s")):
+            raise SettingsError(f"MCP_OFFLOAD_{name.upper()}: {exc}") from None
+        raise SettingsError(f"MCP_OFFLOAD_{name.upper()}={raw!r} is not a valid {kind}") from None
     return raw

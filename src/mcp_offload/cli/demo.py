@@ -25,8 +25,8 @@ from typing import Any
 import anyio
 from mcp import Client, StdioServerParameters
 
-from mcp_offload.core.api import Scope
-from mcp_offload.errors import OffloadError
+from mcp_offload.cli.exit_status import exit_status
+from mcp_offload.core.api import SessionScope
 from mcp_offload.settings import Settings
 from mcp_offload.tokens import load_counter
 
@@ -95,12 +95,13 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
-    try:
+
+    def demo() -> int:
         settings = Settings.from_env().with_overrides(encoding=args.encoding)
-        return anyio.run(run_demo, settings, args.store)
-    except OffloadError as exc:
-        print(f"mcp-offload demo: {exc}", file=sys.stderr)
-        return 2
+        status: int = anyio.run(run_demo, settings, args.store)
+        return status
+
+    return exit_status(demo, prog="mcp-offload demo")
 
 
 @contextlib.contextmanager
@@ -169,7 +170,7 @@ async def run_demo(settings: Settings, store_location: str | None = None) -> int
     print(f"\nPlanted facts found: {'yes' if found else 'NO'} · took {time.perf_counter() - started:.1f} s")
     await _compaction_section(settings, api, log, store_location)
     if store_location is not None:
-        prefix = Scope.named(DEMO_SESSION).key[:12]
+        prefix = SessionScope.named(DEMO_SESSION).key[:12]
         print(f"\nThe outputs are kept: mcp-offload outputs list --store {store_location} --session {prefix}")
     return 0 if found else 1
 

@@ -22,8 +22,9 @@ from dataclasses import dataclass
 import anyio
 
 from mcp_offload.cli.client_config import user_servers_path
-from mcp_offload.core.api import Scope
-from mcp_offload.errors import OffloadError, SettingsError
+from mcp_offload.cli.exit_status import exit_status
+from mcp_offload.core.api import SessionScope
+from mcp_offload.errors import SettingsError
 from mcp_offload.logs import log_to_stderr
 from mcp_offload.proxy import ProxyConfig, add_proxy_flags, open_proxy, proxy_config_from_args
 from mcp_offload.settings import Settings
@@ -220,7 +221,7 @@ def check_session(session: str | None, transport: str) -> None:
     if transport != "stdio":
         raise SettingsError("--session is for the stdio transport; HTTP clients are scoped by session or token")
     try:
-        Scope.named(session)
+        SessionScope.named(session)
     except ValueError as exc:
         raise SettingsError(f"--session: {exc}") from None
 
@@ -242,46 +243,39 @@ def size(text: str) -> int:
 
 
 def main(argv: list[str] | None = None) -> None:
+    """The one entry point: a subcommand's `main`, or the server; the exit status comes from `exit_status`."""
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] in SUBCOMMANDS:
         sys.exit(_run_subcommand(SUBCOMMANDS[argv[0]], argv[1:]))
     args = _parser().parse_args(argv)
     log_to_stderr(args.log_level or "INFO")  # stdout is the MCP wire on stdio
-    try:
-        settings = settings_from_args(args)
-        discover_config(args)
-        check_session(args.session, args.transport)
-        proxy = proxy_config_from_args(args)  # read first: a bad config file fails before anything starts
-        if args.transport != "stdio":
-            from mcp_offload.serve.http import http_options_from_args, run_http
+    sys.exit(exit_status(lambda: run(args)))
 
-            anyio.run(run_http, settings, http_options_from_args(args), proxy, backend_options=_loop_options())
-            return
-        anyio.run(serve_stdio, settings, proxy, args.session, backend_options=_loop_options())
-    except OffloadError as exc:  # includes a refused network configuration (http.RefusedConfig)
-        print(f"mcp-offload: {exc}", file=sys.stderr)
-        sys.exit(2)
-    except KeyboardInterrupt:
-        sys.exit(130)
+
+def run(args: argparse.Namespace) -> int | None:
+    """Serve (stdio or HTTP). Operator errors (a refused network configuration, a bad config file
+    or setting) and store errors propagate to `exit_status`."""
+    settings = settings_from_args(args)
+    discover_config(args)
+    check_session(args.session, args.transport)
+    proxy = proxy_config_from_args(args)  # read first: a bad config file fails before anything starts
+    if args.transport != "stdio":
+        from mcp_offload.serve.http import http_options_from_args, run_http
+
+        anyio.run(run_http, settings, http_options_from_args(args), proxy, backend_options=_loop_options())
+        return None
+    anyio.run(serve_stdio, settings, proxy, args.session, backend_options=_loop_options())
+    return None
 
 
 def _run_subcommand(command: Subcommand, argv: list[str]) -> int:
     """Run a shell-side command; its output may go to a pipe that closes early (`stats --json | head`)."""
     log_to_stderr("WARNING")
     module = importlib.import_module(command.module)
-    try:
+
+    def command_then_flush() -> int:
         code: int = module.main(argv)
-        sys.stdout.flush()
-    except BrokenPipeError:
-        return _closed_stdout()
-    except KeyboardInterrupt:
-        return 130
-    return code
+        sys.stdout.flush()  # a closed pipe shows here at the latest, inside exit_status
+        return code
 
-
-def _closed_stdout() -> int:
-    """The reader went away (`| head`): no traceback, and no second error when Python flushes stdout at exit."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
-    os.close(devnull)
-    return 141  # 128 + SIGPIPE, what a shell reports for a command killed by it
+    return exit_status(command_then_flush)

@@ -16,9 +16,10 @@ import time
 
 import anyio
 
-from mcp_offload.cli.output_view import as_json, human_bytes, rebuild_offloaded, render_show, render_table
+from mcp_offload.cli.exit_status import CommandDeclined, exit_status
+from mcp_offload.cli.output_view import as_json, human_bytes, rebuild_ingested, render_show, render_table
 from mcp_offload.cli.store_location import missing_store
-from mcp_offload.errors import ExpiredHandle, OffloadError, UnknownHandle
+from mcp_offload.errors import ExpiredHandle, InvalidHandle, UnknownHandle
 from mcp_offload.settings import Settings
 from mcp_offload.store import AdminStore, ScannedOutput, open_store
 from mcp_offload.store.handles import validate_handle
@@ -26,10 +27,6 @@ from mcp_offload.store.lifecycle import StoreLimits
 from mcp_offload.units import parse_duration
 
 _SESSION = re.compile(r"[0-9a-f]{1,32}", re.ASCII)
-
-
-class Refused(Exception):
-    """The command did nothing on purpose (unknown handle, no confirmation); exit status 1."""
 
 
 def duration(text: str) -> float:
@@ -75,12 +72,12 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _open(location: str | None) -> tuple[AdminStore, Settings]:
-    """The store; `Refused` for a store directory that does not exist (never created here)."""
+    """The store; `CommandDeclined` for a store directory that does not exist (never created here)."""
     settings = Settings.from_env().with_overrides(store=location)
     where = settings.store_location()
     problem = missing_store(where)
     if problem is not None:
-        raise Refused(problem)
+        raise CommandDeclined(problem)
     return open_store(where, limits=StoreLimits.from_settings(settings)), settings
 
 
@@ -97,16 +94,17 @@ def _select(outputs: list[ScannedOutput], args: argparse.Namespace, now: float) 
 
 
 async def _find(store: AdminStore, handles: list[str]) -> dict[str, ScannedOutput]:
-    """Each handle's output; `Refused` (nothing touched) if any is malformed or not in the store."""
+    """Each handle's output; `CommandDeclined` (nothing touched) if any is malformed or not in the store."""
     for handle in handles:
         try:
             validate_handle(handle)
-        except OffloadError:
-            raise Refused(f"{handle[:60]!r} is not a handle (handles look like out_ + 26 letters/digits)") from None
+        except InvalidHandle:
+            shown = handle[:60]
+            raise CommandDeclined(f"{shown!r} is not a handle (handles look like out_ + 26 letters/digits)") from None
     found = {o.meta.handle: o for o in await store.scan()}
     missing = [h for h in handles if h not in found]
     if missing:
-        raise Refused(f"no output {', '.join(missing)} in the store; nothing was removed or shown")
+        raise CommandDeclined(f"no output {', '.join(missing)} in the store; nothing was removed or shown")
     return {h: found[h] for h in handles}
 
 
@@ -125,17 +123,17 @@ async def _show(store: AdminStore, settings: Settings, args: argparse.Namespace)
         async with store.open(out.scope, out.meta.handle) as stored:
             content = bytes(await anyio.to_thread.run_sync(stored.contiguous))
     except (UnknownHandle, ExpiredHandle):
-        raise Refused(f"output {args.handle} was removed meanwhile") from None
+        raise CommandDeclined(f"output {args.handle} was removed meanwhile") from None
     if args.raw:
         sys.stdout.buffer.write(content)
         sys.stdout.buffer.flush()
         return
     from mcp_offload.tokens import load_counter
 
-    offloaded = await anyio.to_thread.run_sync(
-        rebuild_offloaded, out.meta, content, settings, load_counter(settings.encoding)
+    ingested = await anyio.to_thread.run_sync(
+        rebuild_ingested, out.meta, content, settings, load_counter(settings.encoding)
     )
-    sys.stdout.write(render_show(out, offloaded, time.time()))
+    sys.stdout.write(render_show(out, ingested, time.time()))
 
 
 async def _remove(store: AdminStore, outputs: list[ScannedOutput]) -> tuple[int, int]:
@@ -162,10 +160,10 @@ def _confirm(question: str, yes: bool) -> None:
     if yes:
         return
     if not sys.stdin.isatty():
-        raise Refused("not deleting without confirmation: run it in a terminal, or add --yes")
+        raise CommandDeclined("not deleting without confirmation: run it in a terminal, or add --yes")
     answer = input(f"{question} [y/N] ").strip().lower()
     if answer not in {"y", "yes"}:
-        raise Refused("nothing deleted")
+        raise CommandDeclined("nothing deleted")
 
 
 async def _clear(store: AdminStore, args: argparse.Namespace) -> None:
@@ -210,14 +208,4 @@ async def run(args: argparse.Namespace) -> None:
 
 def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
-    try:
-        anyio.run(run, args)
-    except Refused as exc:
-        print(f"mcp-offload: {exc}", file=sys.stderr)
-        return 1
-    except OffloadError as exc:
-        print(f"mcp-offload: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        return 130
-    return 0
+    return exit_status(lambda: anyio.run(run, args))

@@ -17,7 +17,7 @@ from mcp.server.models import InitializationOptions
 from mcp.server.subscriptions import ListenHandler
 from mcp.shared.exceptions import MCPError
 
-from mcp_offload.core.api import Scope
+from mcp_offload.core.api import SessionScope
 from mcp_offload.core.output_uri import is_output_uri
 from mcp_offload.core.services import Services
 from mcp_offload.errors import OffloadError
@@ -89,20 +89,18 @@ def build_server(
 
     @asynccontextmanager
     async def lifespan(_: Server[RunState]) -> AsyncIterator[RunState]:
-        run_scope = Scope.named(session).key if session else new_scope()
+        run_scope = SessionScope.named(session).key if session else new_scope()
         yield RunState(services=services, run_scope=run_scope, extension=ext)
 
-    def scope_of(ctx: ServerRequestContext[RunState]) -> Scope:
+    def scope_of(ctx: ServerRequestContext[RunState]) -> SessionScope:
         return policy(ctx, ctx.lifespan_context.run_scope)
 
     def tool_call(ctx: ServerRequestContext[RunState]) -> ToolCall:
-        scope = scope_of(ctx)
         # report_progress is a no-op when the client sent no progress token (in-process clients pass a callback
         # instead of a token, so the token cannot be checked here); the heartbeat only calls it after ~1 s of work.
         return ToolCall(
             services=services,
-            scope=scope.key,
-            enumerable=scope.enumerable,
+            session=scope_of(ctx),
             progress=ctx.session.report_progress,
             private_session=private,
         )
@@ -157,8 +155,8 @@ def build_server(
         if is_output_uri(uri):
             try:
                 return await read_output_resource(services.store, scope_of(ctx).key, uri)
-            except OffloadError as exc:
-                raise MCPError(code=types.INVALID_PARAMS, message=str(exc)) from None
+            except OffloadError as exc:  # the error's own code: a store outage is not a bad argument
+                raise MCPError(code=exc.rpc_code, message=str(exc)) from None
         result = await ext.read_resource(ctx, uri)
         if result is not None:
             return result
