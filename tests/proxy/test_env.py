@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from conftest import text_of
 from mcp_offload.core.services import Services
 from mcp_offload.proxy.config import ConfigError, parse_config
 from mcp_offload.proxy.upstream import explain_from_stderr
+from support import text_of
 from support.proxy import fixture_entry, running_proxy
 
 PROBES = ("SSL_CERT_FILE", "GITHUB_TOKEN", "AWS_PROFILE", "MCP_OFFLOAD_TOKEN", "ENTRY_VAR", "PATH")
