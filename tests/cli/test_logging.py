@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -15,6 +17,8 @@ import anyio
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
+from support import free_port
+from support.http_transport import wait_healthy
 from support.proxy import fixture_entry, npm_entry
 
 EXE = str(Path(sys.executable).with_name("mcp-offload"))
@@ -59,3 +63,22 @@ async def test_stderr_is_json_lines_for_everything(tmp_path: Path) -> None:
     refused = [r for r in records if "config reload refused" in r["msg"]]
     assert refused and refused[0]["level"] == "WARNING"
     assert not [r for r in records if "ping" in r["msg"].lower() or "deprecat" in r["msg"].lower()]
+
+
+async def test_http_startup_line_is_info_and_every_line_is_json(tmp_path: Path) -> None:
+    """The normal startup line is INFO (it was a WARNING), shown at the default level, in the same JSON lines."""
+    port = free_port()
+    stderr = tmp_path / "stderr.txt"
+    argv = [EXE, "--transport", "http", "--port", str(port), "--store", str(tmp_path / "store"), "--no-config"]
+    with stderr.open("wb") as err:
+        process = await anyio.open_process(argv, stdin=subprocess.DEVNULL, stderr=err)
+    try:
+        await wait_healthy(f"http://127.0.0.1:{port}")
+    finally:
+        process.send_signal(signal.SIGTERM)
+        with anyio.fail_after(30):
+            await process.wait()
+    records = _lines(stderr)
+    started = [r for r in records if " serving http://127.0.0.1:" in r["msg"]]
+    assert len(started) == 1 and started[0]["level"] == "INFO" and started[0]["logger"] == "mcp_offload.serve.http.run"
+    assert not [r for r in records if r["level"] in ("WARNING", "ERROR")], records
