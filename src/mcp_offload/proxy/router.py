@@ -45,7 +45,14 @@ from mcp_offload.proxy.upstream import Catalog, Upstream
 from mcp_offload.server.change_notifier import ListChanged
 from mcp_offload.server.extension import Extension, NextTool
 from mcp_offload.server.savings_tap import count_text
-from mcp_offload.server.tools import READ_BACK_TOOLS, RESULT_META, TOOLS_BY_NAME, ToolCall, error_result
+from mcp_offload.server.tools import (
+    OTHER_PROCESS_HINT,
+    READ_BACK_TOOLS,
+    RESULT_META,
+    TOOLS_BY_NAME,
+    ToolCall,
+    error_result,
+)
 
 log = logging.getLogger(__name__)
 
@@ -348,7 +355,10 @@ class ProxyRouter(Extension):
                 max_bytes=self._argument_bytes(spec),
             )
         except UnknownHandle as exc:
-            return error_result(f"{exc}. {await api.known_handles(self.services, call.session)}")
+            hint = await api.known_handles(self.services, call.session)
+            if call.private_session:
+                hint += f" {OTHER_PROCESS_HINT}"
+            return error_result(f"{exc}. {hint}")
         except OffloadError as exc:
             return error_result(str(exc))
         if substitution.outputs:
