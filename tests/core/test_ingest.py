@@ -140,7 +140,12 @@ async def test_the_length_cap_is_checked_before_encoding(
 ) -> None:
     encoded: list[int] = []
     real_encode = offload_module._encode
-    monkeypatch.setattr(offload_module, "_encode", lambda text: encoded.append(len(text)) or real_encode(text))
+
+    def encode(text: str) -> tuple[bytes, tuple[str, ...]]:
+        encoded.append(len(text))
+        return real_encode(text)
+
+    monkeypatch.setattr(offload_module, "_encode", encode)
     files = _files(tmp_path / "store")
     with pytest.raises(TooLarge) as excinfo:
         await ingest_text(capped, SCOPE, "x" * (CAP + 1))
