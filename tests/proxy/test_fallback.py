@@ -65,7 +65,7 @@ async def test_a_result_over_the_size_cap_is_not_met_with_advice_the_model_canno
     try:
         async with running_proxy(services, config) as server, Client(server) as client:
             r = await client.call_tool("fix__json", {"n": 1000})
-            note = r.content[0].text
+            note = text_block(r.content[0])
             assert "could not be stored" in note and "over this server's cap of 10,000 bytes" in note
             assert "Split" not in note and "offload each" not in note
             direct = await client.call_tool("offload", {"content": "x" * 20_000})
