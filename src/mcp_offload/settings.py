@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import platformdirs
 
@@ -66,7 +66,7 @@ class Settings:
         return self.store or str(default_store_dir())
 
     @classmethod
-    def from_env(cls, environ: dict[str, str] | None = None) -> Settings:
+    def from_env(cls, environ: dict[str, str] | None = None) -> Self:
         env = os.environ if environ is None else environ
         values: dict[str, Any] = {}  # each value coerced to its field's type by _coerce
         for f in fields(cls):
@@ -76,7 +76,7 @@ class Settings:
             values[f.name] = _coerce(f.type, raw, f.name)
         return cls(**values)
 
-    def with_overrides(self, **changes: object) -> Settings:
+    def with_overrides(self, **changes: object) -> Self:
         kept: dict[str, Any] = {k: v for k, v in changes.items() if v is not None}
         return replace(self, **kept)
 
