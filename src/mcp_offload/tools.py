@@ -51,13 +51,14 @@ class SearchArgs(ToolArgs):
     handle: str | None = Field(default=None, description="Search only this output; omit to search all of them.")
     case_sensitive: bool = Field(default=False, description="Match case exactly (default: ignore case).")
     literal: bool = Field(default=False, description="Treat pattern as plain text, not a regex.")
-    max_results: int = Field(default=50, ge=1, description="Matches to return (capped by the server).")
+    max_results: int | None = Field(default=None, ge=1, description="Matches to return (default 50; ranked: 5).")
     context_lines: int = Field(default=0, ge=0, description="Lines of context before and after each match (0-10).")
     scope: Literal["line", "record"] = Field(
         default="line",
         description='"line": matching lines (default). "record": for JSON / JSON Lines, also the whole record holding '
         "each match (an element of the outermost array, e.g. one order; a JSON Lines line), once per record.",
     )
+    ranked: bool = Field(default=False, description="pattern is a question: return the best passages (BM25).")
 
 
 class QueryArgs(ToolArgs):
@@ -158,6 +159,7 @@ async def search_tool(call: ToolCall, args: SearchArgs) -> ToolReply:
         context_lines=args.context_lines,
         progress=call.progress,
         result_scope=args.scope,
+        ranked=args.ranked,
     )
     return ToolReply(render_search(out, args.handle), out)
 
@@ -222,7 +224,9 @@ TOOLS: tuple[ToolSpec, ...] = (
             'Example: search_large_output(pattern="timeout|refused", handle="out_…", context_lines=2) → '
             '"4812 [chars 301220–301226]: … connection refused …" (line 4812; without a handle: "out_…:4812 …").\n'
             'Example: search_large_output(pattern="ord-1234", handle="out_…", literal=true, scope="record") → the '
-            "match at .data.orders[57].id and that whole order."
+            "match at .data.orders[57].id and that whole order.\n"
+            'Example: search_large_output(pattern="why did the payment service time out?", ranked=true) → the best '
+            "passages across outputs, with line ranges (and jq paths in JSON)."
         ),
         args=SearchArgs,
         output=SearchOutput,
