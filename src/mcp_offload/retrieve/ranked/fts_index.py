@@ -32,6 +32,7 @@ class PassageIndex:
     bounds: Int64s  # passage i is bytes [bounds[i], bounds[i + 1])
     db: sqlite3.Connection = field(repr=False)
     nbytes: int  # memory the index holds (SQLite pages + bounds), for the cache's budget
+    tokens: int  # tokens indexed in all passages (for BM25's average passage length)
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
@@ -89,7 +90,29 @@ def build_index(data: Buffer) -> PassageIndex:
         db.execute("INSERT INTO p(p) VALUES ('optimize')")
         db.execute("COMMIT")
         pages = db.execute("PRAGMA page_count").fetchone()[0] * db.execute("PRAGMA page_size").fetchone()[0]
+        averages = db.execute("SELECT block FROM p_data WHERE id = 1").fetchone()
+        tokens = _averages_tokens(bytes(averages[0])) if averages else 0
     except BaseException:
         db.close()
         raise
-    return PassageIndex(np.asarray(bounds, dtype=np.int64), db, int(pages) + bounds.nbytes)
+    return PassageIndex(np.asarray(bounds, dtype=np.int64), db, int(pages) + bounds.nbytes, tokens)
+
+
+def _averages_tokens(record: bytes) -> int:
+    """The total token count from FTS5's "averages" record (row 1 of %_data): SQLite varints (big-endian groups of
+    7 bits, the 9th byte whole), the row count then one total per column."""
+    values: list[int] = []
+    pos = 0
+    while pos < len(record) and len(values) < 2:
+        value = 0
+        for i in range(9):
+            byte = record[pos]
+            pos += 1
+            if i == 8:
+                value = (value << 8) | byte
+                break
+            value = (value << 7) | (byte & 0x7F)
+            if byte < 0x80:
+                break
+        values.append(value)
+    return values[1] if len(values) == 2 else 0

@@ -1,15 +1,17 @@
 """Ranked search: the passages of one or more outputs that best answer a natural-language question (BM25).
 
-Each output's passages are scored by its own FTS5 index (built once, cached: `index_cache.py`); the top passages
-of all outputs are merged by score. Terms that appear in more than `COMMON_SHARE` of all passages are left out of
-the query when rarer ones remain (they weigh almost nothing in BM25 but are what a query's time goes on: a
-question with "error" over 100 MB of logs would score most passages). Within each passage returned, its lines are
+Each output's FTS5 index (built once, cached: `index_cache.py`) picks its `CANDIDATES` x k best passages; these
+are scored again with BM25 over the statistics of all outputs searched together (passage count, document counts,
+average length), so passages of different outputs compare, and the k best are returned. When the question's terms
+hold more than `POSTINGS_BUDGET` passages in all, the most common terms are left out of the query (they weigh least
+in BM25 but are what a query's time goes on: "error" over 100 MB of logs). Within each passage returned, its lines are
 ranked the same way (a scratch FTS5 table of those lines) and the best `BEST_LINES` are shown, in order, with their
 line numbers; for JSON / JSON Lines, the jq path of the best line's first matched word (`json_hits`).
 """
 
 from __future__ import annotations
 
+import math
 import re
 import sqlite3
 from collections.abc import Sequence
@@ -24,9 +26,12 @@ from mcp_offload.retrieve.search import Match
 from mcp_offload.store.base import StoredOutput
 from mcp_offload.tokens import TokenCounter
 
-COMMON_SHARE = 0.2
+POSTINGS_BUDGET = 30_000  # passages a query may score in all outputs together before common terms are left out
+CANDIDATES = 4  # per output, this many times k passages are re-scored with the statistics of all outputs
 BEST_LINES = 3
 MAX_PASSAGES = 20
+COORD = 1.0
+K1, B = 1.2, 0.75  # BM25's usual constants, FTS5's too
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,14 +73,13 @@ def rank_outputs(
     k = max(1, min(k, MAX_PASSAGES))
     searched = [o for o in outputs if o.meta.kind != "blob" and o.meta.size > 0]
     indexes = [(o, INDEXES.get((o.meta.handle, o.meta.created, o.meta.size), o.contiguous())) for o in searched]
-    keep = _rare_terms(terms, [ix for _, ix in indexes])
+    counts = _document_counts(terms, [ix for _, ix in indexes])
+    keep = _affordable_terms(terms, counts)
     match = terms.match(keep)
-    candidates: list[tuple[float, int, StoredOutput, PassageIndex]] = []
-    for o, ix in indexes:
-        candidates.extend((hit.score, hit.passage, o, ix) for hit in ix.top(match, k))
-    candidates.sort(key=lambda c: -c[0])
-    chosen = candidates[:k]
-    passages = [_passage(o, ix, passage, score, match, terms, line_chars) for score, passage, o, ix in chosen]
+    candidates = [(o, ix, hit.passage) for o, ix in indexes for hit in ix.top(match, CANDIDATES * k)]
+    scores = _global_bm25(candidates, keep, counts, [ix for _, ix in indexes])
+    order = sorted(range(len(candidates)), key=lambda i: -scores[i])[:k]
+    passages = [_passage(*candidates[i], scores[i], match, terms, line_chars) for i in order]
     places = _places(passages, {o.meta.handle: o for o in searched}, counter, max_tokens)
     shown = tuple(w for w, t in zip(terms.words, terms.terms, strict=True) if t in keep)
     return RankedResult(
@@ -88,18 +92,68 @@ def rank_outputs(
     )
 
 
-def _rare_terms(terms: QueryTerms, indexes: Sequence[PassageIndex]) -> frozenset[str]:
-    """The terms to query: those in at most COMMON_SHARE of all passages, or the rarest one if none is."""
-    total = sum(ix.passages for ix in indexes)
-    counts = dict.fromkeys(terms.terms, 0)
+def _document_counts(terms: QueryTerms, indexes: Sequence[PassageIndex]) -> dict[str, int]:
+    """Passages holding each term, over all outputs searched (a phrase: each of its terms)."""
+    single = sorted({t for phrase in terms.terms for t in phrase.split(" ")})
+    counts = dict.fromkeys(single, 0)
     for ix in indexes:
-        for term, docs in ix.document_counts(list(terms.terms)).items():
+        for term, docs in ix.document_counts(single).items():
             counts[term] += docs
-    # a word the tokenizer splits in two is a phrase, with no one count: it is kept
-    rare = {t for t in terms.terms if " " in t or counts[t] <= COMMON_SHARE * total}
-    if not rare:
-        rare = {min(terms.terms, key=lambda t: counts[t])}
-    return frozenset(rare)
+    return counts
+
+
+def _affordable_terms(terms: QueryTerms, counts: dict[str, int]) -> frozenset[str]:
+    """The terms to query: all of them while their postings (passages to score) fit `POSTINGS_BUDGET`; past it, the
+    most common terms are left out first (they weigh least in BM25 and cost most), keeping at least one."""
+    cost = {t: sum(counts.get(part, 0) for part in t.split(" ")) for t in terms.terms}
+    keep = sorted(terms.terms, key=lambda t: cost[t])
+    while len(keep) > 1 and sum(cost[t] for t in keep) > POSTINGS_BUDGET:
+        keep.pop()
+    return frozenset(keep)
+
+
+def _global_bm25(
+    candidates: Sequence[tuple[StoredOutput, PassageIndex, int]],
+    keep: frozenset[str],
+    counts: dict[str, int],
+    indexes: Sequence[PassageIndex],
+) -> list[float]:
+    """BM25 of each candidate with the statistics of all outputs searched together (passage count, document counts,
+    average passage length), so that passages of different outputs compare: each output's own index ranks with its
+    own statistics. Term frequencies and lengths come from the candidates' text through the same tokenizer."""
+    if not candidates:
+        return []
+    total = sum(ix.passages for ix in indexes)
+    average = max(sum(ix.tokens for ix in indexes) / max(total, 1), 1.0)
+    wanted = sorted({part for t in keep for part in t.split(" ")})
+    idf = {t: max(math.log((total - counts[t] + 0.5) / (counts[t] + 0.5)), 1e-6) for t in wanted}
+    db = sqlite3.connect(":memory:")
+    try:
+        db.execute(f"CREATE VIRTUAL TABLE c USING fts5(body, tokenize='{TOKENIZER}')")
+        db.execute("CREATE VIRTUAL TABLE v USING fts5vocab(c, 'instance')")
+        db.executemany(
+            "INSERT INTO c(rowid, body) VALUES (?, ?)",
+            ((i, _text(o, ix, p)) for i, (o, ix, p) in enumerate(candidates)),
+        )
+        lengths = dict(db.execute("SELECT doc, count(*) FROM v GROUP BY doc").fetchall())
+        marks = ",".join("?" * len(wanted))
+        rows = db.execute(f"SELECT doc, term, count(*) FROM v WHERE term IN ({marks}) GROUP BY doc, term", wanted)
+        scores = [0.0] * len(candidates)
+        matched = [0] * len(candidates)
+        for doc, term, tf in rows:
+            norm = K1 * (1 - B + B * lengths.get(doc, 0) / average)
+            scores[doc] += idf[term] * tf * (K1 + 1) / (tf + norm)
+            matched[doc] += 1
+    finally:
+        db.close()
+    if COORD:
+        scores = [s * (m / len(wanted)) ** COORD for s, m in zip(scores, matched, strict=True)]
+    return scores
+
+
+def _text(output: StoredOutput, ix: PassageIndex, passage: int) -> str:
+    data = output.contiguous()
+    return bytes(data[int(ix.bounds[passage]) : int(ix.bounds[passage + 1])]).decode("utf-8", "replace")
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,7 +174,7 @@ def _passage(
 ) -> _Found:
     data, index = output.contiguous(), output.index
     lo, hi = int(ix.bounds[passage]), int(ix.bounds[passage + 1])
-    text = bytes(data[lo:hi]).decode("utf-8", "replace")
+    text = _text(output, ix, passage)
     first_line = index.line_of_byte(data, lo)
     end_line = index.line_of_byte(data, hi - 1)  # the line of the passage's last byte (its "\n", if it ends one)
     start_char = index.char_of_byte(data, lo) + 1
