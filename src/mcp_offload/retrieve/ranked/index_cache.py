@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 from mcp_offload.index import Buffer
@@ -38,7 +39,8 @@ class IndexCache:
         with self.lock:
             return key in self.items
 
-    def get(self, key: Key, data: Buffer) -> PassageIndex:
+    def get(self, key: Key, load: Callable[[], Buffer]) -> PassageIndex:
+        """The index of the output `key` names, built from `load()` (its bytes) unless cached."""
         while True:
             with self.lock:
                 found = self.items.get(key)
@@ -51,7 +53,7 @@ class IndexCache:
                     break
             running.wait()
         try:
-            built = build_index(data)  # outside the lock
+            built = build_index(load())  # outside the lock
             with self.lock:
                 self.items[key] = built
                 self.held += built.nbytes
@@ -78,7 +80,7 @@ class IndexCache:
 
     def _warm(self, key: Key, data: Buffer) -> None:
         try:
-            self.get(key, data)
+            self.get(key, lambda: data)
         except Exception:  # the first question builds it instead, and reports what goes wrong
             log.warning("building a ranked-search index in the background failed", exc_info=True)
         finally:

@@ -72,7 +72,7 @@ def rank_outputs(
     terms = query_terms(question)
     k = max(1, min(k, MAX_PASSAGES))
     searched = [o for o in outputs if o.meta.kind != "blob" and o.meta.size > 0]
-    indexes = [(o, INDEXES.get((o.meta.handle, o.meta.created, o.meta.size), o.contiguous())) for o in searched]
+    indexes = [(o, INDEXES.get((o.meta.handle, o.meta.created, o.meta.size), o.contiguous)) for o in searched]
     counts = _document_counts(terms, [ix for _, ix in indexes])
     keep = _affordable_terms(terms, counts)
     match = terms.match(keep)
@@ -152,8 +152,8 @@ def _global_bm25(
 
 
 def _text(output: StoredOutput, ix: PassageIndex, passage: int) -> str:
-    data = output.contiguous()
-    return bytes(data[int(ix.bounds[passage]) : int(ix.bounds[passage + 1])]).decode("utf-8", "replace")
+    """A passage's text (a slice: a lazy Redis output fetches just these bytes)."""
+    return output.read_bytes(int(ix.bounds[passage]), int(ix.bounds[passage + 1])).decode("utf-8", "replace")
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,14 +165,14 @@ class _Found:
     start: int
     end: int
     lines: tuple[RankedLine, ...]
-    first_char: int  # 1-based character of the first matched word of the first shown line (0: none found)
+    first_char: int  # 1-based character of the first matched word of the best line (0: none found)
     first_line: int
 
 
 def _passage(
     output: StoredOutput, ix: PassageIndex, passage: int, score: float, match: str, terms: QueryTerms, width: int
 ) -> _Found:
-    data, index = output.contiguous(), output.index
+    data, index = output.data, output.index
     lo, hi = int(ix.bounds[passage]), int(ix.bounds[passage + 1])
     text = _text(output, ix, passage)
     first_line = index.line_of_byte(data, lo)
@@ -185,15 +185,13 @@ def _passage(
     best = _best_rows(rows, match)
     words = re.compile("|".join(re.escape(w) for w in sorted(terms.words, key=len, reverse=True)), re.IGNORECASE)
     shown: list[RankedLine] = []
-    first_char = 0
-    first_row = -1
     for row in sorted(best):
         hit = words.search(rows[row])
-        col = hit.start() if hit else 0
-        shown.append(RankedLine(first_line + row, _cut(rows[row], col, width)))
-        if first_row < 0 and hit:
-            first_row = row
-            first_char = start_char + sum(len(r) + 1 for r in rows[:row]) + col
+        shown.append(RankedLine(first_line + row, _cut(rows[row], hit.start() if hit else 0, width)))
+    top = best[0]  # the best line: where a JSON passage's path points
+    hit = words.search(rows[top])
+    first_row = top if hit else -1
+    first_char = (start_char + sum(len(r) + 1 for r in rows[:top]) + hit.start()) if hit else 0
     return _Found(
         output.meta.handle,
         round(score, 3),
