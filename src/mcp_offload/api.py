@@ -48,6 +48,7 @@ from mcp_offload.retrieve.json_hits import JsonHits, json_hits, require_records
 from mcp_offload.retrieve.ranked.rank import RankedResult, rank_outputs
 from mcp_offload.retrieve.read import read_range
 from mcp_offload.retrieve.search import SearchOptions, SearchResult, compile_pattern, search_outputs
+from mcp_offload.retrieve.sql.detect import is_sql
 from mcp_offload.services import Services
 from mcp_offload.store.base import StoredOutput
 from mcp_offload.store.handles import scope_key, validate_handle
@@ -321,8 +322,22 @@ async def query(
     raw: bool = False,
     progress: ProgressFn | None = None,
 ) -> QueryOutput:
-    """Run a jq program over a stored JSON (JSON Lines: over each record) output, sandboxed and capped."""
+    """Run a jq program over a stored JSON (JSON Lines: over each record) output, sandboxed and capped; or, when
+    `program` is SQL (starts with SELECT, WITH, FROM, ...: `retrieve/sql/detect.py`), a DuckDB query over a CSV/TSV,
+    JSON Lines or JSON-records output exposed as table `t`, sandboxed and capped alike."""
     handle = validate_handle(handle)
+    if is_sql(program):
+        async with services.store.open(scope.key, handle) as output:
+            message = f"running SQL over {output.meta.size:,} bytes"
+            async with heartbeat(progress, message, total=services.settings.jq_timeout_s):
+                found = await services.sql.run(output, program)
+        return QueryOutput(
+            handle=handle,
+            result=found.text,
+            results=found.rows,
+            truncated=found.truncated,
+            elapsed_ms=round(found.elapsed_s * 1000, 3),
+        )
     async with services.store.open(scope.key, handle) as output:
         message = f"running jq over {output.meta.size:,} bytes"
         async with heartbeat(progress, message, total=services.settings.jq_timeout_s):

@@ -133,8 +133,14 @@ def _render_records(records: list[SearchRecordOut]) -> list[str]:
     return lines
 
 
-def render_query(out: QueryOutput, max_output_chars: int) -> str:
+def render_query(out: QueryOutput, max_output_chars: int, *, sql: bool = False) -> str:
     text = out.result if out.result else "(no output)"
+    if sql:
+        rows = f"{n(out.results)} row(s)"
+        if out.truncated:
+            cut = f"output cut at {n(max_output_chars)} chars after {rows}"
+            return text + f"\n[{cut}: add a LIMIT, aggregate or select fewer columns]"
+        return text + f"\n({rows})"
     if out.truncated:
         text += (
             f"\n[output cut at {n(max_output_chars)} chars after {out.results} "

@@ -21,6 +21,7 @@ from mcp_offload.errors import OffloadError, UnknownHandle
 from mcp_offload.progress import ProgressFn
 from mcp_offload.render import render_list, render_query, render_read, render_reference, render_search
 from mcp_offload.results import ListOutput, OffloadOutput, QueryOutput, ReadOutput, SearchOutput, output_schema
+from mcp_offload.retrieve.sql.detect import is_sql
 from mcp_offload.services import Services
 
 log = logging.getLogger(__name__)
@@ -62,8 +63,8 @@ class SearchArgs(ToolArgs):
 
 
 class QueryArgs(ToolArgs):
-    handle: str = Field(description="Handle of a JSON or JSON Lines output.")
-    query: str = Field(description="A jq program, e.g. '.items | length' or '.items[] | select(.ok) | .id'.")
+    handle: str = Field(description="Handle of a JSON, JSON Lines or CSV/TSV output.")
+    query: str = Field(description="A jq program, e.g. '.items | length', or SQL over table t (SELECT/WITH/FROM …).")
     compact: bool = Field(default=False, description="One line per result (like jq -c).")
     raw: bool = Field(default=False, description="Print strings without quotes (like jq -r).")
 
@@ -174,7 +175,8 @@ async def query_tool(call: ToolCall, args: QueryArgs) -> ToolReply:
         raw=args.raw,
         progress=call.progress,
     )
-    return ToolReply(render_query(out, call.services.settings.jq_max_output_chars), out)
+    text = render_query(out, call.services.settings.jq_max_output_chars, sql=is_sql(args.query))
+    return ToolReply(text, out)
 
 
 async def list_tool(call: ToolCall, args: NoArgs) -> ToolReply:
@@ -235,12 +237,14 @@ TOOLS: tuple[ToolSpec, ...] = (
     ),
     ToolSpec(
         name="query_large_output",
-        title="Query stored JSON with jq",
+        title="Query stored JSON with jq, or tables with SQL",
         description=(
-            "Run a jq program over a stored JSON output (JSON Lines: over each record). Output is formatted like the "
-            "jq command line; time and size are capped.\n"
+            "Run a jq program over a stored JSON output (JSON Lines: over each record), formatted like the jq command "
+            "line; or SQL (DuckDB) over a CSV/TSV, JSON Lines or JSON-records output as table t, answered as CSV. "
+            "Time and size are capped.\n"
             'Example: query_large_output(handle="out_…", query=".items[] | select(.state == \\"open\\") | .title", '
-            "raw=true) → one title per line."
+            "raw=true) → one title per line.\n"
+            'Example: query_large_output(handle="out_…", query="SELECT status, count(*) FROM t GROUP BY 1") → CSV.'
         ),
         args=QueryArgs,
         output=QueryOutput,

@@ -26,11 +26,12 @@ from mcp_offload.retrieve.search import Match
 from mcp_offload.store.base import StoredOutput
 from mcp_offload.tokens import TokenCounter
 
-POSTINGS_BUDGET = 30_000  # passages a query may score in all outputs together before common terms are left out
-CANDIDATES = 4  # per output, this many times k passages are re-scored with the statistics of all outputs
+POSTINGS_BUDGET = 10_000  # passages a query may score in all outputs together before common terms are left out
+CANDIDATES = 3  # per output, this many times k passages are re-scored with the statistics of all outputs
 BEST_LINES = 3
 MAX_PASSAGES = 20
 COORD = 1.0
+GLOBAL = True
 K1, B = 1.2, 0.75  # BM25's usual constants, FTS5's too
 
 
@@ -73,13 +74,26 @@ def rank_outputs(
     k = max(1, min(k, MAX_PASSAGES))
     searched = [o for o in outputs if o.meta.kind != "blob" and o.meta.size > 0]
     indexes = [(o, INDEXES.get((o.meta.handle, o.meta.created, o.meta.size), o.contiguous)) for o in searched]
-    counts = _document_counts(terms, [ix for _, ix in indexes])
+    local = _document_counts(terms, [ix for _, ix in indexes])
+    counts: dict[str, int] = {}
+    for found in local:
+        for term, docs in found.items():
+            counts[term] = counts.get(term, 0) + docs
     keep = _affordable_terms(terms, counts)
     match = terms.match(keep)
-    candidates = [(o, ix, hit.passage) for o, ix in indexes for hit in ix.top(match, CANDIDATES * k)]
-    scores = _global_bm25(candidates, keep, counts, [ix for _, ix in indexes])
+    hits = [((o, ix, hit.passage), hit.score) for o, ix in indexes for hit in ix.top(match, CANDIDATES * k)]
+    candidates = [candidate for candidate, _ in hits]
+    if len(indexes) > 1 and GLOBAL:
+        scores = _global_bm25(candidates, keep, local, [ix for _, ix in indexes])
+    else:  # one output: its own index's statistics are all the statistics there are
+        scores = [hit for _, hit in hits]
     order = sorted(range(len(candidates)), key=lambda i: -scores[i])[:k]
-    passages = [_passage(*candidates[i], scores[i], match, terms, line_chars) for i in order]
+    texts = [_rows(_text(*candidates[i])) for i in order]
+    best = _best_rows(texts, match)
+    passages = [
+        _passage(*candidates[i], scores[i], rows, lines, terms, line_chars)
+        for i, rows, lines in zip(order, texts, best, strict=True)
+    ]
     places = _places(passages, {o.meta.handle: o for o in searched}, counter, max_tokens)
     shown = tuple(w for w, t in zip(terms.words, terms.terms, strict=True) if t in keep)
     return RankedResult(
@@ -92,14 +106,10 @@ def rank_outputs(
     )
 
 
-def _document_counts(terms: QueryTerms, indexes: Sequence[PassageIndex]) -> dict[str, int]:
-    """Passages holding each term, over all outputs searched (a phrase: each of its terms)."""
+def _document_counts(terms: QueryTerms, indexes: Sequence[PassageIndex]) -> list[dict[str, int]]:
+    """Per output, the passages holding each single term of the question (a phrase: each of its terms)."""
     single = sorted({t for phrase in terms.terms for t in phrase.split(" ")})
-    counts = dict.fromkeys(single, 0)
-    for ix in indexes:
-        for term, docs in ix.document_counts(single).items():
-            counts[term] += docs
-    return counts
+    return [ix.document_counts(single) for ix in indexes]
 
 
 def _affordable_terms(terms: QueryTerms, counts: dict[str, int]) -> frozenset[str]:
@@ -112,43 +122,54 @@ def _affordable_terms(terms: QueryTerms, counts: dict[str, int]) -> frozenset[st
     return frozenset(keep)
 
 
+def _idf(passages: int, holding: int) -> float:
+    """BM25's inverse document frequency as FTS5 computes it (never below 1e-6)."""
+    return max(math.log((passages - holding + 0.5) / (holding + 0.5)), 1e-6)
+
+
 def _global_bm25(
     candidates: Sequence[tuple[StoredOutput, PassageIndex, int]],
     keep: frozenset[str],
-    counts: dict[str, int],
+    local: Sequence[dict[str, int]],
     indexes: Sequence[PassageIndex],
 ) -> list[float]:
     """BM25 of each candidate with the statistics of all outputs searched together (passage count, document counts,
-    average passage length), so that passages of different outputs compare: each output's own index ranks with its
-    own statistics. Term frequencies and lengths come from the candidates' text through the same tokenizer."""
-    if not candidates:
-        return []
+    average length), so that passages of different outputs compare (each output's index ranks with its own), times
+    the share of the question's terms it holds (`COORD`).
+
+    Term frequencies come from the candidates' text in a scratch FTS5 table (same tokenizer); a passage's length in
+    tokens is its bytes times its output's tokens per byte. (Asking each output's index for per-term weights
+    instead costs a whole posting-list scan per term and output: FTS5's bm25() counts the term's passages anew in
+    every statement.)"""
     total = sum(ix.passages for ix in indexes)
+    size = sum(int(ix.bounds[-1]) for ix in indexes)
     average = max(sum(ix.tokens for ix in indexes) / max(total, 1), 1.0)
+    overall: dict[str, int] = {}
+    for counts in local:
+        for term, docs in counts.items():
+            overall[term] = overall.get(term, 0) + docs
     wanted = sorted({part for t in keep for part in t.split(" ")})
-    idf = {t: max(math.log((total - counts[t] + 0.5) / (counts[t] + 0.5)), 1e-6) for t in wanted}
+    idf = {t: _idf(total, overall.get(t, 0)) for t in wanted}
+    density = {id(ix): ix.tokens / max(int(ix.bounds[-1]), 1) for ix in indexes} if size else {}
+    lengths = [
+        (int(ix.bounds[p + 1]) - int(ix.bounds[p])) * density.get(id(ix), 0.0) or average for _, ix, p in candidates
+    ]
+    scores = [0.0] * len(candidates)
+    matched = [0] * len(candidates)
     db = sqlite3.connect(":memory:")
     try:
-        db.execute(f"CREATE VIRTUAL TABLE c USING fts5(body, tokenize='{TOKENIZER}')")
+        db.execute(f"CREATE VIRTUAL TABLE c USING fts5(body, content='', tokenize='{TOKENIZER}')")
         db.execute("CREATE VIRTUAL TABLE v USING fts5vocab(c, 'instance')")
-        db.executemany(
-            "INSERT INTO c(rowid, body) VALUES (?, ?)",
-            ((i, _text(o, ix, p)) for i, (o, ix, p) in enumerate(candidates)),
-        )
-        lengths = dict(db.execute("SELECT doc, count(*) FROM v GROUP BY doc").fetchall())
+        db.executemany("INSERT INTO c(rowid, body) VALUES (?, ?)", ((n, _text(*c)) for n, c in enumerate(candidates)))
         marks = ",".join("?" * len(wanted))
         rows = db.execute(f"SELECT doc, term, count(*) FROM v WHERE term IN ({marks}) GROUP BY doc, term", wanted)
-        scores = [0.0] * len(candidates)
-        matched = [0] * len(candidates)
         for doc, term, tf in rows:
-            norm = K1 * (1 - B + B * lengths.get(doc, 0) / average)
+            norm = K1 * (1 - B + B * lengths[doc] / average)
             scores[doc] += idf[term] * tf * (K1 + 1) / (tf + norm)
             matched[doc] += 1
     finally:
         db.close()
-    if COORD:
-        scores = [s * (m / len(wanted)) ** COORD for s, m in zip(scores, matched, strict=True)]
-    return scores
+    return [score * (m / len(wanted)) ** COORD for score, m in zip(scores, matched, strict=True)]
 
 
 def _text(output: StoredOutput, ix: PassageIndex, passage: int) -> str:
@@ -169,20 +190,29 @@ class _Found:
     first_line: int
 
 
+def _rows(text: str) -> list[str]:
+    rows = text.split("\n")
+    if rows[-1] == "" and len(rows) > 1:
+        rows.pop()
+    return rows
+
+
 def _passage(
-    output: StoredOutput, ix: PassageIndex, passage: int, score: float, match: str, terms: QueryTerms, width: int
+    output: StoredOutput,
+    ix: PassageIndex,
+    passage: int,
+    score: float,
+    rows: list[str],
+    best: list[int],
+    terms: QueryTerms,
+    width: int,
 ) -> _Found:
     data, index = output.data, output.index
     lo, hi = int(ix.bounds[passage]), int(ix.bounds[passage + 1])
-    text = _text(output, ix, passage)
     first_line = index.line_of_byte(data, lo)
     end_line = index.line_of_byte(data, hi - 1)  # the line of the passage's last byte (its "\n", if it ends one)
     start_char = index.char_of_byte(data, lo) + 1
     end_char = index.char_of_byte(data, hi)
-    rows = text.split("\n")
-    if rows and rows[-1] == "" and len(rows) > 1:
-        rows.pop()
-    best = _best_rows(rows, match)
     words = re.compile("|".join(re.escape(w) for w in sorted(terms.words, key=len, reverse=True)), re.IGNORECASE)
     shown: list[RankedLine] = []
     for row in sorted(best):
@@ -205,17 +235,27 @@ def _passage(
     )
 
 
-def _best_rows(rows: list[str], match: str) -> list[int]:
-    """Row numbers of the passage's BEST_LINES best lines for `match` (by BM25 among those lines)."""
+_ROW_BITS = 20  # a passage (<= LONGEST bytes) has fewer rows than this many bits count
+
+
+def _best_rows(passages: list[list[str]], match: str) -> list[list[int]]:
+    """For each passage (its rows), the numbers of its BEST_LINES best rows for `match`, best first (BM25 among all
+    these rows, in one scratch FTS5 table); [0] for a passage none of whose rows matches on its own."""
+    best: list[list[int]] = [[] for _ in passages]
     db = sqlite3.connect(":memory:")
     try:
         db.execute(f"CREATE VIRTUAL TABLE l USING fts5(body, content='', tokenize='{TOKENIZER}')")
-        db.executemany("INSERT INTO l(rowid, body) VALUES (?, ?)", enumerate(rows))
-        found = db.execute("SELECT rowid FROM l WHERE l MATCH ? ORDER BY rank LIMIT ?", (match, BEST_LINES))
-        best = [int(r) for (r,) in found]
+        db.executemany(
+            "INSERT INTO l(rowid, body) VALUES (?, ?)",
+            (((p << _ROW_BITS) | r, row) for p, rows in enumerate(passages) for r, row in enumerate(rows)),
+        )
+        for (rowid,) in db.execute("SELECT rowid FROM l WHERE l MATCH ? ORDER BY rank", (match,)):
+            shown = best[rowid >> _ROW_BITS]
+            if len(shown) < BEST_LINES:
+                shown.append(rowid & ((1 << _ROW_BITS) - 1))
     finally:
         db.close()
-    return best or [0]
+    return [b or [0] for b in best]
 
 
 def _cut(line: str, col: int, width: int) -> str:
