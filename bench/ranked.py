@@ -151,7 +151,7 @@ class Fts5:
         return [h.passage for h in self.index.top(query_terms(question).match(), k)]
 
 
-# -- rows ---------------------------------------------------------------------------------------------------------------
+# -- rows -------------------------------------------------------------------------------------------------------------
 
 
 def row(case: str, size: str, ours: float, yard: str | None = None, yard_ms: float | None = None, **extra: Any) -> dict:
@@ -241,7 +241,7 @@ async def bench_relevance() -> list[dict]:
         finally:
             await services.aclose()
     by_handle = {h: n for n, h in handles.items()}
-    for name, make in (("fts5", Fts5), ("tantivy", None), ("bm25s", None)):
+    for name in ("fts5", "tantivy", "bm25s"):
         engines: dict[str, Any] = {}
         lines: dict[str, list[int]] = {}
         for corpus, text in texts.items():
