@@ -29,13 +29,13 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 
-from mcp_offload import api  # noqa: E402
+from mcp_offload.core import api  # noqa: E402
+from mcp_offload.core.services import build_services  # noqa: E402
 from mcp_offload.retrieve.ranked.fts_index import build_index  # noqa: E402
 from mcp_offload.retrieve.ranked.index_cache import INDEXES  # noqa: E402
 from mcp_offload.retrieve.ranked.passages import passage_bounds  # noqa: E402
-from mcp_offload.services import build_services  # noqa: E402
 from mcp_offload.settings import Settings  # noqa: E402
-from ranked_relevance import DATA, Passage, corpora, load_cases, score  # noqa: E402
+from support.ranked_relevance import DATA, Passage, corpora, load_cases, score  # noqa: E402
 
 OUTPUTS = 10
 QUESTIONS = [
@@ -193,7 +193,7 @@ async def bench_api(outputs: list[str], label: str, repeat: int) -> list[dict]:
     """Ours end to end through the in-process API: first question (builds every index), then warm questions."""
     with tempfile.TemporaryDirectory(prefix="mcp-offload-ranked-") as tmp:
         services = build_services(Settings(store=tmp))
-        scope = api.Scope.new()
+        scope = api.SessionScope.new()
         try:
             for i, text in enumerate(outputs):
                 await api.offload(services, scope, text, name=f"out{i}")
@@ -224,7 +224,7 @@ async def bench_relevance() -> list[dict]:
     rows = []
     with tempfile.TemporaryDirectory(prefix="mcp-offload-ranked-") as tmp:
         services = build_services(Settings(store=tmp))
-        scope = api.Scope.new()
+        scope = api.SessionScope.new()
         try:
             handles = {n: (await api.offload(services, scope, t, name=n)).handle for n, t in texts.items()}
 

@@ -20,8 +20,8 @@ from typing import Any
 
 import duckdb
 
-from mcp_offload import api
-from mcp_offload.services import build_services
+from mcp_offload.core import api
+from mcp_offload.core.services import build_services
 from mcp_offload.settings import Settings
 
 QUERIES = [
@@ -77,7 +77,7 @@ async def _bench(kind: str, content: str, label: str, repeat: int) -> list[dict[
     rows = []
     with tempfile.TemporaryDirectory(prefix="mcp-offload-sql-bench-") as tmp:
         services = build_services(Settings(store=tmp))
-        scope = api.Scope.new()
+        scope = api.SessionScope.new()
         try:
             handle = (await api.offload(services, scope, content)).handle
             async with services.store.open(scope.key, handle) as output:

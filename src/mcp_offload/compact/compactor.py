@@ -25,11 +25,10 @@ from typing import Any
 
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
-from mcp_offload import api
 from mcp_offload.compact.boundary import Boundary, BoundarySpec
-from mcp_offload.compact.budget import BudgetPolicy, CountTokens, Entry, MessageLedger, usage_report
+from mcp_offload.compact.budget import BudgetPolicy, CountTokens, Entry, MessageLedger, Usage, usage_report
 from mcp_offload.compact.formats import Message, MessageFormat, ToolResult, detect_format, get_format
-from mcp_offload.compact.tool_defs import RETRIEVAL_TOOL_NAMES, tool_definitions
+from mcp_offload.compact.tool_defs import tool_definitions
 from mcp_offload.compact.transcript import (
     NOTE_PREFIX,
     Summarize,
@@ -38,10 +37,11 @@ from mcp_offload.compact.transcript import (
     run_summarize,
     transcript_text,
 )
-from mcp_offload.render import render_reference
-from mcp_offload.services import Services, build_services
+from mcp_offload.core import api
+from mcp_offload.core.render import render_reference
+from mcp_offload.core.services import Services, build_services
+from mcp_offload.server.tools import TOOLS_BY_NAME, ToolCall, call_tool
 from mcp_offload.settings import Settings
-from mcp_offload.tools import TOOLS_BY_NAME, ToolCall, call_tool
 
 log = logging.getLogger("mcp_offload.compact")
 REFERENCE_PREFIX = "Stored as out_"
@@ -82,7 +82,7 @@ class AsyncCompactor:
             raise TypeError(f"unknown setting(s): {', '.join(sorted(unknown))}")
         self.settings = Settings.from_env().with_overrides(store=store, **settings)
         self.session = session or "compact-" + secrets.token_hex(8)
-        self.scope = api.Scope.named(self.session)
+        self.scope = api.SessionScope.named(self.session)
         self._services: Services | None = build_services(self.settings)
         exact = self.settings.tokens_exact_chars
         tokens = self._services.tokens
@@ -163,8 +163,8 @@ class AsyncCompactor:
     ) -> Entry:
         out, failed = entry.out, False
         for result in entry.view.results:
-            if names.get(result.call_id) in RETRIEVAL_TOOL_NAMES:
-                continue  # the model's own retrieval: offloading it again would loop
+            if names.get(result.call_id) in TOOLS_BY_NAME:
+                continue  # one of our own tools (the model's retrieval): offloading it again would loop
             texts = await self._store_parts(result, names.get(result.call_id), threshold, report)
             if texts is None:
                 failed = True
@@ -253,7 +253,7 @@ class AsyncCompactor:
     # -- budget ----------------------------------------------------------------------------------------
     async def usage(
         self, messages: Sequence[object], *, context_window: int | None = None, format: str | None = None
-    ) -> dict[str, object]:
+    ) -> Usage:
         """Tokens the list costs (see budget.py for what is counted), and its share of `context_window`."""
         fmt = get_format(format) if format else detect_format(messages)
         entries = self._read(fmt, messages)
@@ -270,7 +270,7 @@ class AsyncCompactor:
         if spec is None:
             known = ", ".join(TOOLS_BY_NAME)
             return f"Unknown tool {name!r}. Tools here: {known}."
-        result = await call_tool(spec, ToolCall(self.services, self.scope.key, self.scope.enumerable), arguments)
+        result = await call_tool(spec, ToolCall(self.services, self.scope), arguments)
         return "".join(getattr(block, "text", "") for block in result.content)
 
     # -- lifetime --------------------------------------------------------------------------------------
@@ -359,10 +359,8 @@ class Compactor:
 
     def usage(
         self, messages: Sequence[object], *, context_window: int | None = None, format: str | None = None
-    ) -> dict[str, object]:
-        result: dict[str, object] = self._call(
-            self._async.usage, messages, context_window=context_window, format=format
-        )
+    ) -> Usage:
+        result: Usage = self._call(self._async.usage, messages, context_window=context_window, format=format)
         return result
 
     def tools(self, format: str) -> list[dict[str, Any]]:

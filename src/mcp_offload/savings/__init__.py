@@ -2,7 +2,7 @@
 `open_savings` picks the backend beside the store: a directory → fs.py, `redis://…` → redis.py.
 
 The extension that feeds it from our own tools sits above the store layer:
-`mcp_offload.savings_tap` (not imported here, so the services layer can use the record).
+`mcp_offload.server.savings_tap` (not imported here, so the services layer can use the record).
 """
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ def open_savings(
     location: str, *, clock: Callable[[], float] = time.time, flush_interval_s: float = FLUSH_INTERVAL_S
 ) -> SavingsRecord:
     """The record kept beside the store at `location` (same location string as `open_store`)."""
-    from mcp_offload.store import REDIS_SCHEMES
+    from mcp_offload.store import is_redis_location
 
-    if location.startswith(REDIS_SCHEMES):
+    if is_redis_location(location):
         from mcp_offload.savings.redis import RedisSavings
 
         return RedisSavings(location, clock=clock, flush_interval_s=flush_interval_s)

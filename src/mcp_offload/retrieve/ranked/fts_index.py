@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from mcp_offload.index import Buffer
 from mcp_offload.retrieve.ranked.passages import Int64s, passage_bounds
 from mcp_offload.retrieve.ranked.terms import TOKENIZER
+from mcp_offload.store.content_index import Buffer
 
 _BATCH = 4096  # passages decoded and inserted per executemany
 

@@ -15,8 +15,8 @@ from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-from mcp_offload.index import Buffer
 from mcp_offload.retrieve.ranked.fts_index import PassageIndex, build_index
+from mcp_offload.store.content_index import Buffer
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from mcp_offload.index import Buffer
+from mcp_offload.store.content_index import Buffer
 
 TARGET = 1024
 LONGEST = 4 * TARGET

@@ -1,0 +1,100 @@
+"""`mcp-offload stats`: what offloading saved, from the durable savings record (savings/) beside the store.
+
+    mcp-offload stats [--store DIR|redis://…] [--days N] [--json]
+
+A table per day and per server/tool, with a total per day and overall; `--json` prints the same document as the
+HTTP transport's `/stats`. Server "(direct)" is our own tools: direct `offload` calls and the retrieval tools.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import Any, TextIO
+
+import anyio
+
+from mcp_offload.cli.exit_status import CommandDeclined, exit_status
+from mcp_offload.errors import OperatorError
+from mcp_offload.savings import SavingsRow, last_days, open_savings, summarize, summary_json
+from mcp_offload.savings.record import MAX_DAYS
+from mcp_offload.settings import Settings
+
+DIRECT_LABEL = "(direct)"
+_COLUMNS = ("seen", "offloaded", "kept out", "pulled back", "net saved")
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:  # argparse's _SubParsersAction is private
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "stats", help="what offloading saved, per day and per server/tool", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument("--store", help="store directory or redis://host:port/db (env MCP_OFFLOAD_STORE)")
+    parser.add_argument("--days", type=int, default=7, help=f"how many UTC days back, today included (1-{MAX_DAYS})")
+    parser.add_argument("--json", action="store_true", help="print JSON (the same document as HTTP /stats)")
+    parser.set_defaults(run=run)
+    return parser
+
+
+def run(args: argparse.Namespace) -> int:
+    if not 1 <= args.days <= MAX_DAYS:
+        raise OperatorError(f"--days must be between 1 and {MAX_DAYS}")
+    location = Settings.from_env().with_overrides(store=args.store).store_location()
+    days = last_days(args.days, time.time())
+    try:
+        rows = anyio.run(_read, location, args.days)
+    except Exception as exc:  # an unreachable Redis, an unreadable directory: one line, no traceback
+        raise CommandDeclined(f"cannot read the savings record at {location}: {exc}") from None
+    if args.json:
+        print(json.dumps(summary_json(rows, days), indent=2))
+    else:
+        print_table(rows, days, sys.stdout)
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    """`mcp-offload stats …` on its own parser (until the CLI dispatches subcommands itself)."""
+    parser = argparse.ArgumentParser(prog="mcp-offload")
+    add_parser(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(["stats", *argv])
+    return exit_status(lambda: run(args), prog="mcp-offload stats")
+
+
+async def _read(location: str, days: int) -> dict[Any, SavingsRow]:
+    record = open_savings(location)
+    try:
+        return await record.read(days)
+    finally:
+        await record.aclose()
+
+
+def print_table(rows: dict[Any, SavingsRow], days: list[str], out: TextIO) -> None:
+    summaries, total = summarize(rows, days)
+    lines: list[tuple[str, ...]] = [("day", "server", "tool", *_COLUMNS)]
+    for summary in summaries:
+        if not summary.rows:
+            continue
+        for server, tool, row in summary.rows:
+            lines.append((summary.day, server or DIRECT_LABEL, tool, *_figures(row)))
+        lines.append((summary.day, "", "total", *_figures(summary.total)))
+    lines.append(("all", "", "total", *_figures(total)))
+    if len(lines) == 2:
+        print(f"No savings recorded in the last {len(days)} day(s).", file=out)
+        return
+    widths = [max(len(line[i]) for line in lines) for i in range(len(lines[0]))]
+    for n, line in enumerate(lines):
+        cells = [c.ljust(w) if i < 3 else c.rjust(w) for i, (c, w) in enumerate(zip(line, widths, strict=True))]
+        print("  ".join(cells).rstrip(), file=out)
+        if n == 0 or line[2] == "total":
+            print("  ".join("-" * w for w in widths), file=out)
+
+
+def _figures(row: SavingsRow) -> tuple[str, ...]:
+    return (
+        f"{row.results_seen:,}",
+        f"{row.results_offloaded:,}",
+        f"{row.tokens_kept_out:,}",
+        f"{row.tokens_retrieved:,}",
+        f"{row.tokens_net:,}",
+    )

@@ -1,0 +1,61 @@
+"""Test helpers with no fixtures behind them: the protocol eras, a tool result's text, a free loopback port, and
+child processes read from /proc. The modules beside this one hold the helpers (and fixtures, registered as plugins
+by tests/conftest.py) of one area each."""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+
+ERAS = ["auto", "legacy"]  # 2026-07-28 per-request envelope, and the 2025-11-25 handshake
+
+
+def text_of(result: object) -> str:
+    """The text of a tool result (all its text blocks, joined)."""
+    return "".join(getattr(block, "text", "") for block in result.content)  # type: ignore[attr-defined]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+# -- processes, from /proc (no psutil) ------------------------------------------------------------------------
+def _stat(pid: int) -> tuple[str, int] | None:
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    try:
+        fields = raw.rsplit(")", 1)[1].split()
+        return fields[0], int(fields[1])  # state, ppid
+    except (IndexError, ValueError):
+        return None
+
+
+def descendants(root: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and (stat := _stat(int(entry))) is not None:
+            children.setdefault(stat[1], []).append(int(entry))
+    found, todo = [], [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def alive(pids: list[int]) -> list[int]:
+    """The pids that still run (zombies count as gone)."""
+    return [pid for pid in pids if (stat := _stat(pid)) is not None and stat[0] not in ("Z", "X")]
+
+
+def cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
