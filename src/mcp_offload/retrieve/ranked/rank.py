@@ -19,10 +19,10 @@ from dataclasses import dataclass
 
 from mcp_offload.errors import SearchError
 from mcp_offload.retrieve.json_hits import JSON_KINDS, HitPlace, json_hits
+from mcp_offload.retrieve.positions import Match
 from mcp_offload.retrieve.ranked.fts_index import PassageIndex
 from mcp_offload.retrieve.ranked.index_cache import INDEXES
 from mcp_offload.retrieve.ranked.terms import TOKENIZER, QueryTerms, query_terms
-from mcp_offload.retrieve.positions import Match
 from mcp_offload.store.base import StoredOutput
 from mcp_offload.tokens import TokenCounter
 
