@@ -234,15 +234,35 @@ async def bench_api(outputs: list[str], label: str, repeat: int) -> list[dict]:
     ]
 
 
-async def bench_relevance() -> list[dict]:
+async def bench_relevance(filler: list[str], label: str) -> list[dict]:
+    """The relevance set: ours across the session (alone, then next to the generated outputs, where the common
+    terms of a question are pruned as in a large session) and within each output; each engine alone."""
     cases = load_cases()
     texts = corpora(cases)
     rows = []
     with tempfile.TemporaryDirectory(prefix="mcp-offload-ranked-") as tmp:
         services = build_services(Settings(store=tmp))
         scope = api.SessionScope.new()
+        crowded = api.SessionScope.new()
         try:
             handles = {n: (await api.offload(services, scope, t, name=n)).handle for n, t in texts.items()}
+            crowded_handles = {n: (await api.offload(services, crowded, t, name=n)).handle for n, t in texts.items()}
+            for i, text in enumerate(filler):
+                await api.offload(services, crowded, text, name=f"filler{i}")
+
+            async def in_crowd(question: str, handle: str | None) -> list[Passage]:
+                out = await api.search(services, crowded, question, handle=handle, ranked=True, max_results=3)
+                return [Passage(p.handle, p.start_line, p.end_line) for p in out.passages or []]
+
+            got = await score(cases, texts, crowded_handles, in_crowd, across=True)
+            rows.append(
+                row(
+                    f"relevance ours across the session + {label}",
+                    "top-3",
+                    got.share * 100,
+                    note=f"{got.answered}/{got.asked}",
+                )
+            )
 
             async def ours(question: str, handle: str | None) -> list[Passage]:
                 out = await api.search(services, scope, question, handle=handle, ranked=True, max_results=3)
@@ -299,5 +319,5 @@ def run(args: Any) -> list[dict]:
     texts = [make_output(size // OUTPUTS, rng, words, weights, n) for n in range(OUTPUTS)]
     rows = bench_engines([t.encode() for t in texts], label, args.repeat)
     rows += asyncio.run(bench_api(texts, label, args.repeat))
-    rows += asyncio.run(bench_relevance())
+    rows += asyncio.run(bench_relevance(texts, label))
     return rows
