@@ -1,8 +1,8 @@
 """One output's passage index: an in-memory SQLite FTS5 table, contentless (the text stays in the store).
 
-Built in one transaction with page-size and merge settings for bulk loading (`pgsz` 4000, no automerge while
-loading, one `optimize` at the end, which makes every later query read one segment). Rowids are passage numbers;
-`bounds` maps them back to bytes. Queries come from several worker threads: a lock serialises them per index.
+Built lazily, by the first question that needs it (`index_cache.py`), in one transaction with page-size and merge
+settings for bulk loading (`pgsz` 4000, no automerge while loading, one `optimize` at the end, which makes every
+later query read one segment). Rowids are passage numbers; `bounds` maps them back to bytes. Queries come from several worker threads: a lock serialises them per index.
 """
 
 from __future__ import annotations
@@ -55,10 +55,6 @@ class PassageIndex:
                 "SELECT rowid, bm25(p) FROM p WHERE p MATCH ? ORDER BY rank LIMIT ?", (match, k)
             ).fetchall()
         return [PassageHit(int(r), -float(s)) for r, s in rows]
-
-    def close(self) -> None:
-        with self.lock:
-            self.db.close()
 
 
 def build_index(data: Buffer) -> PassageIndex:

@@ -9,20 +9,15 @@ that build instead of starting its own. An index evicted while a query holds it 
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 
 from mcp_offload.retrieve.ranked.fts_index import PassageIndex, build_index
 from mcp_offload.store.content_index import Buffer
 
-log = logging.getLogger(__name__)
-
 Key = tuple[str, float, int]  # (handle, created, size)
 DEFAULT_BUDGET = 512 << 20
-WARM_QUEUE = 4
 
 
 class IndexCache:
@@ -32,12 +27,6 @@ class IndexCache:
         self.items: OrderedDict[Key, PassageIndex] = OrderedDict()
         self.held = 0
         self.building: dict[Key, threading.Event] = {}
-        self.warming = 0
-        self._warmer: ThreadPoolExecutor | None = None
-
-    def cached(self, key: Key) -> bool:
-        with self.lock:
-            return key in self.items
 
     def get(self, key: Key, load: Callable[[], Buffer]) -> PassageIndex:
         """The index of the output `key` names, built from `load()` (its bytes) unless cached."""
@@ -65,27 +54,6 @@ class IndexCache:
             with self.lock:
                 del self.building[key]
             done.set()
-
-    def warm(self, key: Key, data: Buffer) -> bool:
-        """Build in a background thread (at most `WARM_QUEUE` queued); False when skipped."""
-        with self.lock:
-            if key in self.items or key in self.building or self.warming >= WARM_QUEUE:
-                return False
-            self.warming += 1
-            if self._warmer is None:
-                self._warmer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ranked-index")
-            warmer = self._warmer
-        warmer.submit(self._warm, key, data)
-        return True
-
-    def _warm(self, key: Key, data: Buffer) -> None:
-        try:
-            self.get(key, lambda: data)
-        except Exception:  # the first question builds it instead, and reports what goes wrong
-            log.warning("building a ranked-search index in the background failed", exc_info=True)
-        finally:
-            with self.lock:
-                self.warming -= 1
 
     def clear(self) -> None:
         with self.lock:

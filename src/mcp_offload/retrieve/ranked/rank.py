@@ -30,8 +30,7 @@ POSTINGS_BUDGET = 10_000  # passages a query may score in all outputs together b
 CANDIDATES = 3  # per output, this many times k passages are re-scored with the statistics of all outputs
 BEST_LINES = 3
 MAX_PASSAGES = 20
-COORD = 1.0
-GLOBAL = True
+COORD = 1.0  # a re-scored passage's BM25 times (share of the question's terms it holds) ** COORD
 K1, B = 1.2, 0.75  # BM25's usual constants, FTS5's too
 
 
@@ -50,7 +49,7 @@ class RankedPassage:
     start: int  # 1-based inclusive characters of the passage
     end: int
     lines: tuple[RankedLine, ...]
-    place: HitPlace | None  # JSON: where the first shown line's first matched word is
+    place: HitPlace | None  # JSON: where the best line's first matched word is
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,9 +82,9 @@ def rank_outputs(
     match = terms.match(keep)
     hits = [((o, ix, hit.passage), hit.score) for o, ix in indexes for hit in ix.top(match, CANDIDATES * k)]
     candidates = [candidate for candidate, _ in hits]
-    if len(indexes) > 1 and GLOBAL:
+    if len(indexes) > 1:
         scores = _global_bm25(candidates, keep, local, [ix for _, ix in indexes])
-    else:  # one output: its own index's statistics are all the statistics there are
+    else:  # one output: its own index's statistics are all the statistics there are (FTS5's own BM25)
         scores = [hit for _, hit in hits]
     order = sorted(range(len(candidates)), key=lambda i: -scores[i])[:k]
     texts = [_rows(_text(*candidates[i])) for i in order]
