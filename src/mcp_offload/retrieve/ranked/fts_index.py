@@ -2,7 +2,8 @@
 
 Built lazily, by the first question that needs it (`index_cache.py`), in one transaction with page-size and merge
 settings for bulk loading (`pgsz` 4000, no automerge while loading, one `optimize` at the end, which makes every
-later query read one segment). Rowids are passage numbers; `bounds` maps them back to bytes. Queries come from several worker threads: a lock serialises them per index.
+later query read one segment). Rowids are passage numbers; `bounds` maps them back to bytes. Queries come from
+several worker threads: a lock serialises them per index.
 """
 
 from __future__ import annotations
