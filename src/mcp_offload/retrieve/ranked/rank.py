@@ -2,9 +2,10 @@
 
 Each output's FTS5 index (built once, cached: `index_cache.py`) picks its `CANDIDATES` x k best passages; these
 are scored again with BM25 over the statistics of all outputs searched together (passage count, document counts,
-average length), so passages of different outputs compare, and the k best are returned. When the question's terms
-hold more than `POSTINGS_BUDGET` passages in all, the most common terms are left out of the query (they weigh least
-in BM25 but are what a query's time goes on: "error" over 100 MB of logs). Within each passage returned, its lines are
+average length) and all of the question's terms, so passages of different outputs compare, and the k best are
+returned. When the question's terms hold more than `POSTINGS_BUDGET` passages in all, the most common terms are left
+out of finding the candidates (they weigh least in BM25 but are what a query's time goes on: "error" over 100 MB of
+logs); they still count in the re-scoring. Within each passage returned, its lines are
 ranked the same way (a scratch FTS5 table of those lines) and the best `BEST_LINES` are shown, in order, with their
 line numbers; for JSON / JSON Lines, the jq path of the best line's first matched word (`json_hits`).
 """
@@ -82,9 +83,10 @@ def rank_outputs(
     match = terms.match(keep)
     hits = [((o, ix, hit.passage), hit.score) for o, ix in indexes for hit in ix.top(match, CANDIDATES * k)]
     candidates = [candidate for candidate, _ in hits]
-    if len(indexes) > 1:
-        scores = _global_bm25(candidates, keep, local, [ix for _, ix in indexes])
-    else:  # one output: its own index's statistics are all the statistics there are (FTS5's own BM25)
+    if len(indexes) > 1 or len(keep) < len(terms.terms):
+        # every term of the question weighs in here, also those left out of finding the candidates
+        scores = _global_bm25(candidates, frozenset(terms.terms), local, [ix for _, ix in indexes])
+    else:  # one output, every term queried: its index's own BM25 is exact
         scores = [hit for _, hit in hits]
     order = sorted(range(len(candidates)), key=lambda i: -scores[i])[:k]
     texts = [_rows(_text(*candidates[i])) for i in order]
