@@ -274,7 +274,7 @@ async def bench_relevance(filler: list[str], label: str) -> list[dict]:
             got = await score(cases, texts, crowded_handles, in_crowd, across=True)
             rows.append(
                 row(
-                    f"relevance ours across the session + {label}",
+                    f"relevance ours across the session + {label} of same-vocabulary text",
                     "top-3",
                     got.share * 100,
                     note=f"{got.answered}/{got.asked}",
