@@ -27,7 +27,7 @@ from mcp_offload.retrieve.ranked.terms import TOKENIZER, QueryTerms, query_terms
 from mcp_offload.store.base import StoredOutput
 from mcp_offload.tokens import TokenCounter
 
-POSTINGS_BUDGET = 10_000  # passages a query may score in all outputs together before common terms are left out
+POSTINGS_BUDGET = 5_000  # passages a query may score in all outputs together before common terms are left out
 CANDIDATES = 3  # per output, this many times k passages are re-scored with the statistics of all outputs
 BEST_LINES = 3
 MAX_PASSAGES = 20
