@@ -49,7 +49,7 @@ async def offload(client: Client, content: str, name: str | None = None) -> str:
     args = {"content": content} | ({"name": name} if name else {})
     result = await client.call_tool("offload", args)
     assert not result.is_error, text_of(result)
-    return str(result.structured_content["handle"])  # type: ignore[index]
+    return str(result.structured_content["handle"])
 
 
 async def ranked(client: Client, question: str, **arguments: Any) -> tuple[str, dict[str, Any]]:

@@ -41,7 +41,7 @@ def settings(store_dir: Path) -> Settings:
 async def offload(client: Client, content: str) -> str:
     result = await client.call_tool("offload", {"content": content})
     assert not result.is_error, text_of(result)
-    return str(result.structured_content["handle"])  # type: ignore[index]
+    return str(result.structured_content["handle"])
 
 
 async def sql(client: Client, handle: str, query: str) -> str:
