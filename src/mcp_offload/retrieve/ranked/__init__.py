@@ -10,8 +10,8 @@ Why FTS5, by measurement (`bench/ranked.py`, 100 MB in 10 outputs, the same ~1 K
 at load ~6): building, FTS5 18 MB/s wall / 39 MB/s CPU, `tantivy` 9 / 17, `bm25s` 5 / 9 (on a quiet machine FTS5
 built a 20 MB output at ~85 MB/s); relevance set, top 3 within an output: FTS5 41/42, tantivy 41/42, bm25s 39/42.
 Raw top-20 queries are where tantivy wins (2 ms against FTS5's 92 ms: FTS5 scores every passage holding a term,
-tantivy skips with block-max WAND); our questions prune common terms from candidate finding (`rank.py`), which
-brings a whole question through the API to ~20 ms CPU (62-69 ms wall at load ~10) on that machine. FTS5 comes
-with Python (no new dependency), builds fastest here and ranks as well, so it is the engine; tantivy is the one to switch to if
+tantivy skips with block-max WAND); our questions prune common terms from candidate finding (`rank.py`), which brings
+a whole question through the API to ~20 ms CPU (62-69 ms wall at load ~10) on that machine. FTS5 comes with Python (no
+new dependency), builds fastest here and ranks as well, so it is the engine; tantivy is the one to switch to if
 question latency on large sessions matters more than a dependency.
 """
