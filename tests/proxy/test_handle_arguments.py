@@ -185,8 +185,8 @@ def test_claude_code_copies_a_file_through_the_proxy_without_reading_it(tmp_path
     original.write_text("".join(f'## Section {n}\nText of section {n}: ü € "q".\n\n' for n in range(40_000)))
     servers = tmp_path / "servers.json"
     servers.write_text(json.dumps({"mcpServers": {"fs": npm_entry("server-filesystem", str(work))}}))
-    offload = {"command": sys.executable, "args": ["-m", "mcp_offload", "--store", str(tmp_path / "store")]}
-    offload["args"] += ["--config", str(servers)]
+    args = ["-m", "mcp_offload", "--store", str(tmp_path / "store"), "--config", str(servers)]
+    offload = {"command": sys.executable, "args": args}
 
     def next_call(done: list[Exchange]) -> tuple[str, dict[str, Any]] | None:
         if not done:

@@ -41,7 +41,7 @@ async def offload(client: Client, content: str) -> str:
 async def search(client: Client, **arguments: Any) -> tuple[str, dict[str, Any]]:
     result = await client.call_tool("search_large_output", arguments)
     assert not result.is_error, text_of(result)
-    assert result_of(result)
+    assert result_of(result) is not None
     return text_of(result), result_of(result)
 
 
@@ -128,7 +128,7 @@ async def test_nested_api_response_record_in_one_call(server: OffloadServer, pre
         read = await client.call_tool(
             "read_large_output", {"handle": handle, "start": record["start"], "end": record["end"]}
         )
-        assert result_of(read)["text"] == record["text"]
+        assert result_of(read) is not None and result_of(read)["text"] == record["text"]
         # scope="line" (the default) has no records.
         _, lines = await search(client, pattern="ord-0057", handle=handle)
         assert lines.get("records") is None and lines["matches"][0]["json_path"] == ".data.orders[57].id"

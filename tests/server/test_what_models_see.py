@@ -216,7 +216,7 @@ async def test_every_client_shows_the_text_token_table(tmp_path: Path, server: O
     assert {f"mcp__offload__{t['name']}": (t["description"].replace("…", "..."), t["inputSchema"]) for t in listed} == {
         name: (t["description"], t["input_schema"]) for name, t in ours.items()
     }
-    rows = []
+    rows: list[tuple[str, int, int, int, int, int]] = []
     header = f"{'call':78s} {'text':>6s} {'struct':>7s} {'SDK':>6s} {'Insp.':>6s} {'Claude':>6s}"
     for index, (tool, arguments) in enumerate(CALLS):
         text, structured, meta = sdk[index]
@@ -234,6 +234,6 @@ async def test_every_client_shows_the_text_token_table(tmp_path: Path, server: O
     print("\n" + header)
     for row in rows:
         print(f"{row[0]:78s} {row[1]:6d} {row[2]:7d} {row[3]:6d} {row[4]:6d} {row[5]:6d}")
-    total = [sum(r[i] for r in rows) for i in range(1, 6)]
+    total = [sum(column) for column in zip(*(row[1:] for row in rows), strict=True)]
     print(f"{'total':78s} {total[0]:6d} {total[1]:7d} {total[2]:6d} {total[3]:6d} {total[4]:6d}")
     assert total[1] > total[0] * 1.1  # the structured form would have cost more than 10 % over the text

@@ -37,6 +37,7 @@ from mcp_offload.core.render import render_list, render_query, render_read, rend
 from mcp_offload.core.results import ListOutput, OffloadOutput, QueryOutput, ReadOutput, SearchOutput
 from mcp_offload.core.services import Services
 from mcp_offload.errors import OffloadError, UnknownHandle
+from mcp_offload.retrieve.sql.detect import is_sql
 
 log = logging.getLogger(__name__)
 
@@ -68,10 +69,11 @@ class SearchArgs(ToolArgs):
     handle: str | None = None
     case_sensitive: bool = False
     literal: bool = False
-    max_results: int = Field(default=50, ge=1)
+    max_results: int | None = Field(default=None, ge=1)  # None: 50 matches, 5 ranked passages
     context_lines: int = Field(default=0, ge=0)
     # "scope" on the wire (not the session scope); "record": also the JSON record holding each match (the example)
     unit: Literal["line", "record"] = Field(default="line", alias="scope")
+    ranked: bool = False
 
 
 class QueryArgs(ToolArgs):
@@ -189,6 +191,7 @@ async def search_tool(call: ToolCall, args: SearchArgs) -> ToolReply:
         context_lines=args.context_lines,
         progress=call.progress,
         unit=args.unit,
+        ranked=args.ranked,
     )
     return ToolReply(render_search(out, args.handle), out)
 
@@ -203,7 +206,8 @@ async def query_tool(call: ToolCall, args: QueryArgs) -> ToolReply:
         raw=args.raw,
         progress=call.progress,
     )
-    return ToolReply(render_query(out, call.services.settings.jq_max_output_chars), out)
+    text = render_query(out, call.services.settings.jq_max_output_chars, sql=is_sql(args.query))
+    return ToolReply(text, out)
 
 
 async def list_tool(call: ToolCall, args: NoArgs) -> ToolReply:
@@ -231,8 +235,8 @@ TOOLS: tuple[ToolSpec, ...] = (
         name="read_large_output",
         title="Read part of a stored output",
         description=(
-            "Read an exact slice of a stored output by lines or chars, 1-based inclusive; at most ~5,000 tokens per "
-            "call, a cut answer says where to go on.\n"
+            "Read an exact slice of a stored output by lines or chars, 1-based inclusive; ~5,000 tokens a call at "
+            "most, a cut answer says where to go on.\n"
             "Example: read_large_output(handle='out_…', start_line=120, end_line=160) → those 41 lines verbatim."
         ),
         args=ReadArgs,
@@ -244,13 +248,14 @@ TOOLS: tuple[ToolSpec, ...] = (
         name="search_large_output",
         title="Search stored outputs",
         description=(
-            "Regex (RE2: no lookaround or backrefs; \\w is ASCII, \\pL any letter) or literal search in one stored "
-            "output, or all of this session's without handle: line numbers for read_large_output, in JSON jq paths "
-            "for query_large_output.\n"
+            "RE2 regex (\\w is ASCII, \\pL a letter) or literal search in one stored output, or all of this session's "
+            "without handle: line numbers for read_large_output, in JSON jq paths for query_large_output; "
+            "ranked=true: a question, answered by the best passages (BM25).\n"
             "Example: search_large_output(pattern='timeout|refused', handle='out_…', context_lines=2) → "
             "'4812: … connection refused …'\n"
             "Example: search_large_output(pattern='ord-1234', handle='out_…', literal=true, scope='record') → the "
-            "match at .orders[57].id and that whole order."
+            "match at .orders[57].id and that whole order.\n"
+            "Example: search_large_output(pattern='why did payments time out?', ranked=true) → the best passages."
         ),
         args=SearchArgs,
         output=SearchOutput,
@@ -259,12 +264,13 @@ TOOLS: tuple[ToolSpec, ...] = (
     ),
     ToolSpec(
         name="query_large_output",
-        title="Query stored JSON with jq",
+        title="Query stored JSON with jq, or tables with SQL",
         description=(
-            "Run a jq program on a stored JSON output (JSON Lines: on each record); prints like the jq CLI "
-            "(compact: -c, raw: -r), time and size capped.\n"
+            "jq on a stored JSON output (JSON Lines: each record; compact, raw: jq -c, -r), or SQL (DuckDB) on a "
+            "CSV/TSV, JSON Lines or records output as table t.\n"
             "Example: query_large_output(handle='out_…', query='.items[] | select(.state == \"open\") | .title', "
-            "raw=true) → one title per line."
+            "raw=true) → one title per line.\n"
+            "Example: query_large_output(handle='out_…', query='SELECT status, count(*) FROM t GROUP BY 1') → CSV."
         ),
         args=QueryArgs,
         output=QueryOutput,
