@@ -21,7 +21,7 @@ from llm_upstream.state import ReceivedRequest, UpstreamState, session_key
 from llm_upstream.validate_anthropic import validate_messages_request
 from llm_upstream.validate_openai import validate_chat_request, validate_responses_request
 
-MODELS = ["claude-sonnet-4-5", "claude-haiku-4-5", "claude-opus-4-1", "gpt-5", "gpt-5-mini", "gpt-4.1"]
+MODELS = ["claude-sonnet-4-6", "claude-opus-4-6", "claude-haiku-4-5", "gpt-5", "gpt-5-mini", "gpt-4.1"]
 
 
 class StreamDropped(Exception):
@@ -91,8 +91,11 @@ async def _handle(state: UpstreamState, request: Request, api: ApiKind, *, count
     state.record(entry)
     credential = headers.get("x-api-key") or headers.get("authorization", "").removeprefix("Bearer ").strip()
     if not credential:
-        message = ("x-api-key header is required" if api == "anthropic" else
-                   "You didn't provide an API key. You need to provide your API key in an Authorization header.")  # fmt: skip
+        message = (
+            "x-api-key header is required"
+            if api == "anthropic"
+            else "You didn't provide an API key. You need to provide your API key in an Authorization header."
+        )
         return _error(api, entry, 401, message)
     try:
         body = json.loads(raw)
@@ -132,9 +135,10 @@ async def _handle(state: UpstreamState, request: Request, api: ApiKind, *, count
             api, entry, step.status, step.message, error_type=step.error_type, retry_after_s=step.retry_after_s
         )
     reply = step
-    if api == "anthropic" and turn.thinking_enabled and any(isinstance(b, ToolCall) for b in reply.content):
-        if not any(isinstance(b, Thinking) for b in reply.content):  # the real model thinks before tool use
-            reply = Reply((Thinking("I will use a tool for this."), *reply.content), **_knobs(reply))
+    calls_tools = any(isinstance(b, ToolCall) for b in reply.content)
+    thinks = any(isinstance(b, Thinking) for b in reply.content)
+    if api == "anthropic" and turn.thinking_enabled and calls_tools and not thinks:  # the model thinks first
+        reply = Reply((Thinking("I will use a tool for this."), *reply.content), **_knobs(reply))
     if api == "anthropic":
         usage = state.cache.anthropic(session, segments)
     else:

@@ -39,7 +39,8 @@ def items_of(reply: Reply, signer: Signer, mint_id: Callable[[str], str], encryp
             })  # fmt: skip
         elif isinstance(block, ToolCall):
             items.append({
-                "id": mint_id("fc_"), "type": "function_call", "status": "completed", "call_id": block.id or mint_id("call_"),
+                "id": mint_id("fc_"), "type": "function_call", "status": "completed",
+                "call_id": block.id or mint_id("call_"),
                 "name": block.name, "arguments": json.dumps(block.arguments, ensure_ascii=False),
             })  # fmt: skip
         elif isinstance(block, Thinking):

@@ -189,9 +189,9 @@ class Turn:
     def _assistant_tool_turns(self) -> Iterator[None]:
         if self.api == "anthropic":
             for msg in self.body.get("messages") or []:
-                if msg["role"] == "assistant" and isinstance(msg.get("content"), list):
-                    if any(b.get("type") == "tool_use" for b in msg["content"]):
-                        yield None
+                content = msg.get("content")
+                if msg["role"] == "assistant" and isinstance(content, list) and _has_type(content, "tool_use"):
+                    yield None
         elif self.api == "openai_chat":
             for msg in self.body.get("messages") or []:
                 if msg.get("role") == "assistant" and msg.get("tool_calls"):
@@ -204,6 +204,10 @@ class Turn:
                     yield None
                 if item.get("type") != "reasoning":
                     previous_was_call = is_call
+
+
+def _has_type(blocks: list[Any], kind: str) -> bool:
+    return any(isinstance(b, dict) and b.get("type") == kind for b in blocks)
 
 
 def _flat(content: Any) -> str:

@@ -116,7 +116,8 @@ def _validate_thinking(body: dict[str, Any], count_tokens: bool) -> bool:
         return False
     if not isinstance(thinking, dict) or thinking.get("type") not in ("enabled", "disabled", "adaptive"):
         raise InvalidRequest(
-            "thinking: Input tag found using 'type' does not match any of the expected tags: 'enabled', 'disabled', 'adaptive'"
+            "thinking: Input tag found using 'type' does not match any of the expected tags: 'enabled', "
+            "'disabled', 'adaptive'"
         )
     if thinking["type"] == "enabled":
         budget = thinking.get("budget_tokens")
@@ -132,7 +133,8 @@ def _validate_tool_choice(choice: Any, tool_names: set[str], thinking_on: bool) 
         return
     if not isinstance(choice, dict) or choice.get("type") not in ("auto", "any", "tool", "none"):
         raise InvalidRequest(
-            "tool_choice: Input tag found using 'type' does not match any of the expected tags: 'auto', 'any', 'tool', 'none'"
+            "tool_choice: Input tag found using 'type' does not match any of the expected tags: 'auto', 'any', "
+            "'tool', 'none'"
         )
     if choice["type"] == "tool" and choice.get("name") not in tool_names:
         raise InvalidRequest(f"tool_choice.tool.name: tool '{choice.get('name')}' is not defined in `tools`")
@@ -187,20 +189,23 @@ def _validate_messages(messages: Any, signer: Signer, thinking_on: bool, *, has_
             raise InvalidRequest('messages: first message must use the "user" role')
         if i > 0 and messages[i - 1].get("role") == role:
             raise InvalidRequest(
-                f'messages: roles must alternate between "user" and "assistant", but found multiple "{role}" roles in a row'
+                f'messages: roles must alternate between "user" and "assistant", but found multiple "{role}" '
+                "roles in a row"
             )
         content = msg.get("content")
         last = i == len(messages) - 1
         if isinstance(content, str):
             if not content and not (last and role == "assistant"):
                 raise InvalidRequest(
-                    f"messages.{i}: all messages must have non-empty content except for the optional final assistant message"
+                    f"messages.{i}: all messages must have non-empty content except for the optional final "
+                    "assistant message"
                 )
             blocks: list[Any] = []
         elif isinstance(content, list):
             if not content and not (last and role == "assistant"):
                 raise InvalidRequest(
-                    f"messages.{i}: all messages must have non-empty content except for the optional final assistant message"
+                    f"messages.{i}: all messages must have non-empty content except for the optional final "
+                    "assistant message"
                 )
             blocks = content
         else:
@@ -234,12 +239,14 @@ def _validate_messages(messages: Any, signer: Signer, thinking_on: bool, *, has_
             if missing:
                 raise InvalidRequest(
                     f"messages.{i - 1}: `tool_use` ids were found without `tool_result` blocks immediately after: "
-                    f"{', '.join(missing)}. Each `tool_use` block must have a corresponding `tool_result` block in the next message."
+                    f"{', '.join(missing)}. Each `tool_use` block must have a corresponding `tool_result` block "
+                    "in the next message."
                 )
         if role == "assistant" and uses_here and last:
             raise InvalidRequest(
                 f"messages.{i}: `tool_use` ids were found without `tool_result` blocks immediately after: "
-                f"{', '.join(uses_here)}. Each `tool_use` block must have a corresponding `tool_result` block in the next message."
+                f"{', '.join(uses_here)}. Each `tool_use` block must have a corresponding `tool_result` block "
+                "in the next message."
             )
         previous_uses = uses_here if role == "assistant" else []
     if uses_tool_blocks and not has_tools:
@@ -297,7 +304,8 @@ def _validate_block(block: Any, role: str, where: str, signer: Signer) -> int:
             for k, part in enumerate(content):
                 if not isinstance(part, dict) or part.get("type") not in TOOL_RESULT_CONTENT:
                     raise InvalidRequest(
-                        f"{where}.tool_result.content.{k}: Input tag does not match any of the expected tags: 'text', 'image', 'document', 'search_result'"
+                        f"{where}.tool_result.content.{k}: Input tag does not match any of the expected tags: "
+                        "'text', 'image', 'document', 'search_result'"
                     )
                 if part["type"] == "text" and not (isinstance(part.get("text"), str) and part["text"]):
                     raise InvalidRequest("messages: text content blocks must be non-empty")

@@ -88,13 +88,15 @@ def validate_chat_request(body: Any) -> None:
         role = msg.get("role")
         if role not in ("system", "developer", "user", "assistant", "tool", "function"):
             raise InvalidRequest(
-                f"Invalid value: '{role}'. Supported values are: 'system', 'assistant', 'user', 'function', 'tool', and 'developer'.",
+                f"Invalid value: '{role}'. Supported values are: 'system', 'assistant', 'user', 'function', "
+                "'tool', and 'developer'.",
                 param=f"messages[{i}].role",
             )
         if role == "tool":
             if pending_at < 0:
                 raise InvalidRequest(
-                    "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.",
+                    "Invalid parameter: messages with role 'tool' must be a response to a preceeding message "
+                    "with 'tool_calls'.",
                     param=f"messages.[{i}].role",
                 )
             call_id = msg.get("tool_call_id")
@@ -180,7 +182,7 @@ def _chat_content(content: Any, i: int, parts: frozenset[str], *, required: bool
         if not isinstance(part, dict) or part.get("type") not in parts:
             kind = part.get("type") if isinstance(part, dict) else part
             raise InvalidRequest(
-                f"Invalid value: '{kind}'. Supported values are: {', '.join(repr(p) for p in sorted(parts))}.",
+                f"Invalid value: '{kind}'. Supported values are: {_listing(parts)}.",
                 param=f"messages[{i}].content[{k}].type",
             )
         if part["type"] == "text" and not isinstance(part.get("text"), str):
@@ -207,7 +209,8 @@ def _chat_tools(tools: Any) -> set[str]:
             )
         if not FUNCTION_NAME_RE.match(spec["name"]):
             raise InvalidRequest(
-                f"Invalid 'tools[{i}].function.name': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]+$'.",
+                f"Invalid 'tools[{i}].function.name': string does not match pattern. Expected a string that "
+                "matches the pattern '^[a-zA-Z0-9_-]+$'.",
                 param=f"tools[{i}].function.name",
             )
         if "parameters" in spec and not isinstance(spec["parameters"], dict):
@@ -237,6 +240,10 @@ def _chat_tool_choice(choice: Any, names: set[str]) -> None:
     if isinstance(choice, dict) and choice.get("type") in ("allowed_tools", "custom"):
         return
     raise InvalidRequest("Invalid value for 'tool_choice'.", param="tool_choice")
+
+
+def _listing(values: frozenset[str]) -> str:
+    return ", ".join(repr(v) for v in sorted(values))
 
 
 # -- Responses ---------------------------------------------------------------------------------------------------
@@ -285,7 +292,7 @@ def validate_responses_request(
         kind = item.get("type", "message" if "role" in item else None)
         if kind not in RESPONSES_ITEMS:
             raise InvalidRequest(
-                f"Invalid value: '{kind}'. Supported values are: {', '.join(repr(t) for t in sorted(RESPONSES_ITEMS))}.",
+                f"Invalid value: '{kind}'. Supported values are: {_listing(RESPONSES_ITEMS)}.",
                 param=f"{where}.type",
             )
         if kind == "message":
@@ -350,7 +357,7 @@ def _responses_message(item: dict[str, Any], where: str) -> None:
         kind = part.get("type") if isinstance(part, dict) else None
         if kind not in parts:
             raise InvalidRequest(
-                f"Invalid value: '{kind}'. Supported values are: {', '.join(repr(p) for p in sorted(parts))}.",
+                f"Invalid value: '{kind}'. Supported values are: {_listing(parts)}.",
                 param=f"{where}.content[{k}].type",
             )
         if kind in ("input_text", "output_text") and not isinstance(part.get("text"), str):
@@ -368,13 +375,14 @@ def _responses_tools(tools: Any) -> None:
         kind = tool.get("type") if isinstance(tool, dict) else None
         if kind not in RESPONSES_TOOLS:
             raise InvalidRequest(
-                f"Invalid value: '{kind}'. Supported values are: {', '.join(repr(t) for t in sorted(RESPONSES_TOOLS))}.",
+                f"Invalid value: '{kind}'. Supported values are: {_listing(RESPONSES_TOOLS)}.",
                 param=f"tools[{i}].type",
             )
         if kind in ("function", "custom"):
             name = tool.get("name")
             if not isinstance(name, str) or not FUNCTION_NAME_RE.match(name):
                 raise InvalidRequest(
-                    f"Invalid 'tools[{i}].name': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]+$'.",
+                    f"Invalid 'tools[{i}].name': string does not match pattern. Expected a string that matches "
+                    "the pattern '^[a-zA-Z0-9_-]+$'.",
                     param=f"tools[{i}].name",
                 )
