@@ -106,7 +106,8 @@ async def _handle(state: UpstreamState, request: Request, api: ApiKind, *, count
     prior: list[dict[str, Any]] = []
     try:
         if api == "anthropic":
-            validate_messages_request(body, state.signer, count_tokens=count_only)
+            betas = frozenset(b.strip() for b in headers.get("anthropic-beta", "").split(",") if b.strip())
+            validate_messages_request(body, state.signer, count_tokens=count_only, betas=betas)
         elif api == "openai_chat":
             validate_chat_request(body)
         else:
