@@ -57,8 +57,7 @@ class Retriever(Protocol):
         """The answer to one retrieval call and the tokens it pulls back into the context. Never raises."""
         ...
 
-    async def record_expansion(self, client_message: dict[str, Any], upstream_messages: list[dict[str, Any]]) -> None:
-        ...
+    async def record_expansion(self, client_message: Any, upstream_messages: list[dict[str, Any]]) -> None: ...
 
 
 @dataclass(slots=True)
@@ -153,28 +152,30 @@ async def loop_json(
         report.loops += 1
         final_sent = report.loops > limits.max_loops
         body = dialect.follow_up(request, rounds, final=final_sent)
-        response = await open_call(body)
+        follow = await open_call(body)
         report.upstream_calls += 1
         try:
-            raw = await response.aread()
+            raw = await follow.aread()
         finally:
-            await response.aclose()
-        if response.status_code >= 400:
-            report.problem = f"follow-up refused ({response.status_code})"
-            return response.status_code, raw
+            await follow.aclose()
+        if follow.status_code >= 400:
+            report.problem = f"follow-up refused ({follow.status_code})"
+            return follow.status_code, raw
         try:
             parsed = orjson.loads(raw)
         except orjson.JSONDecodeError:
-            raise GatewayError(502, "upstream_bad_answer", "The upstream's answer to a follow-up call was not JSON.")
+            raise GatewayError(
+                502, "upstream_bad_answer", "The upstream's answer to a follow-up call was not JSON."
+            ) from None
         responses.append(parsed)
         outcome = dialect.outcome(parsed, names)
     stop = END_STOP[dialect.api] if plan.stop == "__end__" else None
     if report.mixed:
         rounds.append(Round(outcome, plan.answers))
     merged = dialect.merged(responses, names, stop)
-    report.usage = add_usage({}, None)
-    for response in responses:
-        add_usage(report.usage, dialect.usage_of(response))
+    report.usage = {}
+    for answered in responses:
+        add_usage(report.usage, dialect.usage_of(answered))
     if rounds:
         last = None if report.mixed else (_visible(outcome, names, dialect) if stop else outcome)
         await _record(dialect, retriever, _client_output(dialect, merged), rounds, last)
@@ -203,7 +204,10 @@ class Keepalive:
             await anyio.sleep(self._interval_s)
             payload = self._ping() if self.waiting else None
             if payload:
-                await self._emit(payload)
+                try:
+                    await self._emit(payload)
+                except Exception:  # the client is gone: the request's disconnect watch ends the rest
+                    return
                 self.sent += 1
 
 
@@ -221,12 +225,19 @@ async def loop_stream(
     """Splice the first stream and every follow-up into one client stream (written through `emit`)."""
     splicer = dialect.splicer(names)
     keepalive = Keepalive(emit, splicer.ping, limits.ping_interval_s)
+    failure: Exception | None = None
     async with anyio.create_task_group() as tg:
         tg.start_soon(keepalive.run)
         try:
-            await _splice(dialect, request, first, open_call, retriever, names, limits, report, emit, splicer, keepalive)
+            await _splice(
+                dialect, request, first, open_call, retriever, names, limits, report, emit, splicer, keepalive
+            )
+        except Exception as exc:  # raised out of the task group it would be wrapped in an ExceptionGroup
+            failure = exc
         finally:
             tg.cancel_scope.cancel()
+    if failure is not None:
+        raise failure
 
 
 async def _splice(

@@ -52,9 +52,7 @@ def family_for_request(path: str, headers: Mapping[str, str]) -> ApiFamily:
 def request_headers(pairs: Iterable[tuple[str, str]], *, decoded: bool) -> list[tuple[str, str]]:
     """The headers to send upstream (names lower-case, order and repeats kept)."""
     items = list(pairs)
-    named = {
-        token.strip().lower() for name, value in items if name == "connection" for token in value.split(",")
-    }
+    named = {token.strip().lower() for name, value in items if name == "connection" for token in value.split(",")}
     out = [(n, v) for n, v in items if n not in HOP_BY_HOP and n not in _NOT_FORWARDED and n not in named]
     if decoded:
         out = [(n, v) for n, v in out if n != "accept-encoding"]
@@ -113,7 +111,9 @@ class Upstream:
         try:
             return await self._client.send(request, stream=True)
         except httpx2.TimeoutException as exc:
-            raise GatewayError(504, "upstream_timeout", f"The upstream at {_origin(url)} did not answer in time ({exc}).")
+            raise GatewayError(
+                504, "upstream_timeout", f"The upstream at {_origin(url)} did not answer in time ({exc})."
+            ) from None
         except httpx2.HTTPError as exc:
             raise GatewayError(
                 502,

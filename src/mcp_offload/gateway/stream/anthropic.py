@@ -18,8 +18,8 @@ import orjson
 
 from mcp_offload.gateway.errors import stream_error_event
 from mcp_offload.gateway.stream.base import (
-    ApiKind,
     Answer,
+    ApiKind,
     CallOutcome,
     Round,
     ToolCall,

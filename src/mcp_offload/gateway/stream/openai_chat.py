@@ -19,8 +19,8 @@ import orjson
 
 from mcp_offload.gateway.errors import stream_error_event
 from mcp_offload.gateway.stream.base import (
-    ApiKind,
     Answer,
+    ApiKind,
     CallOutcome,
     Round,
     ToolCall,
@@ -48,9 +48,11 @@ def _calls(message: dict[str, Any]) -> list[ToolCall]:
         if isinstance(call, dict):
             function = call.get("function") or {}
             calls.append(
-                ToolCall(id=str(call.get("id", "")), name=str(function.get("name", "")), arguments=_arguments(
-                    function.get("arguments")
-                ))
+                ToolCall(
+                    id=str(call.get("id", "")),
+                    name=str(function.get("name", "")),
+                    arguments=_arguments(function.get("arguments")),
+                )
             )
     return calls
 
@@ -81,10 +83,14 @@ class ChatDialect:
         message = choice.get("message") or {}
         calls = [c for c in message.get("tool_calls") or [] if isinstance(c, dict)]
         tool_calls = [
-            {"id": c.get("id"), "type": "function", "function": {
-                "name": (c.get("function") or {}).get("name"),
-                "arguments": (c.get("function") or {}).get("arguments", ""),
-            }}
+            {
+                "id": c.get("id"),
+                "type": "function",
+                "function": {
+                    "name": (c.get("function") or {}).get("name"),
+                    "arguments": (c.get("function") or {}).get("arguments", ""),
+                },
+            }
             for c in calls
         ]
         return CallOutcome(
@@ -272,8 +278,11 @@ class ChatSplicer:
         index = tool_delta.get("index", 0)
         function = tool_delta.get("function") or {}
         if index not in self._tool_index:
-            call = {"id": tool_delta.get("id"), "type": "function", "function": {"name": function.get("name"),
-                                                                              "arguments": ""}}
+            call = {
+                "id": tool_delta.get("id"),
+                "type": "function",
+                "function": {"name": function.get("name"), "arguments": ""},
+            }
             self._tools[index] = call
             if function.get("name") in self.names:
                 self._tool_index[index] = None

@@ -23,8 +23,8 @@ import orjson
 
 from mcp_offload.gateway.errors import stream_error_event
 from mcp_offload.gateway.stream.base import (
-    ApiKind,
     Answer,
+    ApiKind,
     CallOutcome,
     Round,
     ToolCall,
@@ -71,7 +71,10 @@ class ResponsesDialect:
     def outcome(self, response: dict[str, Any], retrieval_names: frozenset[str]) -> CallOutcome:
         items = [i for i in response.get("output") or [] if isinstance(i, dict)]
         return CallOutcome(
-            output=items, calls=_calls(items), stop=response.get("status"), usage=self.usage_of(response),
+            output=items,
+            calls=_calls(items),
+            stop=response.get("status"),
+            usage=self.usage_of(response),
             response_id=response.get("id"),
         )
 
@@ -95,8 +98,8 @@ class ResponsesDialect:
             items.extend(last.output)
         return items
 
-    def client_message(self, client_output: Any) -> dict[str, Any]:
-        return {"output": client_output}
+    def client_message(self, client_output: Any) -> Any:
+        return list(client_output)  # Responses: the client's copy is its list of output items
 
     def merged(self, responses: list[dict[str, Any]], retrieval_names: frozenset[str], stop: str | None) -> Any:
         merged = dict(responses[-1])
@@ -222,7 +225,10 @@ class ResponsesSplicer:
             i for i in self._response.get("output") or [] if isinstance(i, dict)
         ]
         return CallOutcome(
-            output=items, calls=_calls(items), stop=self._response.get("status"), usage=dict(self._usage),
+            output=items,
+            calls=_calls(items),
+            stop=self._response.get("status"),
+            usage=dict(self._usage),
             response_id=self._response.get("id"),
         )
 
