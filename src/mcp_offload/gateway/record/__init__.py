@@ -35,7 +35,12 @@ class Decision:
     call_id: str
     tool: str | None
     tokens: int  # the part's tokens (what inlining it would cost)
+    reference_tokens: int = 0  # the replacement text's tokens
     reason: Reason = "threshold"
+
+    @property
+    def tokens_kept_out(self) -> int:
+        return max(self.tokens - self.reference_tokens, 0)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), ensure_ascii=False, separators=(",", ":"))
@@ -50,6 +55,7 @@ class Decision:
                 call_id=str(data["call_id"]),
                 tool=None if data.get("tool") is None else str(data["tool"]),
                 tokens=int(data.get("tokens") or 0),
+                reference_tokens=int(data.get("reference_tokens") or 0),
                 reason=data.get("reason") if data.get("reason") in ("threshold", "cost", "pressure") else "threshold",
             )
         except (ValueError, KeyError, TypeError):
