@@ -80,6 +80,7 @@ class Exchange:
     """One request's facts, for the log line and the accounting."""
 
     api: str
+    model: str = ""
     stream: bool = False
     status: int = 0
     rewrite: Rewrite | None = None
@@ -226,6 +227,7 @@ class GatewayApp:
     ) -> None:
         request = _parse_json(header_map, raw)
         exchange.stream = request.get("stream") is True
+        exchange.model = str(request.get("model") or "")
         rewrite = await self._rewrite(api, request, header_map, exchange)
         sent = orjson.dumps(rewrite.body) if rewrite is not None and rewrite.changed else raw
         url = self.upstream.url(family_of(api), scope["path"], _query(scope))
@@ -347,9 +349,7 @@ class GatewayApp:
             return None
         exchange.rewrite = rewrite
         exchange.session = rewrite.session
-        if rewrite.fail_open:
-            exchange.fail_open = rewrite.fail_open
-            log.warning("store unavailable, forwarding the original request (fail-open): %s", rewrite.fail_open)
+        exchange.fail_open = rewrite.fail_open  # rewrite_request logged it
         return rewrite
 
     async def _retry_original(
@@ -386,6 +386,9 @@ class GatewayApp:
             return
         figures = DIALECTS[exchange.api].figures(report.usage)
         counters = TurnCounters(
+            api=exchange.api,
+            model=exchange.model,
+            upstream_calls=report.upstream_calls if exchange.status else 0,
             tokens_kept_out=rewrite.tokens_kept_out if rewrite is not None and not exchange.bypassed else 0,
             tokens_pulled_back=report.tokens_pulled_back,
             retrieval_calls=report.retrieval_calls,
