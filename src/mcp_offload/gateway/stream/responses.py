@@ -5,7 +5,11 @@ Follow-up requests: with `previous_response_id` (the conversation lives at the p
 the last response and sends only the `function_call_output` items; otherwise it resends the input plus every
 output item of each call (reasoning items included, as the API asks) and the outputs. The response the client
 gets carries the LAST call's id, so a client that chains with `previous_response_id` continues from a response
-whose stored state holds the whole exchange.
+whose stored state holds the whole exchange. A stream cannot do that: its `response.created` (the first call's id)
+is sent before anyone knows a follow-up will come, and the SDKs require the lifecycle events to keep one id, so a
+spliced stream reports the first call's id throughout (known limit: a client that streams AND chains with
+`previous_response_id` after a transparent loop chains on a stored response whose retrieval calls have no output;
+use `store: false` with full input, as Codex does, or visible retrieval).
 
 Stream splice: `response.created` / `response.in_progress` of the first call are forwarded, later calls' are
 swallowed. Every other event is forwarded as it arrives with `sequence_number` continuing the client's count and
@@ -157,6 +161,7 @@ class ResponsesSplicer:
         self._terminal = "response.completed"
         self._complete = False
         self._in_call = False
+        self._first_id: str | None = None
 
     def _begin_call(self) -> None:
         self._calls += 1
@@ -173,6 +178,8 @@ class ResponsesSplicer:
         if kind in ("response.created", "response.in_progress", "response.queued"):
             if not self._in_call:
                 self._begin_call()
+            if self._first_id is None:
+                self._first_id = (data.get("response") or {}).get("id")
             return self._forward(event, data) if self._calls == 1 else []
         if not self._in_call:
             self._begin_call()
@@ -234,6 +241,8 @@ class ResponsesSplicer:
 
     def finish(self, stop: str | None = None) -> list[bytes]:
         response = dict(self._response)
+        if self._first_id is not None:
+            response["id"] = self._first_id  # the SDKs require one id across the lifecycle events
         response["output"] = list(self._forwarded)
         if self._total:
             response["usage"] = self._total
