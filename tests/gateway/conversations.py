@@ -32,8 +32,10 @@ def build_log(lines: int = 1500, needle_at: int = 1100) -> str:
 def anthropic_messages(log: str) -> list[dict[str, Any]]:
     return [
         {"role": "user", "content": "Build the project and tell me what failed."},
-        {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_01", "name": "Bash",
-                                           "input": {"command": "make"}}]},  # fmt: skip
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "toolu_01", "name": "Bash", "input": {"command": "make"}}],
+        },
         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_01", "content": log}]},
     ]
 

@@ -29,7 +29,9 @@ def _anthropic(url: str) -> anthropic.Anthropic:
     return anthropic.Anthropic(base_url=url, api_key="sk-ant-test", max_retries=0)
 
 
-def test_loop_limit_ends_with_a_call_that_allows_no_tools(upstream: UpstreamServer, start_gateway: StartGateway) -> None:
+def test_loop_limit_ends_with_a_call_that_allows_no_tools(
+    upstream: UpstreamServer, start_gateway: StartGateway
+) -> None:
     upstream.use(always_search())
     gateway = start_gateway(upstream, limits=LoopLimits(max_loops=2, ping_interval_s=0.2))
     with _anthropic(gateway.base_url).messages.stream(
@@ -115,7 +117,9 @@ def test_hostile_handles_get_error_results_and_the_loop_goes_on(
     assert all("Traceback" not in str(r["content"]) and r["content"] for r in errors)
 
 
-def test_visible_mode_sends_retrieval_calls_to_the_client(upstream: UpstreamServer, start_gateway: StartGateway) -> None:
+def test_visible_mode_sends_retrieval_calls_to_the_client(
+    upstream: UpstreamServer, start_gateway: StartGateway
+) -> None:
     upstream.use(search_then_answer())
     gateway = start_gateway(upstream, policy=GatewayPolicy(retrieval="visible"))
     client = openai.OpenAI(base_url=gateway.openai_url, api_key="sk-test", max_retries=0)

@@ -27,7 +27,7 @@ def _check_loop(upstream: UpstreamServer, log: str) -> None:
     result = first["messages"][2]["content"][0]["content"]
     text = result if isinstance(result, str) else "".join(b["text"] for b in result)
     assert text.startswith("Stored as out_") and len(text) < len(log) // 4
-    assert [t["name"] for t in first["tools"]][0] == "Bash"
+    assert next(t["name"] for t in first["tools"]) == "Bash"
     assert "search_large_output" in [t["name"] for t in first["tools"]]
     assert follow["tools"] == first["tools"]  # byte-stable tools: the follow-up keeps the cached prefix
     assert follow["messages"][: len(first["messages"])] == first["messages"]
