@@ -12,6 +12,8 @@ from mcp_offload.server import OffloadServer, build_server
 from mcp_offload.services import Services, build_services
 from mcp_offload.settings import Settings
 
+pytest_plugins = ["llm_upstream.plugin"]  # the scripted LLM API (tests/llm_upstream/) for gateway tests
+
 ERAS = ["auto", "legacy"]  # 2026-07-28 per-request envelope, and the 2025-11-25 handshake
 
 
