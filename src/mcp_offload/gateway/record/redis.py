@@ -16,6 +16,8 @@ from typing import Any
 
 import redis
 import redis.asyncio
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 from mcp_offload.errors import StoreUnavailable
 from mcp_offload.gateway.record.base import RECORD_TTL_S
@@ -60,7 +62,12 @@ class RedisRecord:
         self.ttl_ms = int(ttl_s * 1000)
         self.clock = clock
         self._client: Any = redis.asyncio.Redis.from_url(
-            normalise_url(url), socket_connect_timeout=connect_timeout_s, socket_timeout=socket_timeout_s
+            normalise_url(url),
+            socket_connect_timeout=connect_timeout_s,
+            socket_timeout=socket_timeout_s,
+            # one immediate retry on a broken connection (a restarted server), none on a timeout (a hung one)
+            retry=Retry(NoBackoff(), 1, supported_errors=(redis.exceptions.ConnectionError,)),
+            retry_on_timeout=False,
         )
         self._put = self._client.register_script(_PUT_IF_ABSENT)
 
