@@ -122,6 +122,6 @@ def start_gateway(tmp_path: Path) -> Iterator[StartGateway]:
 
 
 @pytest.fixture
-def upstream() -> Iterator[UpstreamServer]:
-    with UpstreamServer(seed=0) as server:
-        yield server
+def upstream(llm_upstream: UpstreamServer) -> UpstreamServer:
+    """The scripted LLM API (the `llm_upstream` plugin fixture), under a shorter name."""
+    return llm_upstream
