@@ -28,7 +28,7 @@ from mcp_offload.version import __version__
 
 log = logging.getLogger("mcp_offload")
 
-SUBCOMMANDS = ("import-config", "outputs", "stats")
+SUBCOMMANDS = ("import-config", "outputs", "stats", "gateway")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -37,7 +37,8 @@ def _parser() -> argparse.ArgumentParser:
         description="MCP server that keeps large tool outputs out of the context window, losslessly.",
         epilog="other commands: `mcp-offload import-config --help` (move a client's servers behind mcp-offload), "
         "`mcp-offload outputs --help` (list, show, rm, clear, gc stored outputs), "
-        "`mcp-offload stats --help` (what offloading saved, per day and tool)",
+        "`mcp-offload stats --help` (what offloading saved, per day and tool), "
+        "`mcp-offload gateway --help` (the LLM gateway for Anthropic / OpenAI API clients)",
     )
     parser.add_argument("--version", action="version", version=f"mcp-offload {__version__}")
     parser.add_argument("command", nargs="?", choices=["serve", "demo"], default="serve")
@@ -217,6 +218,10 @@ def _run_subcommand(name: str, argv: list[str]) -> int:
         from mcp_offload.commands import stats
 
         return stats.main(argv)
+    if name == "gateway":
+        from mcp_offload.commands import gateway
+
+        return gateway.main(argv)
     from mcp_offload.commands import outputs
 
     return outputs.main(argv)

@@ -47,6 +47,11 @@ class StoreFull(OffloadError):
     """The store is over its quota or the disk is full."""
 
 
+class HandleExists(OffloadError):
+    """A put under a handle that is already published in that scope (deterministic handles: someone else stored the
+    same content first; the caller may treat the stored output as its own)."""
+
+
 class StoreUnavailable(OffloadError):
     """The store cannot be reached or written (permissions, Redis down, ...)."""
 

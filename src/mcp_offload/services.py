@@ -7,6 +7,7 @@ Built once per process by `server.py` (or by a test) and handed to the tools and
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from mcp_offload.errors import SettingsError
 from mcp_offload.retrieve.jq_library import resolve_libjq
@@ -17,6 +18,12 @@ from mcp_offload.store.base import Store
 from mcp_offload.tokens import TokenCounter
 
 
+class Attachment(Protocol):
+    """A resource a front end opens lazily beside the store (e.g. the gateway's decision record)."""
+
+    async def aclose(self) -> None: ...
+
+
 @dataclass(slots=True)
 class Services:
     settings: Settings
@@ -24,8 +31,12 @@ class Services:
     tokens: TokenCounter
     jq: JqRunner
     savings: SavingsRecord = field(default_factory=SavingsRecord)  # the durable savings record (savings/)
+    attachments: dict[str, Attachment] = field(default_factory=dict)  # front ends' resources, closed with these
 
     async def aclose(self) -> None:
+        attached, self.attachments = list(self.attachments.values()), {}
+        for resource in attached:
+            await resource.aclose()
         await self.savings.aclose()
         await self.jq.aclose()
         await self.store.aclose()

@@ -47,7 +47,7 @@ from pathlib import Path
 import anyio
 import orjson
 
-from mcp_offload.errors import OffloadError, StoreFull, StoreUnavailable, UnknownHandle
+from mcp_offload.errors import HandleExists, OffloadError, StoreFull, StoreUnavailable, UnknownHandle
 from mcp_offload.index import ContentIndex
 from mcp_offload.store.base import OutputMeta, ScannedOutput, StoredOutput
 from mcp_offload.store.handles import validate_handle, validate_scope
@@ -183,6 +183,11 @@ class FilesystemStore:
                     if self.fsync:
                         os.fsync(out_fd)
                     with self._store_lock():
+                        with self._dir("scopes", scope, create=True) as scope_fd:
+                            if self._published(scope_fd, meta.handle):
+                                raise HandleExists(
+                                    "an output with this handle already exists in this scope; nothing was stored."
+                                )
                         trash = self._make_room(scope, len(data), tmp_fd)
                         with self._dir("scopes", scope, create=True) as scope_fd:
                             os.rename(staging, meta.handle, src_dir_fd=tmp_fd, dst_dir_fd=scope_fd)
@@ -200,6 +205,14 @@ class FilesystemStore:
             raise
         finally:
             self._finish_removals(trash)
+
+    @staticmethod
+    def _published(scope_fd: int, handle: str) -> bool:
+        try:
+            os.stat(handle, dir_fd=scope_fd, follow_symlinks=False)
+        except FileNotFoundError:
+            return False
+        return True
 
     def _write_file(self, dir_fd: int, name: str, payload: bytes, *, times_ns: tuple[int, int] | None = None) -> None:
         fd = os.open(name, _NEW_FILE_FLAGS, 0o600, dir_fd=dir_fd)
