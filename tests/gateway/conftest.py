@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 import uvicorn
-from llm_upstream import UpstreamServer
 
+from llm_upstream import UpstreamServer
 from mcp_offload.gateway.app import GatewayApp
 from mcp_offload.gateway.loop import LoopLimits
 from mcp_offload.gateway.options import GatewayOptions

@@ -151,6 +151,7 @@ def _split(value: str | None) -> tuple[str, ...]:
 
 def run(args: argparse.Namespace) -> int:
     logging.getLogger().setLevel(args.log_level.upper())
+    logging.getLogger("httpx2").setLevel(logging.WARNING)  # the gateway's own line per request says more
     log_to_stderr_as_json()
     try:
         settings = Settings.from_env().with_overrides(store=args.store)

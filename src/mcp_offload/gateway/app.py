@@ -4,6 +4,7 @@
     POST /v1/chat/completions       OpenAI Chat Completions (same)
     POST /v1/responses              OpenAI Responses        (same)
     GET  /healthz                   ready (no token needed)
+    GET  /stats, GET /              the gateway's figures (JSON, HTML): per session and in total, cost vs direct
     anything else                   relayed as is (/v1/messages/count_tokens, /v1/models, ...), streams streamed
 
 Per request, in order: the gateway's own token (`x-mcp-offload-token: T` or `Proxy-Authorization: Bearer T`;
@@ -46,6 +47,7 @@ from mcp_offload.gateway.record import open_record
 from mcp_offload.gateway.rewrite import Rewrite, RewriteUnavailable, rewrite_request
 from mcp_offload.gateway.session import GatewaySession, derive_session
 from mcp_offload.gateway.session_retriever import SessionRetriever
+from mcp_offload.gateway.status import gateway_stats, render_page
 from mcp_offload.gateway.stream.anthropic import AnthropicDialect
 from mcp_offload.gateway.stream.base import ApiKind, Dialect
 from mcp_offload.gateway.stream.openai_chat import ChatDialect
@@ -87,6 +89,7 @@ class Exchange:
     session: GatewaySession | None = None
     fail_open: str | None = None
     bypassed: bool = False
+    answered: bool = False  # the whole answer went out
     report: TurnReport = field(default_factory=TurnReport)
 
 
@@ -124,8 +127,12 @@ class GatewayApp:
         if refusal is not None:
             await _send_bytes(send, refusal.status, JSON_HEADERS, error_body(family, refusal))
             return
+        if method == "GET" and path in ("/", "/stats"):  # the gateway's own figures (not provider paths)
+            await self._status(path, send)
+            return
         started = time.perf_counter()
         exchange = Exchange(api=api or "relay")
+        send = _noting_completion(send, exchange)
 
         async def work() -> None:
             failure: Exception | None = None
@@ -155,6 +162,19 @@ class GatewayApp:
             with anyio.CancelScope(shield=True):
                 await self._account(exchange)
             _log(method, path, exchange, started)
+
+    async def _status(self, path: str, send: Send) -> None:
+        try:
+            stats = await gateway_stats(self.services)
+        except (StoreUnavailable, OSError) as exc:
+            error = GatewayError(503, "store_unavailable", f"The gateway's store is unavailable: {exc}")
+            await _send_bytes(send, 503, JSON_HEADERS, error_body("openai", error))
+            return
+        if path == "/stats":
+            await _send_bytes(send, 200, JSON_HEADERS, orjson.dumps(stats))
+        else:
+            page = render_page(stats).encode()
+            await _send_bytes(send, 200, [(b"content-type", b"text/html; charset=utf-8")], page)
 
     def _refusal(self, headers: dict[str, str]) -> GatewayError | None:
         if self._tokens and not self._authorized(headers):
@@ -466,12 +486,24 @@ def _too_large(size: int, limit: int) -> GatewayError:
     )
 
 
+def _noting_completion(send: Send, exchange: Exchange) -> Send:
+    """`send`, which also notes on `exchange` when the whole answer went out (a disconnect after that is normal)."""
+
+    async def noting(message: Message) -> None:
+        await send(message)
+        if message["type"] == "http.response.body" and not message.get("more_body", False):
+            exchange.answered = True
+
+    return noting
+
+
 async def _watch_disconnect(receive: Receive, scope: anyio.CancelScope, exchange: Exchange) -> None:
     """Cancel the request's work when the client goes away (its upstream response is closed on the way out)."""
     while True:
         message = await receive()
         if message["type"] == "http.disconnect":
-            exchange.report.problem = "client disconnected"
+            if not exchange.answered:
+                exchange.report.problem = "client disconnected"
             scope.cancel()
             return
 
