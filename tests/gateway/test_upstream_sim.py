@@ -723,3 +723,15 @@ def test_agent_script_follows_directives_across_apis(upstream: UpstreamServer) -
         r.output[-1].type == "function_call"
         and r.output[-1].arguments == '{"command": ["bash", "-lc", "cat big.json"]}'
     )  # type: ignore[union-attr]
+
+
+def test_request_log_endpoint_for_other_processes(upstream: UpstreamServer) -> None:
+    """Benches run the upstream in its own process and read its figures over HTTP."""
+    body = anthropic_body(messages=[user(filler(1500, "a"))], cache_control={"type": "ephemeral"})
+    post(upstream, "/v1/messages", body)
+    post(upstream, "/v1/messages", body)
+    post(upstream, "/v1/messages", anthropic_body(max_tokens=None))
+    log = httpx2.get(upstream.base_url + "/_upstream/requests").json()
+    assert [entry["status"] for entry in log] == [200, 200, 400]
+    assert log[1]["usage"]["cache_read"] == log[0]["usage"]["cache_write"] > 0
+    assert log[2]["usage"] is None and "max_tokens" in log[2]["error"]
