@@ -198,9 +198,12 @@ def bench_script(plans: dict[str, Scenario]) -> Callable[[Turn], Any]:
         if step >= len(scenario.steps):
             return reply("All steps done.")
         last = exchanges[-1].name if exchanges else None
+        # ids that depend on the conversation only, so every mode's prompt holds the same bytes
+        call_id = f"{'toolu' if turn.api == 'anthropic' else 'call'}_bench_{len(exchanges):04d}"
         if step in scenario.retrieve_at and last == "bash" and SEARCH in turn.tool_names:
-            return reply("Checking an earlier output.", tool_call(SEARCH, {"pattern": fact(step - 1), "literal": True}))
-        return reply(f"Running step {step}.", tool_call("bash", {"command": f"run step {step}"}))
+            search = tool_call(SEARCH, {"pattern": fact(step - 1), "literal": True}, id=call_id)
+            return reply("Checking an earlier output.", search)
+        return reply(f"Running step {step}.", tool_call("bash", {"command": f"run step {step}"}, id=call_id))
 
     return decide
 
@@ -608,6 +611,7 @@ def summarize(scenario: Scenario, conv: Conversation, log: list[dict[str, Any]])
         "turns": len(conv.timings),
         "upstream_requests": len(requests),
         "tokens_sent": prompt,
+        "max_prompt": max((u.prompt_tokens for u in usages), default=0),
         "cache_read": sum(u.cache_read for u in usages),
         "cache_write": sum(u.cache_write for u in usages),
         "hit_share": sum(u.cache_read for u in usages) / prompt if prompt else 0.0,
@@ -667,6 +671,7 @@ COLUMNS = [
     ("mode", 9),
     ("cost_x", 7),
     ("tokens_sent", 11),
+    ("max_prompt", 10),
     ("hit_share", 9),
     ("breaks", 6),
     ("upstream_requests", 8),
