@@ -16,12 +16,12 @@ import pytest
 import uvicorn
 
 from llm_upstream import UpstreamServer
+from mcp_offload.core.services import build_services
 from mcp_offload.gateway.app import GatewayApp
 from mcp_offload.gateway.loop import LoopLimits
 from mcp_offload.gateway.options import GatewayOptions
 from mcp_offload.gateway.rewrite import GatewayPolicy
 from mcp_offload.gateway.upstream import UpstreamConfig
-from mcp_offload.services import build_services
 from mcp_offload.settings import Settings
 
 

@@ -22,7 +22,7 @@ from openai.types.responses.response_create_params import ResponseCreateParamsNo
 from pydantic import TypeAdapter
 from pydantic_core import ValidationError
 
-from mcp_offload.services import Services, build_services
+from mcp_offload.core.services import Services, build_services
 from mcp_offload.settings import Settings
 
 APIS = ("anthropic", "openai_chat", "responses")

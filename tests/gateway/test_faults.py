@@ -14,12 +14,12 @@ import anthropic
 import httpx2
 import openai
 import pytest
-from llm_upstream import ApiError, Turn, UpstreamServer, reply
 
 from gateway.conftest import StartGateway
 from gateway.conversations import BASH_ANTHROPIC, HANDLE, anthropic_messages, build_log, chat_messages
+from llm_upstream import ApiError, Turn, UpstreamServer, reply
 from mcp_offload.gateway.rewrite import GatewayPolicy
-from store_fixtures import RedisServer, have_redis_server
+from support.store import RedisServer, have_redis_server
 
 MODEL = "claude-sonnet-4-5"
 ANTHROPIC_HEADERS = {"x-api-key": "sk-ant-test", "anthropic-version": "2023-06-01"}

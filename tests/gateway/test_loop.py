@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import anthropic
 import openai
-from llm_upstream import Turn, UpstreamServer, reply, tool_call
 
 from gateway.conftest import StartGateway
 from gateway.conversations import (
@@ -19,6 +18,7 @@ from gateway.conversations import (
     chat_messages,
     search_then_answer,
 )
+from llm_upstream import Turn, UpstreamServer, reply, tool_call
 from mcp_offload.gateway.loop import LoopLimits
 from mcp_offload.gateway.rewrite import GatewayPolicy
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 
 import openai
-from llm_upstream import UpstreamServer
 
 from gateway.conftest import StartGateway
 from gateway.conversations import (
@@ -20,6 +19,7 @@ from gateway.conversations import (
     responses_input,
     search_then_answer,
 )
+from llm_upstream import UpstreamServer
 
 MODEL = "gpt-5"
 

@@ -37,6 +37,7 @@ import httpx2
 import orjson
 from starlette.types import Message, Receive, Scope, Send
 
+from mcp_offload.core.services import Services
 from mcp_offload.errors import StoreUnavailable
 from mcp_offload.gateway.accounting import TurnCounters
 from mcp_offload.gateway.accounting import add_usage as account
@@ -54,7 +55,6 @@ from mcp_offload.gateway.stream.openai_chat import ChatDialect
 from mcp_offload.gateway.stream.responses import ResponsesDialect
 from mcp_offload.gateway.tool_text import RETRIEVAL_TOOL_NAMES
 from mcp_offload.gateway.upstream import Upstream, family_for_request, request_headers, response_headers
-from mcp_offload.services import Services
 from mcp_offload.version import __version__
 
 log = logging.getLogger("mcp_offload.gateway")
