@@ -12,11 +12,12 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
 from mcp_offload import __version__
+from mcp_offload.gateway.status import render_section
 from mcp_offload.proxy.router import ProxyRouter
 from mcp_offload.proxy.upstream import UpstreamStatus
 from mcp_offload.savings import SavingsRecord, last_days, summarize
 from mcp_offload.savings.record import DaySummary, SavingsRow
-from mcp_offload.serve.http.stats_endpoint import requested_days
+from mcp_offload.serve.http.stats_endpoint import GatewayFigures, read_gateway, requested_days
 from mcp_offload.server.extension import Extension
 
 CHART_W, CHART_H, CHART_PAD = 720, 200, 30
@@ -39,19 +40,30 @@ def router_of(extensions: Sequence[Extension]) -> ProxyRouter | None:
     return None
 
 
-def status_page(record: SavingsRecord, extensions: Sequence[Extension]) -> Callable[[Request], Awaitable[HTMLResponse]]:
+def status_page(
+    record: SavingsRecord, extensions: Sequence[Extension], gateway: GatewayFigures | None = None
+) -> Callable[[Request], Awaitable[HTMLResponse]]:
     async def page(request: Request) -> HTMLResponse:
         days = requested_days(request) or 30
         rows = await record.read(days)
         summaries, total = summarize(rows, last_days(days, time.time()))
         router = router_of(extensions)
         statuses = [u.status() for u in router.upstreams] if router is not None else None
-        return HTMLResponse(render_page(statuses, summaries, total))
+        section = ""
+        if gateway is not None:
+            figures = await read_gateway(gateway)
+            if figures is None:
+                section = "<h2>LLM gateway</h2><p>The gateway's record is unavailable right now.</p>"
+            elif figures["sessions_total"]:
+                section = render_section(figures)  # only when a gateway has served through this store
+        return HTMLResponse(render_page(statuses, summaries, total, section))
 
     return page
 
 
-def render_page(statuses: list[UpstreamStatus] | None, summaries: list[DaySummary], total: SavingsRow) -> str:
+def render_page(
+    statuses: list[UpstreamStatus] | None, summaries: list[DaySummary], total: SavingsRow, gateway: str = ""
+) -> str:
     parts = [
         "<!doctype html><html lang=en><head><meta charset=utf-8>",
         "<title>mcp-offload status</title>",
@@ -65,6 +77,7 @@ def render_page(statuses: list[UpstreamStatus] | None, summaries: list[DaySummar
         f"{total.results_offloaded:,} of {total.results_seen:,} results offloaded, "
         f"{total.tokens_kept_out:,} tokens kept out of context, {total.tokens_retrieved:,} pulled back, "
         f"<strong>{total.tokens_net:,} net saved</strong>. JSON: <a href=stats>/stats</a>.</p>",
+        gateway,
         "</body></html>",
     ]
     return "\n".join(parts)
