@@ -18,13 +18,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gateway.gateway_core_fixtures import APIS, Conversation, headers_for, open_services, validate_body, wire
 from mcp_offload.core.services import Services
 from mcp_offload.gateway.history import history_for
 from mcp_offload.gateway.rewrite import GatewayPolicy, rewrite_request
-from support.store import redis_url
+from support.gateway_core import APIS, Conversation, headers_for, open_services, validate_body, wire
 
-__all__ = ["redis_url"]  # the fixture ($REDIS_URL or a redis-server of our own), re-exported for pytest
 TURNS = 40
 POLICY = GatewayPolicy(threshold_tokens=200)  # default cost rule and window pressure rule on
 
