@@ -14,7 +14,7 @@ from mcp_offload.settings import Settings
 
 # Fixtures shared across folders live beside their helpers in the `support` package, registered here once;
 # llm_upstream is the scripted LLM API (tests/llm_upstream/) for the gateway tests.
-pytest_plugins = ["support.store", "support.jq_runner", "llm_upstream.plugin"]
+pytest_plugins = ["support.store", "support.jq_runner", "llm_upstream.plugin", "support.gateway_server"]
 
 ERAS = ["auto", "legacy"]  # 2026-07-28 per-request envelope, and the 2025-11-25 handshake
 

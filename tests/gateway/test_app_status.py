@@ -7,13 +7,13 @@ from pathlib import Path
 import anthropic
 import httpx2
 
-from gateway.conftest import StartGateway
-from gateway.conversations import BASH_ANTHROPIC, anthropic_messages, build_log, search_then_answer
 from llm_upstream import UpstreamServer
 from mcp_offload.core.services import build_services
 from mcp_offload.serve.http import HttpOptions
 from mcp_offload.settings import Settings
+from support.gateway_server import StartGateway
 from support.http_transport import serving
+from support.llm_conversations import BASH_ANTHROPIC, anthropic_messages, build_log, search_then_answer
 
 
 async def test_http_status_page_and_stats_show_the_gateway(

@@ -15,10 +15,10 @@ import httpx2
 import openai
 import pytest
 
-from gateway.conftest import StartGateway
-from gateway.conversations import BASH_ANTHROPIC, HANDLE, anthropic_messages, build_log, chat_messages
 from llm_upstream import ApiError, Turn, UpstreamServer, reply
 from mcp_offload.gateway.rewrite import GatewayPolicy
+from support.gateway_server import StartGateway
+from support.llm_conversations import BASH_ANTHROPIC, HANDLE, anthropic_messages, build_log, chat_messages
 from support.store import RedisServer, have_redis_server
 
 MODEL = "claude-sonnet-4-5"

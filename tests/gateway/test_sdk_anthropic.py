@@ -8,9 +8,9 @@ from typing import Any
 
 import anthropic
 
-from gateway.conftest import StartGateway
-from gateway.conversations import BASH_ANTHROPIC, NEEDLE, anthropic_messages, build_log, search_then_answer
 from llm_upstream import UpstreamServer
+from support.gateway_server import StartGateway
+from support.llm_conversations import BASH_ANTHROPIC, NEEDLE, anthropic_messages, build_log, search_then_answer
 
 MODEL = "claude-sonnet-4-5"
 

@@ -9,8 +9,9 @@ import json
 
 import openai
 
-from gateway.conftest import StartGateway
-from gateway.conversations import (
+from llm_upstream import UpstreamServer
+from support.gateway_server import StartGateway
+from support.llm_conversations import (
     BASH_CHAT,
     BASH_RESPONSES,
     NEEDLE,
@@ -19,7 +20,6 @@ from gateway.conversations import (
     responses_input,
     search_then_answer,
 )
-from llm_upstream import UpstreamServer
 
 MODEL = "gpt-5"
 

@@ -15,8 +15,10 @@ import httpx2
 import openai
 import pytest
 
-from gateway.conftest import StartGateway
-from gateway.conversations import (
+from llm_upstream import ApiError, Thinking, Turn, UpstreamServer, reply, tool_call
+from mcp_offload.gateway.loop import LoopLimits
+from support.gateway_server import StartGateway
+from support.llm_conversations import (
     BASH_ANTHROPIC,
     BASH_CHAT,
     NEEDLE,
@@ -26,8 +28,6 @@ from gateway.conversations import (
     handles_in,
     search_then_answer,
 )
-from llm_upstream import ApiError, Thinking, Turn, UpstreamServer, reply, tool_call
-from mcp_offload.gateway.loop import LoopLimits
 
 MODEL = "claude-sonnet-4-5"
 HEADERS = {"x-api-key": "sk-ant-test", "anthropic-version": "2023-06-01"}

@@ -1,5 +1,7 @@
-"""Fixtures for the gateway tests: the real gateway (GatewayApp under uvicorn, in a thread with its own event loop so
-sync SDK clients can call it), in front of the scripted LLM upstream (`llm_upstream`, tests/llm_upstream)."""
+"""The real gateway for tests (a plugin, registered in tests/conftest.py): `GatewayApp` under uvicorn in a thread with
+its own event loop (so sync SDK clients can call it), in front of the scripted LLM upstream (tests/llm_upstream).
+
+Fixtures: `start_gateway(upstream, store=..., **GatewayOptions changes)` and `upstream` (the `llm_upstream` one)."""
 
 from __future__ import annotations
 
