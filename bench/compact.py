@@ -17,8 +17,8 @@ from typing import Any
 
 import anyio
 
-from mcp_offload import api
 from mcp_offload.compact import AsyncCompactor
+from mcp_offload.core import api
 
 TURNS, CALLS_PER_TURN, RESULT_BYTES = 50, 4, 250_000
 
@@ -115,8 +115,8 @@ async def measure(repeat: int) -> list[dict[str, object]]:
                     "note": f"compaction overhead {statistics.median(extras):.1f} ms (target < 20)",
                 }
             )
-            before = int((await compactor.usage(history))["tokens"])  # type: ignore[call-overload]
-            after = int((await compactor.usage(compacted[: len(history)]))["tokens"])  # type: ignore[call-overload]
+            before = (await compactor.usage(history))["tokens"]
+            after = (await compactor.usage(compacted[: len(history)]))["tokens"]
             rows.append(
                 {
                     "suite": "compact",

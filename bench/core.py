@@ -5,7 +5,7 @@ Every call goes through the real MCP client (in memory) into the real server, so
 validation and result shaping. Data is generated (seeded) into a temp dir; each yardstick runs on the same file in
 the same run. Ratios are ours / yardstick (lower is better).
 
-The regex rows are also measured through the in-process retrieval API (`mcp_offload.api.search`, what an agent loop
+The regex rows are also measured through the in-process retrieval API (`mcp_offload.core.api.search`, what an agent loop
 in Python calls), on the same output in the same run: the difference is the per-call cost of MCP itself (the
 SDK client's jsonschema validation of the hits, serialisation, the savings count), which does not depend on size.
 """
@@ -27,10 +27,10 @@ import anyio
 import orjson
 from mcp import Client
 
-from mcp_offload import api
+from mcp_offload.core import api
+from mcp_offload.core.services import Services, build_services
 from mcp_offload.retrieve.json_structure import STRUCTURES
-from mcp_offload.server import build_server
-from mcp_offload.services import Services, build_services
+from mcp_offload.server.offload_server import build_server
 from mcp_offload.settings import Settings
 
 NEEDLE = "ZEBRA-7731-NEEDLE"

@@ -18,7 +18,7 @@ lands in one store scope: its cross-session reads are reported, not failed.
     python bench/run.py --only http_load [--quick]
 
 Clients and server share this machine: CPU seconds of each side are reported next to the latencies. The workload
-itself (sessions, payloads, checks) is tests/load_workload.py, which the load test runs on a smaller scale.
+itself (sessions, payloads, checks) is tests/support/load_workload.py, which the load test runs on a smaller scale.
 """
 
 from __future__ import annotations
@@ -38,7 +38,8 @@ import anyio
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))  # the workload and its server are the load test's, shared
 
-from load_workload import (  # noqa: E402
+from support import descendants, free_port  # noqa: E402
+from support.load_workload import (  # noqa: E402
     LoadConfig,
     LoadResult,
     mcp_offload_server,
@@ -46,7 +47,6 @@ from load_workload import (  # noqa: E402
     run_load,
     serve,
 )
-from support import descendants, free_port  # noqa: E402
 
 MCP_PROXY_VERSION = "0.13.0"  # the yardstick; its venv is bench/proxy.py peer_venv's
 

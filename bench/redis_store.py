@@ -20,8 +20,8 @@ import anyio
 from mcp import Client
 
 from core import NEEDLE, amedian_ms, make_json, make_text, parse_size
-from mcp_offload.server import build_server
-from mcp_offload.services import build_services
+from mcp_offload.core.services import build_services
+from mcp_offload.server.offload_server import build_server
 from mcp_offload.settings import Settings
 
 

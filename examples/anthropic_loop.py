@@ -46,7 +46,7 @@ def run(store: str, steps: int) -> tuple[int, int]:
                 messages.append({"role": "assistant", "content": content})
             for block in content:
                 if isinstance(block, ToolUseBlock):
-                    result = search_tool(block.input["query"], rng)  # type: ignore[index]
+                    result = search_tool(str(block.input["query"]), rng)
                     turn = {
                         "role": "user",
                         "content": [{"type": "tool_result", "tool_use_id": block.id, "content": result}],
@@ -54,8 +54,8 @@ def run(store: str, steps: int) -> tuple[int, int]:
                     raw.append(turn)
                     history.append(turn)
             history = compactor.compact(history, boundary="all")
-        without = int(compactor.usage(raw)["tokens"])  # type: ignore[call-overload]
-        with_ = int(compactor.usage(history)["tokens"])  # type: ignore[call-overload]
+        without = compactor.usage(raw)["tokens"]
+        with_ = compactor.usage(history)["tokens"]
     return without, with_
 
 

@@ -17,7 +17,7 @@ import random
 import tempfile
 from typing import Any
 
-from openai.types.chat import ChatCompletionMessage
+from openai.types.chat import ChatCompletionMessage, ChatCompletionMessageFunctionToolCall
 
 from mcp_offload import Compactor
 
@@ -32,11 +32,12 @@ def log_tool(service: str, rng: random.Random) -> str:
 
 
 def scripted_model(step: int, steps: int) -> ChatCompletionMessage:
+    args: dict[str, Any]
     if step == steps - 1:
         return ChatCompletionMessage(role="assistant", content="All services checked; timeouts found.")
-    name, args = ("fetch_logs", {"service": f"svc-{step}"})
+    name, args = "fetch_logs", {"service": f"svc-{step}"}
     if step % 4 == 3:
-        name, args = ("search_large_output", {"pattern": "ERROR", "max_results": 5})
+        name, args = "search_large_output", {"pattern": "ERROR", "max_results": 5}
     call = {"id": f"call_{step:03d}", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
     return ChatCompletionMessage.model_validate({"role": "assistant", "content": None, "tool_calls": [call]})
 
@@ -54,17 +55,18 @@ def run(store: str, steps: int) -> tuple[int, int]:
             raw.append(message)
             history.append(message)
             for call in message.tool_calls or []:
-                args = json.loads(call.function.arguments)  # type: ignore[union-attr]
-                if call.function.name == "fetch_logs":  # type: ignore[union-attr]
+                assert isinstance(call, ChatCompletionMessageFunctionToolCall)  # no custom tools in this loop
+                args = json.loads(call.function.arguments)
+                if call.function.name == "fetch_logs":
                     result = log_tool(args["service"], rng)
                 else:  # one of the five retrieval tools: answered in-process, same code as the MCP server
-                    result = compactor.run_tool(call.function.name, args)  # type: ignore[union-attr]
+                    result = compactor.run_tool(call.function.name, args)
                 turn = {"role": "tool", "tool_call_id": call.id, "content": result}
                 raw.append(turn)
                 history.append(turn)
             history = compactor.compact(history, boundary="all", context_window=CONTEXT_WINDOW)
-        without = int(compactor.usage(raw)["tokens"])  # type: ignore[call-overload]
-        with_ = int(compactor.usage(history)["tokens"])  # type: ignore[call-overload]
+        without = compactor.usage(raw)["tokens"]
+        with_ = compactor.usage(history)["tokens"]
     return without, with_
 
 

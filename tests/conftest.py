@@ -8,11 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from mcp_offload.server import OffloadServer, build_server
-from mcp_offload.services import Services, build_services
+from mcp_offload.core.services import Services, build_services
+from mcp_offload.server.offload_server import OffloadServer, build_server
 from mcp_offload.settings import Settings
 
-pytest_plugins = ["llm_upstream.plugin"]  # the scripted LLM API (tests/llm_upstream/) for gateway tests
+# Fixtures shared across folders live beside their helpers in the `support` package, registered here once;
+# llm_upstream is the scripted LLM API (tests/llm_upstream/) for the gateway tests.
+pytest_plugins = ["support.store", "support.jq_runner", "llm_upstream.plugin", "support.gateway_server"]
 
 ERAS = ["auto", "legacy"]  # 2026-07-28 per-request envelope, and the 2025-11-25 handshake
 

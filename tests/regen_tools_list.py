@@ -11,8 +11,8 @@ from pathlib import Path
 
 from mcp import Client
 
-from mcp_offload.server import build_server
-from mcp_offload.services import build_services
+from mcp_offload.core.services import build_services
+from mcp_offload.server.offload_server import build_server
 from mcp_offload.settings import Settings
 
 

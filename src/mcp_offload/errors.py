@@ -1,4 +1,4 @@
-"""The one exception family. Raised below `tools.py`, translated there once into an `isError` result.
+"""The one exception family. Raised below `server/tools.py`, translated there once into an `isError` result.
 
 Every message is written for the model: what was wrong and what to do instead. Messages never contain
 file paths, scope ids or tracebacks.

@@ -16,9 +16,9 @@ from pathlib import Path
 import anthropic
 import httpx2
 
-from gateway.conftest import StartGateway
-from gateway.conversations import BASH_ANTHROPIC, NEEDLE, anthropic_messages, build_log, search_then_answer
 from llm_upstream import UpstreamServer
+from support.gateway_server import StartGateway
+from support.llm_conversations import BASH_ANTHROPIC, NEEDLE, anthropic_messages, build_log, search_then_answer
 
 CLI = [sys.executable, "-m", "mcp_offload"]
 

@@ -10,9 +10,9 @@ from typing import Any
 
 import httpx2
 
-from gateway.conftest import StartGateway
-from gateway.conversations import BASH_ANTHROPIC, anthropic_messages, build_log
 from llm_upstream import UpstreamServer, reply
+from support.gateway_server import StartGateway
+from support.llm_conversations import BASH_ANTHROPIC, anthropic_messages, build_log
 
 HEADERS = {"x-api-key": "sk-ant-test", "anthropic-version": "2023-06-01"}
 FIRST_TOKEN_S = 0.8

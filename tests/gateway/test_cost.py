@@ -9,18 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from gateway_core_fixtures import (
-    big_text,
-    client_tools,
-    headers_for,
-    make_body,
-    model_turn,
-    open_services,
-    results_turn,
-    user_text,
-    wire,
-)
 
+from mcp_offload.core.services import Services
 from mcp_offload.gateway.cost import (
     ANTHROPIC_5M,
     OPENAI_DEFAULT,
@@ -32,7 +22,17 @@ from mcp_offload.gateway.cost import (
     rewrite_gain,
 )
 from mcp_offload.gateway.rewrite import CHARS_PER_TOKEN, ClearToolUses, GatewayPolicy, rewrite_request
-from mcp_offload.services import Services
+from support.gateway_core import (
+    big_text,
+    client_tools,
+    headers_for,
+    make_body,
+    model_turn,
+    open_services,
+    results_turn,
+    user_text,
+    wire,
+)
 
 
 def test_provider_prices() -> None:

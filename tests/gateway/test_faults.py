@@ -14,12 +14,12 @@ import anthropic
 import httpx2
 import openai
 import pytest
-from llm_upstream import ApiError, Turn, UpstreamServer, reply
 
-from gateway.conftest import StartGateway
-from gateway.conversations import BASH_ANTHROPIC, HANDLE, anthropic_messages, build_log, chat_messages
+from llm_upstream import ApiError, Turn, UpstreamServer, reply
 from mcp_offload.gateway.rewrite import GatewayPolicy
-from store_fixtures import RedisServer, have_redis_server
+from support.gateway_server import StartGateway
+from support.llm_conversations import BASH_ANTHROPIC, HANDLE, anthropic_messages, build_log, chat_messages
+from support.store import RedisServer, have_redis_server
 
 MODEL = "claude-sonnet-4-5"
 ANTHROPIC_HEADERS = {"x-api-key": "sk-ant-test", "anthropic-version": "2023-06-01"}
@@ -188,6 +188,14 @@ def test_store_down_fails_open(upstream: UpstreamServer, start_gateway: StartGat
     assert completion.choices[0].message.content == "still here"
     assert upstream.requests[-1].body["messages"][3]["content"] == build_log(needle_at=5)  # the original, inline
     assert time.monotonic() - started < 15
+    assert httpx2.get(gateway.base_url + "/healthz").json()["fail_open_events"] == 1
+    redis = RedisServer(port=redis.port).start()  # back (empty: no persistence): the fail-open turn gets counted
+    try:
+        upstream.use([reply("again")])
+        client.chat.completions.create(model="gpt-5", messages=[{"role": "user", "content": "hello again"}])
+        assert httpx2.get(gateway.base_url + "/stats").json()["totals"]["fail_open"] == 1
+    finally:
+        redis.stop()
     refused = openai.OpenAI(base_url=closed.openai_url, api_key="k", max_retries=0)
     with pytest.raises(openai.APIStatusError) as caught:
         refused.chat.completions.create(model="gpt-5", messages=messages)

@@ -15,16 +15,14 @@ from typing import Any
 
 import anyio
 import pytest
-from gateway_core_fixtures import APIS, Conversation, headers_for, open_services, validate_body, wire
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from mcp_offload.core.services import Services
 from mcp_offload.gateway.history import history_for
 from mcp_offload.gateway.rewrite import GatewayPolicy, rewrite_request
-from mcp_offload.services import Services
-from store_fixtures import redis_url
+from support.gateway_core import APIS, Conversation, headers_for, open_services, validate_body, wire
 
-__all__ = ["redis_url"]  # the fixture ($REDIS_URL or a redis-server of our own), re-exported for pytest
 TURNS = 40
 POLICY = GatewayPolicy(threshold_tokens=200)  # default cost rule and window pressure rule on
 

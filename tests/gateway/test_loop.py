@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import anthropic
 import openai
-from llm_upstream import Turn, UpstreamServer, reply, tool_call
 
-from gateway.conftest import StartGateway
-from gateway.conversations import (
+from llm_upstream import Turn, UpstreamServer, reply, tool_call
+from mcp_offload.gateway.loop import LoopLimits
+from mcp_offload.gateway.rewrite import GatewayPolicy
+from support.gateway_server import StartGateway
+from support.llm_conversations import (
     BASH_ANTHROPIC,
     BASH_CHAT,
     NEEDLE,
@@ -19,8 +21,6 @@ from gateway.conversations import (
     chat_messages,
     search_then_answer,
 )
-from mcp_offload.gateway.loop import LoopLimits
-from mcp_offload.gateway.rewrite import GatewayPolicy
 
 MODEL = "claude-sonnet-4-5"
 

@@ -11,7 +11,6 @@ from typing import Any
 
 import anyio
 import pytest
-from gateway_core_fixtures import Conversation, headers_for, open_services
 
 from mcp_offload.errors import StoreUnavailable
 from mcp_offload.gateway.accounting import TurnCounters, add_usage, session_summary
@@ -22,9 +21,9 @@ from mcp_offload.gateway.record.redis import RedisRecord
 from mcp_offload.gateway.rewrite import GatewayPolicy, RewriteUnavailable, rewrite_request
 from mcp_offload.gateway.session import GatewaySession
 from mcp_offload.store.handles import scope_key
-from store_fixtures import FakeClock, RedisServer, have_redis_server, redis_url
+from support.gateway_core import Conversation, headers_for, open_services
+from support.store import FakeClock, RedisServer, have_redis_server
 
-__all__ = ["redis_url"]  # the fixture, re-exported for pytest
 SESSION = scope_key("record-test")
 
 

@@ -9,7 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from gateway_core_fixtures import (
+
+from mcp_offload.core import api as core
+from mcp_offload.core.services import Services
+from mcp_offload.gateway.record import open_record
+from mcp_offload.gateway.rewrite import ClearToolUses, GatewayPolicy, RewriteUnavailable, rewrite_request
+from mcp_offload.gateway.tool_text import RETRIEVAL_TOOL_NAMES, retrieval_tools
+from support.gateway_core import (
     APIS,
     Conversation,
     big_text,
@@ -23,12 +29,6 @@ from gateway_core_fixtures import (
     validate_body,
     wire,
 )
-
-from mcp_offload import api as core
-from mcp_offload.gateway.record import open_record
-from mcp_offload.gateway.rewrite import ClearToolUses, GatewayPolicy, RewriteUnavailable, rewrite_request
-from mcp_offload.gateway.tool_text import RETRIEVAL_TOOL_NAMES, retrieval_tools
-from mcp_offload.services import Services
 
 POLICY = GatewayPolicy(threshold_tokens=200, clear_tool_uses=None, cost_rule=False)
 RNG = random.Random(7)

@@ -13,14 +13,14 @@ from typing import Any
 
 import pytest
 from anthropic.types import Message as AnthropicMessage
-from gateway_core_fixtures import big_text, client_tools, headers_for, make_body, open_services, validate_body, wire
 from openai.types.chat import ChatCompletionMessage
 from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseReasoningItem
 
+from mcp_offload.core.services import Services
 from mcp_offload.gateway.history import history_for
 from mcp_offload.gateway.record import record_expansion
 from mcp_offload.gateway.rewrite import GatewayPolicy, rewrite_request
-from mcp_offload.services import Services
+from support.gateway_core import big_text, client_tools, headers_for, make_body, open_services, validate_body, wire
 
 POLICY = GatewayPolicy(threshold_tokens=200)
 BIG = big_text(random.Random(1), 900, "log")

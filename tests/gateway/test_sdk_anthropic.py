@@ -7,10 +7,10 @@ from __future__ import annotations
 from typing import Any
 
 import anthropic
-from llm_upstream import UpstreamServer
 
-from gateway.conftest import StartGateway
-from gateway.conversations import BASH_ANTHROPIC, NEEDLE, anthropic_messages, build_log, search_then_answer
+from llm_upstream import UpstreamServer
+from support.gateway_server import StartGateway
+from support.llm_conversations import BASH_ANTHROPIC, NEEDLE, anthropic_messages, build_log, search_then_answer
 
 MODEL = "claude-sonnet-4-5"
 

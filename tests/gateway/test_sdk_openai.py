@@ -8,10 +8,10 @@ from __future__ import annotations
 import json
 
 import openai
-from llm_upstream import UpstreamServer
 
-from gateway.conftest import StartGateway
-from gateway.conversations import (
+from llm_upstream import UpstreamServer, reply, tool_call
+from support.gateway_server import StartGateway
+from support.llm_conversations import (
     BASH_CHAT,
     BASH_RESPONSES,
     NEEDLE,
@@ -136,3 +136,26 @@ async def test_async_chat_and_responses_streams(upstream: UpstreamServer, start_
     models = await client.models.list()  # relayed untouched
     assert MODEL in [m.id for m in models.data]
     assert json.loads(models.to_json())["data"]
+
+
+def test_responses_chained_with_previous_response_id(upstream: UpstreamServer, start_gateway: StartGateway) -> None:
+    """The conversation lives at the provider: the follow-up chains on the response that called the retrieval tool,
+    and the client gets the last response's id, so its next turn chains on a response with every call answered."""
+    script = search_then_answer()
+    upstream.use([reply(tool_call("Bash", {"command": "make"})), script, script, reply("bye")])
+    gateway = start_gateway(upstream)
+    client = _client(gateway.openai_url)
+    first = client.responses.create(model=MODEL, input="Build the project and tell me what failed.",
+                                    tools=[BASH_RESPONSES])  # fmt: skip
+    call = next(i for i in first.output if i.type == "function_call")
+    second = client.responses.create(
+        model=MODEL, previous_response_id=first.id, tools=[BASH_RESPONSES],
+        input=[{"type": "function_call_output", "call_id": call.call_id, "output": build_log()}],
+    )  # fmt: skip
+    assert second.output_text.endswith(f"Found it: {NEEDLE}")
+    sent = upstream.received("responses", ok_only=True)
+    assert sent[1].body["input"][0]["output"].startswith("Stored as out_")
+    assert sent[2].body["previous_response_id"] != first.id  # chained on the response that called the tool
+    assert [i["type"] for i in sent[2].body["input"]] == ["function_call_output"]
+    third = client.responses.create(model=MODEL, previous_response_id=second.id, input="thanks", tools=[BASH_RESPONSES])
+    assert third.output_text == "bye"  # the provider accepted the chain: every call in it has its output

@@ -6,6 +6,7 @@ transcript (transcript.py), and give the model the five retrieval tools in each 
 """
 
 from mcp_offload.compact.boundary import Boundary
+from mcp_offload.compact.budget import Usage
 from mcp_offload.compact.compactor import AsyncCompactor, Compactor, CompactReport
 
-__all__ = ["AsyncCompactor", "Boundary", "CompactReport", "Compactor"]
+__all__ = ["AsyncCompactor", "Boundary", "CompactReport", "Compactor", "Usage"]

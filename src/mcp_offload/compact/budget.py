@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TypedDict
 
 from mcp_offload.compact.formats import Message, MessageFormat, MessageView
 
@@ -84,8 +85,16 @@ def message_tokens(view: MessageView, count_text: CountTokens) -> int:
     return count_text(view.text) + MESSAGE_OVERHEAD + IMAGE_TOKENS * view.images
 
 
-def usage_report(tokens: int, messages: int, context_window: int | None) -> dict[str, object]:
-    """`usage()`'s answer: tokens counted, messages, and the share of the window when one is given."""
+class Usage(TypedDict):
+    """`Compactor.usage()`'s answer: tokens counted, messages, and the share of the window when one is given."""
+
+    tokens: int
+    messages: int
+    context_window: int | None
+    share: float | None
+
+
+def usage_report(tokens: int, messages: int, context_window: int | None) -> Usage:
     return {
         "tokens": tokens,
         "messages": messages,

@@ -25,9 +25,8 @@ from typing import Any
 
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
-from mcp_offload import api
 from mcp_offload.compact.boundary import Boundary, BoundarySpec
-from mcp_offload.compact.budget import BudgetPolicy, CountTokens, Entry, MessageLedger, usage_report
+from mcp_offload.compact.budget import BudgetPolicy, CountTokens, Entry, MessageLedger, Usage, usage_report
 from mcp_offload.compact.formats import Message, MessageFormat, ToolResult, detect_format, get_format
 from mcp_offload.compact.tool_defs import RETRIEVAL_TOOL_NAMES, tool_definitions
 from mcp_offload.compact.transcript import (
@@ -38,10 +37,11 @@ from mcp_offload.compact.transcript import (
     run_summarize,
     transcript_text,
 )
-from mcp_offload.render import render_reference
-from mcp_offload.services import Services, build_services
+from mcp_offload.core import api
+from mcp_offload.core.render import render_reference
+from mcp_offload.core.services import Services, build_services
+from mcp_offload.server.tools import TOOLS_BY_NAME, ToolCall, call_tool
 from mcp_offload.settings import Settings
-from mcp_offload.tools import TOOLS_BY_NAME, ToolCall, call_tool
 
 log = logging.getLogger("mcp_offload.compact")
 REFERENCE_PREFIX = "Stored as out_"
@@ -253,7 +253,7 @@ class AsyncCompactor:
     # -- budget ----------------------------------------------------------------------------------------
     async def usage(
         self, messages: Sequence[object], *, context_window: int | None = None, format: str | None = None
-    ) -> dict[str, object]:
+    ) -> Usage:
         """Tokens the list costs (see budget.py for what is counted), and its share of `context_window`."""
         fmt = get_format(format) if format else detect_format(messages)
         entries = self._read(fmt, messages)
@@ -359,10 +359,8 @@ class Compactor:
 
     def usage(
         self, messages: Sequence[object], *, context_window: int | None = None, format: str | None = None
-    ) -> dict[str, object]:
-        result: dict[str, object] = self._call(
-            self._async.usage, messages, context_window=context_window, format=format
-        )
+    ) -> Usage:
+        result: Usage = self._call(self._async.usage, messages, context_window=context_window, format=format)
         return result
 
     def tools(self, format: str) -> list[dict[str, Any]]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcp_offload.tools import TOOLS, ToolSpec
+from mcp_offload.server.tools import TOOLS, ToolSpec
 
 TOOL_FORMATS = ("anthropic", "openai", "responses")
 

@@ -14,8 +14,8 @@ import json
 from collections.abc import Awaitable, Callable, Sequence
 
 from mcp_offload.compact.formats import Message, MessageView
-from mcp_offload.render import RETRIEVE_HINT, render_reference
-from mcp_offload.results import OffloadOutput
+from mcp_offload.core.render import RETRIEVE_HINT, render_reference
+from mcp_offload.core.results import OffloadOutput
 
 NOTE_PREFIX = "[Earlier conversation: messages "
 Summarize = Callable[[str], str] | Callable[[str], Awaitable[str]]

@@ -37,6 +37,7 @@ import httpx2
 import orjson
 from starlette.types import Message, Receive, Scope, Send
 
+from mcp_offload.core.services import Services
 from mcp_offload.errors import StoreUnavailable
 from mcp_offload.gateway.accounting import TurnCounters
 from mcp_offload.gateway.accounting import add_usage as account
@@ -54,7 +55,6 @@ from mcp_offload.gateway.stream.openai_chat import ChatDialect
 from mcp_offload.gateway.stream.responses import ResponsesDialect
 from mcp_offload.gateway.tool_text import RETRIEVAL_TOOL_NAMES
 from mcp_offload.gateway.upstream import Upstream, family_for_request, request_headers, response_headers
-from mcp_offload.services import Services
 from mcp_offload.version import __version__
 
 log = logging.getLogger("mcp_offload.gateway")
@@ -101,6 +101,8 @@ class GatewayApp:
         self.options = options
         self.upstream = upstream or Upstream(options.upstream)
         self.draining = False
+        self.fail_open_events = 0  # since start (also on /healthz)
+        self._fail_open_unrecorded = 0  # fail-open turns the store could not count yet
         self._tokens = tuple(hashlib.sha256(t.encode()).digest() for t in options.tokens)
 
     async def aclose(self) -> None:
@@ -120,7 +122,12 @@ class GatewayApp:
         family = family_of(api) if api else family_for_request(path, header_map)
         if path == "/healthz" and method == "GET":
             status = 503 if self.draining else 200
-            body = {"status": "draining" if self.draining else "ok", "version": __version__, "service": "gateway"}
+            body = {
+                "status": "draining" if self.draining else "ok",
+                "version": __version__,
+                "service": "gateway",
+                "fail_open_events": self.fail_open_events,
+            }
             await _send_bytes(send, status, JSON_HEADERS, orjson.dumps(body))
             return
         refusal = self._refusal(header_map)
@@ -365,11 +372,14 @@ class GatewayApp:
             if policy.fail_closed:
                 raise GatewayError(503, "store_unavailable", f"The gateway's store is unavailable: {exc}") from None
             exchange.fail_open = f"{type(exc).__name__}: {exc}"
+            exchange.session = derive_session(api, request, headers)
             log.warning("store unavailable, forwarding the original request (fail-open): %s", exc)
+            self.fail_open_events += 1
             return None
         exchange.rewrite = rewrite
         exchange.session = rewrite.session
         exchange.fail_open = rewrite.fail_open  # rewrite_request logged it
+        self.fail_open_events += exchange.fail_open is not None
         return rewrite
 
     async def _retry_original(
@@ -413,7 +423,7 @@ class GatewayApp:
             tokens_pulled_back=report.tokens_pulled_back,
             retrieval_calls=report.retrieval_calls,
             loops=report.loops,
-            fail_open=1 if exchange.fail_open else 0,
+            fail_open=(1 if exchange.fail_open else 0) + self._fail_open_unrecorded,
             offloaded=len(rewrite.offloaded) if rewrite is not None else 0,
             input_tokens=figures.input_tokens - figures.cache_read_tokens - figures.cache_write_tokens,
             cache_read_input_tokens=figures.cache_read_tokens if exchange.api == "anthropic" else 0,
@@ -426,6 +436,10 @@ class GatewayApp:
                 await account(self.services, session, counters)
         except Exception as exc:  # the turn is answered; counting it must not fail it
             log.warning("could not record the turn's figures: %s", exc)
+            # a fail-open turn cannot be counted while the store is down: kept here, added to the next turn counted
+            self._fail_open_unrecorded = counters.fail_open
+        else:
+            self._fail_open_unrecorded = 0
 
 
 def _single_choice(request: dict[str, Any]) -> bool:
@@ -553,4 +567,4 @@ def _log(method: str, path: str, exchange: Exchange, started: float) -> None:
     log.info("%s %s %s", method, path, exchange.status, extra={"fields": fields})
 
 
-__all__ = ["GatewayApp", "derive_session"]
+__all__ = ["GatewayApp"]

@@ -39,16 +39,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from mcp_offload import api as core
 from mcp_offload.compact.formats import Message, MessageView
+from mcp_offload.core import api as core
+from mcp_offload.core.render import render_reference
+from mcp_offload.core.services import Services
 from mcp_offload.errors import InvalidContent, StoreFull, StoreUnavailable, TooLarge
 from mcp_offload.gateway.cost import Candidate, best_batch, prices_for, remaining_requests
 from mcp_offload.gateway.history import History, ResultPart, history_for
 from mcp_offload.gateway.record import Decision, DecisionRecord, Reason, open_record, part_digest, unit_digest
 from mcp_offload.gateway.session import GatewaySession, derive_session
 from mcp_offload.gateway.tool_text import ApiKind, is_retrieval_tool, retrieval_tools
-from mcp_offload.render import render_reference
-from mcp_offload.services import Services
 from mcp_offload.store.handles import PREFIX, derived_handle
 
 __all__ = ["ApiKind", "ClearToolUses", "GatewayPolicy", "Rewrite", "RewriteUnavailable", "rewrite_request"]

@@ -16,9 +16,9 @@ from collections.abc import Iterator
 import anyio
 import uvicorn
 
+from mcp_offload.core.services import build_services
 from mcp_offload.gateway.app import GatewayApp
 from mcp_offload.gateway.options import GatewayConfigError, GatewayOptions
-from mcp_offload.services import build_services
 from mcp_offload.settings import Settings
 from mcp_offload.version import __version__
 

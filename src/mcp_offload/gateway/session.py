@@ -32,7 +32,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from mcp_offload.api import Scope
+from mcp_offload.core.api import Scope
 from mcp_offload.gateway.history import history_for
 from mcp_offload.gateway.history.base import canonical_bytes, normalized
 from mcp_offload.gateway.tool_text import ApiKind

@@ -14,8 +14,8 @@ import html
 import time
 from typing import Any
 
+from mcp_offload.core.services import Services
 from mcp_offload.gateway.accounting import session_summary
-from mcp_offload.services import Services
 from mcp_offload.version import __version__
 
 MAX_SESSIONS_SHOWN = 20

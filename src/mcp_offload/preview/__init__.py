@@ -1,7 +1,7 @@
 """What the model sees instead of a large output: a small preview that decides its next call.
 
 A preview has to say what is there and how to get at it, in a few hundred tokens. `build_preview` is the entry: it
-takes the kind `detect_kind` found (kinds.py) and hands the output to its renderer: json.py (the outline of the
+takes the kind `detect_kind` found (preview/kinds.py) and hands the output to its renderer: json.py (the outline of the
 document, outline.py, and jq examples that run, jq_examples.py), jsonl.py (record count, record outline, sample
 records, per-record filters) or text.py (the first and the last lines). Each renderer fits its rendering to the token
 budget with the caller's counter (fit.py); the entry makes the result sendable (no lone surrogates) and, as a last
@@ -14,10 +14,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from mcp_offload.kinds import JsonLines, as_json_lines, detect_kind, parse_document
 from mcp_offload.preview.fit import truncate_to_budget
 from mcp_offload.preview.json import json_preview
 from mcp_offload.preview.jsonl import jsonl_preview
+from mcp_offload.preview.kinds import JsonLines, as_json_lines, detect_kind, parse_document
 from mcp_offload.preview.text import text_preview
 from mcp_offload.store.base import Kind
 from mcp_offload.unicode import replace_surrogates

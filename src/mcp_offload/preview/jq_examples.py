@@ -15,8 +15,8 @@ import json
 from itertools import islice
 from typing import Any
 
-from mcp_offload.kinds import JsonLines
 from mcp_offload.preview.jq_syntax import jq_field, jq_path, parse_plain_path, projection
+from mcp_offload.preview.kinds import JsonLines
 from mcp_offload.preview.lookup_examples import id_select, tree_examples
 from mcp_offload.preview.outline import KEYS_SCANNED, STRING_CUT, Outline, spread
 from mcp_offload.unicode import encodes_as_utf8

@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from mcp_offload.kinds import JsonLines
 from mcp_offload.preview.fit import fit_lines, plural
 from mcp_offload.preview.jq_examples import jsonl_examples
+from mcp_offload.preview.kinds import JsonLines
 from mcp_offload.preview.outline import Outline, OutlineNode, abbreviate, fit_outline, notes_text, outline_char_cap
 from mcp_offload.unicode import replace_surrogates
 

@@ -22,10 +22,10 @@ import mcp.types as types
 from mcp.server import ServerRequestContext
 from pydantic import BaseModel, Field
 
-from mcp_offload.change_notifier import ListChanged
-from mcp_offload.extension import Extension, NextTool
 from mcp_offload.proxy.router import STATUS_TOOL_DEF, ProxyRouter, Route
-from mcp_offload.tools import ToolArgs, ToolCall, ToolReply, ToolSpec, call_tool, error_result
+from mcp_offload.server.change_notifier import ListChanged
+from mcp_offload.server.extension import Extension, NextTool
+from mcp_offload.server.tools import ToolArgs, ToolCall, ToolReply, ToolSpec, call_tool, error_result
 
 SEARCH = "search_tools"
 DESCRIBE = "describe_tool"

@@ -29,14 +29,14 @@ from typing import Any
 import mcp.types as types
 import orjson
 
-from mcp_offload import api
-from mcp_offload.content_blocks import payload_of
+from mcp_offload.core import api
+from mcp_offload.core.render import describe_size, render_reference
+from mcp_offload.core.results import OffloadOutput, OutputFacts
+from mcp_offload.core.services import Services
 from mcp_offload.errors import OffloadError
-from mcp_offload.output_resource import resource_link_of
 from mcp_offload.proxy.fallback import inline_fallback
-from mcp_offload.render import describe_size, render_reference
-from mcp_offload.results import OffloadOutput, OutputFacts
-from mcp_offload.services import Services
+from mcp_offload.server.content_blocks import payload_of
+from mcp_offload.server.resources import resource_link_of
 from mcp_offload.tokens import TokenCounter
 
 log = logging.getLogger(__name__)

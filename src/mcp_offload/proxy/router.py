@@ -29,16 +29,16 @@ import mcp.types as types
 from mcp.server import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
-from mcp_offload.change_notifier import ListChanged
-from mcp_offload.extension import Extension, NextTool
+from mcp_offload.core.services import Services
 from mcp_offload.proxy.config import ProxyConfig, UpstreamSpec
 from mcp_offload.proxy.policy import PASSED, Decision, OffloadPolicy
 from mcp_offload.proxy.stats import SavingsStats
 from mcp_offload.proxy.transports import UpstreamUnavailable
 from mcp_offload.proxy.upstream import Catalog, Upstream
-from mcp_offload.savings_tap import count_text
-from mcp_offload.services import Services
-from mcp_offload.tools import RETRIEVAL_TOOLS, TOOLS_BY_NAME, ToolCall, error_result
+from mcp_offload.server.change_notifier import ListChanged
+from mcp_offload.server.extension import Extension, NextTool
+from mcp_offload.server.savings_tap import count_text
+from mcp_offload.server.tools import RETRIEVAL_TOOLS, TOOLS_BY_NAME, ToolCall, error_result
 
 log = logging.getLogger(__name__)
 

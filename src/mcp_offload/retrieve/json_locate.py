@@ -18,8 +18,8 @@ import json
 import re
 from dataclasses import dataclass
 
-from mcp_offload.index import Buffer
 from mcp_offload.retrieve.json_structure import JsonStructure
+from mcp_offload.store.content_index import Buffer
 
 ID_SCAN_BYTES = 4096  # how far into an object a breadcrumb looks for an identifying field
 ID_KEYS = ("name", "title", "login", "key", "id", "slug", "path", "label", "username", "email", "uuid", "number")

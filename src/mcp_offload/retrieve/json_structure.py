@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from mcp_offload.index import Buffer
+from mcp_offload.store.content_index import Buffer
 
 log = logging.getLogger(__name__)
 

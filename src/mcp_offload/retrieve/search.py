@@ -39,10 +39,10 @@ import re2
 from re2 import _re2  # the bound RE2 class: searches a buffer at (pos, endpos) without building Python matches
 
 from mcp_offload.errors import SearchError
-from mcp_offload.index import ContentIndex
 from mcp_offload.retrieve.pattern_shape import PatternShape, shape_of
 from mcp_offload.retrieve.scan import Scan, Searchable
 from mcp_offload.store.base import StoredOutput
+from mcp_offload.store.content_index import ContentIndex
 from mcp_offload.unicode import (
     CONTINUATION_BYTES,
     decode_utf8_prefix,

@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from mcp_offload.index import Buffer, ContentIndex
+from mcp_offload.store.content_index import Buffer, ContentIndex
 from mcp_offload.store.lifecycle import SweepReport
 
 Kind = Literal["json", "jsonl", "text", "blob"]

@@ -48,8 +48,8 @@ import anyio
 import orjson
 
 from mcp_offload.errors import HandleExists, OffloadError, StoreFull, StoreUnavailable, UnknownHandle
-from mcp_offload.index import ContentIndex
 from mcp_offload.store.base import OutputMeta, ScannedOutput, StoredOutput
+from mcp_offload.store.content_index import ContentIndex
 from mcp_offload.store.handles import validate_handle, validate_scope
 from mcp_offload.store.lifecycle import (
     Candidate,

@@ -69,8 +69,8 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from mcp_offload.errors import HandleExists, StoreFull, StoreUnavailable, UnknownHandle
-from mcp_offload.index import ContentIndex
 from mcp_offload.store.base import CHUNK, OutputMeta, ScannedOutput, StoredOutput
+from mcp_offload.store.content_index import ContentIndex
 from mcp_offload.store.handles import validate_handle, validate_scope
 from mcp_offload.store.lifecycle import (
     Candidate,

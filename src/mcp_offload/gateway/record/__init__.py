@@ -15,11 +15,11 @@ from dataclasses import asdict, dataclass, field
 from typing import Literal
 
 from mcp_offload.compact.formats import Message
+from mcp_offload.core.services import Services
 from mcp_offload.gateway.history import canonical_bytes, history_for
 from mcp_offload.gateway.record.base import RECORD_TTL_S, RecordBackend
 from mcp_offload.gateway.session import GatewaySession
 from mcp_offload.gateway.tool_text import ApiKind
-from mcp_offload.services import Services
 
 ATTACHMENT = "gateway.record"
 TOOLS_FIELD, EXPANDED_FIELD, BYPASS_FIELD = "tools", "expanded", "bypass"

@@ -1,0 +1,122 @@
+"""How the `outputs` commands show stored outputs to a person: the table of `list`, the JSON of `list --json`,
+and `show`'s metadata block followed by the reference (preview included) exactly as the model saw it.
+
+The preview is rebuilt from the stored content with `build_preview` (deterministic), with the same budget and
+token counter as `core/ingest.py` uses, so it matches what the server sent as long as the settings do.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from mcp_offload.core.ingest import FRAME_TOKENS, Offloaded, blob_preview
+from mcp_offload.core.render import render_reference
+from mcp_offload.core.results import facts_of
+from mcp_offload.preview import build_preview
+from mcp_offload.settings import Settings
+from mcp_offload.store.base import OutputMeta, ScannedOutput
+from mcp_offload.tokens import TokenCounter
+
+SESSION_CHARS = 12
+_COLUMNS = ("HANDLE", "SESSION", "NAME", "KIND", "SIZE", "TOKENS", "CREATED", "LAST READ", "EXPIRES")
+
+
+def human_bytes(n: int) -> str:
+    size = float(n)
+    for unit in ("B", "KB", "MB", "GB"):
+        if size < 1024 or unit == "GB":
+            return f"{int(size)} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{n} B"  # not reached
+
+
+def human_span(seconds: float) -> str:
+    """A rounded, signed-free span: 45s, 12m, 3h, 2d."""
+    seconds = abs(seconds)
+    for unit, length in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= length:
+            return f"{int(seconds // length)}{unit}"
+    return f"{int(seconds)}s"
+
+
+def _when(ts: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(ts))
+
+
+def _tokens(meta: OutputMeta) -> str:
+    return f"{'~' if meta.tokens_estimated else ''}{meta.tokens:,}"
+
+
+def table_row(out: ScannedOutput, now: float) -> tuple[str, ...]:
+    meta = out.meta
+    expires = f"in {human_span(out.expires - now)}" if out.expires > now else "expired"
+    return (
+        meta.handle,
+        out.scope[:SESSION_CHARS],
+        (meta.name or "-")[:40],
+        meta.kind,
+        human_bytes(meta.size),
+        _tokens(meta),
+        _when(meta.created),
+        "never" if out.last_used is None else f"{human_span(now - out.last_used)} ago",
+        expires,
+    )
+
+
+def render_table(outputs: list[ScannedOutput], now: float) -> str:
+    if not outputs:
+        return "no outputs\n"
+    rows = [_COLUMNS, *(table_row(o, now) for o in outputs)]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(_COLUMNS))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
+    total = sum(o.meta.size for o in outputs)
+    lines.append(f"{len(outputs)} output(s), {human_bytes(total)}")
+    return "\n".join(lines) + "\n"
+
+
+def as_json(out: ScannedOutput) -> dict[str, Any]:
+    """The fields the tools report for an output (`facts_of`), plus where and how long it lives."""
+    return {
+        **facts_of(out.meta),
+        "session": out.scope,
+        "source": out.meta.source,
+        "created": out.meta.created,
+        "last_read": out.last_used,
+        "expires": out.expires,
+    }
+
+
+def rebuild_offloaded(meta: OutputMeta, content: bytes, settings: Settings, tokens: TokenCounter) -> Offloaded:
+    """The output with the preview the server built for it (same budget and counter as `core/ingest.py`)."""
+    if meta.kind == "blob":
+        return Offloaded(meta=meta, preview=blob_preview(meta.mime_type, meta.size))
+    text = content.decode("utf-8", "surrogatepass")  # stored exactly as given, lone surrogates included
+    preview = build_preview(
+        text,
+        meta.kind,
+        budget_tokens=max(100, settings.preview_tokens - FRAME_TOKENS),
+        count_tokens=tokens.count,
+        total_lines=meta.lines,
+    )
+    return Offloaded(meta=meta, preview=preview)
+
+
+def render_show(out: ScannedOutput, offloaded: Offloaded, now: float) -> str:
+    meta = out.meta
+    facts = [
+        ("handle", meta.handle),
+        ("session", out.scope),
+        ("name", meta.name or "-"),
+        ("source", meta.source or "-"),
+        ("kind", meta.kind + (f" ({meta.mime_type})" if meta.mime_type else "")),
+        ("size", f"{meta.size:,} bytes, {meta.chars:,} chars, {meta.lines:,} lines"),
+        ("tokens", _tokens(meta)),
+        ("created", _when(meta.created)),
+        ("last read", "never" if out.last_used is None else _when(out.last_used)),
+        ("expires", _when(out.expires) + ("" if out.expires > now else " (expired)")),
+    ]
+    width = max(len(k) for k, _ in facts)
+    head = "\n".join(f"{k.ljust(width)}  {v}" for k, v in facts)
+    reference = render_reference(offloaded.output())
+    return f"{head}\n\n--- what the model saw ---\n{reference}\n"

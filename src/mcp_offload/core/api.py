@@ -1,0 +1,278 @@
+"""The in-process API: store an output and get it back, with no MCP in between.
+
+Five plain async functions over the shared `Services` and a `Scope` (whose outputs to see), returning the result
+models of `core/results.py`. They are the whole retrieval path: the MCP tools (`server/tools.py`) validate
+arguments and render these results as text, the proxy stores large upstream results through `offload`, and the
+compaction API (`compact/`) stores tool results and answers the model's retrieval calls through the same functions.
+
+    from mcp_offload import Scope, Settings, build_services, offload, query, search   # the public names
+
+    services = build_services(Settings())
+    scope = Scope.named("my-agent")                 # or Scope.new() for a private one
+    stored = await offload(services, scope, big_json, name="issues")
+    hits = await search(services, scope, "timeout", handle=stored.handle)
+    rows = await query(services, scope, stored.handle, ".items | length")
+    await services.aclose()
+
+Errors are `OffloadError`s (`errors.py`) whose message is written for a model; nothing is stored or changed when
+one is raised.
+"""
+
+from __future__ import annotations
+
+import secrets
+from contextlib import AsyncExitStack
+from dataclasses import asdict, dataclass
+from typing import Literal
+
+import anyio
+
+from mcp_offload.core.ingest import offload_blob, offload_text
+from mcp_offload.core.progress import ProgressFn, heartbeat
+from mcp_offload.core.results import (
+    ContextLine,
+    ListOutput,
+    OffloadOutput,
+    QueryOutput,
+    ReadOutput,
+    SearchMatchOut,
+    SearchOutput,
+    SearchRecordOut,
+    info_of,
+)
+from mcp_offload.core.services import Services
+from mcp_offload.errors import ExpiredHandle, OffloadError, SearchError, UnknownHandle
+from mcp_offload.retrieve.json_hits import JsonHits, json_hits, require_records
+from mcp_offload.retrieve.read import read_range
+from mcp_offload.retrieve.search import SearchOptions, SearchResult, compile_pattern, search_outputs
+from mcp_offload.store.handles import scope_key, validate_handle
+
+NOT_ENUMERABLE = (
+    "this connection has no session identity (2026-07-28 request without authentication), so outputs cannot be "
+    "listed or searched all at once; pass the handle you were given."
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """Whose outputs a call sees: a store scope key, and whether its outputs may be enumerated (listed, searched
+    without a handle). Keys are hashes of a session identity, so a store never sees the identity itself."""
+
+    key: str
+    enumerable: bool = True
+
+    @classmethod
+    def new(cls) -> Scope:
+        """A private scope nobody else can name (one stdio server run, one compactor without a session name)."""
+        return cls(scope_key("run:" + secrets.token_hex(16)))
+
+    @classmethod
+    def named(cls, session: str) -> Scope:
+        """The scope of a named session: every process that names the same session on the same store shares it
+        (`mcp-offload --session NAME`, `Compactor(session=NAME)`)."""
+        if not session or len(session) > 200 or not session.isprintable():
+            raise ValueError("a session name is 1-200 printable characters")
+        return cls(scope_key("session-name:" + session))
+
+
+async def offload(
+    services: Services,
+    scope: Scope,
+    content: str,
+    *,
+    name: str | None = None,
+    source: str | None = "offload",
+    progress: ProgressFn | None = None,
+    handle: str | None = None,
+) -> OffloadOutput:
+    """Store a text (JSON and JSON Lines are detected) and return its facts and the preview a model sees.
+
+    `handle`: store under this handle (a `store.handles.derived_handle`) instead of a fresh one; idempotent when
+    that handle is already stored in the scope."""
+    async with heartbeat(progress, f"storing {len(content):,} characters"):
+        offloaded = await offload_text(services, scope.key, content, name=name, source=source, handle=handle)
+    return offloaded.output()
+
+
+async def offload_bytes(
+    services: Services,
+    scope: Scope,
+    data: bytes,
+    *,
+    mime_type: str | None,
+    name: str | None = None,
+    source: str | None = None,
+) -> OffloadOutput:
+    """Store binary content (an image, audio) as a blob: kept byte-exact, described by type and size only."""
+    offloaded = await offload_blob(services, scope.key, data, mime_type=mime_type, name=name, source=source)
+    return offloaded.output()
+
+
+async def read(
+    services: Services,
+    scope: Scope,
+    handle: str,
+    *,
+    start: int | None = None,
+    end: int | None = None,
+    start_line: int | None = None,
+    end_line: int | None = None,
+) -> ReadOutput:
+    """An exact slice by 1-based inclusive characters or lines, cut at `settings.read_max_tokens`."""
+    handle = validate_handle(handle)
+    async with services.store.open(scope.key, handle) as output:
+        result = await anyio.to_thread.run_sync(
+            lambda: read_range(
+                output,
+                start=start,
+                end=end,
+                start_line=start_line,
+                end_line=end_line,
+                max_tokens=services.settings.read_max_tokens,
+                counter=services.tokens,
+            )
+        )
+    return ReadOutput(
+        handle=handle,
+        mode=result.mode,
+        start=result.start,
+        end=result.end,
+        total=result.total,
+        tokens=result.tokens,
+        truncated=result.truncated,
+        next_start=result.next_start,
+        note=result.note,
+        text=result.text,
+    )
+
+
+async def search(
+    services: Services,
+    scope: Scope,
+    pattern: str,
+    *,
+    handle: str | None = None,
+    case_sensitive: bool = False,
+    literal: bool = False,
+    max_results: int = 50,
+    context_lines: int = 0,
+    progress: ProgressFn | None = None,
+    result_scope: Literal["line", "record"] = "line",
+) -> SearchOutput:
+    """RE2 (or literal) search in one output, or in all of the scope's text outputs when `handle` is None.
+
+    Matches in JSON / JSON Lines outputs carry their jq path and breadcrumb. `result_scope="record"` (the tool's
+    `scope`) also returns the record holding each match (JSON: the element of the outermost array on its path;
+    JSON Lines: its line), once per record, all together cut at `settings.read_max_tokens`."""
+    if result_scope not in ("line", "record"):
+        raise SearchError('scope must be "line" (matching lines) or "record" (the JSON records holding them).')
+    settings = services.settings
+    compiled = compile_pattern(
+        pattern, literal=literal, case_sensitive=case_sensitive, max_chars=settings.search_max_pattern_chars
+    )
+    options = SearchOptions(
+        case_sensitive=case_sensitive,
+        literal=literal,
+        max_results=min(max_results, settings.search_max_results_cap),
+        context_lines=context_lines,
+        line_chars=settings.search_line_chars,
+        time_budget_s=settings.search_time_budget_s,
+    )
+    if handle is not None:
+        handles = [validate_handle(handle)]  # an unknown one raises UnknownHandle when opened below
+    else:
+        if not scope.enumerable:
+            raise SearchError("search_large_output needs a handle here: " + NOT_ENUMERABLE)
+        handles = [m.handle for m in await services.store.list(scope.key) if m.kind != "blob"]
+    async with AsyncExitStack() as stack:
+        outputs = []
+        for h in handles:
+            try:
+                outputs.append(await stack.enter_async_context(services.store.open(scope.key, h)))
+            except (UnknownHandle, ExpiredHandle):
+                if handle is not None:
+                    raise
+        records = result_scope == "record"
+        if records and handle is not None:
+            require_records(outputs[0])
+
+        def run() -> tuple[SearchResult, JsonHits]:
+            found = search_outputs(outputs, compiled, options, max_results_cap=settings.search_max_results_cap)
+            placed = json_hits(
+                {o.meta.handle: o for o in outputs},
+                found.matches,
+                records=records,
+                max_tokens=settings.read_max_tokens,
+                counter=services.tokens,
+            )
+            return found, placed
+
+        async with heartbeat(None if handle else progress, f"searching {len(outputs)} output(s)"):
+            result, hits = await anyio.to_thread.run_sync(run)
+    return SearchOutput(
+        pattern=pattern,
+        matches=[
+            SearchMatchOut(
+                handle=m.handle,
+                line=m.line,
+                start=m.start,
+                end=m.end,
+                text=m.text,
+                before=[ContextLine(line=number, text=text) for number, text in m.before],
+                after=[ContextLine(line=number, text=text) for number, text in m.after],
+                json_path=place.json_path if place else None,
+                record=place.record if place else None,
+                breadcrumb=place.breadcrumb if place else None,
+            )
+            for m, place in zip(result.matches, hits.places, strict=True)
+        ],
+        total_matches=result.total_matches,
+        total_is_exact=result.total_is_exact,
+        truncated=result.truncated,
+        outputs_searched=result.outputs_searched,
+        records=[SearchRecordOut(**asdict(r)) for r in hits.records] if records else None,
+    )
+
+
+async def query(
+    services: Services,
+    scope: Scope,
+    handle: str,
+    program: str,
+    *,
+    compact: bool = False,
+    raw: bool = False,
+    progress: ProgressFn | None = None,
+) -> QueryOutput:
+    """Run a jq program over a stored JSON (JSON Lines: over each record) output, sandboxed and capped."""
+    handle = validate_handle(handle)
+    async with services.store.open(scope.key, handle) as output:
+        message = f"running jq over {output.meta.size:,} bytes"
+        async with heartbeat(progress, message, total=services.settings.jq_timeout_s):
+            result = await services.jq.run(output, program, compact=compact, raw=raw)
+    return QueryOutput(
+        handle=handle,
+        result=result.text,
+        results=result.results,
+        truncated=result.truncated,
+        elapsed_ms=round(result.elapsed_s * 1000, 3),
+    )
+
+
+async def list_outputs(services: Services, scope: Scope) -> ListOutput:
+    """The scope's outputs, newest first."""
+    if not scope.enumerable:
+        raise OffloadError("list_outputs is unavailable: " + NOT_ENUMERABLE)
+    return ListOutput(outputs=[info_of(meta) for meta in await services.store.list(scope.key)])
+
+
+async def known_handles(services: Services, scope: Scope) -> str:
+    """A hint for a model that named an unknown handle: the scope's handles, or what to do instead."""
+    if not scope.enumerable:
+        return "Check the handle you were given."
+    metas = await services.store.list(scope.key)
+    if not metas:
+        return "This session has no stored outputs yet."
+    shown = ", ".join(m.handle + (f" ({m.name})" if m.name else "") for m in metas[:10])
+    more = f" and {len(metas) - 10} more (see list_outputs)" if len(metas) > 10 else ""
+    return f"This session's outputs: {shown}{more}."

@@ -1,0 +1,181 @@
+"""Where an output goes: content → (kind, tokens, index, preview) → store.
+
+The one entry point for storing, used by the `offload` tool and by the proxy for large upstream results.
+All CPU work (encoding, indexing, parsing, counting) runs in a worker thread so the server stays responsive.
+"""
+
+from __future__ import annotations
+
+import time
+import unicodedata
+from dataclasses import dataclass
+
+import anyio
+
+from mcp_offload.core.results import OffloadOutput, facts_of
+from mcp_offload.core.services import Services
+from mcp_offload.errors import HandleExists, InvalidContent, TooLarge
+from mcp_offload.preview import Preview, build_preview
+from mcp_offload.preview.kinds import detect_kind, gc_paused
+from mcp_offload.retrieve.json_structure import warm_structure
+from mcp_offload.store.base import OutputMeta
+from mcp_offload.store.content_index import ContentIndex
+from mcp_offload.store.handles import new_handle, validate_handle
+
+# The reference around a preview (the "Stored as …" line, notes, the retrieval hint) takes about this many tokens:
+# the preview gets the rest of the budget, so the whole reference stays within `preview_tokens`.
+FRAME_TOKENS = 80
+
+
+@dataclass(frozen=True, slots=True)
+class Offloaded:
+    """A stored output and the preview the model sees instead of it."""
+
+    meta: OutputMeta
+    preview: Preview
+
+    def output(self) -> OffloadOutput:
+        """As the retrieval API and the tools report it."""
+        meta = self.meta
+        return OffloadOutput(
+            **facts_of(meta), notes=list(meta.notes), preview=self.preview.text, shape=self.preview.data
+        )
+
+
+def clean_name(name: str | None, max_chars: int) -> str | None:
+    """Names are labels only (never paths): drop control/format characters, trim, cap the length."""
+    if name is None:
+        return None
+    kept = "".join(ch for ch in name if unicodedata.category(ch)[0] != "C" or ch == " ")
+    kept = " ".join(kept.split())[:max_chars]
+    return kept or None
+
+
+def _encode(text: str) -> tuple[bytes, tuple[str, ...]]:
+    try:
+        return text.encode("utf-8"), ()
+    except UnicodeEncodeError:
+        data = text.encode("utf-8", "surrogatepass")
+        return data, ("content has unpaired UTF-16 surrogates; stored exactly as given (not valid UTF-8 on disk)",)
+
+
+def _prepare_text(
+    services: Services, text: str, name: str | None, source: str | None, handle: str | None = None
+) -> tuple[Offloaded, ContentIndex, bytes]:
+    settings = services.settings
+    data, notes = _encode(text)
+    if len(data) > settings.max_output_bytes:
+        raise TooLarge(
+            f"content is {len(data):,} bytes, over this server's cap of {settings.max_output_bytes:,} bytes; "
+            "nothing was stored. Split it into parts and offload each."
+        )
+    index = ContentIndex.build(data)
+    # The parsed value lives only until the preview is built: the GC stays paused until it is freed, so that it is
+    # never traversed (one collection over a 100 MB document's objects costs about as much as parsing it).
+    with gc_paused():
+        kind, parsed = detect_kind(text, data)
+        preview = build_preview(
+            text,
+            kind,
+            parsed=parsed,
+            budget_tokens=max(100, settings.preview_tokens - FRAME_TOKENS),
+            count_tokens=services.tokens.count,
+            total_lines=index.lines,
+        )
+        del parsed
+    if "\x00" in text and kind == "text":
+        notes = (*notes, "content contains NUL characters; stored exactly as given")
+    tokens, approx = services.tokens.count_large(text, settings.tokens_exact_chars)
+    meta = OutputMeta(
+        handle=handle or new_handle(),
+        kind=kind,
+        size=index.size,
+        chars=index.chars,
+        lines=index.lines,
+        tokens=tokens,
+        tokens_estimated=approx or services.tokens.estimated,
+        created=time.time(),
+        name=clean_name(name, settings.max_name_chars),
+        source=source,
+        notes=notes,
+    )
+    return Offloaded(meta=meta, preview=preview), index, data
+
+
+async def offload_text(
+    services: Services,
+    scope: str,
+    text: str,
+    *,
+    name: str | None = None,
+    source: str | None = None,
+    handle: str | None = None,
+) -> Offloaded:
+    """Store `text` under `scope` and return its metadata and preview. Raises `OffloadError`s; stores nothing then.
+
+    `handle`: publish under this (validated) handle instead of a fresh one, idempotently: a front end that derives
+    handles from the content (`store.handles.derived_handle`) may find it already stored by another instance, and
+    then the stored output is kept and the call reports it as stored."""
+    if not isinstance(text, str) or not text:
+        raise InvalidContent("content is empty; there is nothing to offload.")
+    if len(text) > services.settings.max_output_bytes:  # every char is at least one byte: fail before encoding
+        raise TooLarge(
+            f"content is over this server's cap of {services.settings.max_output_bytes:,} bytes; nothing was stored. "
+            "Split it into parts and offload each."
+        )
+    if handle is not None:
+        validate_handle(handle)
+    offloaded, index, data = await anyio.to_thread.run_sync(_prepare_text, services, text, name, source, handle)
+    try:
+        await services.store.put(scope, offloaded.meta, index, data)
+    except HandleExists:
+        if handle is None:
+            raise
+        return offloaded
+    meta = offloaded.meta
+    if meta.kind in ("json", "jsonl"):
+        warm_structure(meta.handle, meta.created, data)  # in the background: for the JSON paths of search hits
+    return offloaded
+
+
+async def offload_blob(
+    services: Services,
+    scope: str,
+    data: bytes,
+    *,
+    mime_type: str | None,
+    name: str | None = None,
+    source: str | None = None,
+) -> Offloaded:
+    """Store binary content (an image, audio, a binary resource) as a blob: no text preview, size and type only."""
+    if not data:
+        raise InvalidContent("content is empty; there is nothing to offload.")
+    if len(data) > services.settings.max_output_bytes:
+        raise TooLarge(f"blob is {len(data):,} bytes, over this server's cap; nothing was stored.")
+    index = ContentIndex.for_blob(len(data))
+    meta = OutputMeta(
+        handle=new_handle(),
+        kind="blob",
+        size=len(data),
+        chars=0,
+        lines=0,
+        tokens=0,
+        tokens_estimated=False,
+        created=time.time(),
+        name=clean_name(name, services.settings.max_name_chars),
+        mime_type=mime_type,
+        source=source,
+    )
+    preview = blob_preview(mime_type, len(data))
+    await services.store.put(scope, meta, index, data)
+    return Offloaded(meta=meta, preview=preview)
+
+
+def blob_preview(mime_type: str | None, size: int) -> Preview:
+    """What the model sees of binary content: its type and size, no bytes."""
+    return Preview(
+        kind="blob",
+        text=f"binary {mime_type or 'application/octet-stream'}, {size:,} bytes (not shown)",
+        data={"mime_type": mime_type, "bytes": size},
+        tokens=0,
+    )

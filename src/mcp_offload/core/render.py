@@ -1,0 +1,134 @@
+"""The model-facing text of each result: what a model reads back from the tools, the proxy and the compactor.
+
+Each function turns one result model (`core/results.py`) into the short text a model sees; the same text serves the
+MCP tools (`server/tools.py`), the proxy's references to offloaded upstream results and the compaction API, so a model
+meets one wording whichever front end stored or retrieved the output.
+"""
+
+from __future__ import annotations
+
+from mcp_offload.core.output_uri import uri_of
+from mcp_offload.core.results import (
+    ListOutput,
+    OffloadOutput,
+    OutputFacts,
+    QueryOutput,
+    ReadOutput,
+    SearchMatchOut,
+    SearchOutput,
+    SearchRecordOut,
+)
+
+RETRIEVE_HINT = (
+    "Retrieve with read_large_output (char or line ranges), search_large_output (regex), "
+    "query_large_output (jq, JSON only)."
+)
+
+
+def n(value: int) -> str:
+    """A count as people write it: 12,345."""
+    return f"{value:,}"
+
+
+def describe_size(facts: OutputFacts) -> str:
+    """'274,590 bytes, 274,590 chars, 8,574 lines, ~70,541 tokens' (blobs: bytes and type)."""
+    if facts.kind == "blob":
+        return f"{facts.bytes:,} bytes, {facts.mime_type or 'binary'}"
+    approx = "~" if facts.tokens_estimated else ""
+    return f"{facts.bytes:,} bytes, {facts.chars:,} chars, {facts.lines:,} lines, {approx}{facts.tokens:,} tokens"
+
+
+def render_reference(out: OffloadOutput) -> str:
+    """The text the model sees instead of a stored output: handle, sizes, notes, preview, how to retrieve."""
+    if out.kind == "blob":
+        return (
+            f"Stored as {out.handle} (binary; {describe_size(out)}). It is not text: read it whole as the resource "
+            f"{uri_of(out.handle)}."
+        )
+    label = f' "{out.name}"' if out.name else ""
+    lines = [
+        f"Stored as {out.handle}{label} ({out.kind}; {describe_size(out)}).",
+        *(f"Note: {note}" for note in out.notes),
+        out.preview,
+        RETRIEVE_HINT,
+    ]
+    return "\n".join(line for line in lines if line)
+
+
+def render_read(out: ReadOutput, max_tokens: int) -> str:
+    unit = "lines" if out.mode == "lines" else "chars"
+    head = f"[{out.handle} {unit} {n(out.start)}–{n(out.end)} of {n(out.total)} · {n(out.tokens)} tokens]"
+    tail = []
+    if out.note:
+        tail.append(f"[{out.note}]")
+    if out.next_start is not None:
+        key = "start_line" if out.mode == "lines" else "start"
+        tail.append(f"[cut at the {n(max_tokens)}-token cap: continue with {key}={out.next_start}]")
+    return "\n".join([head, out.text, *tail]) if tail else f"{head}\n{out.text}"
+
+
+def render_search(out: SearchOutput, scoped: str | None) -> str:
+    """`scoped`: the handle searched, or None when the search covered all of the session's outputs."""
+    where = scoped or f"{out.outputs_searched} output(s)"
+    total = n(out.total_matches) + ("" if out.total_is_exact else "+")
+    if not out.matches:
+        return f"No match for {out.pattern!r} in {where}."
+    lines = [f"{total} match(es) for {out.pattern!r} in {where}; showing {len(out.matches)}:"]
+    for m in out.matches:
+        # One output searched: its handle is in the first line, not on every hit (as rg names no file for one
+        # file); it cost ~30 % of a 50-hit result's tokens. Across outputs each line names its output.
+        prefix = "" if scoped else f"{m.handle}:"
+        lines.extend(f"  {prefix}{c.line}-  {c.text}" for c in m.before)
+        lines.append(f"{prefix}{m.line} [chars {m.start}–{m.end}]: {m.text}")
+        if m.json_path is not None:
+            lines.append(_json_place(m))
+        lines.extend(f"  {prefix}{c.line}-  {c.text}" for c in m.after)
+    if out.truncated:
+        lines.append("[more matches not shown: raise max_results or narrow the pattern]")
+    if out.records is not None:
+        lines.extend(_render_records(out.records))
+    return "\n".join(lines)
+
+
+def _json_place(m: SearchMatchOut) -> str:
+    """'  at .[77].children[0].name (pkg077 › src › plan.md)'; JSON Lines: 'at record 12: .user.login'."""
+    where = f"record {m.record}: {m.json_path}" if m.record is not None else m.json_path
+    return f"  at {where}" + (f" ({m.breadcrumb})" if m.breadcrumb else "")
+
+
+def _render_records(records: list[SearchRecordOut]) -> list[str]:
+    if not records:
+        return ["No JSON record holds these matches (text outputs have no records)."]
+    lines = [f"{len(records)} record(s) holding them:"]
+    for r in records:
+        where = f"record {r.record}" if r.record is not None else r.json_path
+        span = f"lines {n(r.start_line)}–{n(r.end_line)}, chars {r.start}–{r.end}"
+        lines.append(f"── {r.handle} {where} [{span}] · {r.matches} match(es):")
+        if r.text:
+            lines.append(r.text)
+        if r.truncated:
+            lines.append(
+                f"[record cut at the read token cap: read the rest with read_large_output(handle={r.handle!r}, "
+                f"start={r.next_start}, end={r.end})]"
+            )
+    return lines
+
+
+def render_query(out: QueryOutput, max_output_chars: int) -> str:
+    text = out.result if out.result else "(no output)"
+    if out.truncated:
+        text += (
+            f"\n[output cut at {n(max_output_chars)} chars after {out.results} "
+            "result(s): narrow the query, e.g. add '| length', 'limit(10; …)' or select fewer fields]"
+        )
+    return text
+
+
+def render_list(out: ListOutput) -> str:
+    if not out.outputs:
+        return "No stored outputs in this session yet."
+    lines = [f"{len(out.outputs)} stored output(s), newest first:"]
+    for info in out.outputs:
+        label = f' "{info.name}"' if info.name else ""
+        lines.append(f"{info.handle}{label} {info.kind}, {describe_size(info)}, created {info.created}")
+    return "\n".join(lines)

@@ -1,0 +1,73 @@
+"""The services a server instance shares: settings, the store, the token counter, the jq runner, the savings
+record.
+
+Built once per process by the command line or a transport (or by a test) and handed to the tools and the proxy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from mcp_offload.errors import SettingsError
+from mcp_offload.retrieve.jq_library import resolve_libjq
+from mcp_offload.retrieve.jq_pool import JqRunner
+from mcp_offload.savings.record import SavingsRecord
+from mcp_offload.settings import Settings
+from mcp_offload.store.base import Store
+from mcp_offload.tokens import TokenCounter
+
+
+class Attachment(Protocol):
+    """A resource a front end opens lazily beside the store (e.g. the gateway's decision record)."""
+
+    async def aclose(self) -> None: ...
+
+
+@dataclass(slots=True)
+class Services:
+    settings: Settings
+    store: Store
+    tokens: TokenCounter
+    jq: JqRunner
+    savings: SavingsRecord = field(default_factory=SavingsRecord)  # the durable savings record (savings/)
+    attachments: dict[str, Attachment] = field(default_factory=dict)  # front ends' resources, closed with these
+
+    async def aclose(self) -> None:
+        attached, self.attachments = list(self.attachments.values()), {}
+        for resource in attached:
+            await resource.aclose()
+        await self.savings.aclose()
+        await self.jq.aclose()
+        await self.store.aclose()
+
+
+def build_services(settings: Settings) -> Services:
+    """Open the store and the savings record beside it, load the tokenizer (offline-safe) and prepare the jq
+    worker pool."""
+    from mcp_offload.savings import open_savings
+    from mcp_offload.store import open_store
+    from mcp_offload.store.lifecycle import StoreLimits
+    from mcp_offload.tokens import load_counter
+
+    try:
+        tokens = load_counter(settings.encoding)
+    except ValueError as exc:
+        raise SettingsError(str(exc)) from None
+    return Services(
+        settings=settings,
+        store=open_store(settings.store_location(), limits=StoreLimits.from_settings(settings)),
+        tokens=tokens,
+        jq=JqRunner(
+            workers=settings.jq_workers,
+            timeout_s=settings.jq_timeout_s,
+            max_output_chars=settings.jq_max_output_chars,
+            max_program_chars=settings.jq_max_program_chars,
+            memory_mb=settings.jq_memory_mb,
+            cache_inputs=settings.jq_cache_inputs,
+            cache_input_mb=settings.jq_cache_input_mb,
+            cache_memory_mb=settings.jq_cache_memory_mb,
+            libjq=resolve_libjq(settings.jq_library),
+        ),
+        savings=open_savings(settings.store_location()),
+    )

@@ -1,0 +1,119 @@
+"""How the server is exposed over HTTP: `HttpOptions` (from the CLI flags and MCP_OFFLOAD_TOKEN), the refusal to
+serve an open server beyond loopback, and the Host/Origin checks (DNS-rebinding protection) handed to the SDK.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from mcp.server.transport_security import TransportSecuritySettings
+
+from mcp_offload.errors import OffloadError
+from mcp_offload.serve.http.auth import parse_tokens
+
+Transport = Literal["http", "sse", "both"]
+LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
+
+
+class RefusedConfig(OffloadError):
+    """A network configuration the server will not start with (the message says what to change)."""
+
+
+@dataclass(frozen=True, slots=True)
+class HttpOptions:
+    """Everything about serving over HTTP; `Settings` stays about the store and the tools."""
+
+    transport: Transport = "http"
+    host: str = "127.0.0.1"
+    port: int = 8765
+    tokens: tuple[str, ...] = ()
+    allow_open: bool = False
+    allowed_hosts: tuple[str, ...] = ()  # extra Host values (reverse proxy names); "*" turns Host/Origin checks off
+    allowed_origins: tuple[str, ...] = ()
+    stateless: bool = False  # streamable HTTP without sessions (every request stands alone)
+    json_response: bool = False  # answer POSTs with plain JSON instead of an SSE stream (no progress relayed)
+    max_body_bytes: int = 32 * 1024 * 1024
+    max_sessions: int = 1000  # per transport
+    session_idle_timeout: float = 30 * 60.0
+    shutdown_grace_s: float = 10.0  # how long in-flight calls may run on after SIGTERM
+    mcp_path: str = "/mcp"
+    sse_path: str = "/sse"
+    messages_path: str = "/messages/"
+
+    def __post_init__(self) -> None:
+        if self.max_body_bytes <= 0 or self.max_sessions <= 0 or self.session_idle_timeout <= 0:
+            raise RefusedConfig("--max-body-bytes, --max-sessions and --session-idle-timeout must be positive")
+
+
+def is_loopback(host: str) -> bool:
+    if host in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_exposure(options: HttpOptions) -> None:
+    """Refuse to serve an open (tokenless) server beyond loopback unless the operator said so explicitly."""
+    if not is_loopback(options.host) and not options.tokens and not options.allow_open:
+        raise RefusedConfig(
+            f"refusing to listen on {options.host} without a token: anyone who can reach it could read every "
+            "output. Set --token (or MCP_OFFLOAD_TOKEN), or pass --allow-open if this network is trusted."
+        )
+
+
+def transport_security(options: HttpOptions) -> TransportSecuritySettings:
+    """DNS-rebinding protection: loopback names always, the bound address, plus what the operator allows."""
+    if "*" in options.allowed_hosts:
+        return TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    hosts = ["127.0.0.1", "127.0.0.1:*", "localhost", "localhost:*", "[::1]", "[::1]:*"]
+    if not is_loopback(options.host) and options.host not in ("0.0.0.0", "::"):
+        name = f"[{options.host}]" if ":" in options.host else options.host
+        hosts += [name, f"{name}:*"]
+    for host in options.allowed_hosts:
+        hosts.append(host)
+        if not host.endswith(":*") and not re.search(r":\d+$", host.rsplit("]", 1)[-1]):
+            hosts.append(host + ":*")
+    origins = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*", *options.allowed_origins]
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True, allowed_hosts=_unique(hosts), allowed_origins=_unique(origins)
+    )
+
+
+def _unique(values: Sequence[str]) -> list[str]:
+    return list(dict.fromkeys(values))
+
+
+def http_options_from_args(args: Any, environ: dict[str, str] | None = None) -> HttpOptions:
+    """HttpOptions from the CLI flags (cli/dispatch.py) and MCP_OFFLOAD_TOKEN (comma-separated tokens)."""
+    env = os.environ if environ is None else environ
+    try:
+        tokens = parse_tokens([*args.token, env.get("MCP_OFFLOAD_TOKEN", "")])
+    except ValueError as exc:
+        raise RefusedConfig(str(exc)) from None
+    options = HttpOptions(
+        transport=args.transport,
+        host=args.host,
+        port=args.port,
+        tokens=tokens,
+        allow_open=args.allow_open,
+        allowed_hosts=_split(args.allowed_hosts),
+        allowed_origins=_split(args.allowed_origins),
+        stateless=args.stateless,
+        json_response=args.json_response,
+        max_body_bytes=args.max_body_bytes,
+        max_sessions=args.max_sessions,
+        session_idle_timeout=args.session_idle_timeout,
+    )
+    check_exposure(options)
+    return options
+
+
+def _split(value: str | None) -> tuple[str, ...]:
+    return tuple(v.strip() for v in (value or "").split(",") if v.strip())

@@ -1,0 +1,118 @@
+"""Running the HTTP app under uvicorn until SIGTERM/SIGINT, then shutting down gracefully.
+
+The shutdown, in order: stop accepting connections, close the gate (new MCP requests are refused), let the calls
+in flight finish (bounded by `HttpOptions.shutdown_grace_s`), then close the long-lived SSE streams and let uvicorn
+stop. `run_http` (the CLI entry) also owns the services and the proxy's upstreams and closes them afterwards.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import signal
+import threading
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import anyio
+import uvicorn
+from sse_starlette.sse import AppStatus
+
+from mcp_offload.core.services import Services, build_services
+from mcp_offload.proxy import ProxyConfig, open_proxy
+from mcp_offload.serve.http.app import build_http_app
+from mcp_offload.serve.http.in_flight import InFlight
+from mcp_offload.serve.http.logs import log_to_stderr_as_json
+from mcp_offload.serve.http.options import HttpOptions, RefusedConfig, check_exposure, is_loopback
+from mcp_offload.serve.http.shutdown_gate import ShutdownGate
+from mcp_offload.server.extension import Extension
+from mcp_offload.settings import Settings
+from mcp_offload.version import __version__
+
+log = logging.getLogger(__name__)
+
+
+class GracefulServer(uvicorn.Server):
+    """uvicorn with a drain phase before its own shutdown, and no re-raised signal afterwards (exit code 0)."""
+
+    def __init__(self, config: uvicorn.Config, gate: ShutdownGate, in_flight: InFlight, grace_s: float) -> None:
+        super().__init__(config)
+        self._gate = gate
+        self._in_flight = in_flight
+        self._grace_s = grace_s
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        previous = {sig: signal.signal(sig, self.handle_exit) for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            yield
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+    async def shutdown(self, sockets: list[Any] | None = None) -> None:
+        for server in self.servers:
+            server.close()  # no new connections
+        self._gate.close()  # no new MCP requests
+        log.info("shutting down: waiting up to %.0f s for %d in-flight call(s)", self._grace_s, self._in_flight.count)
+        if not await self._in_flight.wait_idle(self._grace_s):
+            log.warning("shutting down: %d call(s) still running after the grace period", self._in_flight.count)
+        AppStatus.should_exit = True  # now close the long-lived SSE streams
+        await super().shutdown(sockets)
+
+
+async def run_http(settings: Settings, options: HttpOptions, proxy: ProxyConfig | None = None) -> None:
+    """The CLI entry: build the services (and the proxy's upstreams), serve until SIGTERM/SIGINT, then stop the
+    upstreams and close the services (jq workers, store), in that order."""
+    log_to_stderr_as_json()
+    services = build_services(settings)
+    try:
+        async with open_proxy(services, proxy) as extensions:
+            await serve_http(services, options, extensions=extensions)
+    finally:
+        with anyio.CancelScope(shield=True):
+            await services.aclose()
+
+
+async def serve_http(services: Services, options: HttpOptions, *, extensions: Sequence[Extension] = ()) -> None:
+    """Serve until SIGTERM/SIGINT, then shut down gracefully. Closes nothing it did not open (not `services`)."""
+    check_exposure(options)
+    built = build_http_app(services, options, extensions=extensions)
+    # our shutdown drains calls first, then closes streams; sse_starlette leaves this staticmethod unannotated
+    AppStatus.disable_automatic_graceful_drain()  # type: ignore[no-untyped-call]
+    config = uvicorn.Config(
+        built.app,
+        host=options.host,
+        port=options.port,
+        log_config=None,
+        access_log=False,
+        lifespan="on",
+        timeout_graceful_shutdown=max(1, int(options.shutdown_grace_s)),
+    )
+    server = GracefulServer(config, built.gate, built.in_flight, options.shutdown_grace_s)
+    where = ", ".join(
+        f"http://{options.host}:{options.port}{path}"
+        for path, on in (
+            (options.mcp_path, options.transport in ("http", "both")),
+            (options.sse_path, options.transport in ("sse", "both")),
+        )
+        if on
+    )
+    log.warning(
+        "mcp-offload %s serving %s (%s)",
+        __version__,
+        where,
+        f"{len(options.tokens)} token(s)" if options.tokens else "no token",
+    )
+    if not is_loopback(options.host) and not options.allowed_hosts:
+        log.warning(
+            "Host checks accept only loopback names%s: pass --allowed-hosts with the names clients use to reach "
+            "this server (or '*' to turn the checks off behind a proxy that does them)",
+            "" if options.host in ("0.0.0.0", "::") else f" and {options.host}",
+        )
+    await server.serve()
+    if not server.started:
+        raise RefusedConfig(f"could not listen on {options.host}:{options.port} (see the log above)")

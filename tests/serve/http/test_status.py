@@ -1,0 +1,103 @@
+"""/stats (JSON) and the status page at / over real HTTP on loopback: the same figures as `stats --json`, the
+upstreams' states, the SVG chart, behind the bearer auth; and, where chromium is installed, a real browser render."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import httpx2
+import pytest
+
+from mcp_offload.core.services import Services
+from mcp_offload.serve.http import HttpOptions
+from support.http_transport import TOKEN_A, connect, serving
+from support.proxy import fixture_entry, running_proxy
+
+AUTH = {"Authorization": f"Bearer {TOKEN_A}"}
+
+
+async def test_stats_and_page_show_the_recorded_savings_behind_auth(services: Services) -> None:
+    config = {"mcpServers": {"fix": fixture_entry(), "broken": {"command": "/nonexistent/server"}}}
+    async with running_proxy(services, config) as server:
+        router = server.router  # type: ignore[attr-defined]  # set by running_proxy
+        options = HttpOptions(transport="http", tokens=(TOKEN_A,))
+        async with serving(services, options, [router]) as base:
+            async with connect(base, "http", "legacy", TOKEN_A) as client:
+                await client.call_tool("fix__json", {"n": 3000})  # large: offloaded
+                await client.call_tool("fix__echo", {"name": "small"})  # passed through
+            async with httpx2.AsyncClient(timeout=30) as http:
+                for path in ("/stats", "/", "/stats?days=3"):
+                    refused = await http.get(base + path)
+                    assert refused.status_code == 401, path
+                stats = (await http.get(base + "/stats?days=3", headers=AUTH)).json()
+                bad = await http.get(base + "/stats?days=0", headers=AUTH)
+                page = await http.get(base + "/", headers=AUTH)
+    assert bad.status_code == 400
+    assert len(stats["days"]) == 3
+    rows = {(r["server"], r["tool"]): r for r in stats["days"][-1]["rows"]}
+    assert rows[("fix", "json")]["results_offloaded"] == 1 and rows[("fix", "json")]["tokens_kept_out"] > 10_000
+    assert rows[("fix", "echo")] == {
+        "server": "fix",
+        "tool": "echo",
+        "results_seen": 1,
+        "results_offloaded": 0,
+        "tokens_kept_out": 0,
+        "retrievals": 0,
+        "tokens_retrieved": 0,
+        "tokens_net_saved": 0,
+    }
+    assert stats["total"]["tokens_net_saved"] == rows[("fix", "json")]["tokens_kept_out"]
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    body = page.text
+    assert "<script" not in body and "http://" not in body.replace("http://www.w3.org/2000/svg", "")
+    assert "<td>fix</td><td>stdio</td><td class=ready>ready</td>" in body
+    assert "<td>broken</td>" in body and "class=ready>ready</td><td class=n>0" not in body
+    svg = body[body.index("<svg") : body.index("</svg>") + 6]
+    bars = ET.fromstring(svg).findall("{http://www.w3.org/2000/svg}rect")
+    assert len(bars) == 30  # one per day of the default window
+    assert f"{stats['total']['tokens_net_saved']:,} tokens net" in svg
+    assert float(bars[-1].get("height", "0")) > float(bars[0].get("height", "0"))  # today's bar, not an empty day
+
+
+async def test_the_page_without_a_proxy(services: Services, tmp_path: Path) -> None:
+    async with serving(services, HttpOptions(transport="http")) as base, httpx2.AsyncClient(timeout=30) as http:
+        page = await http.get(base + "/")
+        stats = await http.get(base + "/stats")
+    assert "Not proxying" in page.text
+    assert stats.json()["total"]["results_seen"] == 0
+
+
+def _chromium() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+async def test_the_page_renders_in_a_real_browser(services: Services, tmp_path: Path) -> None:
+    browser = _chromium()
+    if browser is None:
+        pytest.skip("BROWSER TEST SKIPPED: chromium is not installed (apt-get install chromium)")
+    async with serving(services, HttpOptions(transport="http")) as base:
+        async with connect(base, "http", "legacy") as client:
+            await client.call_tool("offload", {"content": "word " * 20_000})
+        shot = tmp_path / "page.png"
+        dom = await _run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom", base + "/"], tmp_path)
+        await _run(
+            [browser, "--headless", "--no-sandbox", "--disable-gpu", f"--screenshot={shot}",
+             "--window-size=900,700", base + "/"],
+            tmp_path,
+        )  # fmt: skip
+    assert "net tokens saved per day" in dom and "<rect" in dom
+    data = shot.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5_000  # a real, non-blank render
+
+
+async def _run(argv: list[str], home: Path) -> str:
+    import anyio
+
+    done = await anyio.to_thread.run_sync(
+        lambda: subprocess.run(argv, capture_output=True, text=True, timeout=60, env={"HOME": str(home)}, check=False)
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout
