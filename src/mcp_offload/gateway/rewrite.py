@@ -254,6 +254,18 @@ class _Turn:
         if clear is None and not policy.cost_rule:
             return []
         excluded = set(clear.exclude_tools) if clear is not None else set()
+        eligible = [
+            p
+            for p in parts
+            if p.decision is None
+            and p.part.message < tail
+            and self._offloadable(p.part)
+            and (p.part.tool or "") not in excluded
+            and len(p.part.text)
+            >= CHARS_PER_TOKEN * min(policy.threshold_tokens, 2 * self.services.settings.preview_tokens)
+        ]
+        if not eligible:
+            return []  # the usual case: every large result was decided in its own turn
         clear_at_least = clear.clear_at_least_tokens if clear is not None else ClearToolUses().clear_at_least_tokens
         preview = self.services.settings.preview_tokens
         # positions: estimated tokens from the prompt's start (tools and system first, as the providers cache them)
@@ -266,14 +278,6 @@ class _Turn:
         prefix_tokens = (starts[tail] if tail < len(starts) else pos) // CHARS_PER_TOKEN
         results_order = list(dict.fromkeys((p.part.message, p.part.result.slot) for p in parts))
         kept_recent = set(results_order[-clear.keep_tool_uses :]) if clear and clear.keep_tool_uses > 0 else set()
-        eligible = [
-            p
-            for p in parts
-            if p.decision is None
-            and p.part.message < tail
-            and self._offloadable(p.part)
-            and (p.part.tool or "") not in excluded
-        ]
 
         if clear is not None and total_chars // CHARS_PER_TOKEN > clear.trigger_tokens:
             floor = min(policy.threshold_tokens, 2 * preview)

@@ -127,7 +127,11 @@ class FilesystemRecord:
 
     # -- the backend interface ---------------------------------------------------------------------------------
     async def get(self, session: str, fields: Sequence[str]) -> dict[str, str]:
-        state = await self._run(self._read, session)
+        # lock-free and small (the lines added since this process last read): read inline, a thread hop costs more
+        try:
+            state = self._read(session)
+        except OSError as exc:
+            raise StoreUnavailable(f"the gateway record could not be read ({exc.strerror})") from exc
         return {f: state.fields[f] for f in fields if f in state.fields}
 
     def _put_sync(self, session: str, items: Mapping[str, str]) -> dict[str, str]:
