@@ -51,7 +51,16 @@ from mcp_offload.gateway.session import GatewaySession, derive_session
 from mcp_offload.gateway.tool_text import ApiKind, is_retrieval_tool, retrieval_tools
 from mcp_offload.store.handles import PREFIX, derived_handle
 
-__all__ = ["ApiKind", "ClearToolUses", "GatewayPolicy", "Rewrite", "RewriteUnavailable", "rewrite_request"]
+__all__ = [
+    "ApiKind",
+    "ClearToolUses",
+    "GatewayPolicy",
+    "MessagesRewrite",
+    "Rewrite",
+    "RewriteUnavailable",
+    "rewrite_messages",
+    "rewrite_request",
+]
 
 log = logging.getLogger("mcp_offload.gateway")
 CHARS_PER_TOKEN = 4  # the estimate used for positions and window pressure (exact counts only where they decide)
@@ -102,6 +111,40 @@ class RewriteUnavailable(Exception):
 STORE_FAILURES = (StoreUnavailable, StoreFull, OSError)
 
 
+@dataclass(slots=True)
+class MessagesRewrite:
+    """What `rewrite_messages` did to one message list."""
+
+    messages: list[Message]  # the very input list when nothing changed
+    changed: bool
+    tools_on: bool  # the session has the retrieval tools (transparent retrieval): send them with this list
+    offloaded: list[str] = field(default_factory=list)
+    tokens_kept_out: int = 0
+    expanded: int = 0
+
+
+async def rewrite_messages(
+    services: Services,
+    api: ApiKind,
+    session: GatewaySession,
+    messages: list[Message],
+    policy: GatewayPolicy,
+    *,
+    model: object = None,
+    head_chars: int = 0,
+) -> MessagesRewrite:
+    """The cache-safe rewrite of one message list (the rules 2-5 of the module docstring) for `session`: pure over
+    the list and the session's record (the caller's list and messages are never mutated). `model` picks the cache
+    prices of the cost rule; `head_chars` is the size of what precedes the messages in the prompt (tools, system).
+
+    Raises ValueError naming the message for a malformed list (nothing stored), and the store's errors
+    (`StoreUnavailable`, `StoreFull`, OSError) when the record or the store fails (nothing recorded). The gateway
+    (`rewrite_request`) and the `Compactor` share it."""
+    history = history_for(api)
+    views = [history.view(m, i) for i, m in enumerate(messages)]
+    return await _Turn(services, api, history, session, policy, messages, views, model, head_chars).run()
+
+
 async def rewrite_request(
     services: Services, api: ApiKind, body: dict[str, Any], headers: Mapping[str, str], policy: GatewayPolicy
 ) -> Rewrite:
@@ -111,18 +154,33 @@ async def rewrite_request(
     messages = history.messages(body)
     if messages is None:
         return Rewrite(body=body, changed=False, session=session)
+    head = _chars({k: v for k, v in body.items() if k != history.messages_key})
     try:
-        views = [history.view(m, i) for i, m in enumerate(messages)]
+        done = await rewrite_messages(
+            services, api, session, messages, policy, model=body.get("model"), head_chars=head
+        )
     except ValueError:
         return Rewrite(body=body, changed=False, session=session)  # the upstream answers it with its own error
-    try:
-        return await _Turn(services, api, history, session, policy, body, messages, views).run()
     except STORE_FAILURES as exc:
         reason = f"the store failed ({type(exc).__name__}: {exc})"
         log.warning("gateway: %s; forwarding the request unmodified", reason)
         if policy.fail_closed:
             raise RewriteUnavailable(reason) from exc
         return Rewrite(body=body, changed=False, session=session, fail_open=reason)
+    if not done.changed and not done.tools_on:
+        return Rewrite(body=body, changed=False, session=session)
+    out = history.with_messages(body, done.messages) if done.changed else dict(body)
+    if done.tools_on:
+        out = history.with_tools(out, retrieval_tools(api))
+    return Rewrite(
+        body=out,
+        changed=True,
+        session=session,
+        tools_injected=done.tools_on,
+        offloaded=done.offloaded,
+        tokens_kept_out=done.tokens_kept_out,
+        expanded=done.expanded,
+    )
 
 
 def _chars(value: Any) -> int:
@@ -151,22 +209,23 @@ class _Turn:
         history: History,
         session: GatewaySession,
         policy: GatewayPolicy,
-        body: dict[str, Any],
         messages: list[Message],
         views: list[MessageView],
+        model: object,
+        head_chars: int,
     ) -> None:
         self.services, self.api, self.history, self.session, self.policy = services, api, history, session, policy
-        self.body, self.messages, self.views = body, messages, views
+        self.messages, self.views, self.model, self.head_chars = messages, views, model, head_chars
         self.record: DecisionRecord = open_record(services)
 
-    async def run(self) -> Rewrite:
+    async def run(self) -> MessagesRewrite:
         history, session, policy = self.history, self.session, self.policy
         parts = [
             _Part(p, part_digest(p.result.call_id, p.part.index, p.text))
             for p in history.result_parts(self.messages, self.views)
         ]
         state = await self.record.state(session, [p.digest for p in parts])
-        unchanged = Rewrite(body=self.body, changed=False, session=session)
+        unchanged = MessagesRewrite(messages=self.messages, changed=False, tools_on=False)
         if state.bypass is not None:
             return unchanged
         messages, views, restored = self.messages, self.views, 0
@@ -204,17 +263,12 @@ class _Turn:
                     p.decision = winners[p.digest]
 
         applied = [p for p in parts if p.decision is not None and p.decision.text != p.part.text]
-        if not applied and not restored and not tools_on:
-            return unchanged
-        out = self._apply(messages, applied)
-        body = history.with_messages(self.body, out) if (applied or restored) else dict(self.body)
-        if tools_on:
-            body = history.with_tools(body, retrieval_tools(self.api))
-        return Rewrite(
-            body=body,
+        if not applied and not restored:
+            return MessagesRewrite(messages=self.messages, changed=False, tools_on=tools_on)
+        return MessagesRewrite(
+            messages=self._apply(messages, applied),
             changed=True,
-            session=session,
-            tools_injected=tools_on,
+            tools_on=tools_on,
             offloaded=[d.handle for d in decided.values()],
             tokens_kept_out=sum(p.decision.tokens_kept_out for p in applied if p.decision is not None),
             expanded=restored,
@@ -269,8 +323,7 @@ class _Turn:
         clear_at_least = clear.clear_at_least_tokens if clear is not None else ClearToolUses().clear_at_least_tokens
         preview = self.services.settings.preview_tokens
         # positions: estimated tokens from the prompt's start (tools and system first, as the providers cache them)
-        head = _chars({k: v for k, v in self.body.items() if k != self.history.messages_key})
-        starts, pos = [], head
+        starts, pos = [], self.head_chars
         for m in messages:
             starts.append(pos)
             pos += _chars(m)
@@ -293,7 +346,7 @@ class _Turn:
         if policy.cost_rule:
             big = [p for p in eligible if len(p.part.text) // CHARS_PER_TOKEN >= policy.threshold_tokens]
             if big:
-                prices = prices_for(self.api, self.body.get("model"))
+                prices = prices_for(self.api, self.model)
                 candidates = [
                     Candidate(
                         position=starts[p.part.message] // CHARS_PER_TOKEN,
