@@ -19,7 +19,9 @@ The rules, in the order they run on each request (pure functions over the messag
    last `keep_tool_uses` ones and those of `exclude_tools` is offloaded, if that clears at least
    `clear_at_least_tokens` (Anthropic's `clear_tool_uses` semantics, losslessly); or (b) by the cost rule (cost.py):
    when rewriting from some position on pays at the provider's cache prices over the expected remaining requests
-   and clears at least `clear_at_least_tokens`. Both turn inline into offloaded, recorded and then sticky.
+   and clears at least `clear_at_least_tokens`. Both turn inline into offloaded, recorded and then sticky. With
+   `offload_user_pastes_tokens`, the user's own texts that large (never those of the last user turn) are candidates
+   of both rules too (never of the tail rule: a text the user just wrote is what the model must read now).
 5. Tools: from the request that offloads the session's first output on (transparent retrieval), the retrieval tools
    (tool_text.py) are appended after the client's own, byte-identical on every later request. A session that never
    offloads gets nothing: the body object comes back unchanged.
@@ -39,7 +41,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from mcp_offload.compact.formats import Message, MessageView
+from mcp_offload.compact.formats import Message, MessageView, Part, ToolResult
 from mcp_offload.core import api as core
 from mcp_offload.core.render import render_reference
 from mcp_offload.core.services import Services
@@ -65,6 +67,7 @@ __all__ = [
 log = logging.getLogger("mcp_offload.gateway")
 CHARS_PER_TOKEN = 4  # the estimate used for positions and window pressure (exact counts only where they decide)
 REFERENCE_PREFIX = "Stored as " + PREFIX
+PASTE_CALL_ID = "user-text"  # the "call id" of a user's own text offloaded under offload_user_pastes_tokens
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +87,7 @@ class GatewayPolicy:
     retrieval: Literal["transparent", "visible"] = "transparent"
     clear_tool_uses: ClearToolUses | None = ClearToolUses()  # window pressure rule
     cost_rule: bool = True  # rewrite the cached prefix only when it pays at the provider's prices
-    offload_user_pastes_tokens: int | None = None  # reserved: user pastes are not offloaded yet
+    offload_user_pastes_tokens: int | None = None  # user texts this large (not the last turn) join the prefix rules
     fail_closed: bool = False
 
 
@@ -199,6 +202,7 @@ class _Part:
     part: ResultPart
     digest: str
     decision: Decision | None = None
+    paste: bool = False  # a user's own text (offload_user_pastes_tokens), not a tool result
 
 
 class _Turn:
@@ -220,10 +224,7 @@ class _Turn:
 
     async def run(self) -> MessagesRewrite:
         history, session, policy = self.history, self.session, self.policy
-        parts = [
-            _Part(p, part_digest(p.result.call_id, p.part.index, p.text))
-            for p in history.result_parts(self.messages, self.views)
-        ]
+        parts = self._parts(self.messages, self.views)
         state = await self.record.state(session, [p.digest for p in parts])
         unchanged = MessagesRewrite(messages=self.messages, changed=False, tools_on=False)
         if state.bypass is not None:
@@ -233,19 +234,14 @@ class _Turn:
             messages, restored = await self._restore(messages)
             if restored:
                 views = [history.view(m, i) for i, m in enumerate(messages)]
-                found = {p.digest: p for p in parts}
-                parts = [
-                    _Part(p, d, found[d].decision if d in found else None)
-                    for p in history.result_parts(messages, views)
-                    for d in [part_digest(p.result.call_id, p.part.index, p.text)]
-                ]
+                parts = self._parts(messages, views)
         for p in parts:
             p.decision = state.decisions.get(p.digest)
 
         tail = self._tail_start(messages)
         new: dict[str, tuple[_Part, Reason]] = {}
         for p in parts:
-            if p.decision is None and p.part.message >= tail and self._offloadable(p.part):
+            if p.decision is None and not p.paste and p.part.message >= tail and self._offloadable(p.part):
                 limit = policy.threshold_tokens
                 if self.services.tokens.count_upto(p.part.text, limit) >= limit:
                     new[p.digest] = (p, "threshold")
@@ -298,6 +294,24 @@ class _Turn:
                 return i + 1
         return 0
 
+    def _parts(self, messages: list[Message], views: Sequence[MessageView]) -> list[_Part]:
+        """Every tool result text part, then (with `offload_user_pastes_tokens`) every large user text but those of
+        the last user turn, each with its digest."""
+        parts = [
+            _Part(p, part_digest(p.result.call_id, p.part.index, p.text))
+            for p in self.history.result_parts(messages, views)
+        ]
+        paste_tokens = self.policy.offload_user_pastes_tokens
+        if paste_tokens is not None:
+            last_turn = max((i for i, v in enumerate(views) if v.opens_turn), default=-1)
+            for found in self.history.user_texts(messages, paste_tokens * CHARS_PER_TOKEN):
+                if found.message == last_turn:
+                    continue  # the last user turn is never touched
+                part = Part(0, text=found.text)
+                site = ResultPart(found.message, ToolResult(found.slot, PASTE_CALL_ID, (part,)), part, None)
+                parts.append(_Part(site, part_digest(PASTE_CALL_ID, found.slot, found.text), paste=True))
+        return parts
+
     def _offloadable(self, part: ResultPart) -> bool:
         return not is_retrieval_tool(part.tool) and not part.text.startswith(REFERENCE_PREFIX)
 
@@ -308,16 +322,16 @@ class _Turn:
         if clear is None and not policy.cost_rule:
             return []
         excluded = set(clear.exclude_tools) if clear is not None else set()
+        result_floor = CHARS_PER_TOKEN * min(policy.threshold_tokens, 2 * self.services.settings.preview_tokens)
         eligible = [
             p
             for p in parts
             if p.decision is None
             and p.part.message < tail
             and self._offloadable(p.part)
-            and (p.part.tool or "") not in excluded
-            and len(p.part.text)
-            >= CHARS_PER_TOKEN * min(policy.threshold_tokens, 2 * self.services.settings.preview_tokens)
+            and (p.paste or ((p.part.tool or "") not in excluded and len(p.part.text) >= result_floor))
         ]
+        eligible.sort(key=lambda p: p.part.message)  # pastes join the results in prompt order
         if not eligible:
             return []  # the usual case: every large result was decided in its own turn
         clear_at_least = clear.clear_at_least_tokens if clear is not None else ClearToolUses().clear_at_least_tokens
@@ -329,7 +343,7 @@ class _Turn:
             pos += _chars(m)
         total_chars = pos - sum(len(p.part.text) - len(p.decision.text) for p in parts if p.decision is not None)
         prefix_tokens = (starts[tail] if tail < len(starts) else pos) // CHARS_PER_TOKEN
-        results_order = list(dict.fromkeys((p.part.message, p.part.result.slot) for p in parts))
+        results_order = list(dict.fromkeys((p.part.message, p.part.result.slot) for p in parts if not p.paste))
         kept_recent = set(results_order[-clear.keep_tool_uses :]) if clear and clear.keep_tool_uses > 0 else set()
 
         if clear is not None and total_chars // CHARS_PER_TOKEN > clear.trigger_tokens:
@@ -337,14 +351,17 @@ class _Turn:
             batch = [
                 p
                 for p in eligible
-                if (p.part.message, p.part.result.slot) not in kept_recent
-                and len(p.part.text) // CHARS_PER_TOKEN >= floor
+                if p.paste
+                or (
+                    (p.part.message, p.part.result.slot) not in kept_recent
+                    and len(p.part.text) // CHARS_PER_TOKEN >= floor
+                )
             ]
             if sum(len(p.part.text) // CHARS_PER_TOKEN - preview for p in batch) >= clear.clear_at_least_tokens:
                 return [(p, "pressure") for p in batch]
 
         if policy.cost_rule:
-            big = [p for p in eligible if len(p.part.text) // CHARS_PER_TOKEN >= policy.threshold_tokens]
+            big = [p for p in eligible if p.paste or len(p.part.text) // CHARS_PER_TOKEN >= policy.threshold_tokens]
             if big:
                 prices = prices_for(self.api, self.model)
                 candidates = [
@@ -371,9 +388,12 @@ class _Turn:
         decided: dict[str, Decision] = {}
         for digest, (p, reason) in new.items():
             part = p.part
-            label = f"{part.tool or 'tool'} result {part.result.call_id}"
-            if part.part.index:
-                label += f" part {part.part.index}"
+            if p.paste:
+                label = f"user text {digest[:12]}"
+            else:
+                label = f"{part.tool or 'tool'} result {part.result.call_id}"
+                if part.part.index:
+                    label += f" part {part.part.index}"
             try:
                 stored = await core.offload(
                     self.services,
@@ -399,16 +419,22 @@ class _Turn:
         return decided
 
     def _apply(self, messages: list[Message], applied: Sequence[_Part]) -> list[Message]:
-        by_message: dict[int, dict[tuple[int, str], tuple[Any, dict[int, str]]]] = {}
+        by_message: dict[int, dict[tuple[int, str], tuple[ToolResult, dict[int, str]]]] = {}
+        pastes: dict[int, list[tuple[int, str]]] = {}
         for p in applied:
             assert p.decision is not None
             result = p.part.result
+            if p.paste:
+                pastes.setdefault(p.part.message, []).append((result.slot, p.decision.text))
+                continue
             slot = by_message.setdefault(p.part.message, {}).setdefault((result.slot, result.call_id), (result, {}))
             slot[1][p.part.part.index] = p.decision.text
         out = list(messages)
-        for index, results in by_message.items():
+        for index in sorted({*by_message, *pastes}):
             message = out[index]
-            for result, texts in results.values():
+            for result, texts in by_message.get(index, {}).values():
                 message = self.history.replace_parts(message, result, texts)
+            for slot_index, text in pastes.get(index, []):
+                message = self.history.replace_user_text(message, slot_index, text)
             out[index] = message
         return out
