@@ -178,3 +178,16 @@ async def test_redis_killed_means_fail_open_and_recovery(tmp_path: Path) -> None
             assert back.changed and back.fail_open is None  # Redis kept no data (no persistence): a new record
     finally:
         server.stop()
+
+
+async def test_concurrent_adds_and_reads_never_double_count(backends: list[RecordBackend]) -> None:
+    async def add(n: int) -> None:
+        await backends[n % 2].add(SESSION, {"requests": 1, "tokens": n})
+        await backends[(n + 1) % 2].get(SESSION, ["x"])  # reads interleaved with writes
+        await backends[n % 2].counters(SESSION)
+
+    async with anyio.create_task_group() as tg:
+        for n in range(40):
+            tg.start_soon(add, n)
+    for backend in backends:
+        assert await backend.counters(SESSION) == {"requests": 40, "tokens": sum(range(40))}
