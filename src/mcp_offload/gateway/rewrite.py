@@ -273,13 +273,19 @@ class _Turn:
     # -- steps ---------------------------------------------------------------------------------------------
     async def _restore(self, messages: list[Message]) -> tuple[list[Message], int]:
         units = self.history.output_units(messages)
-        digests = [unit_digest(self.api, messages[a:b]) for a, b in units]
-        found = await self.record.expansions(self.session, digests)
+        keys = [  # (keyed by what it answered, keyed by the copy alone), all computed on the client's own list
+            (
+                unit_digest(self.api, messages[a:b], messages[a - 1]) if a > 0 else None,
+                unit_digest(self.api, messages[a:b]),
+            )
+            for a, b in units
+        ]
+        found = await self.record.expansions(self.session, [d for pair in keys for d in pair if d is not None])
         if not found:
             return messages, 0
         out, restored = list(messages), 0
-        for (a, b), digest in reversed(list(zip(units, digests, strict=True))):
-            expansion = found.get(digest)
+        for (a, b), (answered, alone) in reversed(list(zip(units, keys, strict=True))):
+            expansion = (found.get(answered) if answered else None) or found.get(alone)
             if expansion is None:
                 continue
             out = [*out[:a], *expansion.messages, *out[b:]]

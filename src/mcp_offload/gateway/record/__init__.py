@@ -108,11 +108,14 @@ def part_digest(call_id: str, part: int, text: str) -> str:
     return h.hexdigest()
 
 
-def unit_digest(api: ApiKind, messages: Sequence[Message]) -> str:
-    """The key of a model response as a client sends it back (normalized: robust to SDK re-serialization)."""
+def unit_digest(api: ApiKind, messages: Sequence[Message], previous: Message | None = None) -> str:
+    """The key of a model response as a client sends it back (normalized: robust to SDK re-serialization); with
+    `previous`, also keyed by the message it answered (two identical short answers in one session stay apart)."""
     history = history_for(api)
     normal = [history.normalize_message(m) for m in messages]
-    return hashlib.sha256(canonical_bytes([api, normal])).hexdigest()
+    if previous is None:
+        return hashlib.sha256(canonical_bytes([api, normal])).hexdigest()
+    return hashlib.sha256(canonical_bytes([api, normal, history.normalize_message(previous)])).hexdigest()
 
 
 class DecisionRecord:
@@ -218,6 +221,8 @@ async def record_expansion(
     api: ApiKind,
     client_message: Message | Sequence[Message],
     upstream_messages: Sequence[Message],
+    *,
+    previous_message: Message | None = None,
 ) -> None:
     """Remember that the client's copy of a model response (`client_message`: the assistant message it received;
     for Responses the list of output items) stands for `upstream_messages`: what the upstream really saw and
@@ -227,8 +232,15 @@ async def record_expansion(
     Mixed turn (the model called a retrieval tool and a client tool): `upstream_messages` ends with the results of
     the gateway's own calls (`[assistant(tool_use r1, tool_use c1), user(tool_result r1)]`; Chat: tool messages;
     Responses: `function_call_output` items): those are merged, on later turns, in front of the client's own results
-    for that response. Raises `StoreUnavailable` when the store is down (nothing is recorded: later turns then send
-    the client's copy, which costs cache hits but loses nothing)."""
+    for that response.
+
+    `previous_message`: the last message of the client's request that produced this response, as the client sent it
+    (before the rewrite). Pass it: it keys the expansion by what the response answered too, so two identical client
+    copies in one session (a short "Done." twice) are restored each to their own exchange. Without it, the first
+    expansion recorded for an identical copy wins.
+
+    Raises `StoreUnavailable` when the store is down (nothing is recorded: later turns then send the client's copy,
+    which costs cache hits but loses nothing)."""
     history = history_for(api)
     client = _as_list(client_message)
     upstream = [dict(m) for m in upstream_messages]
@@ -238,7 +250,7 @@ async def record_expansion(
     expansion = Expansion(messages=upstream[:cut], pending=upstream[cut:])
     if not expansion.messages:
         raise ValueError("upstream_messages must hold the model's messages, not only tool results")
-    await open_record(services).add_expansion(session, unit_digest(api, client), expansion)
+    await open_record(services).add_expansion(session, unit_digest(api, client, previous_message), expansion)
 
 
 __all__ = [
