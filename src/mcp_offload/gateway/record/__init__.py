@@ -147,7 +147,7 @@ class DecisionRecord:
         for digest, decision in decisions.items():
             raw = decision.to_json()
             items[f"d:{digest}"] = raw
-            items[f"h:{decision.handle}"] = raw
+            items[f"h:{decision.handle}"] = digest  # the handle's decision, found by digest (no second copy)
         if tools:
             items[TOOLS_FIELD] = "1"
         held = await self.backend.put_if_absent(session.key, items)
@@ -159,7 +159,10 @@ class DecisionRecord:
 
     async def producer(self, session: GatewaySession, handle: str) -> Decision | None:
         """The decision that stored `handle` in this session (which tool call produced it), if the record has it."""
-        raw = (await self.backend.get(session.key, [f"h:{handle}"])).get(f"h:{handle}")
+        digest = (await self.backend.get(session.key, [f"h:{handle}"])).get(f"h:{handle}")
+        if digest is None:
+            return None
+        raw = (await self.backend.get(session.key, [f"d:{digest}"])).get(f"d:{digest}")
         return Decision.from_json(raw) if raw is not None else None
 
     async def expansions(self, session: GatewaySession, digests: Sequence[str]) -> dict[str, Expansion]:
