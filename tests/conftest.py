@@ -15,8 +15,6 @@ from mcp_offload.settings import Settings
 # Fixtures shared across folders live beside their helpers in the `support` package, registered here once.
 pytest_plugins = ["support.store", "support.jq_runner"]
 
-ERAS = ["auto", "legacy"]  # 2026-07-28 per-request envelope, and the 2025-11-25 handshake
-
 
 @pytest.fixture(autouse=True, scope="session")
 def _no_personal_config(tmp_path_factory: pytest.TempPathFactory) -> None:
@@ -46,7 +44,3 @@ async def services(settings: Settings) -> AsyncIterator[Services]:
 @pytest.fixture
 def server(services: Services) -> OffloadServer:
     return build_server(services)
-
-
-def text_of(result: object) -> str:
-    return "".join(getattr(block, "text", "") for block in result.content)  # type: ignore[attr-defined]
