@@ -118,9 +118,27 @@ def unit_digest(api: ApiKind, messages: Sequence[Message], previous: Message | N
     return hashlib.sha256(canonical_bytes([api, normal, history.normalize_message(previous)])).hexdigest()
 
 
+UNSAVED_SESSIONS = 1_000  # counters kept in memory while the store is down, for this many sessions at most
+
+
 class DecisionRecord:
     def __init__(self, backend: RecordBackend) -> None:
         self.backend = backend
+        self.unsaved: dict[str, dict[str, int]] = {}  # counters the store refused, added with the next write
+
+    async def add_counts(self, session: GatewaySession, counts: Mapping[str, int]) -> None:
+        """Add to the session's counters. When the store is down the counts are kept in memory (bounded) and added
+        with the session's next successful write, then the store's error is raised."""
+        merged = dict(counts)
+        for name, value in self.unsaved.pop(session.key, {}).items():
+            merged[name] = merged.get(name, 0) + value
+        try:
+            await self.backend.add(session.key, merged)
+        except BaseException:
+            self.unsaved[session.key] = merged
+            while len(self.unsaved) > UNSAVED_SESSIONS:
+                self.unsaved.pop(next(iter(self.unsaved)))
+            raise
 
     async def state(self, session: GatewaySession, digests: Sequence[str]) -> SessionState:
         fields = [TOOLS_FIELD, EXPANDED_FIELD, BYPASS_FIELD, *(f"d:{d}" for d in digests)]
