@@ -309,7 +309,15 @@ async def _relay_call(
         async for chunk in response.aiter_bytes():
             for event in parser.feed(chunk):
                 keepalive.waiting = False
-                for out in splicer.feed(event):
+                try:
+                    outs = splicer.feed(event)
+                except (ValueError, TypeError, AttributeError, KeyError):
+                    report.problem = "unreadable upstream event"
+                    await emit(
+                        splicer.error("upstream_bad_event", "The upstream sent an event that is not valid JSON.")
+                    )
+                    return False
+                for out in outs:
                     await emit(out)
                 if splicer.errored:
                     report.problem = "upstream error event"
