@@ -16,8 +16,6 @@ from mcp_offload.settings import Settings
 # llm_upstream is the scripted LLM API (tests/llm_upstream/) for the gateway tests.
 pytest_plugins = ["support.store", "support.jq_runner", "llm_upstream.plugin", "support.gateway_server"]
 
-ERAS = ["auto", "legacy"]  # 2026-07-28 per-request envelope, and the 2025-11-25 handshake
-
 
 @pytest.fixture(autouse=True, scope="session")
 def _no_personal_config(tmp_path_factory: pytest.TempPathFactory) -> None:
@@ -47,7 +45,3 @@ async def services(settings: Settings) -> AsyncIterator[Services]:
 @pytest.fixture
 def server(services: Services) -> OffloadServer:
     return build_server(services)
-
-
-def text_of(result: object) -> str:
-    return "".join(getattr(block, "text", "") for block in result.content)  # type: ignore[attr-defined]

@@ -41,7 +41,9 @@ EXPECTED = {
     "ExpiredHandle",
     "InvalidContent",
     "InvalidHandle",
+    "NotEnumerable",
     "OffloadError",
+    "OperatorError",
     "QueryError",
     "RangeError",
     "SearchError",
@@ -71,8 +73,9 @@ def test_every_name_is_its_definition(name: str) -> None:
 
 def test_errors_share_one_base() -> None:
     errors = ["ExpiredHandle", "InvalidContent", "InvalidHandle", "QueryError", "RangeError", "SearchError"]
-    errors += ["SettingsError", "StoreFull", "StoreUnavailable", "TooLarge", "UnknownHandle"]
+    errors += ["NotEnumerable", "StoreFull", "StoreUnavailable", "TooLarge", "UnknownHandle"]
     assert all(issubclass(getattr(mcp_offload, name), mcp_offload.OffloadError) for name in errors)
+    assert issubclass(mcp_offload.SettingsError, mcp_offload.OperatorError)
 
 
 def test_unknown_names_raise_attribute_error() -> None:

@@ -1,12 +1,18 @@
-"""Settings: `from_env` coerces each MCP_OFFLOAD_* variable to its field's type (a bad value stops the server with
-the variable's name), `with_overrides` keeps what a flag left unset, and the store limits follow the settings."""
+"""Settings: `from_env` coerces each MCP_OFFLOAD_* variable to its field's type (a bad value is a `SettingsError`
+naming the variable, one line on the CLI's stderr), `with_overrides` keeps what a flag left unset, and the store
+limits follow the settings."""
 
 from __future__ import annotations
 
 import dataclasses
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
+from mcp_offload.errors import SettingsError
 from mcp_offload.settings import Settings, default_store_dir
 from mcp_offload.store.lifecycle import StoreLimits
 
@@ -69,10 +75,26 @@ def test_bool_values(raw: str, expected: bool) -> None:
         ("MCP_OFFLOAD_JQ_TIMEOUT_S", "ten", "float"),
     ],
 )
-def test_a_bad_value_stops_with_the_variable_name(variable: str, raw: str, kind: str) -> None:
-    with pytest.raises(SystemExit) as excinfo:
+def test_a_bad_value_is_a_settings_error_naming_the_variable(variable: str, raw: str, kind: str) -> None:
+    """An operator error a library user can catch (no SystemExit below the CLI); the CLI prints it in one line."""
+    with pytest.raises(SettingsError) as excinfo:
         Settings.from_env({variable: raw})
-    assert str(excinfo.value) == f"mcp-offload: {variable}={raw!r} is not a valid {kind}"
+    assert str(excinfo.value) == f"{variable}={raw!r} is not a valid {kind}"
+
+
+@pytest.mark.parametrize("command", [[], ["outputs", "list"], ["stats"]])
+def test_the_cli_reports_a_bad_variable_in_one_line(command: list[str], tmp_path: Path) -> None:
+    env = {**os.environ, "MCP_OFFLOAD_JQ_WORKERS": "2.5", "MCP_OFFLOAD_STORE": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "-m", "mcp_offload", *command],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    prog = "mcp-offload stats" if command == ["stats"] else "mcp-offload"
+    assert (done.returncode, done.stderr) == (2, f"{prog}: MCP_OFFLOAD_JQ_WORKERS='2.5' is not a valid int\n")
 
 
 def test_with_overrides_ignores_none() -> None:

@@ -7,7 +7,8 @@ The supported library API, importable from here (everything else is internal and
   `Services` (`build_services(Settings(...))`) and a `Scope` (whose outputs a call sees)
 - the result models those return: `OffloadOutput`, `ReadOutput`, `SearchOutput`, `QueryOutput`, `ListOutput`,
   `OutputInfo`
-- the errors they raise: `OffloadError` and its subclasses (see `mcp_offload.errors` for the tree)
+- the errors: `OffloadError` and its subclasses (for the model, with stable codes) and `OperatorError` (settings);
+  `mcp_offload.errors` draws the tree
 
 Names load on first use, so `import mcp_offload` stays cheap for the server and the jq worker processes.
 """
@@ -51,6 +52,8 @@ _EXPORTS: dict[str, str] = {
     "QueryError": "mcp_offload.errors",
     "InvalidContent": "mcp_offload.errors",
     "TooLarge": "mcp_offload.errors",
+    "NotEnumerable": "mcp_offload.errors",
+    "OperatorError": "mcp_offload.errors",
     "StoreFull": "mcp_offload.errors",
     "StoreUnavailable": "mcp_offload.errors",
     "SettingsError": "mcp_offload.errors",
@@ -65,8 +68,10 @@ __all__ = [
     "InvalidContent",
     "InvalidHandle",
     "ListOutput",
+    "NotEnumerable",
     "OffloadError",
     "OffloadOutput",
+    "OperatorError",
     "OutputInfo",
     "QueryError",
     "QueryOutput",
@@ -109,7 +114,9 @@ if TYPE_CHECKING:
         ExpiredHandle,
         InvalidContent,
         InvalidHandle,
+        NotEnumerable,
         OffloadError,
+        OperatorError,
         QueryError,
         RangeError,
         SearchError,

@@ -1,50 +1,111 @@
-"""The one exception family. Raised below `server/tools.py`, translated there once into an `isError` result.
+"""The two exception families, by audience.
 
-Every message is written for the model: what was wrong and what to do instead. Messages never contain
-file paths, scope ids or tracebacks.
+```
+Exception
+ ├── OffloadError ............... for the model: a tool call or a resource read that cannot be done
+ │    ├── InvalidHandle             invalid_handle     -32602 invalid params
+ │    ├── UnknownHandle             unknown_handle     -32002 resource not found
+ │    ├── ExpiredHandle             expired_handle     -32002 resource not found
+ │    ├── RangeError                bad_range          -32602 invalid params
+ │    ├── SearchError               bad_search         -32602 invalid params
+ │    ├── QueryError                bad_query          -32602 invalid params
+ │    ├── InvalidContent            invalid_content    -32602 invalid params
+ │    ├── TooLarge                  too_large          -32602 invalid params
+ │    ├── NotEnumerable             not_enumerable     -32602 invalid params
+ │    ├── StoreFull                 store_full         -32603 internal error
+ │    └── StoreUnavailable          store_unavailable  -32603 internal error
+ └── OperatorError .............. for the operator: flags, environment, config files, refused exposure
+      ├── SettingsError             a setting that cannot work (bad number, unknown encoding, bad store location)
+      ├── proxy.config.ConfigError  the proxied servers' config file
+      ├── cli.client_config.ClientConfigError   an MCP client's config file
+      └── serve.http.options.RefusedConfig      an HTTP exposure the operator did not opt into
+```
+
+Model-facing errors are raised below the tools and translated once: into an `isError` tool result (whose text is
+`str(error)`, in `server/tools.py`) or, on a resource read, into a JSON-RPC error with the class's `rpc_code`
+(`server/offload_server.py`). Their messages say what was wrong and what to do instead, and never contain file
+paths, scope ids or tracebacks. Each class has a stable `code` for programs (the compactor, library users).
+
+Operator errors become one line on stderr and exit status 2 in the command line (`cli/exit_status.py`); they
+never reach a model. Nothing below the command line raises `SystemExit`.
 """
 
 from __future__ import annotations
 
+# JSON-RPC 2.0 error codes (and MCP's "resource not found"), kept here so the core needs no MCP import
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+RESOURCE_NOT_FOUND = -32002
+
 
 class OffloadError(Exception):
-    """Base class: `str(error)` is the message the model sees."""
+    """Base class of the model-facing errors: `str(error)` is the message the model sees."""
+
+    code: str = "offload_error"
+    rpc_code: int = INVALID_PARAMS
 
 
 class InvalidHandle(OffloadError):
     """A handle that is not of the handle grammar (never touches the store)."""
 
+    code = "invalid_handle"
+
 
 class UnknownHandle(OffloadError):
     """No such output in this session (also: another session's output; no oracle)."""
+
+    code = "unknown_handle"
+    rpc_code = RESOURCE_NOT_FOUND
 
 
 class ExpiredHandle(OffloadError):
     """The output existed in this session but has expired or was evicted."""
 
+    code = "expired_handle"
+    rpc_code = RESOURCE_NOT_FOUND
+
 
 class RangeError(OffloadError):
     """A read range that is out of bounds, reversed or mixed."""
+
+    code = "bad_range"
 
 
 class SearchError(OffloadError):
     """An invalid or unsupported regular expression, or a bad search argument."""
 
+    code = "bad_search"
+
 
 class QueryError(OffloadError):
     """A jq program that does not compile, fails, runs too long or prints too much."""
+
+    code = "bad_query"
 
 
 class InvalidContent(OffloadError):
     """Content that cannot be offloaded (empty, or the wrong kind for the operation)."""
 
+    code = "invalid_content"
+
 
 class TooLarge(OffloadError):
     """Content over the configured size cap."""
 
+    code = "too_large"
+
+
+class NotEnumerable(OffloadError):
+    """Listing asked of a session that has no identity to list by (pass a handle instead)."""
+
+    code = "not_enumerable"
+
 
 class StoreFull(OffloadError):
     """The store is over its quota or the disk is full."""
+
+    code = "store_full"
+    rpc_code = INTERNAL_ERROR
 
 
 class HandleExists(OffloadError):
@@ -55,6 +116,14 @@ class HandleExists(OffloadError):
 class StoreUnavailable(OffloadError):
     """The store cannot be reached or written (permissions, Redis down, ...)."""
 
+    code = "store_unavailable"
+    rpc_code = INTERNAL_ERROR
 
-class SettingsError(OffloadError):
-    """A setting that cannot work (unknown encoding, bad store location); reported at startup."""
+
+class OperatorError(Exception):
+    """Base class of the operator-facing errors: `str(error)` is one line for stderr (the CLI prefixes the program
+    name and exits with status 2)."""
+
+
+class SettingsError(OperatorError):
+    """A setting that cannot work (a bad number, an unknown encoding, a bad store location); reported at startup."""

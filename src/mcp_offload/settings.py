@@ -12,6 +12,8 @@ from typing import Any
 
 import platformdirs
 
+from mcp_offload.errors import SettingsError
+
 
 def default_store_dir() -> Path:
     return Path(platformdirs.user_data_dir("mcp-offload", appauthor=False)) / "store"
@@ -87,6 +89,6 @@ def _coerce(annotation: object, raw: str, name: str) -> object:
             return float(raw)
         if kind == "bool":
             return raw.strip().lower() in {"1", "true", "yes", "on"}
-    except ValueError as exc:
-        raise SystemExit(f"mcp-offload: MCP_OFFLOAD_{name.upper()}={raw!r} is not a valid {kind}") from exc
+    except ValueError:
+        raise SettingsError(f"MCP_OFFLOAD_{name.upper()}={raw!r} is not a valid {kind}") from None
     return raw

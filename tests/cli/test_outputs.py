@@ -13,7 +13,7 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 
-from conftest import text_of
+from support import text_of
 from support.store import RedisServer, have_redis_server
 
 EXE = str(Path(sys.executable).with_name("mcp-offload"))

@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
-from conftest import text_of
 from mcp_offload.core import api
 from mcp_offload.core.services import Services, build_services
 from mcp_offload.errors import InvalidHandle, OffloadError, QueryError, SearchError, UnknownHandle
 from mcp_offload.server.offload_server import build_server
 from mcp_offload.settings import Settings
+from support import text_of
 
 DOC = json.dumps({"items": [{"id": i, "name": f"item-{i}", "ok": i % 2 == 0} for i in range(300)]}, indent=2)
 

@@ -9,12 +9,12 @@ import anyio
 import pytest
 from mcp import Client
 
-from conftest import ERAS
 from mcp_offload.core import progress as progress_module
 from mcp_offload.core.progress import heartbeat
 from mcp_offload.core.services import build_services
 from mcp_offload.server.offload_server import OffloadServer, build_server
 from mcp_offload.settings import Settings
+from support import ERAS
 
 SLOW_JQ = "reduce range(0; 15000000) as $i (0; . + 1)"  # 1.5-5 s of jq work, by machine load
 

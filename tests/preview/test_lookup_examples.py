@@ -13,10 +13,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mcp import Client
 
-from conftest import text_of
 from mcp_offload.core.services import Services
 from mcp_offload.preview.lookup_examples import id_select, pick_id_field, tree_examples
 from mcp_offload.server.offload_server import OffloadServer
+from support import text_of
 from support.preview import assert_paths_work, len4, preview_of, run_jq
 
 

@@ -6,8 +6,8 @@ import json
 
 from mcp import Client
 
-from conftest import text_of
 from mcp_offload.core.services import Services
+from support import text_of
 from support.proxy import fixture_entry, running_proxy
 
 

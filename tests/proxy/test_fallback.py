@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
-from conftest import ERAS, text_of
 from mcp_offload.core.services import build_services
 from mcp_offload.proxy.fallback import FALLBACK_MAX_CHARS
 from mcp_offload.settings import Settings
+from support import ERAS, text_of
 from support.proxy import fixture_entry, running_proxy
 
 

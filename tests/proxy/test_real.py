@@ -16,8 +16,8 @@ import mcp.types as types
 import pytest
 from mcp import Client, StdioServerParameters
 
-from conftest import ERAS, text_of
 from mcp_offload.core.services import Services
+from support import ERAS, text_of
 from support.proxy import npm_entry, python_entry, running_proxy
 
 pytestmark = pytest.mark.parametrize("mode", ERAS)

@@ -13,9 +13,8 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
-from conftest import ERAS, text_of
 from mcp_offload.core.services import Services
-from support import free_port
+from support import ERAS, free_port, text_of
 from support.proxy import npm_entry, running_proxy
 
 

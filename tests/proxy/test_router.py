@@ -7,9 +7,9 @@ import mcp.types as types
 import pytest
 from mcp import Client, MCPError
 
-from conftest import ERAS, text_of
 from mcp_offload.core.services import Services
 from mcp_offload.proxy.router import MAX_NAME, _template_regex, public_name
+from support import ERAS, text_of
 from support.proxy import fixture_entry, running_proxy
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import mcp.types as types
 from mcp import Client
 
-from conftest import text_of
 from mcp_offload.core.services import Services
+from support import text_of
 from support.proxy import fixture_entry, running_proxy
 
 

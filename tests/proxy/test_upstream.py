@@ -15,10 +15,9 @@ import mcp.types as types
 import pytest
 from mcp import Client, MCPError, StdioServerParameters
 
-from conftest import ERAS, text_of
 from mcp_offload.core.services import Services
 from mcp_offload.proxy.transports.stdio import REAPER
-from support import alive, cmdline, descendants
+from support import ERAS, alive, cmdline, descendants, text_of
 from support.proxy import fixture_entry, npm_entry, python_entry, running_proxy
 
 BROKEN = {"command": "no-such-mcp-server-binary"}

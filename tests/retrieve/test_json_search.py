@@ -18,16 +18,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mcp import Client
 
-from conftest import ERAS, text_of
 from mcp_offload.core.services import build_services
 from mcp_offload.retrieve import json_structure
 from mcp_offload.retrieve.json_hits import json_hits
-from mcp_offload.retrieve.search import SearchOptions, compile_pattern, search_output
+from mcp_offload.retrieve.pattern import compile_pattern
+from mcp_offload.retrieve.search import SearchOptions, search_output
 from mcp_offload.server.offload_server import OffloadServer, build_server
 from mcp_offload.settings import Settings
 from mcp_offload.store.base import Kind, OutputMeta, StoredOutput
 from mcp_offload.store.content_index import ContentIndex
 from mcp_offload.tokens import load_counter
+from support import ERAS, text_of
 
 
 async def offload(client: Client, content: str) -> str:

@@ -11,9 +11,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mcp_offload.retrieve import scan as scan_module
+from mcp_offload.retrieve.pattern import CompiledPattern, compile_pattern
 from mcp_offload.retrieve.pattern_shape import shape_of
 from mcp_offload.retrieve.scan import Scan, ascii_fold_orbit, plan_prefilter
-from mcp_offload.retrieve.search import CompiledPattern, compile_pattern
 
 PIECES = st.sampled_from(
     [

@@ -14,13 +14,8 @@ from hypothesis import strategies as st
 
 from mcp_offload.errors import SearchError
 from mcp_offload.retrieve import scan as scan_module
-from mcp_offload.retrieve.search import (
-    CompiledPattern,
-    SearchOptions,
-    compile_pattern,
-    search_output,
-    search_outputs,
-)
+from mcp_offload.retrieve.pattern import CompiledPattern, compile_pattern
+from mcp_offload.retrieve.search import SearchOptions, search_output, search_outputs
 from mcp_offload.store import content_index as index_module
 from mcp_offload.store.base import Kind, OutputMeta, StoredOutput
 from mcp_offload.store.content_index import ContentIndex

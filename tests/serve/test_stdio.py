@@ -12,7 +12,7 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 
-from conftest import ERAS, text_of
+from support import ERAS, text_of
 
 
 def _command() -> str:

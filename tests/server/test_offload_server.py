@@ -7,10 +7,10 @@ import json
 import pytest
 from mcp import Client, MCPError
 
-from conftest import ERAS, text_of
 from mcp_offload.core.services import Services
 from mcp_offload.server.offload_server import build_server
 from mcp_offload.settings import Settings
+from support import ERAS, text_of
 
 pytestmark = pytest.mark.parametrize("mode", ERAS)
 

@@ -16,12 +16,12 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from conftest import ERAS
 from mcp_offload.core import api
 from mcp_offload.core.services import Services
 from mcp_offload.server.offload_server import build_server
 from mcp_offload.server.scoping import ANONYMOUS, MODERN_PROTOCOL, ConnectionScope, RunScope, new_scope
 from mcp_offload.store.handles import scope_key, validate_scope
+from support import ERAS
 
 KEY = re.compile(r"[0-9a-f]{32}")
 

@@ -16,9 +16,9 @@ from jsonschema import Draft202012Validator
 from mcp import Client
 from referencing import Registry
 
-from conftest import ERAS, text_of
 from mcp_offload.server.offload_server import OffloadServer
 from mcp_offload.server.tools import TOOLS_BY_NAME
+from support import ERAS, text_of
 
 SNAPSHOT = Path(__file__).parents[1] / "data" / "tools_list.json"
 

@@ -1,10 +1,19 @@
-"""Test helpers with no fixtures behind them: a free loopback port, and child processes read from /proc."""
+"""Test helpers with no fixtures behind them: the protocol eras, a tool result's text, a free loopback port, and
+child processes read from /proc. The modules beside this one hold the helpers (and fixtures, registered as plugins
+by tests/conftest.py) of one area each."""
 
 from __future__ import annotations
 
 import os
 import socket
 from pathlib import Path
+
+ERAS = ["auto", "legacy"]  # 2026-07-28 per-request envelope, and the 2025-11-25 handshake
+
+
+def text_of(result: object) -> str:
+    """The text of a tool result (all its text blocks, joined)."""
+    return "".join(getattr(block, "text", "") for block in result.content)  # type: ignore[attr-defined]
 
 
 def free_port() -> int:

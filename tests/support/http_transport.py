@@ -20,6 +20,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from mcp_offload.core.services import Services
 from mcp_offload.serve.http import HttpOptions, build_http_app
+from support import text_of
 
 TOKEN_A = "token-a-" + "a" * 24
 TOKEN_B = "token-b-" + "b" * 24
@@ -42,10 +43,6 @@ async def wait_healthy(base: str, timeout_s: float = 30) -> None:
                     if (await http.get(base + "/healthz")).status_code == 200:
                         return
                 await anyio.sleep(0.1)
-
-
-def text_of(result: object) -> str:
-    return "".join(getattr(block, "text", "") for block in result.content)  # type: ignore[attr-defined]
 
 
 @contextlib.asynccontextmanager

@@ -25,14 +25,14 @@ from typing import Any
 
 import platformdirs
 
-from mcp_offload.errors import OffloadError
+from mcp_offload.errors import OperatorError
 
 OFFLOAD_ENTRY = "offload"
 SERVERS_FILE = "servers.json"
 _OUR_NAMES = {"mcp-offload", "mcp-offload.exe", "mcp_offload"}
 
 
-class ClientConfigError(OffloadError):
+class ClientConfigError(OperatorError):
     """A client config or servers.json that cannot be imported; the message is one line, for the user."""
 
 

@@ -20,8 +20,9 @@ import sys
 import anyio
 
 from mcp_offload.cli.client_config import user_servers_path
+from mcp_offload.cli.exit_status import exit_status
 from mcp_offload.core.api import Scope
-from mcp_offload.errors import OffloadError, SettingsError
+from mcp_offload.errors import SettingsError
 from mcp_offload.proxy import ProxyConfig, add_proxy_flags, open_proxy, proxy_config_from_args
 from mcp_offload.settings import Settings
 from mcp_offload.version import __version__
@@ -177,6 +178,7 @@ def check_session(session: str | None, transport: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
+    """The one entry point: a subcommand's `main`, or the server; the exit status comes from `exit_status`."""
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] in SUBCOMMANDS:
         sys.exit(_run_subcommand(argv[0], argv[1:]))
@@ -186,26 +188,28 @@ def main(argv: list[str] | None = None) -> None:
         level=args.log_level.upper(),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
-    try:
-        settings = settings_from_args(args)
-        if args.command == "demo":
-            from mcp_offload.cli.demo import run_demo
+    sys.exit(exit_status(lambda: run(args)))
 
-            sys.exit(anyio.run(run_demo, settings))
-        discover_config(args)
-        check_session(args.session, args.transport)
-        proxy = proxy_config_from_args(args)  # read first: a bad config file fails before anything starts
-        if args.transport != "stdio":
-            from mcp_offload.serve.http import http_options_from_args, run_http
 
-            anyio.run(run_http, settings, http_options_from_args(args), proxy, backend_options=_loop_options())
-            return
-        anyio.run(serve_stdio, settings, proxy, args.session, backend_options=_loop_options())
-    except OffloadError as exc:  # includes a refused network configuration (http.RefusedConfig)
-        print(f"mcp-offload: {exc}", file=sys.stderr)
-        sys.exit(2)
-    except KeyboardInterrupt:
-        sys.exit(130)
+def run(args: argparse.Namespace) -> int | None:
+    """Serve (stdio or HTTP) or run the demo. Operator errors (a refused network configuration, a bad config file
+    or setting) and store errors propagate to `exit_status`."""
+    settings = settings_from_args(args)
+    if args.command == "demo":
+        from mcp_offload.cli.demo import run_demo
+
+        status: int = anyio.run(run_demo, settings)
+        return status
+    discover_config(args)
+    check_session(args.session, args.transport)
+    proxy = proxy_config_from_args(args)  # read first: a bad config file fails before anything starts
+    if args.transport != "stdio":
+        from mcp_offload.serve.http import http_options_from_args, run_http
+
+        anyio.run(run_http, settings, http_options_from_args(args), proxy, backend_options=_loop_options())
+        return None
+    anyio.run(serve_stdio, settings, proxy, args.session, backend_options=_loop_options())
+    return None
 
 
 def _run_subcommand(name: str, argv: list[str]) -> int:

@@ -25,7 +25,8 @@ from mcp_offload.cli.client_config import (
     read_text,
     user_servers_path,
 )
-from mcp_offload.errors import OffloadError
+from mcp_offload.cli.exit_status import exit_status
+from mcp_offload.errors import OperatorError
 from mcp_offload.proxy.config import parse_config
 
 
@@ -93,6 +94,10 @@ def apply_plan(plan: ImportPlan) -> list[Path]:
 
 def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
+    return exit_status(lambda: run(args))
+
+
+def run(args: argparse.Namespace) -> int:
     client_path = Path(args.path).expanduser().absolute() if args.path else claude_desktop_config_path()
     try:
         plan = make_plan(client_path, Path(args.servers) if args.servers else None)
@@ -106,12 +111,8 @@ def main(argv: list[str]) -> int:
             print(f"# {len(plan.moved)} server(s) would move; run again with --write to apply (backups are made first)")
             return 0
         backups = apply_plan(plan)
-    except OffloadError as exc:
-        print(f"mcp-offload: {exc}", file=sys.stderr)
-        return 2
     except OSError as exc:
-        print(f"mcp-offload: cannot write {exc.filename or 'a file'}: {exc.strerror}", file=sys.stderr)
-        return 2
+        raise OperatorError(f"cannot write {exc.filename or 'a file'}: {exc.strerror}") from None
     moved = ", ".join(plan.moved) or "no servers"
     print(f"moved {moved} to {plan.servers_path}; {client_path} now runs them through mcp-offload")
     for copy in backups:

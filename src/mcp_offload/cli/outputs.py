@@ -17,8 +17,9 @@ from pathlib import Path
 
 import anyio
 
+from mcp_offload.cli.exit_status import CommandDeclined, exit_status
 from mcp_offload.cli.output_view import as_json, human_bytes, rebuild_offloaded, render_show, render_table
-from mcp_offload.errors import ExpiredHandle, OffloadError, UnknownHandle
+from mcp_offload.errors import ExpiredHandle, InvalidHandle, UnknownHandle
 from mcp_offload.settings import Settings
 from mcp_offload.store import REDIS_SCHEMES, AdminStore, ScannedOutput, open_store
 from mcp_offload.store.handles import validate_handle
@@ -27,10 +28,6 @@ from mcp_offload.store.lifecycle import StoreLimits
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*([smhdw]?)", re.ASCII)
 _UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 _SESSION = re.compile(r"[0-9a-f]{1,32}", re.ASCII)
-
-
-class Refused(Exception):
-    """The command did nothing on purpose (unknown handle, no confirmation); exit status 1."""
 
 
 def duration(text: str) -> float:
@@ -97,16 +94,17 @@ def _select(outputs: list[ScannedOutput], args: argparse.Namespace, now: float) 
 
 
 async def _find(store: AdminStore | None, handles: list[str]) -> dict[str, ScannedOutput]:
-    """Each handle's output; `Refused` (nothing touched) if any is malformed or not in the store."""
+    """Each handle's output; `CommandDeclined` (nothing touched) if any is malformed or not in the store."""
     for handle in handles:
         try:
             validate_handle(handle)
-        except OffloadError:
-            raise Refused(f"{handle[:60]!r} is not a handle (handles look like out_ + 26 letters/digits)") from None
+        except InvalidHandle:
+            shown = handle[:60]
+            raise CommandDeclined(f"{shown!r} is not a handle (handles look like out_ + 26 letters/digits)") from None
     found = {o.meta.handle: o for o in await store.scan()} if store is not None else {}
     missing = [h for h in handles if h not in found]
     if missing:
-        raise Refused(f"no output {', '.join(missing)} in the store; nothing was removed or shown")
+        raise CommandDeclined(f"no output {', '.join(missing)} in the store; nothing was removed or shown")
     return {h: found[h] for h in handles}
 
 
@@ -126,7 +124,7 @@ async def _show(store: AdminStore | None, settings: Settings, args: argparse.Nam
         async with store.open(out.scope, out.meta.handle) as stored:
             content = bytes(await anyio.to_thread.run_sync(stored.contiguous))
     except (UnknownHandle, ExpiredHandle):
-        raise Refused(f"output {args.handle} was removed meanwhile") from None
+        raise CommandDeclined(f"output {args.handle} was removed meanwhile") from None
     if args.raw:
         sys.stdout.buffer.write(content)
         sys.stdout.buffer.flush()
@@ -164,10 +162,10 @@ def _confirm(question: str, yes: bool) -> None:
     if yes:
         return
     if not sys.stdin.isatty():
-        raise Refused("not deleting without confirmation: run it in a terminal, or add --yes")
+        raise CommandDeclined("not deleting without confirmation: run it in a terminal, or add --yes")
     answer = input(f"{question} [y/N] ").strip().lower()
     if answer not in {"y", "yes"}:
-        raise Refused("nothing deleted")
+        raise CommandDeclined("nothing deleted")
 
 
 async def _clear(store: AdminStore | None, args: argparse.Namespace) -> None:
@@ -216,14 +214,4 @@ async def run(args: argparse.Namespace) -> None:
 
 def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
-    try:
-        anyio.run(run, args)
-    except Refused as exc:
-        print(f"mcp-offload: {exc}", file=sys.stderr)
-        return 1
-    except OffloadError as exc:
-        print(f"mcp-offload: {exc}", file=sys.stderr)
-        return 2
-    except (BrokenPipeError, KeyboardInterrupt):
-        return 130
-    return 0
+    return exit_status(lambda: anyio.run(run, args))

@@ -18,6 +18,8 @@ from typing import Any, TextIO
 
 import anyio
 
+from mcp_offload.cli.exit_status import CommandDeclined, exit_status
+from mcp_offload.errors import OperatorError
 from mcp_offload.gateway.status import gateway_stats, stats_lines
 from mcp_offload.savings import SavingsRow, last_days, open_savings, summarize, summary_json
 from mcp_offload.savings.record import MAX_DAYS
@@ -40,20 +42,17 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:  # argparse's _SubPa
 
 def run(args: argparse.Namespace) -> int:
     if not 1 <= args.days <= MAX_DAYS:
-        print(f"mcp-offload stats: --days must be between 1 and {MAX_DAYS}", file=sys.stderr)
-        return 2
+        raise OperatorError(f"--days must be between 1 and {MAX_DAYS}")
     location = Settings.from_env().with_overrides(store=args.store).store_location()
     days = last_days(args.days, time.time())
     try:
         rows = anyio.run(_read, location, args.days)
     except Exception as exc:  # an unreachable Redis, an unreadable directory: one line, no traceback
-        print(f"mcp-offload stats: cannot read the savings record at {location}: {exc}", file=sys.stderr)
-        return 1
+        raise CommandDeclined(f"cannot read the savings record at {location}: {exc}") from None
     try:
         gateway = anyio.run(_read_gateway, location)
     except Exception as exc:  # the gateway's record beside the store: same failure, same one line
-        print(f"mcp-offload stats: cannot read the gateway's record at {location}: {exc}", file=sys.stderr)
-        return 1
+        raise CommandDeclined(f"cannot read the gateway's record at {location}: {exc}") from None
     if args.json:
         print(json.dumps({**summary_json(rows, days), "gateway": gateway}, indent=2))
     else:
@@ -68,7 +67,8 @@ def main(argv: list[str]) -> int:
     """`mcp-offload stats …` on its own parser (until the CLI dispatches subcommands itself)."""
     parser = argparse.ArgumentParser(prog="mcp-offload")
     add_parser(parser.add_subparsers(dest="command", required=True))
-    return run(parser.parse_args(["stats", *argv]))
+    args = parser.parse_args(["stats", *argv])
+    return exit_status(lambda: run(args), prog="mcp-offload stats")
 
 
 async def _read(location: str, days: int) -> dict[Any, SavingsRow]:

@@ -41,10 +41,11 @@ from mcp_offload.core.results import (
     info_of,
 )
 from mcp_offload.core.services import Services
-from mcp_offload.errors import ExpiredHandle, OffloadError, SearchError, UnknownHandle
+from mcp_offload.errors import ExpiredHandle, NotEnumerable, SearchError, UnknownHandle
 from mcp_offload.retrieve.json_hits import JsonHits, json_hits, require_records
+from mcp_offload.retrieve.pattern import compile_pattern
 from mcp_offload.retrieve.read import read_range
-from mcp_offload.retrieve.search import SearchOptions, SearchResult, compile_pattern, search_outputs
+from mcp_offload.retrieve.search import SearchOptions, SearchResult, search_outputs
 from mcp_offload.store.handles import scope_key, validate_handle
 
 NOT_ENUMERABLE = (
@@ -262,7 +263,7 @@ async def query(
 async def list_outputs(services: Services, scope: Scope) -> ListOutput:
     """The scope's outputs, newest first."""
     if not scope.enumerable:
-        raise OffloadError("list_outputs is unavailable: " + NOT_ENUMERABLE)
+        raise NotEnumerable("list_outputs is unavailable: " + NOT_ENUMERABLE)
     return ListOutput(outputs=[info_of(meta) for meta in await services.store.list(scope.key)])
 
 

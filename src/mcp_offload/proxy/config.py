@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from mcp_offload.errors import OffloadError
+from mcp_offload.errors import OperatorError
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +52,7 @@ _HTTP = {"http", "streamable-http", "streamable_http", "streamablehttp"}  # comp
 _STDIO = {"stdio"}
 
 
-class ConfigError(OffloadError):
+class ConfigError(OperatorError):
     """The config file is unusable; the message (for the user, not the model) says where and how to fix it."""
 
 

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from mcp_offload.errors import SearchError
 from mcp_offload.retrieve.json_locate import breadcrumb, jq_path, locate, record_of
 from mcp_offload.retrieve.json_structure import JsonStructure, structure_of
+from mcp_offload.retrieve.positions import Match
 from mcp_offload.retrieve.read import read_range
-from mcp_offload.retrieve.search import Match
 from mcp_offload.store.base import StoredOutput
 from mcp_offload.store.content_index import Buffer
 from mcp_offload.tokens import TokenCounter

@@ -10,7 +10,7 @@ gives one-needle clauses (`[a-z]+: timeout after \\d+ ms` needs ": timeout after
 one clause with a needle per branch (`timeout|ZEBRA-\\d+` needs "timeout" or "ZEBRA-"). A needle under case-
 insensitive matching is `folded`: it is found under RE2's Unicode simple case folding.
 
-Patterns are written for RE2; we read them with Python's own regex parser (`sre_parse`), whose syntax is a
+Patterns are written for RE2; we read them with Python's own regex parser (`re._parser`), whose syntax is a
 superset of the part of RE2's we trust it on. Where the two differ we do not guess: RE2-only syntax (`\\pL`,
 `\\z`, `\\C`, `\\Q..\\E`, `\\x{..}`, flags after the start, `[[:alpha:]]`, `{,n}`, octal escapes) either fails to
 parse or is screened out first, and the pattern gets the conservative shape.
@@ -22,12 +22,18 @@ import re
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-with warnings.catch_warnings():
-    warnings.simplefilter("ignore", DeprecationWarning)
-    import sre_constants as sc  # typed in typeshed; the same module as re._constants
-    import sre_parse  # typed in typeshed; the same module as re._parser
+# Python's own regex parser, the one place here that reaches into another package's internals: `re._parser` and
+# `re._constants` (CPython 3.11+) are the modules the deprecated `sre_parse`/`sre_constants` re-export with a
+# DeprecationWarning; typeshed types them under the old names. Used only by `shape_of` below, which falls back to
+# the conservative shape on any surprise.
+if TYPE_CHECKING:
+    import sre_constants as sc
+    import sre_parse
+else:
+    from re import _constants as sc
+    from re import _parser as sre_parse
 
 _UNBOUNDED = 1 << 30  # sre_parse caps an unbounded width at MAXWIDTH; anything this large counts as unbounded
 _NEWLINE = 0x0A

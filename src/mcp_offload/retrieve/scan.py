@@ -31,17 +31,14 @@ import mmap
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import re2
-from re2 import _re2  # the bound RE2 class: searches a buffer at (pos, endpos) without building Python matches
 
-from mcp_offload.retrieve.pattern_shape import Clause, Needle, PatternShape, shape_of
+from mcp_offload.retrieve.pattern import CompiledPattern
+from mcp_offload.retrieve.pattern_shape import Clause, Needle, PatternShape
+from mcp_offload.retrieve.re2_binding import UNANCHORED, Regexp, build_regexp
 from mcp_offload.unicode import is_continuation_byte
-
-if TYPE_CHECKING:
-    from mcp_offload.retrieve.search import CompiledPattern
 
 WINDOW = 1 << 20  # bytes per uninterruptible RE2 call: bounds how late the time budget can be noticed
 OVERLAP = 64 << 10  # a pattern whose matches are at most this long is searched in overlapping windows
@@ -51,8 +48,6 @@ PREFILTER_CHUNK = 16 << 20  # bytes per literal find between deadline checks
 MAX_FINDERS = 8  # each finder is one memchr-speed pass over the text
 _LINE_HITS = 4  # hits of one finder followed one by one on a line; past them, the line is searched to its end
 _SAMPLE = 64 << 10
-
-_UNANCHORED = _re2.RE2.Anchor.UNANCHORED
 
 Searchable = bytes | bytearray | mmap.mmap  # stored bytes with find/rfind (memchr speed), searched in place
 
@@ -112,7 +107,7 @@ class Skip:
     and starting the real search just before it skips most of the text.
     """
 
-    regexp: Any
+    regexp: Regexp
     size: int
     max_offset: int
 
@@ -151,11 +146,7 @@ def plan_skip(data: Searchable, pattern: CompiledPattern, sample: Sample | None 
         literal, max_offset = raw[k:stop], 4 * len(raw[:k].decode("utf-8"))
     if not worth_skipping(rate(raw[k]), rate(raw[0]), pattern.case_sensitive):
         return None
-    options = re2.Options()
-    options.log_errors = False
-    options.literal = True
-    options.encoding = re2.Options.Encoding.LATIN1  # raw bytes: the literal may start inside a character
-    regexp = _re2.RE2(literal, options)
+    regexp = build_regexp(literal, literal=True, latin1=True)  # raw bytes: it may start inside a character
     return Skip(regexp, len(literal), max_offset) if regexp.ok() else None
 
 
@@ -178,14 +169,8 @@ def ascii_fold_orbit(char: str) -> tuple[str, ...]:
     return (lower, lower.upper(), *_EXTRA_FOLDS.get(lower, ""))
 
 
-def _regexp(pattern: bytes, *, literal: bool, latin1: bool) -> Any:
-    options = re2.Options()
-    options.log_errors = False
-    options.literal = literal
-    options.never_capture = True
-    if latin1:
-        options.encoding = re2.Options.Encoding.LATIN1  # raw bytes: a literal may start inside a character
-    regexp = _re2.RE2(pattern, options)
+def _regexp(pattern: bytes, *, literal: bool, latin1: bool) -> Regexp | None:
+    regexp = build_regexp(pattern, literal=literal, latin1=latin1)  # latin1: a literal may start inside a character
     return regexp if regexp.ok() else None
 
 
@@ -194,7 +179,7 @@ class Finder:
     """Finds every occurrence of one needle (its tail from a rare character on, with RE2's memchr on that
     character's first byte): a line holding the needle holds a hit. `reach` bounds a hit's length in bytes."""
 
-    regexp: Any
+    regexp: Regexp
     reach: int
 
 
@@ -283,12 +268,7 @@ class Scan:
     def __init__(self, data: Searchable, pattern: CompiledPattern, deadline: float) -> None:
         self.data = data
         self.regexp = pattern.regexp
-        shape = pattern.shape
-        self.shape = (
-            shape
-            if shape is not None
-            else shape_of(pattern.pattern, literal=pattern.literal, case_sensitive=pattern.case_sensitive)
-        )
+        self.shape = pattern.shape
         # A case-sensitive leading literal is RE2's own fast path (memchr on its first byte, or `Skip` to a rarer
         # byte in it); a folded one is not (RE2 reads it with a slower shift-DFA), nor is a literal further in.
         sample = Sample(data) if len(data) >= min(PREFILTER_MIN_BYTES, SKIP_MIN_BYTES) else None
@@ -315,7 +295,7 @@ class Scan:
         data, size = self.data, len(self.data)
         while at < size:
             stop = min(size, at + max(PREFILTER_CHUNK, 2 * finder.reach))
-            found: int = finder.regexp.Match(_UNANCHORED, data, at, stop)[0][0]
+            found: int = finder.regexp.Match(UNANCHORED, data, at, stop)[0][0]
             if found >= 0:
                 return found
             if stop >= size or self._late():
@@ -366,7 +346,7 @@ class Scan:
                 continue
             pos = lo
             while pos <= last:  # a match holds a hit: none starts after the line's last hit
-                start, stop = match(_UNANCHORED, data, pos, hi)[0]
+                start, stop = match(UNANCHORED, data, pos, hi)[0]
                 if start < 0:
                     break
                 start, stop = _whole_chars(data, start, stop)
@@ -409,7 +389,7 @@ class Scan:
                 # A match starting at s >= pos holds the skip literal at s + offset (offset <= max_offset), so
                 # no match starts before (first such literal at or after pos) - max_offset.
                 limit = min(hi, pos + max(WINDOW, 4 * (skip.size + skip.max_offset)))
-                found = skip.regexp.Match(_UNANCHORED, data, pos, limit)[0][0]
+                found = skip.regexp.Match(UNANCHORED, data, pos, limit)[0][0]
                 if found < 0:
                     if limit >= hi:
                         return
@@ -421,7 +401,7 @@ class Scan:
                         pos -= 1
             if pos >= end:
                 end, final = self._window_end(pos, hi)
-            start, stop = regexp.Match(_UNANCHORED, data, pos, end)[0]
+            start, stop = regexp.Match(UNANCHORED, data, pos, end)[0]
             if not final and (start < 0 or start + longest > end):
                 # No match starts in [pos, end - longest]: one there would lie inside the window.
                 # (A window made at pos has end - longest >= pos; one kept from earlier is just made anew here.)

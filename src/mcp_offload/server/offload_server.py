@@ -152,8 +152,8 @@ def build_server(
         if is_output_uri(uri):
             try:
                 return await read_output_resource(services.store, scope_of(ctx).key, uri)
-            except OffloadError as exc:
-                raise MCPError(code=types.INVALID_PARAMS, message=str(exc)) from None
+            except OffloadError as exc:  # the error's own code: a store outage is not a bad argument
+                raise MCPError(code=exc.rpc_code, message=str(exc)) from None
         result = await ext.read_resource(ctx, uri)
         if result is not None:
             return result

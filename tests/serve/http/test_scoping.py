@@ -18,7 +18,7 @@ from mcp import Client
 
 from mcp_offload.core.services import Services
 from mcp_offload.serve.http import HttpOptions
-from support import alive, free_port
+from support import alive, free_port, text_of
 from support.http_transport import (
     TOKEN_A,
     TOKEN_B,
@@ -27,7 +27,6 @@ from support.http_transport import (
     connect,
     offload_some,
     serving,
-    text_of,
     wait_healthy,
 )
 

@@ -13,14 +13,14 @@ from typing import Any, Literal
 
 from mcp.server.transport_security import TransportSecuritySettings
 
-from mcp_offload.errors import OffloadError
+from mcp_offload.errors import OperatorError
 from mcp_offload.serve.http.auth import parse_tokens
 
 Transport = Literal["http", "sse", "both"]
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 
 
-class RefusedConfig(OffloadError):
+class RefusedConfig(OperatorError):
     """A network configuration the server will not start with (the message says what to change)."""
 
 
