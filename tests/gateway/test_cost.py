@@ -183,3 +183,28 @@ async def test_window_pressure_does_nothing_when_it_cannot_clear_at_least(servic
     # below the trigger: nothing, whatever could be cleared
     calm = GatewayPolicy(threshold_tokens=5_000, clear_tool_uses=ClearToolUses(10**7, 0, 1), cost_rule=False)
     assert (await rewrite_request(services, api, body, headers_for(api, "calm"), calm)).body is body
+
+
+@pytest.mark.parametrize("api", ["anthropic", "openai_chat", "responses"])
+async def test_user_pastes_join_the_prefix_rules_but_never_the_last_user_turn(services: Services, api: str) -> None:
+    paste = big_text(RNG, 3_000, "paste")
+    latest = big_text(RNG, 3_000, "latest")
+    messages: list[dict[str, Any]] = [user_text(api, "Here is the log:\n" + paste)]
+    messages += model_turn(api, [("a", "bash", {})], "ok", 1) + results_turn(api, [("a", "fine")])
+    messages += [user_text(api, "And this one:\n" + latest)]
+    messages += model_turn(api, [("b", "bash", {})], "ok", 2) + results_turn(api, [("b", "fine")])
+    body = make_body(api, "sys", messages, client_tools(api))
+    clear = ClearToolUses(trigger_tokens=2_000, keep_tool_uses=0, clear_at_least_tokens=1_000)
+    off = GatewayPolicy(threshold_tokens=1_000, clear_tool_uses=clear, cost_rule=False)
+    assert (await rewrite_request(services, api, body, headers_for(api, "paste-off"), off)).body is body
+    policy = GatewayPolicy(
+        threshold_tokens=1_000, clear_tool_uses=clear, cost_rule=False, offload_user_pastes_tokens=1_000
+    )
+    rewrite = await rewrite_request(services, api, copy.deepcopy(body), headers_for(api, "paste"), policy)
+    text = wire(rewrite.body)
+    assert len(rewrite.offloaded) == 1 and wire(paste)[1:-1] not in text and wire(latest)[1:-1] in text
+    key = "input" if api == "responses" else "messages"
+    first = rewrite.body[key][1 if api == "openai_chat" else 0]  # (Chat: after the system message)
+    assert first["content"].startswith("Stored as out_") and "user text" in first["content"]
+    again = await rewrite_request(services, api, copy.deepcopy(body), headers_for(api, "paste"), policy)
+    assert wire(again.body) == wire(rewrite.body)

@@ -288,3 +288,23 @@ def test_conversation_builder_is_valid_for_every_api() -> None:
         for _ in range(5):
             conv.advance()
         validate_body(api, conv.body())
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_rewrite_messages_is_the_message_level_core_the_compactor_can_call(services: Services, api: str) -> None:
+    from mcp_offload.gateway.rewrite import rewrite_messages
+    from mcp_offload.gateway.session import GatewaySession
+
+    session = GatewaySession.of_key("ab" * 16)
+    messages = conversation(api, [("c1", LARGE)])
+    before = copy.deepcopy(messages)
+    done = await rewrite_messages(services, api, session, messages, POLICY)
+    assert done.changed and done.tools_on and len(done.offloaded) == 1 and messages == before
+    assert wire(done.messages).count("Stored as out_") == 1
+    again = await rewrite_messages(services, api, session, copy.deepcopy(messages), POLICY)
+    assert wire(again.messages) == wire(done.messages) and again.offloaded == []
+    small = conversation(api, [("c2", SMALL)])
+    untouched = await rewrite_messages(services, api, GatewaySession.of_key("cd" * 16), small, POLICY)
+    assert untouched.messages is small and not untouched.changed and not untouched.tools_on
+    with pytest.raises(ValueError, match="message 1"):
+        await rewrite_messages(services, api, session, [user_text(api, "x"), {"role": "wizard"}], POLICY)

@@ -296,3 +296,32 @@ async def test_an_unknown_assistant_message_is_left_alone(services: Services) ->
     next_body = make_body(api, "sys", [*body["messages"], other, {"role": "user", "content": "ok"}], client_tools(api))
     out = await rewrite_request(services, api, next_body, headers_for(api, "nothing-recorded"), POLICY)
     assert out.expanded == 0 and out.body["messages"][3] is other
+
+
+async def test_identical_short_answers_are_restored_each_to_their_own_exchange(services: Services) -> None:
+    api = "openai_chat"
+    credential = "twice"
+    body, _ = await first_turn(services, api, credential)
+    session = (await rewrite_request(services, api, copy.deepcopy(body), headers_for(api, credential), POLICY)).session
+    done = {"role": "assistant", "content": "Done."}
+
+    def loop(call_id: str, answer: str) -> list[dict[str, Any]]:
+        call = {"id": call_id, "type": "function", "function": {"name": "read_large_output", "arguments": "{}"}}
+        return [
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": call_id, "content": answer},
+            {"role": "assistant", "content": "Done."},
+        ]
+
+    history = body["messages"][1:]
+    ask_1 = {"role": "user", "content": "First question?"}
+    await record_expansion(services, session, api, done, loop("r1", "first answer"), previous_message=history[-1])
+    await record_expansion(services, session, api, done, loop("r2", "second answer"), previous_message=ask_1)
+    client = [*history, done, ask_1, done, {"role": "user", "content": "ok"}]
+    out = await rewrite_request(
+        services, api, make_body(api, "sys", client, client_tools(api)), headers_for(api, credential), POLICY
+    )
+    assert out.expanded == 2
+    validate_body(api, out.body)
+    answers = [m["content"] for m in out.body["messages"] if m.get("role") == "tool" and m["tool_call_id"][0] == "r"]
+    assert answers == ["first answer", "second answer"]

@@ -61,8 +61,9 @@ class TurnCounters:
 
 
 async def add_usage(services: Services, session: GatewaySession, counters: TurnCounters) -> None:
-    """Add one turn's counters to the session's (raises `StoreUnavailable` when the store is down)."""
-    await open_record(services).backend.add(session.key, counters.counts())
+    """Add one turn's counters to the session's. When the store is down this raises `StoreUnavailable`, and the
+    counts (a fail-open event among them) are kept in memory and added with the session's next successful call."""
+    await open_record(services).add_counts(session, counters.counts())
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,6 +18,7 @@ from typing import Any
 from mcp_offload.core.services import Services
 from mcp_offload.errors import ExpiredHandle, InvalidHandle, OffloadError, UnknownHandle
 from mcp_offload.gateway.record import open_record
+from mcp_offload.gateway.rewrite import PASTE_CALL_ID
 from mcp_offload.gateway.session import GatewaySession
 from mcp_offload.gateway.tool_text import RETRIEVAL_TOOL_NAMES
 from mcp_offload.server.tools import TOOLS_BY_NAME, ToolCall, call_tool
@@ -66,6 +67,8 @@ async def _producer_note(services: Services, session: GatewaySession, handle: An
         return ""
     if decision is None:
         return ""
+    if decision.call_id == PASTE_CALL_ID:
+        return f"\n{handle} held a text the user wrote earlier in this conversation; it is no longer stored."
     tool = f" ({decision.tool})" if decision.tool else ""
     return (
         f"\n{handle} held the result of tool call {decision.call_id}{tool}, which is no longer stored. "

@@ -19,7 +19,9 @@ The rules, in the order they run on each request (pure functions over the messag
    last `keep_tool_uses` ones and those of `exclude_tools` is offloaded, if that clears at least
    `clear_at_least_tokens` (Anthropic's `clear_tool_uses` semantics, losslessly); or (b) by the cost rule (cost.py):
    when rewriting from some position on pays at the provider's cache prices over the expected remaining requests
-   and clears at least `clear_at_least_tokens`. Both turn inline into offloaded, recorded and then sticky.
+   and clears at least `clear_at_least_tokens`. Both turn inline into offloaded, recorded and then sticky. With
+   `offload_user_pastes_tokens`, the user's own texts that large (never those of the last user turn) are candidates
+   of both rules too (never of the tail rule: a text the user just wrote is what the model must read now).
 5. Tools: from the request that offloads the session's first output on (transparent retrieval), the retrieval tools
    (tool_text.py) are appended after the client's own, byte-identical on every later request. A session that never
    offloads gets nothing: the body object comes back unchanged.
@@ -39,7 +41,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from mcp_offload.compact.formats import Message, MessageView
+from mcp_offload.compact.formats import Message, MessageView, Part, ToolResult
 from mcp_offload.core import api as core
 from mcp_offload.core.render import render_reference
 from mcp_offload.core.services import Services
@@ -51,11 +53,21 @@ from mcp_offload.gateway.session import GatewaySession, derive_session
 from mcp_offload.gateway.tool_text import ApiKind, is_retrieval_tool, retrieval_tools
 from mcp_offload.store.handles import PREFIX, derived_handle
 
-__all__ = ["ApiKind", "ClearToolUses", "GatewayPolicy", "Rewrite", "RewriteUnavailable", "rewrite_request"]
+__all__ = [
+    "ApiKind",
+    "ClearToolUses",
+    "GatewayPolicy",
+    "MessagesRewrite",
+    "Rewrite",
+    "RewriteUnavailable",
+    "rewrite_messages",
+    "rewrite_request",
+]
 
 log = logging.getLogger("mcp_offload.gateway")
 CHARS_PER_TOKEN = 4  # the estimate used for positions and window pressure (exact counts only where they decide)
 REFERENCE_PREFIX = "Stored as " + PREFIX
+PASTE_CALL_ID = "user-text"  # the "call id" of a user's own text offloaded under offload_user_pastes_tokens
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +87,7 @@ class GatewayPolicy:
     retrieval: Literal["transparent", "visible"] = "transparent"
     clear_tool_uses: ClearToolUses | None = ClearToolUses()  # window pressure rule
     cost_rule: bool = True  # rewrite the cached prefix only when it pays at the provider's prices
-    offload_user_pastes_tokens: int | None = None  # reserved: user pastes are not offloaded yet
+    offload_user_pastes_tokens: int | None = None  # user texts this large (not the last turn) join the prefix rules
     fail_closed: bool = False
 
 
@@ -102,6 +114,40 @@ class RewriteUnavailable(Exception):
 STORE_FAILURES = (StoreUnavailable, StoreFull, OSError)
 
 
+@dataclass(slots=True)
+class MessagesRewrite:
+    """What `rewrite_messages` did to one message list."""
+
+    messages: list[Message]  # the very input list when nothing changed
+    changed: bool
+    tools_on: bool  # the session has the retrieval tools (transparent retrieval): send them with this list
+    offloaded: list[str] = field(default_factory=list)
+    tokens_kept_out: int = 0
+    expanded: int = 0
+
+
+async def rewrite_messages(
+    services: Services,
+    api: ApiKind,
+    session: GatewaySession,
+    messages: list[Message],
+    policy: GatewayPolicy,
+    *,
+    model: object = None,
+    head_chars: int = 0,
+) -> MessagesRewrite:
+    """The cache-safe rewrite of one message list (the rules 2-5 of the module docstring) for `session`: pure over
+    the list and the session's record (the caller's list and messages are never mutated). `model` picks the cache
+    prices of the cost rule; `head_chars` is the size of what precedes the messages in the prompt (tools, system).
+
+    Raises ValueError naming the message for a malformed list (nothing stored), and the store's errors
+    (`StoreUnavailable`, `StoreFull`, OSError) when the record or the store fails (nothing recorded). The gateway
+    (`rewrite_request`) and the `Compactor` share it."""
+    history = history_for(api)
+    views = [history.view(m, i) for i, m in enumerate(messages)]
+    return await _Turn(services, api, history, session, policy, messages, views, model, head_chars).run()
+
+
 async def rewrite_request(
     services: Services, api: ApiKind, body: dict[str, Any], headers: Mapping[str, str], policy: GatewayPolicy
 ) -> Rewrite:
@@ -111,18 +157,33 @@ async def rewrite_request(
     messages = history.messages(body)
     if messages is None:
         return Rewrite(body=body, changed=False, session=session)
+    head = _chars({k: v for k, v in body.items() if k != history.messages_key})
     try:
-        views = [history.view(m, i) for i, m in enumerate(messages)]
+        done = await rewrite_messages(
+            services, api, session, messages, policy, model=body.get("model"), head_chars=head
+        )
     except ValueError:
         return Rewrite(body=body, changed=False, session=session)  # the upstream answers it with its own error
-    try:
-        return await _Turn(services, api, history, session, policy, body, messages, views).run()
     except STORE_FAILURES as exc:
         reason = f"the store failed ({type(exc).__name__}: {exc})"
         log.warning("gateway: %s; forwarding the request unmodified", reason)
         if policy.fail_closed:
             raise RewriteUnavailable(reason) from exc
         return Rewrite(body=body, changed=False, session=session, fail_open=reason)
+    if not done.changed and not done.tools_on:
+        return Rewrite(body=body, changed=False, session=session)
+    out = history.with_messages(body, done.messages) if done.changed else dict(body)
+    if done.tools_on:
+        out = history.with_tools(out, retrieval_tools(api))
+    return Rewrite(
+        body=out,
+        changed=True,
+        session=session,
+        tools_injected=done.tools_on,
+        offloaded=done.offloaded,
+        tokens_kept_out=done.tokens_kept_out,
+        expanded=done.expanded,
+    )
 
 
 def _chars(value: Any) -> int:
@@ -141,6 +202,7 @@ class _Part:
     part: ResultPart
     digest: str
     decision: Decision | None = None
+    paste: bool = False  # a user's own text (offload_user_pastes_tokens), not a tool result
 
 
 class _Turn:
@@ -151,22 +213,20 @@ class _Turn:
         history: History,
         session: GatewaySession,
         policy: GatewayPolicy,
-        body: dict[str, Any],
         messages: list[Message],
         views: list[MessageView],
+        model: object,
+        head_chars: int,
     ) -> None:
         self.services, self.api, self.history, self.session, self.policy = services, api, history, session, policy
-        self.body, self.messages, self.views = body, messages, views
+        self.messages, self.views, self.model, self.head_chars = messages, views, model, head_chars
         self.record: DecisionRecord = open_record(services)
 
-    async def run(self) -> Rewrite:
+    async def run(self) -> MessagesRewrite:
         history, session, policy = self.history, self.session, self.policy
-        parts = [
-            _Part(p, part_digest(p.result.call_id, p.part.index, p.text))
-            for p in history.result_parts(self.messages, self.views)
-        ]
+        parts = self._parts(self.messages, self.views)
         state = await self.record.state(session, [p.digest for p in parts])
-        unchanged = Rewrite(body=self.body, changed=False, session=session)
+        unchanged = MessagesRewrite(messages=self.messages, changed=False, tools_on=False)
         if state.bypass is not None:
             return unchanged
         messages, views, restored = self.messages, self.views, 0
@@ -174,19 +234,14 @@ class _Turn:
             messages, restored = await self._restore(messages)
             if restored:
                 views = [history.view(m, i) for i, m in enumerate(messages)]
-                found = {p.digest: p for p in parts}
-                parts = [
-                    _Part(p, d, found[d].decision if d in found else None)
-                    for p in history.result_parts(messages, views)
-                    for d in [part_digest(p.result.call_id, p.part.index, p.text)]
-                ]
+                parts = self._parts(messages, views)
         for p in parts:
             p.decision = state.decisions.get(p.digest)
 
         tail = self._tail_start(messages)
         new: dict[str, tuple[_Part, Reason]] = {}
         for p in parts:
-            if p.decision is None and p.part.message >= tail and self._offloadable(p.part):
+            if p.decision is None and not p.paste and p.part.message >= tail and self._offloadable(p.part):
                 limit = policy.threshold_tokens
                 if self.services.tokens.count_upto(p.part.text, limit) >= limit:
                     new[p.digest] = (p, "threshold")
@@ -204,17 +259,12 @@ class _Turn:
                     p.decision = winners[p.digest]
 
         applied = [p for p in parts if p.decision is not None and p.decision.text != p.part.text]
-        if not applied and not restored and not tools_on:
-            return unchanged
-        out = self._apply(messages, applied)
-        body = history.with_messages(self.body, out) if (applied or restored) else dict(self.body)
-        if tools_on:
-            body = history.with_tools(body, retrieval_tools(self.api))
-        return Rewrite(
-            body=body,
+        if not applied and not restored:
+            return MessagesRewrite(messages=self.messages, changed=False, tools_on=tools_on)
+        return MessagesRewrite(
+            messages=self._apply(messages, applied),
             changed=True,
-            session=session,
-            tools_injected=tools_on,
+            tools_on=tools_on,
             offloaded=[d.handle for d in decided.values()],
             tokens_kept_out=sum(p.decision.tokens_kept_out for p in applied if p.decision is not None),
             expanded=restored,
@@ -223,13 +273,19 @@ class _Turn:
     # -- steps ---------------------------------------------------------------------------------------------
     async def _restore(self, messages: list[Message]) -> tuple[list[Message], int]:
         units = self.history.output_units(messages)
-        digests = [unit_digest(self.api, messages[a:b]) for a, b in units]
-        found = await self.record.expansions(self.session, digests)
+        keys = [  # (keyed by what it answered, keyed by the copy alone), all computed on the client's own list
+            (
+                unit_digest(self.api, messages[a:b], messages[a - 1]) if a > 0 else None,
+                unit_digest(self.api, messages[a:b]),
+            )
+            for a, b in units
+        ]
+        found = await self.record.expansions(self.session, [d for pair in keys for d in pair if d is not None])
         if not found:
             return messages, 0
         out, restored = list(messages), 0
-        for (a, b), digest in reversed(list(zip(units, digests, strict=True))):
-            expansion = found.get(digest)
+        for (a, b), (answered, alone) in reversed(list(zip(units, keys, strict=True))):
+            expansion = (found.get(answered) if answered else None) or found.get(alone)
             if expansion is None:
                 continue
             out = [*out[:a], *expansion.messages, *out[b:]]
@@ -244,6 +300,24 @@ class _Turn:
                 return i + 1
         return 0
 
+    def _parts(self, messages: list[Message], views: Sequence[MessageView]) -> list[_Part]:
+        """Every tool result text part, then (with `offload_user_pastes_tokens`) every large user text but those of
+        the last user turn, each with its digest."""
+        parts = [
+            _Part(p, part_digest(p.result.call_id, p.part.index, p.text))
+            for p in self.history.result_parts(messages, views)
+        ]
+        paste_tokens = self.policy.offload_user_pastes_tokens
+        if paste_tokens is not None:
+            last_turn = max((i for i, v in enumerate(views) if v.opens_turn), default=-1)
+            for found in self.history.user_texts(messages, paste_tokens * CHARS_PER_TOKEN):
+                if found.message == last_turn:
+                    continue  # the last user turn is never touched
+                part = Part(0, text=found.text)
+                site = ResultPart(found.message, ToolResult(found.slot, PASTE_CALL_ID, (part,)), part, None)
+                parts.append(_Part(site, part_digest(PASTE_CALL_ID, found.slot, found.text), paste=True))
+        return parts
+
     def _offloadable(self, part: ResultPart) -> bool:
         return not is_retrieval_tool(part.tool) and not part.text.startswith(REFERENCE_PREFIX)
 
@@ -254,42 +328,48 @@ class _Turn:
         if clear is None and not policy.cost_rule:
             return []
         excluded = set(clear.exclude_tools) if clear is not None else set()
-        clear_at_least = clear.clear_at_least_tokens if clear is not None else ClearToolUses().clear_at_least_tokens
-        preview = self.services.settings.preview_tokens
-        # positions: estimated tokens from the prompt's start (tools and system first, as the providers cache them)
-        head = _chars({k: v for k, v in self.body.items() if k != self.history.messages_key})
-        starts, pos = [], head
-        for m in messages:
-            starts.append(pos)
-            pos += _chars(m)
-        total_chars = pos - sum(len(p.part.text) - len(p.decision.text) for p in parts if p.decision is not None)
-        prefix_tokens = (starts[tail] if tail < len(starts) else pos) // CHARS_PER_TOKEN
-        results_order = list(dict.fromkeys((p.part.message, p.part.result.slot) for p in parts))
-        kept_recent = set(results_order[-clear.keep_tool_uses :]) if clear and clear.keep_tool_uses > 0 else set()
+        result_floor = CHARS_PER_TOKEN * min(policy.threshold_tokens, 2 * self.services.settings.preview_tokens)
         eligible = [
             p
             for p in parts
             if p.decision is None
             and p.part.message < tail
             and self._offloadable(p.part)
-            and (p.part.tool or "") not in excluded
+            and (p.paste or ((p.part.tool or "") not in excluded and len(p.part.text) >= result_floor))
         ]
+        eligible.sort(key=lambda p: p.part.message)  # pastes join the results in prompt order
+        if not eligible:
+            return []  # the usual case: every large result was decided in its own turn
+        clear_at_least = clear.clear_at_least_tokens if clear is not None else ClearToolUses().clear_at_least_tokens
+        preview = self.services.settings.preview_tokens
+        # positions: estimated tokens from the prompt's start (tools and system first, as the providers cache them)
+        starts, pos = [], self.head_chars
+        for m in messages:
+            starts.append(pos)
+            pos += _chars(m)
+        total_chars = pos - sum(len(p.part.text) - len(p.decision.text) for p in parts if p.decision is not None)
+        prefix_tokens = (starts[tail] if tail < len(starts) else pos) // CHARS_PER_TOKEN
+        results_order = list(dict.fromkeys((p.part.message, p.part.result.slot) for p in parts if not p.paste))
+        kept_recent = set(results_order[-clear.keep_tool_uses :]) if clear and clear.keep_tool_uses > 0 else set()
 
         if clear is not None and total_chars // CHARS_PER_TOKEN > clear.trigger_tokens:
             floor = min(policy.threshold_tokens, 2 * preview)
             batch = [
                 p
                 for p in eligible
-                if (p.part.message, p.part.result.slot) not in kept_recent
-                and len(p.part.text) // CHARS_PER_TOKEN >= floor
+                if p.paste
+                or (
+                    (p.part.message, p.part.result.slot) not in kept_recent
+                    and len(p.part.text) // CHARS_PER_TOKEN >= floor
+                )
             ]
             if sum(len(p.part.text) // CHARS_PER_TOKEN - preview for p in batch) >= clear.clear_at_least_tokens:
                 return [(p, "pressure") for p in batch]
 
         if policy.cost_rule:
-            big = [p for p in eligible if len(p.part.text) // CHARS_PER_TOKEN >= policy.threshold_tokens]
+            big = [p for p in eligible if p.paste or len(p.part.text) // CHARS_PER_TOKEN >= policy.threshold_tokens]
             if big:
-                prices = prices_for(self.api, self.body.get("model"))
+                prices = prices_for(self.api, self.model)
                 candidates = [
                     Candidate(
                         position=starts[p.part.message] // CHARS_PER_TOKEN,
@@ -314,9 +394,12 @@ class _Turn:
         decided: dict[str, Decision] = {}
         for digest, (p, reason) in new.items():
             part = p.part
-            label = f"{part.tool or 'tool'} result {part.result.call_id}"
-            if part.part.index:
-                label += f" part {part.part.index}"
+            if p.paste:
+                label = f"user text {digest[:12]}"
+            else:
+                label = f"{part.tool or 'tool'} result {part.result.call_id}"
+                if part.part.index:
+                    label += f" part {part.part.index}"
             try:
                 stored = await core.offload(
                     self.services,
@@ -342,16 +425,22 @@ class _Turn:
         return decided
 
     def _apply(self, messages: list[Message], applied: Sequence[_Part]) -> list[Message]:
-        by_message: dict[int, dict[tuple[int, str], tuple[Any, dict[int, str]]]] = {}
+        by_message: dict[int, dict[tuple[int, str], tuple[ToolResult, dict[int, str]]]] = {}
+        pastes: dict[int, list[tuple[int, str]]] = {}
         for p in applied:
             assert p.decision is not None
             result = p.part.result
+            if p.paste:
+                pastes.setdefault(p.part.message, []).append((result.slot, p.decision.text))
+                continue
             slot = by_message.setdefault(p.part.message, {}).setdefault((result.slot, result.call_id), (result, {}))
             slot[1][p.part.part.index] = p.decision.text
         out = list(messages)
-        for index, results in by_message.items():
+        for index in sorted({*by_message, *pastes}):
             message = out[index]
-            for result, texts in results.values():
+            for result, texts in by_message.get(index, {}).values():
                 message = self.history.replace_parts(message, result, texts)
+            for slot_index, text in pastes.get(index, []):
+                message = self.history.replace_user_text(message, slot_index, text)
             out[index] = message
         return out

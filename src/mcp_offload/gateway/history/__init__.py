@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from mcp_offload.gateway.history.anthropic import AnthropicHistory
-from mcp_offload.gateway.history.base import History, ResultPart, canonical_bytes, normalized
+from mcp_offload.gateway.history.base import History, ResultPart, UserText, canonical_bytes, normalized
 from mcp_offload.gateway.history.openai_chat import OpenAIChatHistory
 from mcp_offload.gateway.history.responses import ResponsesHistory
 
@@ -21,4 +21,4 @@ def history_for(api: str) -> History:
         raise ValueError(f"unknown API {api!r}: use one of {', '.join(HISTORIES)}") from None
 
 
-__all__ = ["HISTORIES", "History", "ResultPart", "canonical_bytes", "history_for", "normalized"]
+__all__ = ["HISTORIES", "History", "ResultPart", "UserText", "canonical_bytes", "history_for", "normalized"]

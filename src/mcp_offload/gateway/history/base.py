@@ -54,6 +54,18 @@ class ResultPart:
         return self.part.text or ""
 
 
+@dataclass(frozen=True, slots=True)
+class UserText:
+    """A text the user wrote (a paste, typically), where it sits in its message."""
+
+    message: int
+    slot: int  # block / part index; -1 when the message's content is a plain string
+    text: str
+
+
+USER_TEXT_TYPES = ("text", "input_text")
+
+
 class History:
     """Shared behaviour; one subclass per API (anthropic.py, openai_chat.py, responses.py)."""
 
@@ -116,6 +128,31 @@ class History:
 
     def replace_parts(self, message: Message, result: ToolResult, texts: dict[int, str]) -> Message:
         return self.format.replace_parts(message, result, texts)
+
+    def user_texts(self, messages: Sequence[Message], min_chars: int) -> list[UserText]:
+        """The user's own texts of at least `min_chars` characters (not tool results, not system prompts)."""
+        found: list[UserText] = []
+        for i, message in enumerate(messages):
+            if message.get("role") != "user" or message.get("type") not in (None, "message"):
+                continue
+            content = message.get("content")
+            if isinstance(content, str):
+                if len(content) >= min_chars:
+                    found.append(UserText(i, -1, content))
+            elif isinstance(content, list):
+                for slot, block in enumerate(content):
+                    if isinstance(block, dict) and block.get("type") in USER_TEXT_TYPES:
+                        text = block.get("text")
+                        if isinstance(text, str) and len(text) >= min_chars:
+                            found.append(UserText(i, slot, text))
+        return found
+
+    def replace_user_text(self, message: Message, slot: int, text: str) -> Message:
+        if slot < 0:
+            return {**message, "content": text}
+        content = list(message["content"])
+        content[slot] = {**content[slot], "text": text}
+        return {**message, "content": content}
 
     def normalize_message(self, message: Message) -> Any:
         """The form two serializations of one message share (for matching expansions and session openings)."""

@@ -108,16 +108,37 @@ def part_digest(call_id: str, part: int, text: str) -> str:
     return h.hexdigest()
 
 
-def unit_digest(api: ApiKind, messages: Sequence[Message]) -> str:
-    """The key of a model response as a client sends it back (normalized: robust to SDK re-serialization)."""
+def unit_digest(api: ApiKind, messages: Sequence[Message], previous: Message | None = None) -> str:
+    """The key of a model response as a client sends it back (normalized: robust to SDK re-serialization); with
+    `previous`, also keyed by the message it answered (two identical short answers in one session stay apart)."""
     history = history_for(api)
     normal = [history.normalize_message(m) for m in messages]
-    return hashlib.sha256(canonical_bytes([api, normal])).hexdigest()
+    if previous is None:
+        return hashlib.sha256(canonical_bytes([api, normal])).hexdigest()
+    return hashlib.sha256(canonical_bytes([api, normal, history.normalize_message(previous)])).hexdigest()
+
+
+UNSAVED_SESSIONS = 1_000  # counters kept in memory while the store is down, for this many sessions at most
 
 
 class DecisionRecord:
     def __init__(self, backend: RecordBackend) -> None:
         self.backend = backend
+        self.unsaved: dict[str, dict[str, int]] = {}  # counters the store refused, added with the next write
+
+    async def add_counts(self, session: GatewaySession, counts: Mapping[str, int]) -> None:
+        """Add to the session's counters. When the store is down the counts are kept in memory (bounded) and added
+        with the session's next successful write, then the store's error is raised."""
+        merged = dict(counts)
+        for name, value in self.unsaved.pop(session.key, {}).items():
+            merged[name] = merged.get(name, 0) + value
+        try:
+            await self.backend.add(session.key, merged)
+        except BaseException:
+            self.unsaved[session.key] = merged
+            while len(self.unsaved) > UNSAVED_SESSIONS:
+                self.unsaved.pop(next(iter(self.unsaved)))
+            raise
 
     async def state(self, session: GatewaySession, digests: Sequence[str]) -> SessionState:
         fields = [TOOLS_FIELD, EXPANDED_FIELD, BYPASS_FIELD, *(f"d:{d}" for d in digests)]
@@ -144,7 +165,7 @@ class DecisionRecord:
         for digest, decision in decisions.items():
             raw = decision.to_json()
             items[f"d:{digest}"] = raw
-            items[f"h:{decision.handle}"] = raw
+            items[f"h:{decision.handle}"] = digest  # the handle's decision, found by digest (no second copy)
         if tools:
             items[TOOLS_FIELD] = "1"
         held = await self.backend.put_if_absent(session.key, items)
@@ -156,7 +177,10 @@ class DecisionRecord:
 
     async def producer(self, session: GatewaySession, handle: str) -> Decision | None:
         """The decision that stored `handle` in this session (which tool call produced it), if the record has it."""
-        raw = (await self.backend.get(session.key, [f"h:{handle}"])).get(f"h:{handle}")
+        digest = (await self.backend.get(session.key, [f"h:{handle}"])).get(f"h:{handle}")
+        if digest is None:
+            return None
+        raw = (await self.backend.get(session.key, [f"d:{digest}"])).get(f"d:{digest}")
         return Decision.from_json(raw) if raw is not None else None
 
     async def expansions(self, session: GatewaySession, digests: Sequence[str]) -> dict[str, Expansion]:
@@ -218,6 +242,8 @@ async def record_expansion(
     api: ApiKind,
     client_message: Message | Sequence[Message],
     upstream_messages: Sequence[Message],
+    *,
+    previous_message: Message | None = None,
 ) -> None:
     """Remember that the client's copy of a model response (`client_message`: the assistant message it received;
     for Responses the list of output items) stands for `upstream_messages`: what the upstream really saw and
@@ -227,8 +253,15 @@ async def record_expansion(
     Mixed turn (the model called a retrieval tool and a client tool): `upstream_messages` ends with the results of
     the gateway's own calls (`[assistant(tool_use r1, tool_use c1), user(tool_result r1)]`; Chat: tool messages;
     Responses: `function_call_output` items): those are merged, on later turns, in front of the client's own results
-    for that response. Raises `StoreUnavailable` when the store is down (nothing is recorded: later turns then send
-    the client's copy, which costs cache hits but loses nothing)."""
+    for that response.
+
+    `previous_message`: the last message of the client's request that produced this response, as the client sent it
+    (before the rewrite). Pass it: it keys the expansion by what the response answered too, so two identical client
+    copies in one session (a short "Done." twice) are restored each to their own exchange. Without it, the first
+    expansion recorded for an identical copy wins.
+
+    Raises `StoreUnavailable` when the store is down (nothing is recorded: later turns then send the client's copy,
+    which costs cache hits but loses nothing)."""
     history = history_for(api)
     client = _as_list(client_message)
     upstream = [dict(m) for m in upstream_messages]
@@ -238,7 +271,7 @@ async def record_expansion(
     expansion = Expansion(messages=upstream[:cut], pending=upstream[cut:])
     if not expansion.messages:
         raise ValueError("upstream_messages must hold the model's messages, not only tool results")
-    await open_record(services).add_expansion(session, unit_digest(api, client), expansion)
+    await open_record(services).add_expansion(session, unit_digest(api, client, previous_message), expansion)
 
 
 __all__ = [

@@ -5,7 +5,8 @@ changes: that is what makes decisions sticky across turns, restarts and instance
 
     d:<digest>   a tool result part's decision: offloaded as a handle, with the exact replacement text
                  (absent: the part is inline; see rewrite.py for when an absent part may still be offloaded)
-    h:<handle>   the same decision, found by handle (which tool call produced an output, for expired handles)
+    h:<handle>   the digest of the decision that stored the handle (which tool call produced an output, for
+                 the message of an expired handle)
     x:<digest>   an expansion: the upstream-true messages standing for a client's copy of a model response
     tools        "the retrieval tools are on" (from the request that offloaded the session's first output)
     expanded     the session has expansions (saves the expansion lookup for sessions that have none)

@@ -14,6 +14,7 @@ import contextlib
 import fcntl
 import json
 import os
+import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -49,6 +50,7 @@ class FilesystemRecord:
         self.ttl_s = ttl_s
         self.clock = clock
         self._parsed: OrderedDict[str, _Parsed] = OrderedDict()
+        self._parsing = threading.Lock()  # the event loop (reads) and worker threads (writes) share the cache
         self._made = False
 
     # -- files ------------------------------------------------------------------------------------------
@@ -73,6 +75,10 @@ class FilesystemRecord:
 
     def _catch_up(self, session: str, fd: int) -> _Parsed:
         """Parse the complete lines added to the log (open as `fd`) since this process last read it."""
+        with self._parsing:
+            return self._catch_up_locked(session, fd)
+
+    def _catch_up_locked(self, session: str, fd: int) -> _Parsed:
         state = self._state(session)
         info = os.fstat(fd)
         if info.st_ino != state.inode or info.st_size < state.offset:
@@ -127,7 +133,11 @@ class FilesystemRecord:
 
     # -- the backend interface ---------------------------------------------------------------------------------
     async def get(self, session: str, fields: Sequence[str]) -> dict[str, str]:
-        state = await self._run(self._read, session)
+        # lock-free and small (the lines added since this process last read): read inline, a thread hop costs more
+        try:
+            state = self._read(session)
+        except OSError as exc:
+            raise StoreUnavailable(f"the gateway record could not be read ({exc.strerror})") from exc
         return {f: state.fields[f] for f in fields if f in state.fields}
 
     def _put_sync(self, session: str, items: Mapping[str, str]) -> dict[str, str]:
@@ -162,7 +172,8 @@ class FilesystemRecord:
 
     async def counters(self, session: str) -> dict[str, int]:
         state = await self._run(self._read, session)
-        return dict(state.counters)
+        with self._parsing:
+            return dict(state.counters)
 
     def _sessions_sync(self) -> list[tuple[str, float]]:
         if not self.directory.is_dir():
@@ -177,7 +188,8 @@ class FilesystemRecord:
             if now - mtime > self.ttl_s:
                 with contextlib.suppress(OSError):
                     os.unlink(entry.path)
-                self._parsed.pop(name[: -len(SUFFIX)], None)
+                with self._parsing:
+                    self._parsed.pop(name[: -len(SUFFIX)], None)
                 continue
             found.append((name[: -len(SUFFIX)], mtime))
         return sorted(found, key=lambda item: -item[1])

@@ -26,13 +26,15 @@ from mcp_offload.store.redis import normalise_url
 
 DEFAULT_PREFIX = "mcp-offload:v1"  # the store's own key prefix (store/redis.py)
 
+# KEYS: fields hash, sessions zset. ARGV: name1, value1, name2, value2, ..., ttl_ms, now_ms, session
 _PUT_IF_ABSENT = """
-for i = 1, #ARGV - 2, 2 do redis.call('HSETNX', KEYS[1], ARGV[i], ARGV[i + 1]) end
+local n = #ARGV - 3
+for i = 1, n, 2 do redis.call('HSETNX', KEYS[1], ARGV[i], ARGV[i + 1]) end
 local names = {}
-for i = 1, #ARGV - 2, 2 do names[#names + 1] = ARGV[i] end
+for i = 1, n, 2 do names[#names + 1] = ARGV[i] end
 local values = redis.call('HMGET', KEYS[1], unpack(names))
-redis.call('PEXPIRE', KEYS[1], ARGV[#ARGV - 1])
-redis.call('ZADD', KEYS[2], ARGV[#ARGV], KEYS[3])
+redis.call('PEXPIRE', KEYS[1], ARGV[n + 1])
+redis.call('ZADD', KEYS[2], ARGV[n + 2], ARGV[n + 3])
 return values
 """
 
@@ -93,9 +95,9 @@ class RedisRecord:
             return {}
         names = list(items)
         args: list[Any] = [x for name in names for x in (name, items[name])]
-        args += [self.ttl_ms, int(self.clock() * 1000)]
+        args += [self.ttl_ms, int(self.clock() * 1000), session]
         with _redis_errors():
-            values = await self._put(keys=[self._fields_key(session), self._sessions_key, session], args=args)
+            values = await self._put(keys=[self._fields_key(session), self._sessions_key], args=args)
         return {f: v.decode("utf-8") for f, v in zip(names, values, strict=True) if v is not None}
 
     async def add(self, session: str, counts: Mapping[str, int]) -> None:
@@ -108,6 +110,7 @@ class RedisRecord:
                 for name, value in kept.items():
                     pipe.hincrby(key, name, value)
                 pipe.pexpire(key, self.ttl_ms)
+                pipe.pexpire(self._fields_key(session), self.ttl_ms)  # a session in use keeps its decisions
                 pipe.zadd(self._sessions_key, {session: int(self.clock() * 1000)})
                 await pipe.execute()
 
