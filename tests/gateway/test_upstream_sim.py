@@ -200,6 +200,23 @@ def test_anthropic_accepts_a_well_formed_tool_history(upstream: UpstreamServer) 
     assert r.json()["type"] == "message"
 
 
+def test_anthropic_system_turns_need_the_per_turn_beta(upstream: UpstreamServer) -> None:
+    """Claude Code sends `system` messages between turns with the per-turn-control beta (and retries without)."""
+    messages = [
+        user("a"),
+        {"role": "system", "content": [{"type": "text", "text": "note"}]},
+        assistant(TEXT),
+        user("b"),
+    ]
+    r = post(upstream, "/v1/messages", anthropic_body(messages=messages))
+    assert r.status_code == 400 and "Input should be 'user' or 'assistant'" in r.json()["error"]["message"]
+    beta = {"anthropic-beta": "claude-code-20250219,per-turn-control-2026-07-01"}
+    assert post(upstream, "/v1/messages", anthropic_body(messages=messages), **beta).status_code == 200
+    between = [user("a"), assistant(use("t1")), messages[1], user(result("t1"))]
+    r = post(upstream, "/v1/messages", anthropic_body(messages=between), **beta)
+    assert r.status_code == 400 and "without `tool_result` blocks immediately after" in r.json()["error"]["message"]
+
+
 def test_anthropic_thinking_rules(upstream: UpstreamServer) -> None:
     """Signed thinking comes back unmodified: accepted; with thinking on, the continued turn must start with it."""
     client = anthropic.Anthropic(base_url=upstream.base_url, api_key="k", max_retries=0)
@@ -706,3 +723,15 @@ def test_agent_script_follows_directives_across_apis(upstream: UpstreamServer) -
         r.output[-1].type == "function_call"
         and r.output[-1].arguments == '{"command": ["bash", "-lc", "cat big.json"]}'
     )  # type: ignore[union-attr]
+
+
+def test_request_log_endpoint_for_other_processes(upstream: UpstreamServer) -> None:
+    """Benches run the upstream in its own process and read its figures over HTTP."""
+    body = anthropic_body(messages=[user(filler(1500, "a"))], cache_control={"type": "ephemeral"})
+    post(upstream, "/v1/messages", body)
+    post(upstream, "/v1/messages", body)
+    post(upstream, "/v1/messages", anthropic_body(max_tokens=None))
+    log = httpx2.get(upstream.base_url + "/_upstream/requests").json()
+    assert [entry["status"] for entry in log] == [200, 200, 400]
+    assert log[1]["usage"]["cache_read"] == log[0]["usage"]["cache_write"] > 0
+    assert log[2]["usage"] is None and "max_tokens" in log[2]["error"]

@@ -12,6 +12,7 @@ Tests get a started one from the `llm_upstream` fixture (plugin.py); bench/ impo
 
 from llm_upstream.cache import CacheUsage, PromptCache, SessionStats
 from llm_upstream.errors import ApiError, ApiKind, InvalidRequest
+from llm_upstream.prompt import extends, prompt_digests
 from llm_upstream.script import (
     AgentScript,
     Reply,
@@ -31,5 +32,6 @@ from llm_upstream.state import ReceivedRequest, session_key
 __all__ = [
     "AgentScript", "ApiError", "ApiKind", "CacheUsage", "InvalidRequest", "PromptCache", "ReceivedRequest", "Reply",
     "Script", "SessionStats", "Step", "Text", "Thinking", "ToolCall", "ToolExchange", "Turn", "UpstreamServer",
+    "extends", "prompt_digests",
     "reply", "session_key", "tool_call",
 ]  # fmt: skip

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -54,6 +55,10 @@ def build_app(state: UpstreamState) -> Starlette:
     async def healthz(request: Request) -> Response:
         return JSONResponse({"ok": True})
 
+    async def log(request: Request) -> Response:
+        """What a test or bench in another process needs: one summary per request received (no bodies)."""
+        return JSONResponse([summary(r) for r in state.received()])
+
     return Starlette(
         routes=[
             Route("/v1/messages", messages, methods=["POST"]),
@@ -62,8 +67,18 @@ def build_app(state: UpstreamState) -> Starlette:
             Route("/v1/responses", responses, methods=["POST"]),
             Route("/v1/models", models, methods=["GET"]),
             Route("/healthz", healthz, methods=["GET"]),
+            Route("/_upstream/requests", log, methods=["GET"]),
         ]
     )
+
+
+def summary(entry: ReceivedRequest) -> dict[str, Any]:
+    usage = entry.usage
+    return {
+        "api": entry.api, "path": entry.path, "status": entry.status, "error": entry.error, "session": entry.session,
+        "stream": entry.stream, "finished": entry.finished, "output_tokens": entry.output_tokens,
+        "usage": None if usage is None else dataclasses.asdict(usage),
+    }  # fmt: skip
 
 
 def _error(
@@ -106,7 +121,8 @@ async def _handle(state: UpstreamState, request: Request, api: ApiKind, *, count
     prior: list[dict[str, Any]] = []
     try:
         if api == "anthropic":
-            validate_messages_request(body, state.signer, count_tokens=count_only)
+            betas = frozenset(b.strip() for b in headers.get("anthropic-beta", "").split(",") if b.strip())
+            validate_messages_request(body, state.signer, count_tokens=count_only, betas=betas)
         elif api == "openai_chat":
             validate_chat_request(body)
         else:

@@ -176,3 +176,32 @@ def render_responses(body: dict[str, Any], prior: list[dict[str, Any]], tokens: 
     for item in [*prior, *(items or [])]:
         segments.append(tokens.segment(responses_item_text(item)))
     return segments
+
+
+def prompt_digests(api: str, body: dict[str, Any], prior: list[dict[str, Any]] | None = None) -> list[bytes]:
+    """The segment digests of a request's prompt: what the model sees, in order (for prefix assertions)."""
+    tokens = _DIGEST_ONLY
+    if api == "anthropic":
+        return [s.digest for s in render_anthropic(body, tokens)]
+    if api == "openai_chat":
+        return [s.digest for s in render_chat(body, tokens)]
+    return [s.digest for s in render_responses(body, prior or [], tokens)]
+
+
+def extends(api: str, earlier: dict[str, Any], later: dict[str, Any]) -> bool:
+    """True when `later`'s prompt starts with all of `earlier`'s (a provider cache would hit it whole)."""
+    a, b = prompt_digests(api, earlier), prompt_digests(api, later)
+    return len(a) <= len(b) and b[: len(a)] == a
+
+
+class _DigestOnly(TokenCache):
+    """A TokenCache that does not count (digests are all `prompt_digests` needs)."""
+
+    def __init__(self) -> None:
+        pass
+
+    def segment(self, text: str, breakpoint_ttl: str | None = None) -> Segment:
+        return Segment(hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest(), 0, breakpoint_ttl)
+
+
+_DIGEST_ONLY = _DigestOnly()

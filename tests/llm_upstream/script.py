@@ -82,6 +82,7 @@ class Turn:
     session: str
     index: int  # 0-based number of this generating request in the whole server
     prior_items: list[dict[str, Any]] = field(default_factory=list)  # Responses: items of previous_response_id
+    _events: list[tuple[str, Any]] | None = None
 
     @property
     def model(self) -> str:
@@ -111,7 +112,7 @@ class Turn:
 
     def user_texts(self) -> list[str]:
         """Text the user (not a tool) wrote, oldest first."""
-        return [text for role, text in self._texts() if role == "user"]
+        return [payload for kind, payload in self.events() if kind == "user"]
 
     @property
     def last_user_text(self) -> str:
@@ -121,18 +122,36 @@ class Turn:
     def exchanges(self) -> list[ToolExchange]:
         """Every tool call in the history with its result, oldest first."""
         calls: dict[str, ToolExchange] = {}
-        for call_id, name, args, result in self._tool_events():
-            if name is not None:
-                calls[call_id] = ToolExchange(call_id, name, args, None)
-            elif call_id in calls:
-                c = calls[call_id]
-                calls[call_id] = ToolExchange(c.call_id, c.name, c.arguments, result)
+        for kind, payload in self.events():
+            if kind == "call":
+                calls[payload[0]] = ToolExchange(payload[0], payload[1], payload[2], None)
+            elif kind == "result" and payload[0] in calls:
+                c = calls[payload[0]]
+                calls[payload[0]] = ToolExchange(c.call_id, c.name, c.arguments, payload[1])
         return list(calls.values())
 
     @property
     def tool_turns(self) -> int:
         """Assistant turns that called tools, in the history."""
-        return sum(1 for _ in self._assistant_tool_turns())
+        return self.tool_turns_after(-1)
+
+    def tool_turns_after(self, position: int) -> int:
+        """Assistant turns that called tools after event `position` (an index into `events()`)."""
+        turns, in_turn_with_call = 0, False
+        for kind, _ in self.events()[position + 1 :]:
+            if kind == "turn":
+                in_turn_with_call = False
+            elif kind == "call" and not in_turn_with_call:
+                turns, in_turn_with_call = turns + 1, True
+        return turns
+
+    def events(self) -> list[tuple[str, Any]]:
+        """The history normalized across APIs, in order: ("turn", None) opens each assistant turn, then
+        ("assistant", text) / ("call", (id, name, arguments)); ("user", text) for user-written text and
+        ("result", (id, text)) for tool results."""
+        if self._events is None:
+            self._events = list(self._walk())
+        return self._events
 
     # -- per API ----------------------------------------------------------------------------------------------
     def _items(self) -> list[dict[str, Any]]:
@@ -141,69 +160,49 @@ class Turn:
             items = [{"type": "message", "role": "user", "content": items}]
         return [*self.prior_items, *(items or [])]
 
-    def _texts(self) -> Iterator[tuple[str, str]]:
+    def _walk(self) -> Iterator[tuple[str, Any]]:
         if self.api == "anthropic":
             for msg in self.body.get("messages") or []:
-                content = msg.get("content")
-                if isinstance(content, str):
-                    yield msg["role"], content
+                role, content = msg.get("role"), msg.get("content")
+                if role == "assistant":
+                    yield "turn", None
+                if role not in ("user", "assistant"):
                     continue
-                for b in content or []:
+                for b in [{"type": "text", "text": content}] if isinstance(content, str) else content or []:
                     if b.get("type") == "text":
-                        yield msg["role"], b["text"]
-        elif self.api == "openai_chat":
-            for msg in self.body.get("messages") or []:
-                if msg.get("role") in ("user", "assistant"):
-                    yield msg["role"], _flat(msg.get("content"))
-        else:
-            for item in self._items():
-                if item.get("type", "message") == "message":
-                    yield item.get("role", ""), _flat(item.get("content"))
-
-    def _tool_events(self) -> Iterator[tuple[str, str | None, Any, str | None]]:
-        """(call_id, name, arguments, None) for calls; (call_id, None, None, result text) for results."""
-        if self.api == "anthropic":
-            for msg in self.body.get("messages") or []:
-                for b in msg.get("content") if isinstance(msg.get("content"), list) else []:
-                    if b.get("type") == "tool_use":
-                        yield b["id"], b["name"], b.get("input"), None
+                        yield role, b["text"]
+                    elif b.get("type") == "tool_use":
+                        yield "call", (b["id"], b["name"], b.get("input"))
                     elif b.get("type") == "tool_result":
-                        yield b["tool_use_id"], None, None, _flat(b.get("content"))
+                        yield "result", (b["tool_use_id"], _flat(b.get("content")))
         elif self.api == "openai_chat":
             for msg in self.body.get("messages") or []:
+                role = msg.get("role")
+                if role == "assistant":
+                    yield "turn", None
+                if role in ("user", "assistant") and msg.get("content"):
+                    yield role, _flat(msg.get("content"))
                 for call in msg.get("tool_calls") or []:
                     fn = call.get("function") or {}
-                    yield call["id"], fn.get("name", ""), _loads(fn.get("arguments")), None
-                if msg.get("role") == "tool":
-                    yield msg.get("tool_call_id", ""), None, None, _flat(msg.get("content"))
+                    yield "call", (call["id"], fn.get("name", ""), _loads(fn.get("arguments")))
+                if role == "tool":
+                    yield "result", (msg.get("tool_call_id", ""), _flat(msg.get("content")))
         else:
+            assistant_side = False
             for item in self._items():
-                kind = item.get("type")
-                if kind in ("function_call", "custom_tool_call"):
-                    args = item.get("arguments", item.get("input"))
-                    yield item["call_id"], item["name"], _loads(args), None
+                kind = item.get("type", "message")
+                role = item.get("role") if kind == "message" else None
+                mine = role == "assistant" or kind in ("function_call", "custom_tool_call", "reasoning")
+                if mine and not assistant_side:
+                    yield "turn", None
+                assistant_side = mine
+                if role in ("user", "assistant"):
+                    yield role, _flat(item.get("content"))
+                elif kind in ("function_call", "custom_tool_call"):
+                    yield "call", (item["call_id"], item["name"], _loads(item.get("arguments", item.get("input"))))
                 elif kind in ("function_call_output", "custom_tool_call_output"):
                     out = item.get("output")
-                    yield item["call_id"], None, None, out if isinstance(out, str) else _flat(out)
-
-    def _assistant_tool_turns(self) -> Iterator[None]:
-        if self.api == "anthropic":
-            for msg in self.body.get("messages") or []:
-                content = msg.get("content")
-                if msg["role"] == "assistant" and isinstance(content, list) and _has_type(content, "tool_use"):
-                    yield None
-        elif self.api == "openai_chat":
-            for msg in self.body.get("messages") or []:
-                if msg.get("role") == "assistant" and msg.get("tool_calls"):
-                    yield None
-        else:
-            previous_was_call = False
-            for item in self._items():
-                is_call = item.get("type") in ("function_call", "custom_tool_call", "local_shell_call")
-                if is_call and not previous_was_call:
-                    yield None
-                if item.get("type") != "reasoning":
-                    previous_was_call = is_call
+                    yield "result", (item["call_id"], out if isinstance(out, str) else _flat(out))
 
 
 def _has_type(blocks: list[Any], kind: str) -> bool:
@@ -248,20 +247,24 @@ class AgentScript:
         @call <tool> <json args>   call any tool by name
         @answer <regex>            final text: `ANSWER: <first match of regex in the tool results, newest first>`
 
-    The step to take is the number of tool-calling assistant turns already in the history, so the script is
-    stateless (a gateway's transparent retrieval loop, a retry or a replay all see the same decision). Without
-    directives it echoes the last user text; a request without tools (titles, summaries) gets a short text.
+    The directives are those of the latest user message that has any (one task per prompt); the step to take is
+    the number of tool-calling assistant turns after that message, so the script is stateless (a gateway's
+    transparent retrieval loop, a retry or a replay all see the same decision). Without directives it
+    echoes the last user text; a request without tools (titles, summaries) gets a short text.
     """
 
     def __call__(self, turn: Turn) -> Step:
-        directives: list[tuple[str, str]] = []
-        for text in turn.user_texts():
-            directives.extend((m.group(1), m.group(2).strip()) for m in DIRECTIVE.finditer(text))
         if not turn.body.get("tools"):
             return reply("Scripted session")
+        directives: list[tuple[str, str]] = []
+        position = -1
+        for index, (kind, text) in enumerate(turn.events()):
+            found = [(m.group(1), m.group(2).strip()) for m in DIRECTIVE.finditer(text)] if kind == "user" else []
+            if found:
+                directives, position = found, index
         if not directives:
             return reply(f"echo: {turn.last_user_text[:500]}")
-        step = turn.tool_turns
+        step = turn.tool_turns_after(position)
         if step >= len(directives):
             return reply("done")
         verb, arg = directives[step]

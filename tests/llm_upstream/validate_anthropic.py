@@ -44,7 +44,12 @@ TYPED_TOOL_RE = re.compile(r"^[a-z_]+_\d{8}$")  # bash_20250124, web_search_2025
 MAX_BREAKPOINTS = 4
 
 
-def validate_messages_request(body: Any, signer: Signer, *, count_tokens: bool = False) -> None:
+PER_TURN_SYSTEM_BETA = "per-turn-control-2026-07-01"  # allows `system` messages between the turns
+
+
+def validate_messages_request(
+    body: Any, signer: Signer, *, count_tokens: bool = False, betas: frozenset[str] = frozenset()
+) -> None:
     if not isinstance(body, dict):
         raise InvalidRequest("Input should be a valid dictionary")
     allowed = COUNT_TOKENS_FIELDS if count_tokens else MESSAGE_FIELDS
@@ -64,7 +69,13 @@ def validate_messages_request(body: Any, signer: Signer, *, count_tokens: bool =
     _validate_tool_choice(body.get("tool_choice"), tool_names, thinking_on)
     breakpoints = _validate_system(body.get("system"))
     breakpoints += sum(1 for t in body.get("tools") or [] if isinstance(t, dict) and "cache_control" in t)
-    breakpoints += _validate_messages(body.get("messages"), signer, thinking_on, has_tools=bool(tool_names))
+    breakpoints += _validate_messages(
+        body.get("messages"),
+        signer,
+        thinking_on,
+        has_tools=bool(tool_names),
+        system_turns=PER_TURN_SYSTEM_BETA in betas,
+    )
     if isinstance(body.get("cache_control"), dict):
         breakpoints += 1
     if breakpoints > MAX_BREAKPOINTS:
@@ -165,7 +176,7 @@ def _check_cache_control(cc: Any, where: str) -> int:
     return 1
 
 
-def _validate_messages(messages: Any, signer: Signer, thinking_on: bool, *, has_tools: bool) -> int:
+def _validate_messages(messages: Any, signer: Signer, thinking_on: bool, *, has_tools: bool, system_turns: bool) -> int:
     if not isinstance(messages, list):
         raise InvalidRequest(
             "messages: Field required" if messages is None else "messages: Input should be a valid list"
@@ -176,10 +187,14 @@ def _validate_messages(messages: Any, signer: Signer, thinking_on: bool, *, has_
     seen_tool_use: set[str] = set()
     previous_uses: list[str] = []  # tool_use ids of the previous assistant message, in order
     uses_tool_blocks = False
+    last_role = ""  # of the previous user / assistant message (`system` turns sit between them)
     for i, msg in enumerate(messages):
         if not isinstance(msg, dict):
             raise InvalidRequest(f"messages.{i}: Input should be a valid dictionary")
         role = msg.get("role")
+        if role == "system" and system_turns and i > 0:
+            _validate_system_turn(msg, i, previous_uses)
+            continue
         if role not in ("user", "assistant"):
             raise InvalidRequest(f"messages.{i}.role: Input should be 'user' or 'assistant'")
         if set(msg) - {"role", "content"}:
@@ -187,7 +202,7 @@ def _validate_messages(messages: Any, signer: Signer, thinking_on: bool, *, has_
             raise InvalidRequest(f"messages.{i}.{extra}: Extra inputs are not permitted")
         if i == 0 and role != "user":
             raise InvalidRequest('messages: first message must use the "user" role')
-        if i > 0 and messages[i - 1].get("role") == role:
+        if last_role == role:
             raise InvalidRequest(
                 f'messages: roles must alternate between "user" and "assistant", but found multiple "{role}" '
                 "roles in a row"
@@ -249,6 +264,7 @@ def _validate_messages(messages: Any, signer: Signer, thinking_on: bool, *, has_
                 "in the next message."
             )
         previous_uses = uses_here if role == "assistant" else []
+        last_role = role
     if uses_tool_blocks and not has_tools:
         raise InvalidRequest("Requests which include `tool_use` or `tool_result` blocks must define tools.")
     if thinking_on and len(messages) >= 2:
@@ -256,8 +272,28 @@ def _validate_messages(messages: Any, signer: Signer, thinking_on: bool, *, has_
     return marks
 
 
+def _validate_system_turn(msg: dict[str, Any], i: int, previous_uses: list[str]) -> None:
+    """A `system` message between turns (beta): text only, and not between a tool_use and its tool_result."""
+    if previous_uses:
+        raise InvalidRequest(
+            f"messages.{i - 1}: `tool_use` ids were found without `tool_result` blocks immediately after: "
+            f"{', '.join(previous_uses)}. Each `tool_use` block must have a corresponding `tool_result` block in the "
+            "next message."
+        )
+    content = msg.get("content")
+    blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+    if not isinstance(blocks, list) or not blocks:
+        raise InvalidRequest(f"messages.{i}: all messages must have non-empty content")
+    for j, block in enumerate(blocks):
+        if not isinstance(block, dict) or block.get("type") != "text" or not block.get("text"):
+            raise InvalidRequest(f"messages.{i}.content.{j}: system messages hold non-empty text blocks only")
+
+
 def _check_thinking_first(messages: list[dict[str, Any]]) -> None:
     """With thinking on, the assistant turn being continued by tool results must start with a thinking block."""
+    messages = [m for m in messages if m.get("role") != "system"]
+    if len(messages) < 2:
+        return
     last = messages[-1]
     if last["role"] != "user" or not isinstance(last["content"], list):
         return

@@ -32,7 +32,7 @@ RESPONSES_FIELDS = frozenset(
         "max_tool_calls", "metadata", "parallel_tool_calls", "previous_response_id", "prompt", "prompt_cache_key",
         "prompt_cache_retention", "reasoning", "safety_identifier", "service_tier", "store", "stream",
         "stream_options", "temperature", "text", "tool_choice", "tools", "top_logprobs", "top_p", "truncation",
-        "user", "context_management",
+        "user", "context_management", "client_metadata",
     }
 )  # fmt: skip
 FUNCTION_NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
@@ -52,7 +52,8 @@ RESPONSES_ITEMS = frozenset(
 RESPONSES_TOOLS = frozenset(
     {
         "function", "custom", "web_search", "web_search_preview", "file_search", "local_shell", "shell",
-        "apply_patch", "mcp", "code_interpreter", "image_generation", "computer_use_preview",
+        "apply_patch", "mcp", "code_interpreter", "image_generation", "computer_use_preview", "namespace",
+        "tool_search",
     }
 )  # fmt: skip
 
