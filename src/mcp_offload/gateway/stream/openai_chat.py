@@ -117,6 +117,15 @@ class ChatDialect:
             messages.append(last.output)
         return messages
 
+    def without_retrieval(self, outcome: CallOutcome, retrieval_names: frozenset[str]) -> CallOutcome:
+        kept = [c for c in outcome.output.get("tool_calls") or [] if not _is_retrieval(c, retrieval_names)]
+        message = assistant_message(outcome.output.get("content"), kept)
+        return CallOutcome(message, _calls(message), outcome.stop, outcome.usage, outcome.response_id)
+
+    def client_output_of(self, merged: dict[str, Any]) -> Any:
+        message = (merged.get("choices") or [{}])[0].get("message") or {}
+        return (message.get("content"), message.get("tool_calls") or [])
+
     def client_message(self, client_output: Any) -> dict[str, Any]:
         content, tool_calls = client_output
         return assistant_message(content, tool_calls)
