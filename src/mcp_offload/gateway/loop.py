@@ -198,9 +198,12 @@ async def loop_stream(
     limits: LoopLimits,
     report: TurnReport,
     emit: Emit,
+    *,
+    client_usage: bool = True,
 ) -> None:
-    """Splice the first stream and every follow-up into one client stream (written through `emit`)."""
-    splicer = dialect.splicer(names)
+    """Splice the first stream and every follow-up into one client stream (written through `emit`);
+    `client_usage` False: the client did not ask for a usage chunk (Chat), the gateway did (for its accounting)."""
+    splicer = dialect.splicer(names, client_usage=client_usage)
     keepalive = Keepalive(emit, splicer.ping, limits.ping_interval_s)
     failure: Exception | None = None
     async with anyio.create_task_group() as tg:

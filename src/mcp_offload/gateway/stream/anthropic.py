@@ -105,8 +105,8 @@ class AnthropicDialect:
         merged["usage"] = usage
         return merged
 
-    def splicer(self, retrieval_names: frozenset[str]) -> AnthropicSplicer:
-        return AnthropicSplicer(retrieval_names)
+    def splicer(self, retrieval_names: frozenset[str], *, client_usage: bool = True) -> AnthropicSplicer:
+        return AnthropicSplicer(retrieval_names)  # the usage is part of the terminal event: always there
 
     def usage_of(self, response: dict[str, Any]) -> dict[str, Any]:
         usage = response.get("usage")

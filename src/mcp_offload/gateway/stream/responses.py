@@ -126,8 +126,8 @@ class ResponsesDialect:
             merged["status"] = stop
         return merged
 
-    def splicer(self, retrieval_names: frozenset[str]) -> ResponsesSplicer:
-        return ResponsesSplicer(retrieval_names)
+    def splicer(self, retrieval_names: frozenset[str], *, client_usage: bool = True) -> ResponsesSplicer:
+        return ResponsesSplicer(retrieval_names)  # the usage is part of the terminal event: always there
 
     def usage_of(self, response: dict[str, Any]) -> dict[str, Any]:
         usage = response.get("usage")
