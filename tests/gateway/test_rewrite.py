@@ -308,3 +308,16 @@ async def test_rewrite_messages_is_the_message_level_core_the_compactor_can_call
     assert untouched.messages is small and not untouched.changed and not untouched.tools_on
     with pytest.raises(ValueError, match="message 1"):
         await rewrite_messages(services, api, session, [user_text(api, "x"), {"role": "wizard"}], POLICY)
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_store_refusing_the_outputs_fails_open_with_nothing_recorded(tmp_path: Path, api: str) -> None:
+    """Two large results stored concurrently, both refused (over the session quota): one clear fail-open reason,
+    the original body, and no decision recorded (the next turn sends them inline, as this one did)."""
+    body = make_body(api, "sys", conversation(api, [("c1", LARGE), ("c2", LARGE + "!")]), client_tools(api))
+    async with open_services(tmp_path / "store", store_session_max_bytes=1_000) as services:
+        rewrite = await rewrite_request(services, api, body, headers_for(api, "full"), POLICY)
+        assert rewrite.body is body and not rewrite.changed
+        assert rewrite.fail_open is not None and "StoreFull" in rewrite.fail_open
+        state = await open_record(services).state(rewrite.session, [])
+        assert not state.tools

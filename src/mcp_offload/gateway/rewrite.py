@@ -41,6 +41,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import anyio
+
 from mcp_offload.compact.formats import Message, MessageView, Part, ToolResult
 from mcp_offload.core import api as core
 from mcp_offload.core.render import render_reference
@@ -390,39 +392,50 @@ class _Turn:
         return []
 
     async def _offload(self, new: Mapping[str, tuple[_Part, Reason]]) -> dict[str, Decision]:
-        """Store each part under its derived handle; the decisions to record (parts too large stay inline)."""
-        decided: dict[str, Decision] = {}
-        for digest, (p, reason) in new.items():
-            part = p.part
-            if p.paste:
-                label = f"user text {digest[:12]}"
-            else:
-                label = f"{part.tool or 'tool'} result {part.result.call_id}"
-                if part.part.index:
-                    label += f" part {part.part.index}"
-            try:
-                stored = await core.offload(
-                    self.services,
-                    self.session.scope,
-                    part.text,
-                    name=label,
-                    source="gateway",
-                    handle=derived_handle(self.session.key, digest),
-                )
-            except (TooLarge, InvalidContent) as exc:
-                log.info("gateway: %s stays inline (%s)", label, exc)
-                continue
-            text = render_reference(stored)
-            decided[digest] = Decision(
-                handle=stored.handle,
-                text=text,
-                call_id=part.result.call_id,
-                tool=part.tool,
-                tokens=stored.tokens,
-                reference_tokens=self.services.tokens.count(text),
-                reason=reason,
+        """Store each part under its derived handle, concurrently; the decisions to record, in the parts' order
+        (parts too large for the store stay inline). A store failure fails the whole turn (nothing is recorded)."""
+        found: dict[str, Decision] = {}
+        try:
+            async with anyio.create_task_group() as tg:
+                for digest, (p, reason) in new.items():
+                    tg.start_soon(self._offload_one, digest, p, reason, found)
+        except ExceptionGroup as group:  # a failing store fails every put alike: report the first failure
+            first: BaseException = group
+            while isinstance(first, BaseExceptionGroup):
+                first = first.exceptions[0]
+            raise first from None
+        return {digest: found[digest] for digest in new if digest in found}
+
+    async def _offload_one(self, digest: str, p: _Part, reason: Reason, found: dict[str, Decision]) -> None:
+        part = p.part
+        if p.paste:
+            label = f"user text {digest[:12]}"
+        else:
+            label = f"{part.tool or 'tool'} result {part.result.call_id}"
+            if part.part.index:
+                label += f" part {part.part.index}"
+        try:
+            stored = await core.offload(
+                self.services,
+                self.session.scope,
+                part.text,
+                name=label,
+                source="gateway",
+                handle=derived_handle(self.session.key, digest),
             )
-        return decided
+        except (TooLarge, InvalidContent) as exc:
+            log.info("gateway: %s stays inline (%s)", label, exc)
+            return
+        text = render_reference(stored)
+        found[digest] = Decision(
+            handle=stored.handle,
+            text=text,
+            call_id=part.result.call_id,
+            tool=part.tool,
+            tokens=stored.tokens,
+            reference_tokens=self.services.tokens.count(text),
+            reason=reason,
+        )
 
     def _apply(self, messages: list[Message], applied: Sequence[_Part]) -> list[Message]:
         by_message: dict[int, dict[tuple[int, str], tuple[ToolResult, dict[int, str]]]] = {}
