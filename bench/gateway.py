@@ -203,7 +203,10 @@ def bench_script(plans: dict[str, Scenario]) -> Callable[[Turn], Any]:
         if step in scenario.retrieve_at and last == "bash" and SEARCH in turn.tool_names:
             search = tool_call(SEARCH, {"pattern": fact(step - 1), "literal": True}, id=call_id)
             return reply("Checking an earlier output.", search)
-        return reply(f"Running step {step}.", tool_call("bash", {"command": f"run step {step}"}, id=call_id))
+        said = f"Running step {step}."
+        if last == SEARCH:  # say whether the gateway's answer held the fact (the bench counts it in the history)
+            said += " Retrieved ok." if fact(step - 1) in (exchanges[-1].result or "") else " Retrieved MISSING."
+        return reply(said, tool_call("bash", {"command": f"run step {step}"}, id=call_id))
 
     return decide
 
@@ -620,6 +623,8 @@ def summarize(scenario: Scenario, conv: Conversation, log: list[dict[str, Any]])
         "ttft_p50_ms": statistics.median(ttfts) * 1000 if ttfts else None,
         "turn_p50_ms": statistics.median(t.total_s for t in conv.timings) * 1000,
         "lossless": conv.mode in ("direct", "gateway"),
+        "facts_found": retrieved(conv, "Retrieved ok."),
+        "facts_missing": retrieved(conv, "Retrieved MISSING."),
         "prices": f"in 1x, write {prices.write}x, read {prices.read}x, out {out_price}x",
     }
 
@@ -650,6 +655,11 @@ def probe_latency(upstream: RemoteUpstream, gateway: str, http: httpx2.Client, c
     }  # fmt: skip
 
 
+def retrieved(conv: Conversation, marker: str) -> int:
+    """How many of the model's retrieval calls (answered inside the gateway) found, or missed, their fact."""
+    return sum(json.dumps(item).count(marker) for item in conv.history)
+
+
 def measure(quick: bool) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     with (
@@ -674,6 +684,8 @@ COLUMNS = [
     ("max_prompt", 10),
     ("hit_share", 9),
     ("breaks", 6),
+    ("facts_found", 6),
+    ("facts_missing", 6),
     ("upstream_requests", 8),
     ("added_p50_ms", 9),
     ("added_p99_ms", 9),
@@ -690,6 +702,42 @@ def print_table(rows: list[dict[str, Any]]) -> None:
             text = "" if value is None else (f"{value:.3f}" if isinstance(value, float) else str(value))
             cells.append(text[:width].ljust(width))
         print("  ".join(cells))
+
+
+def markdown(rows: list[dict[str, Any]]) -> str:
+    """The README table: one line per scenario and mode, then the no-offload probe."""
+    lines = [
+        "| session (API) | client | cost vs direct | tokens sent | largest prompt | cache hits | breaks | "
+        "facts retrieved | added p50 / p99 | TTFT p50 |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        if "tokens_sent" not in r:
+            continue
+        added = f"{r['added_p50_ms']:.0f} / {r['added_p99_ms']:.0f} ms" if r.get("added_p50_ms") is not None else ""
+        ttft = f"{r['ttft_p50_ms']:.0f} ms" if r.get("ttft_p50_ms") is not None else ""
+        lines.append(
+            f"| {r['scenario']} ({API_LABEL[r['api']]}) | {r['mode']} | {r['cost_x']:.3f}x | {r['tokens_sent']:,} | "
+            f"{r.get('max_prompt', 0):,} | {r['hit_share']:.0%} | {r['breaks']} | {facts(r)} | {added} | {ttft} |"
+        )
+    for r in rows:
+        if "tokens_sent" in r:
+            continue
+        lines.append(
+            f"| one call with nothing to offload, {r['turns']} alternating ({API_LABEL[r['api']]}) | gateway | "
+            "1.000x | | | | 0 | | "
+            f"{r['added_p50_ms']:.1f} / {r['added_p99_ms']:.1f} ms | {r['ttft_p50_ms']:.1f} ms "
+            f"(direct {r['direct_ttft_p50_ms']:.1f} ms) |"
+        )
+    return "\n".join(lines)
+
+
+def facts(row: dict[str, Any]) -> str:
+    asked = row.get("facts_found", 0) + row.get("facts_missing", 0)
+    return f"{row['facts_found']}/{asked}" if asked else ""
+
+
+API_LABEL = {"anthropic": "Anthropic", "openai_chat": "Chat", "responses": "Responses"}
 
 
 def run(args: Any) -> list[dict[str, object]]:
@@ -735,7 +783,11 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="12 turns, outputs of 3-150 KB (a smoke run)")
     parser.add_argument("--out", default=str(HERE / "results" / "gateway.json"))
     parser.add_argument("--serve-upstream", action="store_true", help=argparse.SUPPRESS)  # internal: the child
+    parser.add_argument("--markdown", metavar="JSON", help="print the README table of an earlier run's JSON and exit")
     args = parser.parse_args()
+    if args.markdown:
+        print(markdown(json.loads(Path(args.markdown).read_text())))
+        return
     if args.serve_upstream:
         serve_upstream(args.quick)
         return

@@ -188,16 +188,33 @@ def check_cache(api: str, main: list[ReceivedRequest]) -> dict[str, Any]:
         tool_changes.append(n)
     assert len(tool_changes) == 1, f"the retrieval tools were added more than once: requests {tool_changes}"
     after_tools = [r.usage for r in main[tool_changes[0] + 1 :] if r.usage]
-    previous = [r.usage for r in main[tool_changes[0] : -1] if r.usage]
-    for before, usage in zip(previous, after_tools, strict=True):
-        step = 1 if api == "anthropic" else 128  # OpenAI reads in 128-token steps
-        assert usage.cache_read >= before.prompt_tokens - step, (before, usage)
+    step = 1 if api == "anthropic" else 128  # OpenAI reads in 128-token steps
+    for earlier, later in itertools.pairwise(main[tool_changes[0] :]):
+        assert earlier.usage and later.usage
+        lost = earlier.usage.prompt_tokens - later.usage.cache_read
+        why = (
+            "; the earlier request is the gateway's retrieval follow-up: it must carry a cache breakpoint at its end "
+            "(move the client's last `cache_control` there) so the next turn can read what it added"
+            if api == "anthropic" and ends_with_retrieval_result(earlier.json)
+            else ""
+        )
+        assert lost < step, f"{lost} tokens of the previous prompt were not read from the cache{why}"
     prompt = sum(u.prompt_tokens for u in after_tools)
     return {
         "requests": len(main),
         "tools_added_at": tool_changes[0],
         "read_share": sum(u.cache_read for u in after_tools) / prompt,
     }
+
+
+def ends_with_retrieval_result(body: dict[str, Any]) -> bool:
+    """The request ends with the results of the gateway's own retrieval calls (a loop follow-up)."""
+    messages = body.get("messages", [])
+    if len(messages) < 2 or not isinstance(messages[-1].get("content"), list):
+        return False
+    calls = {b["id"]: b["name"] for b in messages[-2].get("content", []) if b.get("type") == "tool_use"}
+    ids = [b.get("tool_use_id") for b in messages[-1]["content"] if b.get("type") == "tool_result"]
+    return bool(ids) and all(calls.get(i) in RETRIEVAL_TOOLS for i in ids)
 
 
 def explain(upstream: UpstreamServer, result: str) -> str:
