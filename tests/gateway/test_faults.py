@@ -227,3 +227,45 @@ def test_gateway_token_and_host_check(upstream: UpstreamServer, start_gateway: S
     origin = httpx2.get(gateway.openai_url + "/models", headers={**proxy_auth, "origin": "http://evil.example"})
     assert origin.status_code == 403
     assert httpx2.get(gateway.base_url + "/healthz").json()["status"] == "ok"  # no token needed
+
+
+def test_garbage_events_from_the_upstream_end_the_stream_cleanly(start_gateway: StartGateway) -> None:
+    """An upstream (a broken local model server, say) that streams events which are not JSON: the spliced stream
+    (the gateway reads every event) ends with the API's error event instead of a torn connection. (A stream with
+    nothing to splice is relayed byte for byte: the client sees the upstream's bytes as they are.)"""
+    import asyncio
+    import threading
+
+    import uvicorn
+
+    async def broken(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        await receive()
+        head = b'event: message_start\ndata: {"type":"message_start","message":{"id":"m","type":"message",'
+        head += b'"role":"assistant","content":[],"model":"x","usage":{"input_tokens":1,"output_tokens":0}}}\n\n'
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
+        await send({"type": "http.response.body", "body": head + b"event: content_block_start\ndata: {oops\n\n"})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    config = uvicorn.Config(broken, host="127.0.0.1", port=0, log_config=None, lifespan="off")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=lambda: asyncio.run(server.serve()), daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.01)
+    try:
+        base = f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}"
+        gateway = start_gateway(base)
+        client = anthropic.Anthropic(base_url=gateway.base_url, api_key="k", max_retries=0)
+        with (
+            pytest.raises(anthropic.APIError) as caught,
+            client.messages.stream(
+                model=MODEL, max_tokens=8, messages=anthropic_messages(build_log()), tools=[BASH_ANTHROPIC]
+            ) as stream,
+        ):
+            stream.get_final_message()
+        assert "not valid JSON" in str(caught.value)
+    finally:
+        server.should_exit = True
+        thread.join(5)

@@ -19,6 +19,7 @@ from support.llm_conversations import (
     anthropic_messages,
     build_log,
     chat_messages,
+    handles_in,
     search_then_answer,
 )
 
@@ -128,3 +129,30 @@ def test_visible_mode_sends_retrieval_calls_to_the_client(
     assert [c.function.name for c in calls] == ["search_large_output"]  # type: ignore[union-attr]
     assert completion.choices[0].finish_reason == "tool_calls"
     assert len(upstream.received("openai_chat", ok_only=True)) == 1
+
+
+def test_a_model_that_ignores_tool_choice_none_still_ends(
+    upstream: UpstreamServer, start_gateway: StartGateway
+) -> None:
+    def stubborn(turn: Turn):  # type: ignore[no-untyped-def]
+        handles = handles_in(turn)
+        return reply(f"try {len(turn.exchanges())}. ", tool_call("search_large_output", {"handle": handles[0],
+                     "pattern": "FATAL"}))  # fmt: skip
+
+    upstream.use(stubborn)
+    gateway = start_gateway(upstream, limits=LoopLimits(max_loops=1, ping_interval_s=0.2))
+    client = openai.OpenAI(base_url=gateway.openai_url, api_key="sk-test", max_retries=0)
+    for stream in (False, True):
+        upstream.reset()
+        upstream.use(stubborn)
+        if stream:
+            with client.chat.completions.stream(model="gpt-5", messages=chat_messages(build_log()),
+                                                tools=[BASH_CHAT]) as s:  # fmt: skip
+                completion = s.get_final_completion()
+        else:
+            completion = client.chat.completions.create(model="gpt-5", messages=chat_messages(build_log()),
+                                                        tools=[BASH_CHAT])  # fmt: skip
+        choice = completion.choices[0]
+        assert choice.finish_reason == "stop" and not choice.message.tool_calls
+        sent = upstream.received("openai_chat", ok_only=True)
+        assert len(sent) == 3 and sent[-1].body["tool_choice"] == "none"

@@ -154,3 +154,19 @@ def test_client_gone_while_waiting_cancels_the_follow_up(upstream: UpstreamServe
         time.sleep(0.05)
     sent = upstream.received("anthropic")
     assert len(sent) == 2 and sent[1].client_gone and not sent[1].finished
+
+
+def test_chat_usage_asked_for_the_accounting_but_not_shown(
+    upstream: UpstreamServer, start_gateway: StartGateway
+) -> None:
+    upstream.use(search_then_answer())
+    gateway = start_gateway(upstream)
+    client = openai.OpenAI(base_url=gateway.openai_url, api_key="k", max_retries=0)
+    chunks = list(client.chat.completions.create(model="gpt-5", messages=chat_messages(build_log()),
+                                                 tools=[BASH_CHAT], stream=True))  # fmt: skip
+    assert all(c.choices and c.usage is None for c in chunks)  # no usage chunk: this client did not ask for one
+    assert "".join(c.choices[0].delta.content or "" for c in chunks).endswith(f"Found it: {NEEDLE}")
+    sent = upstream.received("openai_chat", ok_only=True)
+    assert all(r.body["stream_options"] == {"include_usage": True} for r in sent)
+    totals = httpx2.get(gateway.base_url + "/stats").json()["totals"]
+    assert totals["output_tokens"] == sum(r.output_tokens for r in sent) > 0

@@ -14,12 +14,12 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import sys
 from typing import Any
 
 import anyio
 
-from mcp_offload.errors import OffloadError
+from mcp_offload.cli.exit_status import exit_status
+from mcp_offload.errors import OperatorError
 from mcp_offload.gateway.loop import LoopLimits
 from mcp_offload.gateway.options import DEFAULT_PORT, GatewayOptions
 from mcp_offload.gateway.rewrite import GatewayPolicy
@@ -114,7 +114,7 @@ def options_from_args(args: argparse.Namespace, environ: dict[str, str] | None =
     try:
         tokens = parse_tokens([*args.token, env.get(TOKEN_ENV, "")])
     except ValueError as exc:
-        raise OffloadError(str(exc)) from None
+        raise OperatorError(str(exc)) from None
     http = HttpOptions(
         host=args.host,
         port=args.port,
@@ -153,19 +153,14 @@ def run(args: argparse.Namespace) -> int:
     logging.getLogger().setLevel(args.log_level.upper())
     logging.getLogger("httpx2").setLevel(logging.WARNING)  # the gateway's own line per request says more
     log_to_stderr_as_json()
-    try:
-        settings = Settings.from_env().with_overrides(store=args.store)
-        options = options_from_args(args)
-        anyio.run(run_gateway, settings, options)
-    except OffloadError as exc:
-        print(f"mcp-offload gateway: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        return 130
+    settings = Settings.from_env().with_overrides(store=args.store)
+    options = options_from_args(args)
+    anyio.run(run_gateway, settings, options)
     return 0
 
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="mcp-offload")
     add_parser(parser.add_subparsers(dest="command", required=True))
-    return run(parser.parse_args(["gateway", *argv]))
+    args = parser.parse_args(["gateway", *argv])
+    return exit_status(lambda: run(args), prog="mcp-offload gateway")

@@ -256,7 +256,22 @@ class GatewayApp:
         exchange.stream = request.get("stream") is True
         exchange.model = str(request.get("model") or "")
         rewrite = await self._rewrite(api, request, header_map, exchange)
-        sent = orjson.dumps(rewrite.body) if rewrite is not None and rewrite.changed else raw
+        may_loop = (
+            rewrite is not None
+            and rewrite.tools_injected
+            and self.options.policy.retrieval == "transparent"
+            and _single_choice(request)
+        )
+        upstream_body = rewrite.body if rewrite is not None else request
+        client_usage = True
+        if may_loop and api == "openai_chat" and exchange.stream and not _usage_requested(request):
+            # the accounting needs the upstream's usage (cached_tokens) for a turn the gateway rewrites anyway;
+            # the spliced stream drops the usage chunk this client did not ask for
+            options = request.get("stream_options")
+            upstream_body = {**upstream_body, "stream_options": {**(options or {}), "include_usage": True}}
+            client_usage = False
+        changed = rewrite is not None and rewrite.changed
+        sent = orjson.dumps(upstream_body) if changed else raw
         url = self.upstream.url(family_of(api), scope["path"], _query(scope))
         out_headers = request_headers(headers, decoded=True)
 
@@ -268,18 +283,12 @@ class GatewayApp:
             response = await self._retry_original(response, url, out_headers, raw, rewrite, exchange)
         exchange.status = response.status_code
         dialect = DIALECTS[api]
-        loop_on = (
-            rewrite is not None
-            and not exchange.bypassed
-            and rewrite.tools_injected
-            and self.options.policy.retrieval == "transparent"
-            and response.status_code == 200
-            and _single_choice(request)
-        )
+        loop_on = may_loop and not exchange.bypassed and response.status_code == 200
         retriever = SessionRetriever(self.services, rewrite.session, api) if rewrite is not None else None
         content_type = response.headers.get("content-type", "")
         if exchange.stream and response.status_code == 200 and content_type.startswith("text/event-stream"):
-            await self._stream(dialect, rewrite, response, open_call, retriever if loop_on else None, send, exchange)
+            looping = retriever if loop_on else None
+            await self._stream(dialect, upstream_body, response, open_call, looping, client_usage, send, exchange)
             return
         try:
             answer = await response.aread()
@@ -293,10 +302,9 @@ class GatewayApp:
                 parsed = None
             if isinstance(parsed, dict):
                 if loop_on and retriever is not None:
-                    body = rewrite.body if rewrite is not None else request
                     status, answer = await loop_json(
                         dialect,
-                        body,
+                        upstream_body,
                         parsed,
                         open_call,
                         retriever,
@@ -312,10 +320,11 @@ class GatewayApp:
     async def _stream(
         self,
         dialect: Dialect,
-        rewrite: Rewrite | None,
+        request: dict[str, Any],
         response: httpx2.Response,
         open_call: Callable[[dict[str, Any]], Awaitable[httpx2.Response]],
         retriever: SessionRetriever | None,
+        client_usage: bool,
         send: Send,
         exchange: Exchange,
     ) -> None:
@@ -338,10 +347,10 @@ class GatewayApp:
         except BaseException:
             await response.aclose()
             raise
-        if retriever is not None and rewrite is not None:
+        if retriever is not None:
             await loop_stream(
                 dialect,
-                rewrite.body,
+                request,
                 response,
                 open_call,
                 retriever,
@@ -349,6 +358,7 @@ class GatewayApp:
                 self.options.limits,
                 exchange.report,
                 emit,
+                client_usage=client_usage,
             )
         else:
             await relay_stream(dialect, response, emit, exchange.report)
@@ -440,6 +450,11 @@ class GatewayApp:
             self._fail_open_unrecorded = counters.fail_open
         else:
             self._fail_open_unrecorded = 0
+
+
+def _usage_requested(request: dict[str, Any]) -> bool:
+    options = request.get("stream_options")
+    return isinstance(options, dict) and options.get("include_usage") is True
 
 
 def _single_choice(request: dict[str, Any]) -> bool:

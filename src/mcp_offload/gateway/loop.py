@@ -80,7 +80,7 @@ class _Plan:
 
     answers: list[Answer]
     done: bool
-    stop: str | None = None  # a stop reason to report instead of the upstream's
+    ignored_limit: bool = False  # the last call (tool_choice "none") called retrieval tools anyway: drop them, end
 
 
 async def _plan(
@@ -90,7 +90,7 @@ async def _plan(
     if not retrieval:
         return _Plan([], done=True)
     if final_sent:  # the model called retrieval tools although tool_choice was "none": end the turn here
-        return _Plan([], done=True, stop="__end__")
+        return _Plan([], done=True, ignored_limit=True)
     answers = []
     for call in retrieval:
         answer, tokens = await retriever.answer(call)
@@ -102,20 +102,6 @@ async def _plan(
         report.mixed = True
         return _Plan(answers, done=True)
     return _Plan(answers, done=False)
-
-
-def _visible(outcome: CallOutcome, names: frozenset[str], dialect: Dialect) -> CallOutcome:
-    """The outcome without its retrieval calls (a last call that ignored tool_choice "none")."""
-    stripped = dialect.merged([_as_response(dialect, outcome)], names, None)
-    return dialect.outcome(stripped, names)
-
-
-def _as_response(dialect: Dialect, outcome: CallOutcome) -> dict[str, Any]:
-    if dialect.api == "anthropic":
-        return {"content": outcome.output, "stop_reason": outcome.stop, "usage": {}}
-    if dialect.api == "openai_chat":
-        return {"choices": [{"index": 0, "message": outcome.output, "finish_reason": outcome.stop}]}
-    return {"output": outcome.output, "status": outcome.stop}
 
 
 async def _record(
@@ -169,7 +155,7 @@ async def loop_json(
             ) from None
         responses.append(parsed)
         outcome = dialect.outcome(parsed, names)
-    stop = END_STOP[dialect.api] if plan.stop == "__end__" else None
+    stop = END_STOP[dialect.api] if plan.ignored_limit else None
     if report.mixed:
         rounds.append(Round(outcome, plan.answers))
     merged = dialect.merged(responses, names, stop)
@@ -177,18 +163,9 @@ async def loop_json(
     for answered in responses:
         add_usage(report.usage, dialect.usage_of(answered))
     if rounds:
-        last = None if report.mixed else (_visible(outcome, names, dialect) if stop else outcome)
-        await _record(dialect, retriever, _client_output(dialect, merged), rounds, last)
+        last = None if report.mixed else (dialect.without_retrieval(outcome, names) if stop else outcome)
+        await _record(dialect, retriever, dialect.client_output_of(merged), rounds, last)
     return 200, orjson.dumps(merged)
-
-
-def _client_output(dialect: Dialect, merged: dict[str, Any]) -> Any:
-    if dialect.api == "anthropic":
-        return merged.get("content")
-    if dialect.api == "openai_chat":
-        message = (merged.get("choices") or [{}])[0].get("message") or {}
-        return (message.get("content"), message.get("tool_calls") or [])
-    return merged.get("output")
 
 
 class Keepalive:
@@ -221,9 +198,12 @@ async def loop_stream(
     limits: LoopLimits,
     report: TurnReport,
     emit: Emit,
+    *,
+    client_usage: bool = True,
 ) -> None:
-    """Splice the first stream and every follow-up into one client stream (written through `emit`)."""
-    splicer = dialect.splicer(names)
+    """Splice the first stream and every follow-up into one client stream (written through `emit`);
+    `client_usage` False: the client did not ask for a usage chunk (Chat), the gateway did (for its accounting)."""
+    splicer = dialect.splicer(names, client_usage=client_usage)
     keepalive = Keepalive(emit, splicer.ping, limits.ping_interval_s)
     failure: Exception | None = None
     async with anyio.create_task_group() as tg:
@@ -290,13 +270,13 @@ async def _splice(
             )
             return
     keepalive.waiting = False
-    stop = END_STOP[dialect.api] if plan.stop == "__end__" else None
+    stop = END_STOP[dialect.api] if plan.ignored_limit else None
     for chunk in splicer.finish(stop):
         await emit(chunk)
     if report.mixed:
         rounds.append(Round(outcome, plan.answers))
     if rounds:
-        last = None if report.mixed else (_visible(outcome, names, dialect) if stop else outcome)
+        last = None if report.mixed else (dialect.without_retrieval(outcome, names) if stop else outcome)
         await _record(dialect, retriever, splicer.client_output(), rounds, last)
 
 
@@ -309,7 +289,15 @@ async def _relay_call(
         async for chunk in response.aiter_bytes():
             for event in parser.feed(chunk):
                 keepalive.waiting = False
-                for out in splicer.feed(event):
+                try:
+                    outs = splicer.feed(event)
+                except (ValueError, TypeError, AttributeError, KeyError):
+                    report.problem = "unreadable upstream event"
+                    await emit(
+                        splicer.error("upstream_bad_event", "The upstream sent an event that is not valid JSON.")
+                    )
+                    return False
+                for out in outs:
                     await emit(out)
                 if splicer.errored:
                     report.problem = "upstream error event"

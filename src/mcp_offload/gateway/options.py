@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from mcp_offload.errors import OffloadError
+from mcp_offload.errors import OperatorError
 from mcp_offload.gateway.loop import LoopLimits
 from mcp_offload.gateway.rewrite import GatewayPolicy
 from mcp_offload.gateway.upstream import UpstreamConfig
@@ -13,7 +13,7 @@ from mcp_offload.gateway.upstream import UpstreamConfig
 DEFAULT_PORT = 8788
 
 
-class GatewayConfigError(OffloadError):
+class GatewayConfigError(OperatorError):
     """A gateway configuration that cannot work (the message says what to change)."""
 
 

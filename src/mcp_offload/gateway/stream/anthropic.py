@@ -81,6 +81,13 @@ class AnthropicDialect:
             messages.append({"role": "assistant", "content": last.output})
         return messages
 
+    def without_retrieval(self, outcome: CallOutcome, retrieval_names: frozenset[str]) -> CallOutcome:
+        blocks = [b for b in outcome.output if not _is_retrieval(b, retrieval_names)]
+        return CallOutcome(blocks, _tool_calls(blocks), outcome.stop, outcome.usage, outcome.response_id)
+
+    def client_output_of(self, merged: dict[str, Any]) -> Any:
+        return merged.get("content")
+
     def client_message(self, client_output: Any) -> dict[str, Any]:
         return {"role": "assistant", "content": client_output}
 
@@ -98,8 +105,8 @@ class AnthropicDialect:
         merged["usage"] = usage
         return merged
 
-    def splicer(self, retrieval_names: frozenset[str]) -> AnthropicSplicer:
-        return AnthropicSplicer(retrieval_names)
+    def splicer(self, retrieval_names: frozenset[str], *, client_usage: bool = True) -> AnthropicSplicer:
+        return AnthropicSplicer(retrieval_names)  # the usage is part of the terminal event: always there
 
     def usage_of(self, response: dict[str, Any]) -> dict[str, Any]:
         usage = response.get("usage")

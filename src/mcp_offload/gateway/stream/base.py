@@ -97,7 +97,15 @@ class Dialect(Protocol):
 
     def merged(self, responses: list[dict[str, Any]], retrieval_names: frozenset[str], stop: str | None) -> Any: ...
 
-    def splicer(self, retrieval_names: frozenset[str]) -> Splicer: ...
+    def splicer(self, retrieval_names: frozenset[str], *, client_usage: bool = True) -> Splicer: ...
+
+    def without_retrieval(self, outcome: CallOutcome, retrieval_names: frozenset[str]) -> CallOutcome:
+        """The outcome with its retrieval calls taken out (a last call that ignored tool_choice "none")."""
+        ...
+
+    def client_output_of(self, merged: dict[str, Any]) -> Any:
+        """What the client received in a merged JSON answer, in the shape `client_message` takes."""
+        ...
 
     def client_message(self, client_output: Any) -> Any:
         """The client's copy of the response in request form (a message; Responses: a list of items)."""

@@ -117,6 +117,15 @@ class ChatDialect:
             messages.append(last.output)
         return messages
 
+    def without_retrieval(self, outcome: CallOutcome, retrieval_names: frozenset[str]) -> CallOutcome:
+        kept = [c for c in outcome.output.get("tool_calls") or [] if not _is_retrieval(c, retrieval_names)]
+        message = assistant_message(outcome.output.get("content"), kept)
+        return CallOutcome(message, _calls(message), outcome.stop, outcome.usage, outcome.response_id)
+
+    def client_output_of(self, merged: dict[str, Any]) -> Any:
+        message = (merged.get("choices") or [{}])[0].get("message") or {}
+        return (message.get("content"), message.get("tool_calls") or [])
+
     def client_message(self, client_output: Any) -> dict[str, Any]:
         content, tool_calls = client_output
         return assistant_message(content, tool_calls)
@@ -144,8 +153,8 @@ class ChatDialect:
             merged["usage"] = usage
         return merged
 
-    def splicer(self, retrieval_names: frozenset[str]) -> ChatSplicer:
-        return ChatSplicer(retrieval_names)
+    def splicer(self, retrieval_names: frozenset[str], *, client_usage: bool = True) -> ChatSplicer:
+        return ChatSplicer(retrieval_names, client_usage=client_usage)
 
     def usage_of(self, response: dict[str, Any]) -> dict[str, Any]:
         usage = response.get("usage")
@@ -173,8 +182,9 @@ class ChatDialect:
 
 
 class ChatSplicer:
-    def __init__(self, retrieval_names: frozenset[str]) -> None:
+    def __init__(self, retrieval_names: frozenset[str], *, client_usage: bool = True) -> None:
         self.names = retrieval_names
+        self.client_usage = client_usage  # False: the gateway asked for the usage chunk, the client did not
         self.errored = False
         self._calls = 0
         self._id: str | None = None  # the first call's completion id
@@ -310,7 +320,7 @@ class ChatSplicer:
     def finish(self, stop: str | None = None) -> list[bytes]:
         base = {"id": self._id, **self._template}
         out = [encode_event({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": stop or self._stop}]})]
-        if self._usage_seen:
+        if self._usage_seen and self.client_usage:
             out.append(encode_event({**base, "choices": [], "usage": self._total}))
         out.append(DONE)
         return out

@@ -102,6 +102,13 @@ class ResponsesDialect:
             items.extend(last.output)
         return items
 
+    def without_retrieval(self, outcome: CallOutcome, retrieval_names: frozenset[str]) -> CallOutcome:
+        items = [i for i in outcome.output if not _is_retrieval(i, retrieval_names)]
+        return CallOutcome(items, _calls(items), outcome.stop, outcome.usage, outcome.response_id)
+
+    def client_output_of(self, merged: dict[str, Any]) -> Any:
+        return merged.get("output")
+
     def client_message(self, client_output: Any) -> Any:
         return list(client_output)  # Responses: the client's copy is its list of output items
 
@@ -119,8 +126,8 @@ class ResponsesDialect:
             merged["status"] = stop
         return merged
 
-    def splicer(self, retrieval_names: frozenset[str]) -> ResponsesSplicer:
-        return ResponsesSplicer(retrieval_names)
+    def splicer(self, retrieval_names: frozenset[str], *, client_usage: bool = True) -> ResponsesSplicer:
+        return ResponsesSplicer(retrieval_names)  # the usage is part of the terminal event: always there
 
     def usage_of(self, response: dict[str, Any]) -> dict[str, Any]:
         usage = response.get("usage")

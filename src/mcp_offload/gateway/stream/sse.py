@@ -33,16 +33,13 @@ class SseParser:
 
     def __init__(self) -> None:
         self._buffer = b""
-        self._pending_cr = False
+        self._after_cr = False  # the last chunk ended with CR: a LF opening the next one belongs to it (CRLF)
 
     def feed(self, chunk: bytes) -> list[SseEvent]:
-        if self._pending_cr:
-            chunk = b"\r" + chunk
-            self._pending_cr = False
+        if self._after_cr and chunk.startswith(b"\n"):
+            chunk = chunk[1:]
+        self._after_cr = chunk.endswith(b"\r")
         if b"\r" in chunk:
-            if chunk.endswith(b"\r"):  # could be the first half of a CRLF split across chunks
-                chunk = chunk[:-1]
-                self._pending_cr = True
             chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
         buffer = self._buffer + chunk
         events: list[SseEvent] = []
