@@ -1,12 +1,16 @@
 """Rewrite one LLM API request cache-safely: large new tool results become references, the rest stays byte-identical.
 
     rewrite = await rewrite_request(services, "anthropic", body, headers, GatewayPolicy())
-    send(rewrite.session, rewrite.body)   # `body` itself (same object) when rewrite.changed is False
+    send(rewrite.body)   # `body` itself (the same object: forward the client's bytes) when rewrite.changed is False
+
+`rewrite_messages` is the same core over one message list (no body, no headers): what `rewrite_request` wraps, and
+what the `Compactor` can call.
 
 The rules, in the order they run on each request (pure functions over the message list + the session's record):
 
 1. Session (session.py) and its record state, one store round trip: the decisions of every tool result part in the
-   request (keyed by call id + part + SHA-256 of its text), the tools flag, the bypass flag.
+   request (keyed by call id + part + SHA-256 of its text), the tools flag, the bypass flag (a session the server
+   marked, `DecisionRecord.mark_bypass`, after the upstream refused a rewritten request, is forwarded as is).
 2. Expansions: a model response the client got from a transparent retrieval loop (or a mixed turn) is put back as
    the messages the upstream really saw (record/__init__.py: `record_expansion`), the same bytes every turn.
 3. Decisions, tail only. A part with a recorded decision gets that decision's exact replacement text. A part with
@@ -31,7 +35,8 @@ compaction and server-tool blocks), results of the retrieval tools themselves an
 
 Failures: a request this module cannot read (no message list, a malformed message) is forwarded as is, for the
 upstream to answer. A store failure gives `Rewrite(changed=False, fail_open=reason)` (the original body, nothing
-recorded) or, with `fail_closed`, raises `RewriteUnavailable`. A result too large for the store stays inline.
+recorded) or, with `fail_closed`, raises `RewriteUnavailable`; a store refusing an output (full, over a quota) is
+such a failure. A result over the store's size cap for one output (`TooLarge`) just stays inline.
 """
 
 from __future__ import annotations
