@@ -191,9 +191,14 @@ def test_store_down_fails_open(upstream: UpstreamServer, start_gateway: StartGat
     assert httpx2.get(gateway.base_url + "/healthz").json()["fail_open_events"] == 1
     redis = RedisServer(port=redis.port).start()  # back (empty: no persistence): the fail-open turn gets counted
     try:
-        upstream.use([reply("again")])
-        client.chat.completions.create(model="gpt-5", messages=[{"role": "user", "content": "hello again"}])
-        assert httpx2.get(gateway.base_url + "/stats").json()["totals"]["fail_open"] == 1
+        for _ in range(3):  # the same session's next turns (the first may still meet a dead pooled connection)
+            upstream.use([reply("again")])
+            client.chat.completions.create(model="gpt-5", messages=messages)
+            events = httpx2.get(gateway.base_url + "/healthz").json()["fail_open_events"]
+            counted = httpx2.get(gateway.base_url + "/stats").json()["totals"]["fail_open"]
+            if counted == events:
+                break
+        assert counted == events >= 1  # every fail-open event counted once the store is back, none lost
     finally:
         redis.stop()
     refused = openai.OpenAI(base_url=closed.openai_url, api_key="k", max_retries=0)

@@ -102,7 +102,6 @@ class GatewayApp:
         self.upstream = upstream or Upstream(options.upstream)
         self.draining = False
         self.fail_open_events = 0  # since start (also on /healthz)
-        self._fail_open_unrecorded = 0  # fail-open turns the store could not count yet
         self._tokens = tuple(hashlib.sha256(t.encode()).digest() for t in options.tokens)
 
     async def aclose(self) -> None:
@@ -433,7 +432,7 @@ class GatewayApp:
             tokens_pulled_back=report.tokens_pulled_back,
             retrieval_calls=report.retrieval_calls,
             loops=report.loops,
-            fail_open=(1 if exchange.fail_open else 0) + self._fail_open_unrecorded,
+            fail_open=1 if exchange.fail_open else 0,
             offloaded=len(rewrite.offloaded) if rewrite is not None else 0,
             input_tokens=figures.input_tokens - figures.cache_read_tokens - figures.cache_write_tokens,
             cache_read_input_tokens=figures.cache_read_tokens if exchange.api == "anthropic" else 0,
@@ -444,12 +443,9 @@ class GatewayApp:
         try:
             with anyio.fail_after(5):
                 await account(self.services, session, counters)
-        except Exception as exc:  # the turn is answered; counting it must not fail it
+        except Exception as exc:  # the turn is answered; counting it must not fail it (add_usage keeps the counts
+            # of a down store in memory and adds them with the session's next successful write)
             log.warning("could not record the turn's figures: %s", exc)
-            # a fail-open turn cannot be counted while the store is down: kept here, added to the next turn counted
-            self._fail_open_unrecorded = counters.fail_open
-        else:
-            self._fail_open_unrecorded = 0
 
 
 def _usage_requested(request: dict[str, Any]) -> bool:
