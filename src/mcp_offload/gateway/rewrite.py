@@ -33,8 +33,10 @@ The rules, in the order they run on each request (pure functions over the messag
 Never touched: everything that is not a tool result's text (system prompt, user text, thinking / reasoning,
 compaction and server-tool blocks), results of the retrieval tools themselves and texts that already are references.
 
-Failures: a request this module cannot read (no message list, a malformed message) is forwarded as is, for the
-upstream to answer. A store failure gives `Rewrite(changed=False, fail_open=reason)` (the original body, nothing
+Failures: a request without a message list (or with a message that is not an object) is forwarded as is, for the
+upstream to answer; a message or block this module cannot read (an unknown role such as Anthropic's `system`
+messages between turns, an unknown block) is kept as is and skipped, the rest is rewritten (`History.view`).
+A store failure gives `Rewrite(changed=False, fail_open=reason)` (the original body, nothing
 recorded) or, with `fail_closed`, raises `RewriteUnavailable`; a store refusing an output (full, over a quota) is
 such a failure. A result over the store's size cap for one output (`TooLarge`) just stays inline.
 """
@@ -147,7 +149,7 @@ async def rewrite_messages(
     the list and the session's record (the caller's list and messages are never mutated). `model` picks the cache
     prices of the cost rule; `head_chars` is the size of what precedes the messages in the prompt (tools, system).
 
-    Raises ValueError naming the message for a malformed list (nothing stored), and the store's errors
+    Messages and blocks it cannot read are kept as they are and skipped (`History.view`). Raises the store's errors
     (`StoreUnavailable`, `StoreFull`, OSError) when the record or the store fails (nothing recorded). The gateway
     (`rewrite_request`) and the `Compactor` share it."""
     history = history_for(api)
