@@ -18,6 +18,7 @@ from typing import Any
 
 import anyio
 
+from mcp_offload.cli.event_loop import loop_options
 from mcp_offload.cli.exit_status import exit_status
 from mcp_offload.errors import OperatorError
 from mcp_offload.gateway.loop import LoopLimits
@@ -155,7 +156,7 @@ def run(args: argparse.Namespace) -> int:
     log_to_stderr_as_json()
     settings = Settings.from_env().with_overrides(store=args.store)
     options = options_from_args(args)
-    anyio.run(run_gateway, settings, options)
+    anyio.run(run_gateway, settings, options, backend_options=loop_options())
     return 0
 
 
