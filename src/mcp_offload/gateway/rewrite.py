@@ -44,7 +44,7 @@ such a failure. A result over the store's size cap for one output (`TooLarge`) j
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -143,11 +143,12 @@ async def rewrite_messages(
     policy: GatewayPolicy,
     *,
     model: object = None,
-    head_chars: int = 0,
+    head_chars: int | Callable[[], int] = 0,
 ) -> MessagesRewrite:
     """The cache-safe rewrite of one message list (the rules 2-5 of the module docstring) for `session`: pure over
     the list and the session's record (the caller's list and messages are never mutated). `model` picks the cache
-    prices of the cost rule; `head_chars` is the size of what precedes the messages in the prompt (tools, system).
+    prices of the cost rule; `head_chars` is the size of what precedes the messages in the prompt (tools, system),
+    or the function that measures it (only the prefix rules need it, on few turns).
 
     Messages and blocks it cannot read are kept as they are and skipped (`History.view`). Raises the store's errors
     (`StoreUnavailable`, `StoreFull`, OSError) when the record or the store fails (nothing recorded). The gateway
@@ -166,7 +167,10 @@ async def rewrite_request(
     messages = history.messages(body)
     if messages is None:
         return Rewrite(body=body, changed=False, session=session)
-    head = _chars({k: v for k, v in body.items() if k != history.messages_key})
+
+    def head() -> int:  # measured only when a prefix rule needs it: walking a large tools array costs ~0.3 ms
+        return _chars({k: v for k, v in body.items() if k != history.messages_key})
+
     try:
         done = await rewrite_messages(
             services, api, session, messages, policy, model=body.get("model"), head_chars=head
@@ -225,7 +229,7 @@ class _Turn:
         messages: list[Message],
         views: list[MessageView],
         model: object,
-        head_chars: int,
+        head_chars: int | Callable[[], int],
     ) -> None:
         self.services, self.api, self.history, self.session, self.policy = services, api, history, session, policy
         self.messages, self.views, self.model, self.head_chars = messages, views, model, head_chars
@@ -352,7 +356,7 @@ class _Turn:
         clear_at_least = clear.clear_at_least_tokens if clear is not None else ClearToolUses().clear_at_least_tokens
         preview = self.services.settings.preview_tokens
         # positions: estimated tokens from the prompt's start (tools and system first, as the providers cache them)
-        starts, pos = [], self.head_chars
+        starts, pos = [], self.head_chars() if callable(self.head_chars) else self.head_chars
         for m in messages:
             starts.append(pos)
             pos += _chars(m)
