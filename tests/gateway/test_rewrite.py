@@ -80,7 +80,7 @@ async def test_a_large_new_result_becomes_the_mcp_reference_and_the_tools_are_ap
     assert names[: len(client_tools(api))] == _tool_names(api, client_tools(api))
     assert set(names[len(client_tools(api)) :]) == RETRIEVAL_TOOL_NAMES
     assert rewrite.body["tools"][len(client_tools(api)) :] == retrieval_tools(api)
-    assert rewrite.tokens_kept_out > 500
+    assert rewrite.tokens_kept_out > 500 and rewrite.tokens_offloaded > rewrite.tokens_kept_out
 
 
 @pytest.mark.parametrize("api", APIS)

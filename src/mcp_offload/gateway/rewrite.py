@@ -109,6 +109,7 @@ class Rewrite:
     tools_injected: bool = False  # the retrieval tools are in `body["tools"]`
     offloaded: list[str] = field(default_factory=list)  # handles newly offloaded this turn
     tokens_kept_out: int = 0  # tool result tokens this request does not carry (references' tokens subtracted)
+    tokens_offloaded: int = 0  # tokens of the outputs newly offloaded this turn (TurnCounters.tokens_offloaded)
     fail_open: str | None = None  # why the original body is sent unmodified (the store failed)
     expanded: int = 0  # model responses restored from expansions
 
@@ -133,6 +134,7 @@ class MessagesRewrite:
     tools_on: bool  # the session has the retrieval tools (transparent retrieval): send them with this list
     offloaded: list[str] = field(default_factory=list)
     tokens_kept_out: int = 0
+    tokens_offloaded: int = 0
     expanded: int = 0
 
 
@@ -192,6 +194,7 @@ async def rewrite_request(
         tools_injected=done.tools_on,
         offloaded=done.offloaded,
         tokens_kept_out=done.tokens_kept_out,
+        tokens_offloaded=done.tokens_offloaded,
         expanded=done.expanded,
     )
 
@@ -280,6 +283,7 @@ class _Turn:
             changed=True,
             tools_on=tools_on,
             offloaded=[d.handle for d in decided.values() if d.offloaded],
+            tokens_offloaded=sum(d.tokens for d in decided.values() if d.offloaded),
             tokens_kept_out=sum(p.decision.tokens_kept_out for p in applied if p.decision is not None),
             expanded=restored,
         )
