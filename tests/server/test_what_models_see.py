@@ -7,8 +7,9 @@ Every tool must cost the model no more than its text whichever the client shows:
 `test_token_table_per_tool_and_client` (run with -s) puts each answer's text beside what its structured form (the
 `_meta` result, what Claude Code showed before) would cost.
 
-The clients come from `.ci/client-deps.sh` (npm, under $MCP_OFFLOAD_TEST_CLIENTS, default
-~/.cache/mcp-offload/clients/node_modules); a test whose client is missing is skipped with a loud reason.
+The Inspector comes from `.ci/client-deps.sh`, Claude Code from `.ci/agents-deps.sh` (npm, under
+$MCP_OFFLOAD_TEST_CLIENTS / $MCP_OFFLOAD_TEST_AGENTS, by default in ~/.cache/mcp-offload); a test whose client is
+missing is skipped with a loud reason.
 """
 
 from __future__ import annotations

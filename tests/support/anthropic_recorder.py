@@ -9,7 +9,7 @@ such as titles) with a short text. Every `tool_result` the agent sends back is r
         run the agent with ANTHROPIC_BASE_URL=api.base_url
     api.exchanges                                 # [Exchange(tool, input, shown)]
 
-`run_claude_code` runs Claude Code headless (from `.ci/client-deps.sh`) against it with the MCP servers given.
+`run_claude_code` runs Claude Code headless (from `.ci/agents-deps.sh`) against it with the MCP servers given.
 This is the minimal recorder of issue 19 (what Claude Code shows per tool); the full scripted, validating,
 cache-simulating upstream lives in tests/llm_upstream/ when present.
 """
@@ -28,11 +28,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-CLIENTS = Path(
-    os.environ.get("MCP_OFFLOAD_TEST_CLIENTS")
-    or Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "mcp-offload/clients/node_modules"
-)
-INSTALL_HINT = "install them with: bash .ci/client-deps.sh (sets MCP_OFFLOAD_TEST_CLIENTS)"
+_CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "mcp-offload"
+CLIENTS = Path(os.environ.get("MCP_OFFLOAD_TEST_CLIENTS") or _CACHE / "clients/node_modules")  # the Inspector
+AGENTS = Path(os.environ.get("MCP_OFFLOAD_TEST_AGENTS") or _CACHE / "agents/node_modules")  # Claude Code
+INSTALL_HINT = "install them with: bash .ci/client-deps.sh and bash .ci/agents-deps.sh"
 
 
 @dataclass
@@ -170,12 +169,14 @@ def scripted_anthropic(next_call: NextCall) -> Iterator[ScriptedAnthropic]:
 
 
 def client_binary(name: str) -> Path:
-    """`node_modules/.bin/<name>` of the installed clients; skips the test loudly when it is missing."""
+    """`node_modules/.bin/<name>` of the installed clients (`claude`: of the agents); skips the test loudly when it
+    is missing."""
     import pytest
 
-    path = CLIENTS / ".bin" / name
+    where = AGENTS if name == "claude" else CLIENTS
+    path = where / ".bin" / name
     if not path.exists() or shutil.which("node") is None:
-        pytest.skip(f"CLIENT TEST SKIPPED: {name} is not under {CLIENTS}; {INSTALL_HINT}")
+        pytest.skip(f"CLIENT TEST SKIPPED: {name} is not under {where}; {INSTALL_HINT}")
     return path
 
 

@@ -88,10 +88,14 @@ async def offload(
     name: str | None = None,
     source: str | None = "offload",
     progress: ProgressFn | None = None,
+    handle: str | None = None,
 ) -> OffloadOutput:
-    """Store a text (JSON and JSON Lines are detected) and return its facts and the preview a model sees."""
+    """Store a text (JSON and JSON Lines are detected) and return its facts and the preview a model sees.
+
+    `handle`: store under this handle (a `store.handles.derived_handle`) instead of a fresh one; idempotent when
+    that handle is already stored in the scope."""
     async with heartbeat(progress, f"storing {len(content):,} characters"):
-        ingested = await ingest_text(services, scope.key, content, name=name, source=source)
+        ingested = await ingest_text(services, scope.key, content, name=name, source=source, handle=handle)
     return ingested.output()
 
 

@@ -7,6 +7,7 @@ Built once per process by the command line or a transport (or by a test) and han
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from mcp_offload.errors import SettingsError
 from mcp_offload.retrieve.jq_library import resolve_libjq
@@ -18,6 +19,12 @@ from mcp_offload.store.base import Store
 from mcp_offload.tokens import TokenCounter
 
 
+class Attachment(Protocol):
+    """A resource a front end opens lazily beside the store (e.g. the gateway's decision record)."""
+
+    async def aclose(self) -> None: ...
+
+
 @dataclass(slots=True)
 class Services:
     settings: Settings
@@ -26,8 +33,12 @@ class Services:
     jq: JqRunner
     savings: SavingsRecord = field(default_factory=SavingsRecord)  # the durable savings record (savings/)
     sql: SqlRunner = field(default_factory=lambda: sql_runner(Settings()))  # started on the first SQL query
+    attachments: dict[str, Attachment] = field(default_factory=dict)  # front ends' resources, closed with these
 
     async def aclose(self) -> None:
+        attached, self.attachments = list(self.attachments.values()), {}
+        for resource in attached:
+            await resource.aclose()
         await self.savings.aclose()
         await self.sql.aclose()
         await self.jq.aclose()
