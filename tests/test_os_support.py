@@ -42,7 +42,7 @@ UNIT_TESTS = [
     "--ignore",
     "tests/preview/test_lookup_examples.py",  # runs the examples through the query tool: a store
     "--ignore",
-    "tests/preview/test_by_kind.py",  # offloads real outputs and runs their calls: a store
+    "tests/preview/test_by_kind.py",  # runs every preview's calls through the API: a store
 ]
 
 

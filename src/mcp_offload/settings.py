@@ -52,6 +52,11 @@ class Settings:
     jq_cache_inputs: int = 4
     jq_cache_input_mb: int = 256
     jq_cache_memory_mb: int = 512
+    # SQL over tabular outputs (DuckDB worker, retrieve/sql/): time limit and output cap as jq's (jq_timeout_s,
+    # jq_max_output_chars); DuckDB's memory limit and threads, the query size cap
+    sql_memory_mb: int = 1024
+    sql_threads: int = 1
+    sql_max_query_chars: int = 10_000
     # store lifecycle (see store/lifecycle.py): time to live, per-session and global quotas, sweep period
     store_ttl_s: float = 3 * 24 * 3600.0
     store_session_max_bytes: int = 1024**3

@@ -69,6 +69,7 @@ async def test_catalog(server: OffloadServer, mode: str) -> None:
             "max_results",
             "context_lines",
             "scope",  # issue 10: optional, default "line" (today's behaviour)
+            "ranked",  # issue 19: optional, default false (today's behaviour)
         }
         assert tools["query_large_output"].input_schema["required"] == ["handle", "query"]
         assert "Example" in (tools["offload"].description or "")
