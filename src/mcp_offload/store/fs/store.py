@@ -115,7 +115,7 @@ class FilesystemStore(Publishing, Sweeping, Reading, AdminScan):
         validate_handle(handle)
         await anyio.to_thread.run_sync(self._delete_sync, scope, handle)
 
-    async def scan(self, *, expired: bool = False) -> builtins.list[ScannedOutput]:
+    async def scan(self, *, expired: bool = False) -> builtins.list[ScannedOutput]:  # builtins: `list` is a method here
         return await anyio.to_thread.run_sync(self._scan_outputs_sync, expired)
 
     async def aclose(self) -> None:
