@@ -4,11 +4,13 @@ same exchange in the three APIs' shapes, and scripts that make the model use the
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import Any, cast
 
 from anthropic.types import MessageParam, ToolParam
 from openai.types.chat import ChatCompletionFunctionToolParam, ChatCompletionMessageParam
 from openai.types.responses import FunctionToolParam, ResponseInputParam
+from pydantic import BaseModel
 
 from llm_upstream import Turn, reply, tool_call
 from llm_upstream.script import Reply, Step
@@ -64,6 +66,12 @@ def responses_input(log: str) -> ResponseInputParam:
         {"type": "function_call", "call_id": "call_01", "name": "Bash", "arguments": '{"command": "make"}'},
         {"type": "function_call_output", "call_id": "call_01", "output": log},
     ]
+
+
+def echo_assistant(content: Iterable[BaseModel], **dump: Any) -> MessageParam:
+    """The assistant message a client sends back on its next turn: the response's blocks dumped to JSON (the SDK's
+    response models and its request TypedDicts describe the same shapes, which the type checker cannot see)."""
+    return cast(MessageParam, {"role": "assistant", "content": [block.model_dump(**dump) for block in content]})
 
 
 def handles_in(turn: Turn) -> list[str]:
