@@ -50,7 +50,9 @@ async def test_create_agent_with_the_middleware_and_chat_openai(tmp_path: Path) 
         model = ChatOpenAI(model="gpt-test", base_url=upstream.openai_url, api_key="test-key")  # type: ignore[arg-type]
         async with AsyncCompactor(store=str(tmp_path / "store"), session="langchain-test") as compactor:
             agent = create_agent(model, tools=[fetch_report], middleware=[OffloadMiddleware(compactor)])
-            state = await agent.ainvoke({"messages": [HumanMessage("Find every code.")]}, LIMIT)  # type: ignore[arg-type]
+            state = await agent.ainvoke(
+                {"messages": [HumanMessage("Find every code.")]}, {"recursion_limit": 8 * FACTS}
+            )
         requests = upstream.received("openai_chat", ok_only=True)
     assert recovered_all(str(state["messages"][-1].content)) == []
     assert len(requests) == 2 * FACTS + 1

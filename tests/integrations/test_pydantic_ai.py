@@ -71,7 +71,7 @@ async def test_thirty_planted_facts_come_back_and_requests_stay_small(tmp_path: 
     assert max(seen) < raw / 15, seen  # the reports are references + previews
     assert (seen[-1] - seen[0]) / FACTS < 5_000, seen
     kept = [p for m in history for p in m.parts if isinstance(p, ToolReturnPart) and p.tool_name == "fetch_report"]
-    assert len(kept) == FACTS and all(p.content.startswith("Stored as out_") for p in kept)  # stored once, kept
+    assert len(kept) == FACTS and all(str(p.content).startswith("Stored as out_") for p in kept)  # stored once, kept
 
 
 async def test_conversion_keeps_untouched_messages_and_replaces_big_returns(tmp_path: Path) -> None:
@@ -86,7 +86,8 @@ async def test_conversion_keeps_untouched_messages_and_replaces_big_returns(tmp_
         assert out[0] is messages[0] and out[1] is messages[1]
         part = out[2].parts[0]
         assert isinstance(part, ToolReturnPart)
-        assert part.content.startswith("Stored as out_") and part.tool_call_id == "c1" and part.metadata == {"k": 1}
+        assert isinstance(part.content, str) and part.content.startswith("Stored as out_")
+        assert part.tool_call_id == "c1" and part.metadata == {"k": 1}
         handle = part.content.split()[2]
         assert "vault-" in await compactor.run_tool("search_large_output", {"handle": handle, "pattern": "FACT-07:"})
         again = await OffloadHistory(compactor)(out)  # already compacted: nothing changes, nothing stored again

@@ -109,7 +109,7 @@ def offload_tools(compactor: AsyncCompactor) -> list[BaseTool]:
     ]
 
 
-class OffloadMiddleware(AgentMiddleware):  # type: ignore[type-arg]
+class OffloadMiddleware(AgentMiddleware):
     """For `create_agent(middleware=[...])`: compacts each model call's messages and registers the five tools."""
 
     def __init__(self, compactor: AsyncCompactor, **options: Unpack[CompactOptions]) -> None:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from pydantic_ai.capabilities import ProcessHistory
 from pydantic_ai.messages import (
@@ -64,9 +64,11 @@ def to_chat(messages: Sequence[ModelMessage]) -> ChatMapping[PartOrigin]:
         if isinstance(message, ModelRequest):
             for j, part in enumerate(message.parts):
                 chat: dict[str, Any]
-                if isinstance(part, ToolReturnPart):
+                if type(part) is ToolReturnPart:
                     content = part.content if isinstance(part.content, str) else part.model_response_str()
                     chat = {"role": "tool", "tool_call_id": part.tool_call_id, "content": content}
+                elif isinstance(part, ToolReturnPart):  # a typed return (tool search, capability load): kept
+                    chat = {"role": "tool", "tool_call_id": part.tool_call_id, "content": ""}
                 elif isinstance(part, RetryPromptPart) and part.tool_name is not None:
                     chat = {"role": "tool", "tool_call_id": part.tool_call_id, "content": part.model_response()}
                 elif isinstance(part, RetryPromptPart):
@@ -127,8 +129,8 @@ def from_chat(
         original = messages[index]
         assert isinstance(original, ModelRequest)
         found = original.parts[part_index]
-        if isinstance(item, Replaced) and isinstance(found, ToolReturnPart):
-            found = dataclasses.replace(found, content=item.text)
+        if isinstance(item, Replaced) and type(found) is ToolReturnPart:
+            found = dataclasses.replace(cast("ToolReturnPart[Any]", found), content=item.text)  # exactly that type
         parts.append(found)
     flush()
     return out
