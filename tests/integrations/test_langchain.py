@@ -137,3 +137,26 @@ async def test_plain_values_are_refused_with_a_clear_message(tmp_path: Path) -> 
     async with AsyncCompactor(store=str(tmp_path / "store")) as compactor:
         with pytest.raises(TypeError, match="message 0: expected a LangChain BaseMessage, got dict"):
             await OffloadMessages(compactor)([{"role": "user", "content": "hi"}])  # type: ignore[list-item]
+
+
+async def test_the_compactor_names_the_adapter_when_given_langchain_messages(tmp_path: Path) -> None:
+    messages = [HumanMessage("hi"), AIMessage("", tool_calls=[{"id": "c1", "name": "f", "args": {}}])]
+    async with AsyncCompactor(store=str(tmp_path / "store")) as compactor:
+        with pytest.raises(
+            ValueError, match=r"message 0: a LangChain HumanMessage .* mcp_offload\.integrations\.langchain"
+        ):
+            await compactor.compact(messages)
+        assert compactor.last_report is None  # refused before anything was read or stored
+
+
+def test_import_mcp_offload_does_not_import_the_frameworks() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, mcp_offload; from mcp_offload import Compactor; import mcp_offload.integrations; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('agents', 'pydantic_ai', 'langchain', "
+        "'langchain_core', 'langgraph')))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
+    assert done.stdout.strip() == "[]"
