@@ -20,7 +20,7 @@ from langchain_core.tools import tool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langchain_openai import ChatOpenAI
 
-from llm_upstream import Turn, UpstreamServer, reply, tool_call
+from llm_upstream import Turn, UpstreamServer, extends, reply, tool_call
 from mcp_offload import AsyncCompactor
 from mcp_offload.integrations.langchain import (
     OffloadMessages,
@@ -59,6 +59,8 @@ async def test_create_agent_with_the_middleware_and_chat_openai(tmp_path: Path) 
     sizes = [len(json.dumps(r.body["messages"])) for r in requests]
     assert max(sizes) < FACTS * len(big_report(0)) / 30, sizes
     assert (sizes[-1] - sizes[0]) / FACTS < 3_000, sizes
+    breaks = [i for i in range(1, len(requests)) if not extends("openai_chat", requests[i - 1].body, requests[i].body)]
+    assert breaks == []  # each request starts with the previous one byte for byte: the provider's cache holds
     reports = [m for m in state["messages"] if isinstance(m, ToolMessage) and m.name == "fetch_report"]
     assert all(len(str(m.content)) > 100_000 for m in reports)  # the graph state keeps the originals
 

@@ -13,7 +13,7 @@ from agents import Agent, FunctionTool, Model, OpenAIChatCompletionsModel, OpenA
 from agents.tool_context import ToolContext
 from openai import AsyncOpenAI
 
-from llm_upstream import Turn, UpstreamServer, reply, tool_call
+from llm_upstream import Turn, UpstreamServer, extends, reply, tool_call
 from mcp_offload import AsyncCompactor
 from mcp_offload.integrations.openai_agents import offload_input_filter, offload_tools
 from support.planted_facts import FACTS, Exchange, big_report, next_step, recovered_all
@@ -62,6 +62,8 @@ async def test_thirty_planted_facts_come_back_and_requests_stay_small(api: str, 
     assert max(sizes) < raw / 30, sizes  # the last request holds all 30 references, not 3 MB of reports
     assert (sizes[-1] - sizes[0]) / FACTS < 3_000, sizes  # per report: its reference + preview and one search hit
     assert stored <= 1  # the last compaction stored at most the newest report: earlier ones were stored once
+    breaks = [i for i in range(1, len(requests)) if not extends(api, requests[i - 1].body, requests[i].body)]
+    assert breaks == []  # each request starts with the previous one byte for byte: the provider's cache holds
 
 
 async def test_tools_answer_bad_arguments_with_a_message(tmp_path: Path) -> None:
