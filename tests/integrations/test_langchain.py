@@ -5,6 +5,7 @@ while every request the model gets stays small. Plus the conversion both ways, a
 
 from __future__ import annotations
 
+import asyncio
 import json
 import warnings
 from collections.abc import Iterator
@@ -162,3 +163,15 @@ def test_import_mcp_offload_does_not_import_the_frameworks() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
     assert done.stdout.strip() == "[]"
+
+
+def test_a_sync_run_is_refused_with_the_async_calls_to_use(tmp_path: Path) -> None:
+    async def make() -> AsyncCompactor:
+        return AsyncCompactor(store=str(tmp_path / "store"))
+
+    compactor = asyncio.run(make())
+    model = GenericFakeChatModel(messages=iter([AIMessage("hi")]))
+    agent = create_agent(model, middleware=[OffloadMiddleware(compactor)])
+    with pytest.raises(RuntimeError, match=r"run the agent with ainvoke\(\) or astream\(\)"):
+        agent.invoke({"messages": [HumanMessage("hi")]})
+    asyncio.run(compactor.aclose())

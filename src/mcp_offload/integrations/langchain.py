@@ -121,3 +121,11 @@ class OffloadMiddleware(AgentMiddleware):
         self, request: ModelRequest[Any], handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]]
     ) -> ModelResponse[Any]:
         return await handler(request.override(messages=await self.offload(request.messages)))
+
+    def wrap_model_call(
+        self, request: ModelRequest[Any], handler: Callable[[ModelRequest[Any]], ModelResponse[Any]]
+    ) -> ModelResponse[Any]:
+        raise RuntimeError(
+            "OffloadMiddleware compacts with an AsyncCompactor: run the agent with ainvoke() or astream(), "
+            "not invoke() or stream()"
+        )
