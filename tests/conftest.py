@@ -12,8 +12,9 @@ from mcp_offload.core.services import Services, build_services
 from mcp_offload.server.offload_server import OffloadServer, build_server
 from mcp_offload.settings import Settings
 
-# Fixtures shared across folders live beside their helpers in the `support` package, registered here once.
-pytest_plugins = ["support.store", "support.jq_runner"]
+# Fixtures shared across folders live beside their helpers in the `support` package, registered here once;
+# llm_upstream is the scripted LLM API (tests/llm_upstream/) for the gateway tests.
+pytest_plugins = ["support.store", "support.jq_runner", "llm_upstream.plugin", "support.gateway_server"]
 
 
 @pytest.fixture(autouse=True, scope="session")

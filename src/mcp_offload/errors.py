@@ -113,6 +113,11 @@ class StoreFull(OffloadError):
     rpc_code = INTERNAL_ERROR
 
 
+class HandleExists(OffloadError):
+    """A put under a handle that is already published in that scope (deterministic handles: someone else stored the
+    same content first; the caller may treat the stored output as its own)."""
+
+
 class StoreUnavailable(OffloadError):
     """The store cannot be reached or written (permissions, Redis down, ...)."""
 

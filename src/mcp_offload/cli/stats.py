@@ -3,7 +3,9 @@
     mcp-offload stats [--store DIR|redis://…] [--days N] [--json]
 
 A table per day and per server/tool, with a total per day and overall; `--json` prints the same document as the
-HTTP transport's `/stats`. Server "(direct)" is our own tools: direct `offload` calls and the retrieval tools.
+HTTP transport's `/stats` (plus, under "gateway", the LLM gateway's per-session figures and its cost against going
+direct; in the table, a second section). Server "(direct)" is our own tools: direct `offload` calls and the
+retrieval tools.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import anyio
 from mcp_offload.cli.exit_status import CommandDeclined, exit_status
 from mcp_offload.cli.store_location import missing_store
 from mcp_offload.errors import OperatorError
+from mcp_offload.gateway.status import gateway_stats, stats_lines
 from mcp_offload.savings import SavingsRow, last_days, open_savings, summarize, summary_json
 from mcp_offload.savings.record import MAX_DAYS
 from mcp_offload.settings import Settings
@@ -50,10 +53,17 @@ def run(args: argparse.Namespace) -> int:
         rows = anyio.run(_read, location, args.days)
     except Exception as exc:  # an unreachable Redis, an unreadable directory: one line, no traceback
         raise CommandDeclined(f"cannot read the savings record at {location}: {exc}") from None
+    try:
+        gateway = anyio.run(_read_gateway, location)
+    except Exception as exc:  # the gateway's record beside the store: same failure, same one line
+        raise CommandDeclined(f"cannot read the gateway's record at {location}: {exc}") from None
     if args.json:
-        print(json.dumps(summary_json(rows, days), indent=2))
+        print(json.dumps({**summary_json(rows, days), "gateway": gateway}, indent=2))
     else:
         print_table(rows, days, sys.stdout)
+        lines = stats_lines(gateway)
+        if lines:
+            print("", *lines, sep="\n")
     return 0
 
 
@@ -71,6 +81,17 @@ async def _read(location: str, days: int) -> dict[Any, SavingsRow]:
         return await record.read(days)
     finally:
         await record.aclose()
+
+
+async def _read_gateway(location: str) -> dict[str, Any]:
+    """The LLM gateway's per-session figures (gateway/status.py), read from its record beside the store."""
+    from mcp_offload.core.services import build_services
+
+    services = build_services(Settings.from_env().with_overrides(store=location))
+    try:
+        return await gateway_stats(services)
+    finally:
+        await services.aclose()
 
 
 def print_table(rows: dict[Any, SavingsRow], days: list[str], out: TextIO) -> None:

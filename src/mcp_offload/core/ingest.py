@@ -19,14 +19,14 @@ import anyio
 
 from mcp_offload.core.results import OffloadOutput, facts_of
 from mcp_offload.core.services import Services
-from mcp_offload.errors import InvalidContent, TooLarge
+from mcp_offload.errors import HandleExists, InvalidContent, TooLarge
 from mcp_offload.preview import Preview, build_preview
 from mcp_offload.preview.kinds import detect_kind, gc_paused
 from mcp_offload.retrieve.json_structure import warm_structure
 from mcp_offload.settings import Settings
 from mcp_offload.store.base import Kind, OutputMeta
 from mcp_offload.store.content_index import ContentIndex
-from mcp_offload.store.handles import new_handle
+from mcp_offload.store.handles import new_handle, validate_handle
 
 # The reference around a preview (the "Stored as …" line, notes, the retrieval hint) takes about this many tokens:
 # the preview gets the rest of the budget, so the whole reference stays within `preview_tokens`.
@@ -98,7 +98,7 @@ SPLIT_ADVICE = "Split it into parts and offload each."
 
 
 def _prepare_text(
-    services: Services, text: str, name: str | None, source: str | None
+    services: Services, text: str, name: str | None, source: str | None, handle: str | None = None
 ) -> tuple[Ingested, ContentIndex, bytes]:
     settings = services.settings
     data, notes = _encode(text)
@@ -121,7 +121,7 @@ def _prepare_text(
         notes = (*notes, "content contains NUL characters; stored exactly as given")
     tokens, approx = services.tokens.count_large(text, settings.tokens_exact_chars)
     meta = OutputMeta(
-        handle=new_handle(),
+        handle=handle or new_handle(),
         kind=kind,
         size=index.size,
         chars=index.chars,
@@ -137,9 +137,19 @@ def _prepare_text(
 
 
 async def ingest_text(
-    services: Services, scope: str, text: str, *, name: str | None = None, source: str | None = None
+    services: Services,
+    scope: str,
+    text: str,
+    *,
+    name: str | None = None,
+    source: str | None = None,
+    handle: str | None = None,
 ) -> Ingested:
-    """Store `text` under `scope` and return its metadata and preview. Raises `OffloadError`s; stores nothing then."""
+    """Store `text` under `scope` and return its metadata and preview. Raises `OffloadError`s; stores nothing then.
+
+    `handle`: publish under this (validated) handle instead of a fresh one, idempotently: a front end that derives
+    handles from the content (`store.handles.derived_handle`) may find it already stored by another instance, and
+    then the stored output is kept and the call reports it as stored."""
     if not isinstance(text, str) or not text:
         raise InvalidContent("content is empty; there is nothing to offload.")
     if len(text) > services.settings.max_output_bytes:  # every char is at least one byte: fail before encoding
@@ -147,8 +157,15 @@ async def ingest_text(
             f"content is over this server's cap of {services.settings.max_output_bytes:,} bytes; nothing was stored.",
             SPLIT_ADVICE,
         )
-    ingested, index, data = await anyio.to_thread.run_sync(_prepare_text, services, text, name, source)
-    await services.store.put(scope, ingested.meta, index, data)
+    if handle is not None:
+        validate_handle(handle)
+    ingested, index, data = await anyio.to_thread.run_sync(_prepare_text, services, text, name, source, handle)
+    try:
+        await services.store.put(scope, ingested.meta, index, data)
+    except HandleExists:
+        if handle is None:
+            raise
+        return ingested
     meta = ingested.meta
     if meta.kind in ("json", "jsonl"):
         warm_structure(meta.handle, meta.created, data)  # in the background: for the JSON paths of search hits

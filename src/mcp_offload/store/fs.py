@@ -51,7 +51,7 @@ try:
 except ImportError:  # pragma: no cover - not Linux/macOS: FilesystemStore refuses to start (os_support.py)
     fcntl = None  # type: ignore[assignment]
 
-from mcp_offload.errors import OffloadError, StoreFull, StoreUnavailable, UnknownHandle
+from mcp_offload.errors import HandleExists, OffloadError, StoreFull, StoreUnavailable, UnknownHandle
 from mcp_offload.os_support import O_CLOEXEC, O_DIRECTORY, O_NOFOLLOW, missing_for_fs_store
 from mcp_offload.store.base import OutputMeta, ScannedOutput, StoredOutput
 from mcp_offload.store.content_index import ContentIndex
@@ -195,6 +195,11 @@ class FilesystemStore:
                     if self.fsync:
                         os.fsync(out_fd)
                     with self._store_lock():
+                        with self._dir("scopes", scope, create=True) as scope_fd:
+                            if self._published(scope_fd, meta.handle):
+                                raise HandleExists(
+                                    "an output with this handle already exists in this scope; nothing was stored."
+                                )
                         trash = self._make_room(scope, len(data), tmp_fd)
                         with self._dir("scopes", scope, create=True) as scope_fd:
                             os.rename(staging, meta.handle, src_dir_fd=tmp_fd, dst_dir_fd=scope_fd)
@@ -212,6 +217,14 @@ class FilesystemStore:
             raise
         finally:
             self._finish_removals(trash)
+
+    @staticmethod
+    def _published(scope_fd: int, handle: str) -> bool:
+        try:
+            os.stat(handle, dir_fd=scope_fd, follow_symlinks=False)
+        except FileNotFoundError:
+            return False
+        return True
 
     def _write_file(self, dir_fd: int, name: str, payload: bytes, *, times_ns: tuple[int, int] | None = None) -> None:
         fd = os.open(name, _NEW_FILE_FLAGS, 0o600, dir_fd=dir_fd)

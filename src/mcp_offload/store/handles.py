@@ -1,15 +1,18 @@
 """Handle grammar: generation and validation. The only module that knows what a handle looks like.
 
-A handle is `out_` followed by 26 characters of lowercase RFC 4648 base32 (130 random bits): short, opaque,
-unguessable, and never a path. Anything else is rejected before it reaches a store backend, so a hostile
-string (`../x`, `%2e%2e%2f`, `C:\\`, NUL, look-alike unicode, 10 kB of junk) never touches the filesystem
-or Redis.
+A handle is `out_` followed by 26 characters of lowercase RFC 4648 base32 (130 bits): short, opaque,
+unguessable, and never a path. The bits are random (`new_handle`), or, for a front end that must mint the same handle
+for the same content on every instance (the LLM gateway), a keyed hash (`derived_handle`: HMAC-SHA256 keyed by the
+session's scope key, so it is as unguessable as the scope key without knowing it). Anything else is rejected before
+it reaches a store backend, so a hostile string (`../x`, `%2e%2e%2f`, `C:\\`, NUL, look-alike unicode, 10 kB of
+junk) never touches the filesystem or Redis.
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
+import hmac
 import re
 import secrets
 
@@ -26,6 +29,16 @@ def new_handle() -> str:
     """A fresh handle with 130 bits from the OS CSPRNG."""
     body = base64.b32encode(secrets.token_bytes(17)).decode("ascii").lower()[:_BODY_CHARS]
     return PREFIX + body
+
+
+def derived_handle(key: str, *parts: str) -> str:
+    """A deterministic handle: HMAC-SHA256 over `parts` (joined unambiguously) keyed by `key` (a scope key).
+
+    The same key and parts give the same handle on every process and machine, so two instances racing to store
+    the same content mint the same handle (the store then keeps one copy: `HandleExists` for the loser)."""
+    message = "\x00".join(f"{len(p)}:{p}" for p in parts).encode("utf-8", "surrogatepass")
+    digest = hmac.new(("handle:" + key).encode("utf-8"), message, hashlib.sha256).digest()
+    return PREFIX + base64.b32encode(digest[:17]).decode("ascii").lower()[:_BODY_CHARS]
 
 
 def validate_handle(value: object) -> str:

@@ -68,7 +68,7 @@ import redis.asyncio
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from mcp_offload.errors import StoreFull, StoreUnavailable, UnknownHandle
+from mcp_offload.errors import HandleExists, StoreFull, StoreUnavailable, UnknownHandle
 from mcp_offload.store.base import CHUNK, OutputMeta, ScannedOutput, StoredOutput
 from mcp_offload.store.content_index import ContentIndex
 from mcp_offload.store.handles import validate_handle, validate_scope
@@ -414,7 +414,7 @@ class RedisStore:
             if result == b"lost":
                 raise StoreUnavailable("the upload to the shared store (Redis) was lost; nothing was stored. Retry.")
             if result == b"exists":
-                raise StoreUnavailable("an output with this handle already exists; nothing was stored. Retry.")
+                raise HandleExists("an output with this handle already exists in this scope; nothing was stored.")
             # "pinned" / "over": someone read or wrote meanwhile; plan again with fresh numbers, after a jitter
             await anyio.sleep(random.uniform(0, 0.002 * (attempt + 1)))
         raise StoreFull(

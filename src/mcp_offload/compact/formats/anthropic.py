@@ -103,11 +103,15 @@ class AnthropicFormat:
         if isinstance(inner, str):
             block["content"] = texts[0]
         else:
-            block["content"] = [
-                {"type": "text", "text": texts[i]} if i in texts else part for i, part in enumerate(inner)
-            ]
+            block["content"] = [_with_text(part, texts[i]) if i in texts else part for i, part in enumerate(inner)]
         content[result.slot] = block
         return {**message, "content": content}
 
     def note_message(self, text: str) -> Message:
         return {"role": "user", "content": text}
+
+
+def _with_text(part: dict[str, Any], text: str) -> dict[str, Any]:
+    """A text part with new text; its `cache_control` breakpoint (and other markers) stay, `citations` (which point
+    into the old text) go."""
+    return {**{k: v for k, v in part.items() if k != "citations"}, "type": "text", "text": text}

@@ -2,8 +2,9 @@
 
 A message item is `{"role": …, "content": str | [parts]}` (`type: "message"` optional); a call is
 `{"type": "function_call", "call_id", "name", "arguments"}`; its answer `{"type": "function_call_output", "call_id",
-"output": str | [input_text / input_image parts]}`. Other item types (reasoning, web search calls, …) are passed
-through untouched. SDK output items (`response.output`) are accepted and dumped.
+"output": str | [input_text / input_image parts]}`. Custom (freeform) tools are the same pair, `custom_tool_call`
+(`input` instead of `arguments`) and `custom_tool_call_output`. Other item types (reasoning, web search calls, …)
+are passed through untouched. SDK output items (`response.output`) are accepted and dumped.
 """
 
 from __future__ import annotations
@@ -28,23 +29,25 @@ class ResponsesFormat:
 
     def to_dict(self, message: object, index: int) -> Message:
         msg = dump(message, index)
-        if not isinstance(message, dict) and msg.get("type") == "function_call":
-            msg = {k: v for k, v in msg.items() if k in ("type", "call_id", "name", "arguments", "id", "status")}
+        if not isinstance(message, dict) and msg.get("type") in ("function_call", "custom_tool_call"):
+            keep = ("type", "call_id", "name", "arguments", "input", "id", "status")
+            msg = {k: v for k, v in msg.items() if k in keep}
         return msg
 
     def view(self, message: Message, index: int) -> MessageView:
         kind = message.get("type")
-        if kind == "function_call":
-            call_id = require_str(message.get("call_id"), index, "function_call call_id")
+        if kind in ("function_call", "custom_tool_call"):
+            call_id = require_str(message.get("call_id"), index, f"{kind} call_id")
             name = str(message.get("name", ""))
+            arguments = message.get("arguments" if kind == "function_call" else "input")
             return MessageView(
                 role="assistant",
                 opens_turn=False,
                 calls=(ToolCallRef(call_id, name),),
-                text=f"[called {name} {message.get('arguments')}]",
+                text=f"[called {name} {arguments}]",
             )
-        if kind == "function_call_output":
-            call_id = require_str(message.get("call_id"), index, "function_call_output call_id")
+        if kind in ("function_call_output", "custom_tool_call_output"):
+            call_id = require_str(message.get("call_id"), index, f"{kind} call_id")
             output = message.get("output")
             if isinstance(output, str):
                 parts: tuple[Part, ...] = (Part(0, text=output),)
@@ -61,7 +64,7 @@ class ResponsesFormat:
                             found.append(Part(i, image=decoded[0], mime_type=decoded[1]))
                 parts = tuple(found)
             else:
-                raise bad(index, "function_call_output output must be a string or a list of parts")
+                raise bad(index, f"{kind} output must be a string or a list of parts")
             text = "\n".join(f"[result {call_id}] {p.text}" for p in parts if p.text is not None)
             images = sum(1 for p in parts if p.image is not None)
             return MessageView(

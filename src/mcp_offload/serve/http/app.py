@@ -24,6 +24,7 @@ from starlette.routing import Mount, Route
 from starlette.types import ASGIApp
 
 from mcp_offload.core.services import Services
+from mcp_offload.gateway.status import gateway_stats
 from mcp_offload.serve.http.access_log import AccessLog
 from mcp_offload.serve.http.auth import BearerAuthMiddleware, TokenCheck, request_principal
 from mcp_offload.serve.http.body_limit import BodyLimit
@@ -72,8 +73,12 @@ def build_http_app(services: Services, options: HttpOptions, *, extensions: Sequ
         return JSONResponse(body, status_code=503 if gate.draining else 200)
 
     routes.append(Route("/healthz", healthz, methods=["GET"]))
-    routes.append(Route("/stats", stats_endpoint(services.savings), methods=["GET"]))
-    routes.append(Route("/", status_page(services, extensions), methods=["GET"]))
+
+    async def gateway_figures() -> dict[str, Any]:
+        return await gateway_stats(services)
+
+    routes.append(Route("/stats", stats_endpoint(services.savings, gateway_figures), methods=["GET"]))
+    routes.append(Route("/", status_page(services, extensions, gateway_figures), methods=["GET"]))
     browser = BrowserSessions() if options.tokens else None
     routes.append(
         Route("/login", login_endpoint(browser, TokenCheck(options.tokens).authenticate_token), methods=["GET", "POST"])

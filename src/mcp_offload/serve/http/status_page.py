@@ -17,11 +17,12 @@ from starlette.responses import HTMLResponse
 
 from mcp_offload import __version__
 from mcp_offload.core.services import Services
+from mcp_offload.gateway.status import render_section
 from mcp_offload.proxy.router import ProxyRouter
 from mcp_offload.proxy.upstream import UpstreamStatus
 from mcp_offload.savings import last_days, summarize
 from mcp_offload.savings.record import DaySummary, SavingsRow
-from mcp_offload.serve.http.stats_endpoint import requested_days
+from mcp_offload.serve.http.stats_endpoint import GatewayFigures, read_gateway, requested_days
 from mcp_offload.server.extension import Extension
 from mcp_offload.store import ScannedOutput
 
@@ -78,7 +79,9 @@ class _UsageCache:
         return self._value
 
 
-def status_page(services: Services, extensions: Sequence[Extension]) -> Callable[[Request], Awaitable[HTMLResponse]]:
+def status_page(
+    services: Services, extensions: Sequence[Extension], gateway: GatewayFigures | None = None
+) -> Callable[[Request], Awaitable[HTMLResponse]]:
     started = time.time()
     usage = _UsageCache(services)
 
@@ -88,6 +91,13 @@ def status_page(services: Services, extensions: Sequence[Extension]) -> Callable
         summaries, total = summarize(rows, last_days(days, time.time()))
         router = router_of(extensions)
         statuses = [u.status() for u in router.upstreams] if router is not None else None
+        section = ""
+        if gateway is not None:
+            figures = await read_gateway(gateway)
+            if figures is None:
+                section = "<h2>LLM gateway</h2><p>The gateway's record is unavailable right now.</p>"
+            elif figures["sessions_total"]:
+                section = render_section(figures)  # only when a gateway has served through this store
         view = PageView(
             statuses=statuses,
             summaries=summaries,
@@ -95,6 +105,7 @@ def status_page(services: Services, extensions: Sequence[Extension]) -> Callable
             uptime_s=time.time() - started,
             usage=await usage.get(),
             refresh_s=_refresh(request),
+            gateway=section,
         )
         return HTMLResponse(render_page(view), headers={"Cache-Control": "no-store"})
 
@@ -114,6 +125,7 @@ class PageView:
     uptime_s: float = 0.0
     usage: StoreUsage | None = None
     refresh_s: int | None = None
+    gateway: str = ""  # the LLM gateway's section (gateway/status.py), when one served through this store
 
 
 def render_page(view: PageView) -> str:
@@ -149,6 +161,7 @@ def render_page(view: PageView) -> str:
             f"{total.tokens_kept_out:,} tokens kept out of context, {total.tokens_retrieved:,} pulled back, "
             f"<strong>{total.tokens_net:,} net saved</strong>. JSON: <a href=stats>/stats</a>.</p>",
         ]
+    parts.append(view.gateway)
     parts.append("</body></html>")
     return "\n".join(parts)
 

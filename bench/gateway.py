@@ -1,0 +1,801 @@
+"""The LLM gateway against going direct, in one run: cost at the providers' cache prices, tokens, cache hits, latency.
+
+Each scenario is an agent session replayed turn by turn (seeded, generated data): the scripted upstream
+(tests/llm_upstream, which simulates the providers' prompt caches) answers every request with the next tool call,
+and the bench plays the client, appending the tool's output and sending the whole history again, as agents do.
+Four clients run the same session side by side, turn by turn (so the machine's drift hits them alike):
+
+* direct     straight to the upstream: the yardstick;
+* gateway    through the real `mcp-offload gateway` process (transparent retrieval; the model calls
+             `search_large_output` now and then, answered by the gateway's loop);
+* clear-old  a lossy baseline as a request transform: every tool result but the last 3 replaced by a placeholder
+             (what clearing old tool results does when applied every turn);
+* naive      a naive compressor as a request transform: every turn, all tool results are cut (head + tail) to share
+             a fixed budget, so each turn rewrites results the previous turn already sent.
+
+Prices (multiples of the model's base input price; cost.py): Anthropic 5-minute cache: input 1x, cache write
+1.25x, cache read 0.1x, output 5x (Sonnet); OpenAI: no write premium, cached input 0.5x for gpt-4o and 0.1x for
+gpt-5, output 4x (gpt-4o) / 8x (gpt-5). Cost is in base-input-token units; `cost x` is the ratio to direct.
+`breaks` counts requests whose prompt does not start with the whole previous prompt of the session (a cache
+miss caused by the client); the gateway's one break is the request on which it appends its retrieval tools.
+Added latency is per turn, gateway minus direct (whole streamed answer); TTFT is the time to the first delta.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import copy
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import zlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx2
+
+HERE = Path(__file__).resolve().parent
+# The scripted upstream is the tests' (tests/llm_upstream). Appended, not prepended: tests/gateway must not shadow
+# this module.
+sys.path.append(str(HERE.parent / "tests"))
+
+from llm_upstream import CacheUsage, Turn, UpstreamServer, reply, session_key, tool_call  # noqa: E402
+from llm_upstream.errors import ApiKind  # noqa: E402
+from mcp_offload.gateway.cost import prices_for  # noqa: E402
+
+MODES = ("direct", "gateway", "clear-old", "naive")
+MODELS: dict[ApiKind, str] = {"anthropic": "claude-sonnet-4-6", "openai_chat": "gpt-4o", "responses": "gpt-5"}
+OUTPUT_PRICE = {"claude-sonnet-4-6": 5.0, "gpt-4o": 4.0, "gpt-5": 8.0}
+KEEP_RECENT = 3  # clear-old keeps this many results
+NAIVE_BUDGET_CHARS = 80_000  # naive: all tool results share this many characters
+SEARCH = "search_large_output"
+
+
+# -- generated outputs (seeded), each with a fact planted in its middle --------------------------------------------
+def fact(step: int) -> str:
+    return f"FACT-{step}-{random.Random(step).randbytes(4).hex()}"
+
+
+def json_output(rng: random.Random, size: int, step: int) -> str:
+    rows, total = [], 0
+    while total < size:
+        row = {
+            "id": len(rows),
+            "sku": f"SKU-{rng.randint(10**5, 10**6)}",
+            "region": rng.choice(["eu", "us", "ap"]),
+            "price": round(rng.uniform(1, 900), 2),
+            "tags": rng.sample(["new", "sale", "bulk", "eol", "gift"], 2),
+            "note": " ".join(rng.choice(["ok", "late", "restock", "audit", "hold"]) for _ in range(6)),
+        }
+        rows.append(row)
+        total += 150
+    rows[len(rows) // 2]["note"] = f"escalated: {fact(step)}"
+    return json.dumps({"step": step, "items": rows}, indent=1)
+
+
+def log_output(rng: random.Random, size: int, step: int) -> str:
+    lines, total = [], 0
+    services = ["api", "worker", "db", "cache", "auth"]
+    while total < size:
+        level = rng.choices(["INFO", "DEBUG", "WARN", "ERROR"], [60, 25, 10, 5])[0]
+        line = (
+            f"2026-11-24T{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}:{rng.randint(0, 59):02d}."
+            f"{rng.randint(0, 999):03d}Z {level:5} {rng.choice(services)}[{rng.randint(100, 999)}]: "
+            f"request id={rng.randint(10**8, 10**9)} took {rng.randint(1, 3000)}ms "
+            f"status={rng.choice([200, 200, 404, 500])}"
+        )
+        lines.append(line)
+        total += len(line) + 1
+    lines.insert(len(lines) // 2, f"2026-11-24T12:00:00.000Z ERROR worker[777]: root cause {fact(step)}")
+    return "\n".join(lines)
+
+
+def diff_output(rng: random.Random, size: int, step: int) -> str:
+    parts, total, n = [], 0, 0
+    while total < size:
+        name = f"src/module_{rng.randint(1, 80)}/file_{n}.py"
+        hunk = [f"diff --git a/{name} b/{name}", f"--- a/{name}", f"+++ b/{name}", f"@@ -{n * 10},7 +{n * 10},8 @@"]
+        for _ in range(rng.randint(6, 20)):
+            sign = rng.choice([" ", " ", "+", "-"])
+            hunk.append(
+                f"{sign}    value_{rng.randint(0, 999)} = compute(x{rng.randint(0, 9)}, retries={rng.randint(1, 5)})"
+            )
+        block = "\n".join(hunk)
+        parts.append(block)
+        total += len(block) + 1
+        n += 1
+    parts.insert(len(parts) // 2, f"+    # {fact(step)}")
+    return "\n".join(parts)
+
+
+def small_output(rng: random.Random, size: int, step: int) -> str:
+    return "\n".join(f"file_{step}_{i}.txt  {rng.randint(10, 99_999)} bytes" for i in range(max(1, size // 28)))
+
+
+KINDS: dict[str, Callable[[random.Random, int, int], str]] = {
+    "json": json_output,
+    "log": log_output,
+    "diff": diff_output,
+    "small": small_output,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Scenario:
+    name: str
+    api: ApiKind
+    steps: list[tuple[str, int]]  # (kind, size in bytes) of each tool output
+    retrieve_at: frozenset[int] = frozenset()  # steps at which the model searches an earlier output (gateway)
+    tool_heavy: bool = True
+
+    def output(self, step: int) -> str:
+        kind, size = self.steps[step]
+        return KINDS[kind](random.Random(zlib.crc32(f"{self.name}/{step}".encode())), size, step)
+
+
+def scenarios(quick: bool) -> list[Scenario]:
+    big = (30_000, 150_000) if quick else (300_000, 2_500_000)
+    mid = (3_000, 12_000) if quick else (4_000, 30_000)
+    turns = 12 if quick else 40
+    rng = random.Random(2026)
+
+    def heavy(kinds: list[str]) -> list[tuple[str, int]]:
+        steps = []
+        for step in range(turns):
+            size = rng.randint(*big) if step % 4 == 1 else rng.randint(*mid)
+            steps.append((kinds[step % len(kinds)], size))
+        return steps
+
+    retrieve = frozenset(range(5, turns, 8))
+    return [
+        Scenario("tool-heavy json+logs", "anthropic", heavy(["json", "log"]), retrieve),
+        Scenario("tool-heavy logs+diffs", "openai_chat", heavy(["log", "diff"]), retrieve),
+        Scenario("tool-heavy json+diffs", "responses", heavy(["json", "diff"]), retrieve),
+        Scenario(
+            "small results only",
+            "anthropic",
+            [("small", rng.randint(200, 1_800)) for _ in range(turns)],
+            tool_heavy=False,
+        ),
+        Scenario("short session", "anthropic", [("json", big[1]), ("small", 800), ("small", 600)], tool_heavy=False),
+    ]
+
+
+# -- the upstream's script: the next tool call of the session ------------------------------------------------------
+SYSTEM_PROMPT = "\n".join(
+    f"Rule {i}: act carefully, verify each tool result, keep the user informed, prefer small safe steps."
+    for i in range(180)
+)
+BASH = {
+    "name": "bash",
+    "description": "Run a shell command and return its output.",
+    "schema": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]},
+}
+OTHER_TOOLS = [
+    {
+        "name": name,
+        "description": f"The {name} tool: " + "it does what its name says. " * 12,
+        "schema": {"type": "object", "properties": {"path": {"type": "string"}, "limit": {"type": "integer"}}},
+    }
+    for name in ("read_file", "write_file", "list_dir", "grep")
+]
+
+
+def bench_script(plans: dict[str, Scenario]) -> Callable[[Turn], Any]:
+    def decide(turn: Turn) -> Any:
+        name = turn.user_texts()[0].removeprefix("Session: ").split("\n", 1)[0] if turn.user_texts() else ""
+        scenario = plans[name]
+        exchanges = turn.exchanges()
+        step = sum(1 for e in exchanges if e.name == "bash" and e.result is not None)
+        if step >= len(scenario.steps):
+            return reply("All steps done.")
+        last = exchanges[-1].name if exchanges else None
+        # ids that depend on the conversation only, so every mode's prompt holds the same bytes
+        call_id = f"{'toolu' if turn.api == 'anthropic' else 'call'}_bench_{len(exchanges):04d}"
+        if step in scenario.retrieve_at and last == "bash" and SEARCH in turn.tool_names:
+            search = tool_call(SEARCH, {"pattern": fact(step - 1), "literal": True}, id=call_id)
+            return reply("Checking an earlier output.", search)
+        said = f"Running step {step}."
+        if last == SEARCH:  # say whether the gateway's answer held the fact (the bench counts it in the history)
+            said += " Retrieved ok." if fact(step - 1) in (exchanges[-1].result or "") else " Retrieved MISSING."
+        return reply(said, tool_call("bash", {"command": f"run step {step}"}, id=call_id))
+
+    return decide
+
+
+# -- the client side: one conversation per mode --------------------------------------------------------------------
+@dataclass(slots=True)
+class Timing:
+    total_s: float
+    ttft_s: float | None
+
+
+@dataclass(slots=True)
+class Conversation:
+    scenario: Scenario
+    mode: str
+    key: str
+    history: list[dict[str, Any]] = field(default_factory=list)
+    timings: list[Timing] = field(default_factory=list)
+    done: bool = False
+
+    def __post_init__(self) -> None:
+        first = f"Session: {self.scenario.name}\nWork through the steps, one tool call each."
+        if self.scenario.api == "responses":
+            self.history.append({"type": "message", "role": "user", "content": [{"type": "input_text", "text": first}]})
+        else:
+            self.history.append({"role": "user", "content": first})
+
+    def body(self) -> dict[str, Any]:
+        api, model = self.scenario.api, MODELS[self.scenario.api]
+        history = self.history
+        if self.mode == "clear-old":
+            history = transform_results(api, history, clear_old)
+        elif self.mode == "naive":
+            history = transform_results(api, history, naive_compressor(count_results(api, history)))
+        if api == "anthropic":
+            messages = copy.copy(history)
+            last = copy.deepcopy(messages[-1])
+            if isinstance(last["content"], str):
+                last["content"] = [{"type": "text", "text": last["content"]}]
+            last["content"][-1]["cache_control"] = {"type": "ephemeral"}
+            messages[-1] = last
+            tools = [{"name": t["name"], "description": t["description"], "input_schema": t["schema"]} for t in TOOLS]
+            return {
+                "model": model,
+                "max_tokens": 4096,
+                "stream": True,
+                "tools": tools,
+                "messages": messages,
+                "system": [{"type": "text", "text": SYSTEM_PROMPT, "cache_control": {"type": "ephemeral"}}],
+            }
+        if api == "openai_chat":
+            tools = [
+                {
+                    "type": "function",
+                    "function": {"name": t["name"], "description": t["description"], "parameters": t["schema"]},
+                }
+                for t in TOOLS
+            ]
+            return {
+                "model": model,
+                "stream": True,
+                "stream_options": {"include_usage": True},
+                "tools": tools,
+                "messages": [{"role": "system", "content": SYSTEM_PROMPT}, *history],
+            }
+        tools = [
+            {"type": "function", "name": t["name"], "description": t["description"], "parameters": t["schema"]}
+            for t in TOOLS
+        ]
+        return {
+            "model": model,
+            "stream": True,
+            "store": False,
+            "instructions": SYSTEM_PROMPT,
+            "tools": tools,
+            "input": history,
+        }
+
+    def absorb(self, message: Any) -> None:
+        """Append the model's answer and, for its tool call, the tool's output (the next step's)."""
+        api = self.scenario.api
+        if api == "anthropic":
+            self.history.append({"role": "assistant", "content": message})
+            calls = [(b["id"], b["input"]) for b in message if b["type"] == "tool_use"]
+        elif api == "openai_chat":
+            self.history.append(message)
+            calls = [(c["id"], json.loads(c["function"]["arguments"])) for c in message.get("tool_calls") or []]
+        else:
+            self.history.extend(message)
+            calls = [(i["call_id"], json.loads(i["arguments"])) for i in message if i["type"] == "function_call"]
+        if not calls:
+            self.done = True
+            return
+        results = []
+        for call_id, args in calls:
+            step = int(str(args.get("command", "run step 0")).rsplit(" ", 1)[-1])
+            output = self.scenario.output(step)
+            if api == "anthropic":
+                results.append({"type": "tool_result", "tool_use_id": call_id, "content": output})
+            elif api == "openai_chat":
+                self.history.append({"role": "tool", "tool_call_id": call_id, "content": output})
+            else:
+                self.history.append({"type": "function_call_output", "call_id": call_id, "output": output})
+        if api == "anthropic":
+            self.history.append({"role": "user", "content": results})
+
+
+TOOLS = [BASH, *OTHER_TOOLS]
+
+
+def result_slots(api: ApiKind, history: list[dict[str, Any]]) -> Iterator[tuple[int, int | None]]:
+    """(message index, block index or None) of every tool result's text, oldest first."""
+    for i, msg in enumerate(history):
+        if api == "anthropic" and msg.get("role") == "user" and isinstance(msg["content"], list):
+            for j, block in enumerate(msg["content"]):
+                if block.get("type") == "tool_result":
+                    yield i, j
+        elif (api == "openai_chat" and msg.get("role") == "tool") or msg.get("type") == "function_call_output":
+            yield i, None
+
+
+def count_results(api: ApiKind, history: list[dict[str, Any]]) -> int:
+    return sum(1 for _ in result_slots(api, history))
+
+
+def transform_results(
+    api: ApiKind, history: list[dict[str, Any]], rewrite: Callable[[int, int, str], str]
+) -> list[dict[str, Any]]:
+    """A copy of `history` with each tool result's text replaced by `rewrite(position, count, text)`."""
+    out = list(history)
+    slots = list(result_slots(api, history))
+    for position, (i, j) in enumerate(slots):
+        msg = out[i] = copy.copy(out[i])
+        if j is None:
+            field_name = "content" if api == "openai_chat" else "output"
+            msg[field_name] = rewrite(position, len(slots), msg[field_name])
+        else:
+            msg["content"] = list(msg["content"])
+            block = msg["content"][j] = dict(msg["content"][j])
+            block["content"] = rewrite(position, len(slots), block["content"])
+    return out
+
+
+def clear_old(position: int, count: int, text: str) -> str:
+    return text if position >= count - KEEP_RECENT else "[old tool result cleared to save context]"
+
+
+def naive_compressor(count: int) -> Callable[[int, int, str], str]:
+    share = max(400, NAIVE_BUDGET_CHARS // max(count, 1))
+
+    def cut(position: int, count: int, text: str) -> str:
+        if len(text) <= share:
+            return text
+        half = share // 2
+        return f"{text[:half]}\n[... {len(text) - 2 * half} characters omitted ...]\n{text[-half:]}"
+
+    return cut
+
+
+# -- streaming: send one request, accumulate the answer, time it ---------------------------------------------------
+def send(http: httpx2.Client, base: str, conv: Conversation) -> Any:
+    api = conv.scenario.api
+    path = {"anthropic": "/v1/messages", "openai_chat": "/v1/chat/completions", "responses": "/v1/responses"}[api]
+    headers = (
+        {"x-api-key": conv.key, "anthropic-version": "2023-06-01"}
+        if api == "anthropic"
+        else {"authorization": f"Bearer {conv.key}"}
+    )
+    payload = json.dumps(conv.body()).encode()
+    started = time.perf_counter()
+    ttft: float | None = None
+    accumulate = ACCUMULATORS[api]()
+    with http.stream(
+        "POST", base + path, content=payload, headers={**headers, "content-type": "application/json"}
+    ) as response:
+        if response.status_code != 200:
+            raise RuntimeError(f"{conv.mode} {path}: {response.status_code} {response.read()[:500]!r}")
+        for line in response.iter_lines():
+            if not line.startswith("data: "):
+                continue
+            data = line[6:]
+            if data == "[DONE]":
+                break
+            event = json.loads(data)
+            if ttft is None and _is_delta(api, event):
+                ttft = time.perf_counter() - started
+            accumulate.send(event)
+    conv.timings.append(Timing(time.perf_counter() - started, ttft))
+    return accumulate.result()
+
+
+def _is_delta(api: ApiKind, event: dict[str, Any]) -> bool:
+    if api == "anthropic":
+        return event.get("type") == "content_block_delta"
+    if api == "openai_chat":
+        choices = event.get("choices") or []
+        return bool(choices and (choices[0]["delta"].get("content") or choices[0]["delta"].get("tool_calls")))
+    return str(event.get("type", "")).endswith(".delta")
+
+
+class AnthropicAccumulator:
+    def __init__(self) -> None:
+        self.blocks: dict[int, dict[str, Any]] = {}
+        self.partial: dict[int, str] = {}
+
+    def send(self, event: dict[str, Any]) -> None:
+        kind = event.get("type")
+        if kind == "content_block_start":
+            self.blocks[event["index"]] = dict(event["content_block"])
+        elif kind == "content_block_delta":
+            block, delta = self.blocks[event["index"]], event["delta"]
+            if delta["type"] == "text_delta":
+                block["text"] += delta["text"]
+            elif delta["type"] == "input_json_delta":
+                self.partial[event["index"]] = self.partial.get(event["index"], "") + delta["partial_json"]
+            elif delta["type"] == "thinking_delta":
+                block["thinking"] += delta["thinking"]
+            elif delta["type"] == "signature_delta":
+                block["signature"] = delta["signature"]
+        elif kind == "content_block_stop" and event["index"] in self.partial:
+            self.blocks[event["index"]]["input"] = json.loads(self.partial.pop(event["index"]) or "{}")
+
+    def result(self) -> list[dict[str, Any]]:
+        return [self.blocks[i] for i in sorted(self.blocks)]
+
+
+class ChatAccumulator:
+    def __init__(self) -> None:
+        self.text: str | None = None
+        self.calls: dict[int, dict[str, Any]] = {}
+
+    def send(self, event: dict[str, Any]) -> None:
+        for choice in event.get("choices") or []:
+            delta = choice["delta"]
+            if delta.get("content"):
+                self.text = (self.text or "") + delta["content"]
+            for call in delta.get("tool_calls") or []:
+                slot = self.calls.setdefault(
+                    call["index"], {"id": "", "type": "function", "function": {"name": "", "arguments": ""}}
+                )
+                slot["id"] = call.get("id") or slot["id"]
+                fn = call.get("function") or {}
+                slot["function"]["name"] += fn.get("name") or ""
+                slot["function"]["arguments"] += fn.get("arguments") or ""
+
+    def result(self) -> dict[str, Any]:
+        message: dict[str, Any] = {"role": "assistant", "content": self.text}
+        if self.calls:
+            message["tool_calls"] = [self.calls[i] for i in sorted(self.calls)]
+        return message
+
+
+class ResponsesAccumulator:
+    def __init__(self) -> None:
+        self.output: list[dict[str, Any]] = []
+
+    def send(self, event: dict[str, Any]) -> None:
+        if event.get("type") == "response.completed":
+            self.output = event["response"]["output"]
+
+    def result(self) -> list[dict[str, Any]]:
+        return self.output
+
+
+ACCUMULATORS: dict[ApiKind, Callable[[], Any]] = {
+    "anthropic": AnthropicAccumulator,
+    "openai_chat": ChatAccumulator,
+    "responses": ResponsesAccumulator,
+}
+
+
+# -- the upstream, in its own process (as a provider is: the gateway's extra hop is then measured fairly) ----------
+@dataclass(slots=True)
+class RemoteUpstream:
+    base_url: str
+    process: subprocess.Popen[bytes]
+
+    @property
+    def openai_url(self) -> str:
+        return self.base_url + "/v1"
+
+    def requests(self) -> list[dict[str, Any]]:
+        return list(httpx2.get(self.base_url + "/_upstream/requests", timeout=60).json())
+
+
+@contextlib.contextmanager
+def upstream_process(quick: bool) -> Iterator[RemoteUpstream]:
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--serve-upstream", *(["--quick"] if quick else [])]
+    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        line = proc.stdout.readline() if proc.stdout else b""
+        if not line.strip().isdigit():
+            raise RuntimeError("the scripted upstream did not start")
+        yield RemoteUpstream(f"http://127.0.0.1:{int(line)}", proc)
+    finally:
+        if proc.stdin:
+            proc.stdin.close()
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def serve_upstream(quick: bool) -> None:
+    """The child side of upstream_process: serve until stdin closes."""
+    plans = {s.name: s for s in [*scenarios(quick), PROBE]}
+    with UpstreamServer(bench_script(plans), seed=1) as upstream:
+        print(upstream.port, flush=True)
+        sys.stdin.read()
+
+
+# -- the gateway process -------------------------------------------------------------------------------------------
+@contextlib.contextmanager
+def gateway_process(upstream: RemoteUpstream, store: str) -> Iterator[str]:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    cmd = [
+        sys.executable,
+        "-m",
+        "mcp_offload",
+        "gateway",
+        "--port",
+        str(port),
+        "--store",
+        store,
+        "--anthropic-upstream",
+        upstream.base_url,
+        "--openai-upstream",
+        upstream.openai_url,
+        "--log-level",
+        "WARNING",
+    ]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"the gateway exited: {proc.stderr.read().decode()[-2000:] if proc.stderr else ''}")
+            with contextlib.suppress(httpx2.HTTPError):
+                if httpx2.get(base + "/healthz", timeout=1).status_code == 200:
+                    break
+            if time.monotonic() > deadline:
+                raise RuntimeError("the gateway did not become healthy in 30 s")
+            time.sleep(0.1)
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+# -- one scenario, four modes, turn by turn -------------------------------------------------------------------------
+def run_scenario(
+    scenario: Scenario, upstream: RemoteUpstream, gateway: str, http: httpx2.Client
+) -> list[dict[str, Any]]:
+    tag = scenario.name.replace(" ", "-").replace("+", "-")
+    convs = {mode: Conversation(scenario, mode, f"bench-{tag}-{mode}-{os.getpid()}") for mode in MODES}
+    for _ in range(len(scenario.steps) + 2):
+        for mode, conv in convs.items():
+            if not conv.done:
+                conv.absorb(send(http, gateway if mode == "gateway" else upstream.base_url, conv))
+        if all(c.done for c in convs.values()):
+            break
+    rows = []
+    log = upstream.requests()
+    direct = summarize(scenario, convs["direct"], log)
+    for mode, conv in convs.items():
+        figures = direct if mode == "direct" else summarize(scenario, conv, log)
+        figures["cost_x"] = figures["cost"] / direct["cost"] if direct["cost"] else None
+        if mode == "gateway":
+            added = [g.total_s - d.total_s for g, d in zip(conv.timings, convs["direct"].timings, strict=False)]
+            figures["added_p50_ms"] = statistics.median(added) * 1000
+            figures["added_p99_ms"] = percentile(added, 99) * 1000
+        rows.append({"scenario": scenario.name, "api": scenario.api, "mode": mode, **figures})
+    return rows
+
+
+def percentile(values: list[float], pct: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(pct / 100 * (len(ordered) - 1)))] if ordered else 0.0
+
+
+def summarize(scenario: Scenario, conv: Conversation, log: list[dict[str, Any]]) -> dict[str, Any]:
+    """The conversation's figures from the upstream's log (its requests are those of its own API key)."""
+    api, model = scenario.api, MODELS[scenario.api]
+    headers = {"x-api-key": conv.key} if api == "anthropic" else {"authorization": f"Bearer {conv.key}"}
+    session = session_key(api, headers, model)
+    requests = [r for r in log if r["session"] == session and r["status"] == 200]
+    usages = [CacheUsage(**r["usage"]) for r in requests if r["usage"]]
+    prices = prices_for(api, model)
+    out_price = OUTPUT_PRICE[model]
+    cost = sum(u.uncached + u.cache_write * prices.write + u.cache_read * prices.read for u in usages)
+    cost += sum(r["output_tokens"] for r in requests) * out_price
+    prompt = sum(u.prompt_tokens for u in usages)
+    ttfts = [t.ttft_s for t in conv.timings if t.ttft_s is not None]
+    return {
+        "turns": len(conv.timings),
+        "upstream_requests": len(requests),
+        "tokens_sent": prompt,
+        "max_prompt": max((u.prompt_tokens for u in usages), default=0),
+        "cache_read": sum(u.cache_read for u in usages),
+        "cache_write": sum(u.cache_write for u in usages),
+        "hit_share": sum(u.cache_read for u in usages) / prompt if prompt else 0.0,
+        "breaks": sum(1 for u in usages if not u.extends_previous),
+        "cost": cost,
+        "ttft_p50_ms": statistics.median(ttfts) * 1000 if ttfts else None,
+        "turn_p50_ms": statistics.median(t.total_s for t in conv.timings) * 1000,
+        "lossless": conv.mode in ("direct", "gateway"),
+        "facts_found": retrieved(conv, "Retrieved ok."),
+        "facts_missing": retrieved(conv, "Retrieved MISSING."),
+        "prices": f"in 1x, write {prices.write}x, read {prices.read}x, out {out_price}x",
+    }
+
+
+PROBE = Scenario("latency probe", "anthropic", [("small", 600)] * 1000, tool_heavy=False)
+
+
+def probe_latency(upstream: RemoteUpstream, gateway: str, http: httpx2.Client, calls: int) -> dict[str, Any]:
+    """A call with nothing to offload (an 8-step history of small results), direct and through the gateway in
+    alternation: the gateway's added time per call and both TTFTs."""
+    conv = {mode: Conversation(PROBE, mode, f"bench-probe-{mode}-{os.getpid()}") for mode in ("direct", "gateway")}
+    for c in conv.values():
+        for _ in range(8):
+            c.absorb(send(http, gateway if c.mode == "gateway" else upstream.base_url, c))
+        c.timings.clear()
+    for _ in range(calls):
+        for mode, c in conv.items():
+            send(http, gateway if mode == "gateway" else upstream.base_url, c)  # the same request again
+    direct, through = conv["direct"].timings, conv["gateway"].timings
+    added = [g.total_s - d.total_s for g, d in zip(through, direct, strict=True)]
+    return {
+        "scenario": "no-offload call", "api": "anthropic", "mode": "gateway", "turns": calls,
+        "added_p50_ms": statistics.median(added) * 1000, "added_p99_ms": percentile(added, 99) * 1000,
+        "ttft_p50_ms": statistics.median(t.ttft_s or 0 for t in through) * 1000,
+        "direct_ttft_p50_ms": statistics.median(t.ttft_s or 0 for t in direct) * 1000,
+        "turn_p50_ms": statistics.median(t.total_s for t in through) * 1000,
+        "direct_turn_p50_ms": statistics.median(t.total_s for t in direct) * 1000,
+    }  # fmt: skip
+
+
+def retrieved(conv: Conversation, marker: str) -> int:
+    """How many of the model's retrieval calls (answered inside the gateway) found, or missed, their fact."""
+    return sum(json.dumps(item).count(marker) for item in conv.history)
+
+
+def measure(quick: bool) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-gateway-") as store,
+        upstream_process(quick) as upstream,
+        gateway_process(upstream, store) as gateway,
+        httpx2.Client(timeout=600) as http,
+    ):
+        print(f"[gateway] no-offload call latency ({50 if quick else 300} calls each way)", file=sys.stderr)
+        rows.append(probe_latency(upstream, gateway, http, 50 if quick else 300))
+        for scenario in scenarios(quick):
+            print(f"[gateway] {scenario.name} ({scenario.api}, {len(scenario.steps)} steps)", file=sys.stderr)
+            rows.extend(run_scenario(scenario, upstream, gateway, http))
+    return rows
+
+
+COLUMNS = [
+    ("scenario", 22),
+    ("mode", 9),
+    ("cost_x", 7),
+    ("tokens_sent", 11),
+    ("max_prompt", 10),
+    ("hit_share", 9),
+    ("breaks", 6),
+    ("facts_found", 6),
+    ("facts_missing", 6),
+    ("upstream_requests", 8),
+    ("added_p50_ms", 9),
+    ("added_p99_ms", 9),
+    ("ttft_p50_ms", 9),
+]
+
+
+def print_table(rows: list[dict[str, Any]]) -> None:
+    print("  ".join(name[:width].ljust(width) for name, width in COLUMNS))
+    for row in rows:
+        cells = []
+        for name, width in COLUMNS:
+            value = row.get(name)
+            text = "" if value is None else (f"{value:.3f}" if isinstance(value, float) else str(value))
+            cells.append(text[:width].ljust(width))
+        print("  ".join(cells))
+
+
+def markdown(rows: list[dict[str, Any]]) -> str:
+    """The README table: one line per scenario and mode, then the no-offload probe."""
+    lines = [
+        "| session (API) | client | cost vs direct | tokens sent | largest prompt | cache hits | breaks | "
+        "facts retrieved | added p50 / p99 | TTFT p50 |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        if "tokens_sent" not in r:
+            continue
+        added = f"{r['added_p50_ms']:.0f} / {r['added_p99_ms']:.0f} ms" if r.get("added_p50_ms") is not None else ""
+        ttft = f"{r['ttft_p50_ms']:.0f} ms" if r.get("ttft_p50_ms") is not None else ""
+        lines.append(
+            f"| {r['scenario']} ({API_LABEL[r['api']]}) | {r['mode']} | {r['cost_x']:.3f}x | {r['tokens_sent']:,} | "
+            f"{r.get('max_prompt', 0):,} | {r['hit_share']:.0%} | {r['breaks']} | {facts(r)} | {added} | {ttft} |"
+        )
+    for r in rows:
+        if "tokens_sent" in r:
+            continue
+        lines.append(
+            f"| one call with nothing to offload, {r['turns']} alternating ({API_LABEL[r['api']]}) | gateway | "
+            "1.000x | | | | 0 | | "
+            f"{r['added_p50_ms']:.1f} / {r['added_p99_ms']:.1f} ms | {r['ttft_p50_ms']:.1f} ms "
+            f"(direct {r['direct_ttft_p50_ms']:.1f} ms) |"
+        )
+    return "\n".join(lines)
+
+
+def facts(row: dict[str, Any]) -> str:
+    asked = row.get("facts_found", 0) + row.get("facts_missing", 0)
+    return f"{row['facts_found']}/{asked}" if asked else ""
+
+
+API_LABEL = {"anthropic": "Anthropic", "openai_chat": "Chat", "responses": "Responses"}
+
+
+def run(args: Any) -> list[dict[str, object]]:
+    """bench/run.py's entry: one row per scenario and mode; `ratio` is the cost over going direct."""
+    rows = measure(bool(getattr(args, "quick", False)))
+    print_table(rows)
+    out = []
+    for row in rows:
+        if "tokens_sent" not in row:  # the latency probe
+            note = (
+                f"added p50 {row['added_p50_ms']:.1f} ms / p99 {row['added_p99_ms']:.1f} ms; TTFT "
+                f"{row['ttft_p50_ms']:.1f} ms vs {row['direct_ttft_p50_ms']:.1f} ms direct"
+            )
+            out.append({
+                "suite": "gateway", "case": "no-offload call / gateway", "size": "anthropic",
+                "ours_ms": row["turn_p50_ms"], "yardstick": "direct", "yardstick_ms": row["direct_turn_p50_ms"],
+                "ratio": row["turn_p50_ms"] / row["direct_turn_p50_ms"], "note": note, **row,
+            })  # fmt: skip
+            continue
+        note = (
+            f"{row['mode']}: {row['tokens_sent']:,} tokens sent, cache hits {row['hit_share']:.0%}, "
+            f"{row['breaks']} prefix breaks"
+        )
+        if row.get("added_p50_ms") is not None:
+            note += f", added p50 {row['added_p50_ms']:.1f} ms / p99 {row['added_p99_ms']:.1f} ms"
+        out.append(
+            {
+                "suite": "gateway",
+                "case": f"{row['scenario']} / {row['mode']}",
+                "size": row["api"],
+                "ours_ms": row["turn_p50_ms"],
+                "yardstick": "direct (cost)",
+                "ratio": row["cost_x"],
+                "note": note,
+                **row,
+            }
+        )
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="12 turns, outputs of 3-150 KB (a smoke run)")
+    parser.add_argument("--out", default=str(HERE / "results" / "gateway.json"))
+    parser.add_argument("--serve-upstream", action="store_true", help=argparse.SUPPRESS)  # internal: the child
+    parser.add_argument("--markdown", metavar="JSON", help="print the README table of an earlier run's JSON and exit")
+    args = parser.parse_args()
+    if args.markdown:
+        print(markdown(json.loads(Path(args.markdown).read_text())))
+        return
+    if args.serve_upstream:
+        serve_upstream(args.quick)
+        return
+    rows = run(args)
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(rows, indent=2, default=str))
+    print(f"wrote {args.out}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,166 @@
+"""`mcp-offload gateway`: the LLM gateway (see mcp_offload.gateway), a reverse proxy for the Anthropic Messages,
+OpenAI Chat Completions and Responses APIs that keeps large tool results out of the history, cache-safely.
+
+    mcp-offload gateway [--host 127.0.0.1] [--port 8788] [--anthropic-upstream URL] [--openai-upstream URL]
+                        [--store DIR|redis://…] [--retrieval transparent|visible] [--threshold-tokens N]
+
+Point clients at it: `ANTHROPIC_BASE_URL=http://127.0.0.1:8788`, `OPENAI_BASE_URL=http://127.0.0.1:8788/v1`.
+Like the HTTP service it binds loopback by default, refuses a non-loopback address without a token (unless
+--allow-open) and checks Host/Origin against loopback names plus --allowed-hosts / --allowed-origins.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+from typing import Any
+
+import anyio
+
+from mcp_offload.cli.event_loop import loop_options
+from mcp_offload.cli.exit_status import exit_status
+from mcp_offload.errors import OperatorError
+from mcp_offload.gateway.loop import LoopLimits
+from mcp_offload.gateway.options import DEFAULT_PORT, GatewayOptions
+from mcp_offload.gateway.rewrite import GatewayPolicy
+from mcp_offload.gateway.run import run_gateway
+from mcp_offload.gateway.upstream import ANTHROPIC_DEFAULT, OPENAI_DEFAULT, UpstreamConfig
+from mcp_offload.logs import log_to_stderr
+from mcp_offload.serve.http.auth import parse_tokens
+from mcp_offload.serve.http.options import HttpOptions, check_exposure, transport_security
+from mcp_offload.settings import Settings
+
+TOKEN_ENV = "MCP_OFFLOAD_GATEWAY_TOKEN"
+_DEFAULT_POLICY, _DEFAULT_LIMITS, _DEFAULT_UPSTREAM = GatewayPolicy(), LoopLimits(), UpstreamConfig()
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:  # argparse's _SubParsersAction is private
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "gateway", help="the LLM gateway (Anthropic / OpenAI APIs)", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port to listen on (default {DEFAULT_PORT})")
+    parser.add_argument(
+        "--anthropic-upstream",
+        default=os.environ.get("MCP_OFFLOAD_ANTHROPIC_UPSTREAM", ANTHROPIC_DEFAULT),
+        help=f"Anthropic API base URL (default {ANTHROPIC_DEFAULT})",
+    )
+    parser.add_argument(
+        "--openai-upstream",
+        default=os.environ.get("MCP_OFFLOAD_OPENAI_UPSTREAM", OPENAI_DEFAULT),
+        help=f"OpenAI API base URL, with its /v1 (default {OPENAI_DEFAULT})",
+    )
+    parser.add_argument("--store", help="store directory or redis://host:port/db (env MCP_OFFLOAD_STORE)")
+    parser.add_argument(
+        "--retrieval",
+        choices=["transparent", "visible"],
+        default="transparent",
+        help="transparent: the gateway answers the model's retrieval calls itself (default); visible: "
+        "the calls go to the client, whose own mcp-offload MCP server answers them",
+    )
+    parser.add_argument(
+        "--threshold-tokens",
+        type=int,
+        default=_DEFAULT_POLICY.threshold_tokens,
+        help=f"tool results of this many tokens or more are offloaded (default {_DEFAULT_POLICY.threshold_tokens})",
+    )
+    parser.add_argument(
+        "--fail-closed",
+        action="store_true",
+        help="answer 503 when the store is down (default: forward the original request)",
+    )
+    parser.add_argument(
+        "--max-loops",
+        type=int,
+        default=_DEFAULT_LIMITS.max_loops,
+        help=f"retrieval round trips per turn before a last call without tools (default {_DEFAULT_LIMITS.max_loops})",
+    )
+    parser.add_argument(
+        "--ping-interval",
+        type=float,
+        default=_DEFAULT_LIMITS.ping_interval_s,
+        help="seconds between keep-alives while the gateway runs retrieval calls (default 5)",
+    )
+    parser.add_argument(
+        "--upstream-timeout",
+        type=float,
+        default=_DEFAULT_UPSTREAM.read_timeout_s,
+        help="seconds an upstream may stay silent (default 600)",
+    )
+    parser.add_argument(
+        "--token",
+        action="append",
+        default=[],
+        help=f"token clients must send as x-mcp-offload-token (or Proxy-Authorization: Bearer); "
+        f"repeat for several (env {TOKEN_ENV}, comma-separated)",
+    )
+    parser.add_argument("--allow-open", action="store_true", help="allow listening beyond loopback without a token")
+    parser.add_argument(
+        "--allowed-hosts",
+        default="",
+        help="extra Host header values, comma-separated; '*' turns Host/Origin checks off",
+    )
+    parser.add_argument("--allowed-origins", default="", help="extra Origin values, comma-separated")
+    parser.add_argument(
+        "--max-body-bytes", type=int, default=32 * 1024 * 1024, help="largest request body (default 32 MiB)"
+    )
+    parser.add_argument("--log-level", default="INFO", help="stderr log level (default INFO: one line per request)")
+    parser.set_defaults(run=run)
+    return parser
+
+
+def options_from_args(args: argparse.Namespace, environ: dict[str, str] | None = None) -> GatewayOptions:
+    env = os.environ if environ is None else environ
+    try:
+        tokens = parse_tokens([*args.token, env.get(TOKEN_ENV, "")])
+    except ValueError as exc:
+        raise OperatorError(str(exc)) from None
+    http = HttpOptions(
+        host=args.host,
+        port=args.port,
+        tokens=tokens,
+        allow_open=args.allow_open,
+        allowed_hosts=_split(args.allowed_hosts),
+        allowed_origins=_split(args.allowed_origins),
+    )
+    check_exposure(http)
+    security = transport_security(http)
+    checks = security.enable_dns_rebinding_protection
+    return GatewayOptions(
+        host=args.host,
+        port=args.port,
+        tokens=tokens,
+        allowed_hosts=tuple(security.allowed_hosts) if checks else (),
+        allowed_origins=tuple(security.allowed_origins) if checks else ("*",),
+        max_body_bytes=args.max_body_bytes,
+        upstream=UpstreamConfig(
+            anthropic_base=args.anthropic_upstream,
+            openai_base=args.openai_upstream,
+            read_timeout_s=args.upstream_timeout,
+        ),
+        policy=GatewayPolicy(
+            threshold_tokens=args.threshold_tokens, retrieval=args.retrieval, fail_closed=args.fail_closed
+        ),
+        limits=LoopLimits(max_loops=args.max_loops, ping_interval_s=args.ping_interval),
+    )
+
+
+def _split(value: str | None) -> tuple[str, ...]:
+    return tuple(v.strip() for v in (value or "").split(",") if v.strip())
+
+
+def run(args: argparse.Namespace) -> int:
+    log_to_stderr(args.log_level)  # JSON lines on stderr, like every other command
+    logging.getLogger("httpx2").setLevel(logging.WARNING)  # the gateway's own line per request says more
+    settings = Settings.from_env().with_overrides(store=args.store)
+    options = options_from_args(args)
+    anyio.run(run_gateway, settings, options, backend_options=loop_options())
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="mcp-offload")
+    add_parser(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(["gateway", *argv])
+    return exit_status(lambda: run(args), prog="mcp-offload gateway")

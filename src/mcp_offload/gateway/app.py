@@ -1,0 +1,501 @@
+"""The gateway's ASGI app: the three LLM APIs rewritten and looped, everything else relayed untouched.
+
+    POST /v1/messages[?beta=true]   Anthropic Messages      rewrite_request, then the retrieval loop
+    POST /v1/chat/completions       OpenAI Chat Completions (same)
+    POST /v1/responses              OpenAI Responses        (same)
+    GET  /healthz                   ready (no token needed)
+    GET  /stats, GET /              the gateway's figures (JSON, HTML): per session and in total, cost vs direct
+    anything else                   relayed as is (/v1/messages/count_tokens, /v1/models, ...), streams streamed
+
+Per request, in order: the gateway's own token (`x-mcp-offload-token: T` or `Proxy-Authorization: Bearer T`;
+`Authorization` and `x-api-key` belong to the provider and pass through), the Host/Origin check, the body (capped,
+read once), then for the three APIs: content type and JSON checked, `rewrite_request` (store down: the original
+goes out, counted as fail-open, unless the policy is fail-closed: 503), the upstream call. When the rewrite
+changed nothing the client's original bytes are sent. A 4xx to a rewritten request (other than auth, rate limit
+and timeout) is retried once with the original bytes; if that one passes, the session is marked to bypass
+rewriting from now on (in the record, so every instance sees it).
+
+Every failure the gateway answers itself is in the API's own error format (errors.py). If the client goes away,
+the handler is cancelled, which closes the upstream response, so the upstream sees the disconnect at once.
+
+Logs: one JSON line per request on `mcp_offload.gateway` (INFO): api, status, ms, stream, rewrite figures, loops,
+retrieval calls, upstream cache figures, session fingerprint. Credentials never appear.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import httpx2
+import orjson
+from starlette.types import Message, Receive, Scope, Send
+
+from mcp_offload.core.services import Services
+from mcp_offload.errors import StoreUnavailable
+from mcp_offload.gateway.access import GatewayAccess
+from mcp_offload.gateway.accounting import TurnCounters
+from mcp_offload.gateway.accounting import add_usage as account
+from mcp_offload.gateway.errors import GatewayError, error_body, family_of
+from mcp_offload.gateway.loop import TurnReport, loop_json, loop_stream, relay_stream
+from mcp_offload.gateway.options import GatewayOptions
+from mcp_offload.gateway.record import open_record
+from mcp_offload.gateway.request_body import ClientGone, parse_json, read_body
+from mcp_offload.gateway.rewrite import Rewrite, RewriteUnavailable, rewrite_request
+from mcp_offload.gateway.session import GatewaySession, derive_session
+from mcp_offload.gateway.session_retriever import SessionRetriever
+from mcp_offload.gateway.status import gateway_stats, render_page
+from mcp_offload.gateway.stream.anthropic import AnthropicDialect
+from mcp_offload.gateway.stream.base import ApiKind, Dialect
+from mcp_offload.gateway.stream.openai_chat import ChatDialect
+from mcp_offload.gateway.stream.responses import ResponsesDialect
+from mcp_offload.gateway.tool_text import RETRIEVAL_TOOL_NAMES
+from mcp_offload.gateway.upstream import Upstream, family_for_request, request_headers, response_headers
+from mcp_offload.version import __version__
+
+log = logging.getLogger("mcp_offload.gateway")
+
+ROUTES: dict[str, ApiKind] = {
+    "/v1/messages": "anthropic",
+    "/v1/chat/completions": "openai_chat",
+    "/v1/responses": "responses",
+}
+DIALECTS: dict[str, Dialect] = {
+    "anthropic": AnthropicDialect(),
+    "openai_chat": ChatDialect(),
+    "responses": ResponsesDialect(),
+}
+NO_RETRY = frozenset({401, 403, 408, 429})  # refusals about who or how often, not about the request's content
+JSON_HEADERS = [(b"content-type", b"application/json")]
+
+
+@dataclass(slots=True)
+class Exchange:
+    """One request's facts, for the log line and the accounting."""
+
+    api: str
+    model: str = ""
+    stream: bool = False
+    status: int = 0
+    rewrite: Rewrite | None = None
+    session: GatewaySession | None = None
+    fail_open: str | None = None
+    bypassed: bool = False
+    answered: bool = False  # the whole answer went out
+    report: TurnReport = field(default_factory=TurnReport)
+
+
+class GatewayApp:
+    """The ASGI app. Owns the upstream client (closed by `aclose`), not the services."""
+
+    def __init__(self, services: Services, options: GatewayOptions, *, upstream: Upstream | None = None) -> None:
+        self.services = services
+        self.options = options
+        self.upstream = upstream or Upstream(options.upstream)
+        self.draining = False
+        self.fail_open_events = 0  # since start (also on /healthz)
+        self.access = GatewayAccess(options.tokens, options.allowed_hosts, options.allowed_origins)
+
+    async def aclose(self) -> None:
+        await self.upstream.aclose()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await _lifespan(receive, send)
+            return
+        if scope["type"] != "http":
+            return
+        path: str = scope["path"]
+        method: str = scope["method"]
+        headers = [(k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in scope.get("headers", ())]
+        header_map = dict(headers)
+        api = ROUTES.get(path) if method == "POST" else None
+        family = family_of(api) if api else family_for_request(path, header_map)
+        if path == "/healthz" and method == "GET":
+            status = 503 if self.draining else 200
+            body = {
+                "status": "draining" if self.draining else "ok",
+                "version": __version__,
+                "service": "gateway",
+                "fail_open_events": self.fail_open_events,
+            }
+            await _send_bytes(send, status, JSON_HEADERS, orjson.dumps(body))
+            return
+        refusal = self.access.refusal(header_map)
+        if refusal is not None:
+            await _send_bytes(send, refusal.status, JSON_HEADERS, error_body(family, refusal))
+            return
+        if method == "GET" and path in ("/", "/stats"):  # the gateway's own figures (not provider paths)
+            await self._status(path, send)
+            return
+        started = time.perf_counter()
+        exchange = Exchange(api=api or "relay")
+        send = _noting_completion(send, exchange)
+
+        async def work() -> None:
+            failure: Exception | None = None
+            try:
+                body = await read_body(receive, header_map, self.options.max_body_bytes)
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(_watch_disconnect, receive, tg.cancel_scope, exchange)
+                    try:
+                        if api is not None:
+                            await self._api(api, scope, headers, header_map, body, send, exchange)
+                        else:
+                            await self._relay(method, path, scope, headers, family, body, send, exchange)
+                    except (GatewayError, ClientGone) as exc:  # raised out of the task group they would be grouped
+                        failure = exc
+                    tg.cancel_scope.cancel()
+                if failure is not None:
+                    raise failure
+            except GatewayError as exc:
+                exchange.status = exc.status
+                await _send_bytes(send, exc.status, JSON_HEADERS, error_body(family, exc))
+            except ClientGone:
+                exchange.report.problem = "client disconnected"
+
+        try:
+            await work()
+        finally:
+            with anyio.CancelScope(shield=True):
+                await self._account(exchange)
+            _log(method, path, exchange, started)
+
+    async def _status(self, path: str, send: Send) -> None:
+        try:
+            stats = await gateway_stats(self.services)
+        except (StoreUnavailable, OSError) as exc:
+            error = GatewayError(503, "store_unavailable", f"The gateway's store is unavailable: {exc}")
+            await _send_bytes(send, 503, JSON_HEADERS, error_body("openai", error))
+            return
+        if path == "/stats":
+            await _send_bytes(send, 200, JSON_HEADERS, orjson.dumps(stats))
+        else:
+            page = render_page(stats).encode()
+            await _send_bytes(send, 200, [(b"content-type", b"text/html; charset=utf-8")], page)
+
+    async def _relay(
+        self,
+        method: str,
+        path: str,
+        scope: Scope,
+        headers: list[tuple[str, str]],
+        family: str,
+        body: bytes,
+        send: Send,
+        exchange: Exchange,
+    ) -> None:
+        """Anything that is not one of the three APIs: relayed byte for byte, response streamed."""
+        url = self.upstream.url("anthropic" if family == "anthropic" else "openai", path, _query(scope))
+        response = await self.upstream.open(method, url, request_headers(headers, decoded=False), body or None)
+        exchange.status = response.status_code
+        try:
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": response.status_code,
+                    "headers": response_headers(response.headers, decoded=False),
+                }
+            )
+            async for chunk in response.aiter_raw():
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+        except httpx2.HTTPError:
+            exchange.report.problem = "upstream stream cut"
+        finally:
+            await response.aclose()
+
+    async def _api(
+        self,
+        api: ApiKind,
+        scope: Scope,
+        headers: list[tuple[str, str]],
+        header_map: dict[str, str],
+        raw: bytes,
+        send: Send,
+        exchange: Exchange,
+    ) -> None:
+        request = parse_json(header_map, raw)
+        exchange.stream = request.get("stream") is True
+        exchange.model = str(request.get("model") or "")
+        rewrite = await self._rewrite(api, request, header_map, exchange)
+        may_loop = (
+            rewrite is not None
+            and rewrite.tools_injected
+            and self.options.policy.retrieval == "transparent"
+            and _single_choice(request)
+        )
+        upstream_body = rewrite.body if rewrite is not None else request
+        client_usage = True
+        if may_loop and api == "openai_chat" and exchange.stream and not _usage_requested(request):
+            # the accounting needs the upstream's usage (cached_tokens) for a turn the gateway rewrites anyway;
+            # the spliced stream drops the usage chunk this client did not ask for
+            options = request.get("stream_options")
+            upstream_body = {**upstream_body, "stream_options": {**(options or {}), "include_usage": True}}
+            client_usage = False
+        changed = rewrite is not None and rewrite.changed
+        sent = orjson.dumps(upstream_body) if changed else raw
+        url = self.upstream.url(family_of(api), scope["path"], _query(scope))
+        out_headers = request_headers(headers, decoded=True)
+
+        async def open_call(body: dict[str, Any]) -> httpx2.Response:
+            return await self.upstream.open("POST", url, out_headers, orjson.dumps(body))
+
+        response = await self.upstream.open("POST", url, out_headers, sent)
+        if rewrite is not None and rewrite.changed and 400 <= response.status_code < 500:
+            response = await self._retry_original(response, url, out_headers, raw, rewrite, exchange)
+        exchange.status = response.status_code
+        dialect = DIALECTS[api]
+        loop_on = may_loop and not exchange.bypassed and response.status_code == 200
+        retriever = SessionRetriever(self.services, rewrite.session, api) if rewrite is not None else None
+        content_type = response.headers.get("content-type", "")
+        if exchange.stream and response.status_code == 200 and content_type.startswith("text/event-stream"):
+            looping = retriever if loop_on else None
+            await self._stream(dialect, upstream_body, response, open_call, looping, client_usage, send, exchange)
+            return
+        try:
+            answer = await response.aread()
+        finally:
+            await response.aclose()
+        headers_out = response_headers(response.headers, decoded=True)
+        if response.status_code == 200 and content_type.startswith("application/json"):
+            try:
+                parsed = orjson.loads(answer)
+            except orjson.JSONDecodeError:
+                parsed = None
+            if isinstance(parsed, dict):
+                if loop_on and retriever is not None:
+                    status, answer = await loop_json(
+                        dialect,
+                        upstream_body,
+                        parsed,
+                        open_call,
+                        retriever,
+                        RETRIEVAL_TOOL_NAMES,
+                        self.options.limits,
+                        exchange.report,
+                    )
+                    exchange.status = status
+                else:
+                    exchange.report.usage = dialect.usage_of(parsed)
+        await _send_bytes(send, exchange.status, headers_out, answer)
+
+    async def _stream(
+        self,
+        dialect: Dialect,
+        request: dict[str, Any],
+        response: httpx2.Response,
+        open_call: Callable[[dict[str, Any]], Awaitable[httpx2.Response]],
+        retriever: SessionRetriever | None,
+        client_usage: bool,
+        send: Send,
+        exchange: Exchange,
+    ) -> None:
+        lock = anyio.Lock()
+
+        async def emit(chunk: bytes) -> None:
+            async with lock:
+                try:
+                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                except OSError:
+                    raise ClientGone from None
+
+        try:
+            start: Message = {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": response_headers(response.headers, decoded=True),
+            }
+            await send(start)
+        except BaseException:
+            await response.aclose()
+            raise
+        if retriever is not None:
+            await loop_stream(
+                dialect,
+                request,
+                response,
+                open_call,
+                retriever,
+                RETRIEVAL_TOOL_NAMES,
+                self.options.limits,
+                exchange.report,
+                emit,
+                client_usage=client_usage,
+            )
+        else:
+            await relay_stream(dialect, response, emit, exchange.report)
+        async with lock:
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    async def _rewrite(
+        self, api: ApiKind, request: dict[str, Any], headers: dict[str, str], exchange: Exchange
+    ) -> Rewrite | None:
+        """The rewritten request; None when the gateway must send the original (fail-open)."""
+        policy = self.options.policy
+        try:
+            rewrite = await rewrite_request(self.services, api, request, headers, policy)
+        except RewriteUnavailable as exc:
+            raise GatewayError(
+                503,
+                "store_unavailable",
+                f"The gateway's store is unavailable ({exc.reason}) and it is set to fail closed; retry later.",
+            ) from None
+        except (StoreUnavailable, OSError) as exc:
+            if policy.fail_closed:
+                raise GatewayError(503, "store_unavailable", f"The gateway's store is unavailable: {exc}") from None
+            exchange.fail_open = f"{type(exc).__name__}: {exc}"
+            exchange.session = derive_session(api, request, headers)
+            log.warning("store unavailable, forwarding the original request (fail-open): %s", exc)
+            self.fail_open_events += 1
+            return None
+        exchange.rewrite = rewrite
+        exchange.session = rewrite.session
+        exchange.fail_open = rewrite.fail_open  # rewrite_request logged it
+        self.fail_open_events += exchange.fail_open is not None
+        return rewrite
+
+    async def _retry_original(
+        self,
+        refused: httpx2.Response,
+        url: str,
+        headers: list[tuple[str, str]],
+        raw: bytes,
+        rewrite: Rewrite,
+        exchange: Exchange,
+    ) -> httpx2.Response:
+        """A 4xx to the rewritten request: try the client's original once; mark the session if that passes."""
+        if refused.status_code in NO_RETRY:
+            return refused
+        detail = (await refused.aread()).decode("utf-8", "replace")[:300]
+        await refused.aclose()
+        original = await self.upstream.open("POST", url, headers, raw)
+        if original.status_code < 400:
+            exchange.bypassed = True
+            reason = f"upstream refused a rewritten request ({refused.status_code}): {detail}"
+            log.warning("session %s bypassed: %s", rewrite.session.key[:12], reason)
+            try:
+                await open_record(self.services).mark_bypass(rewrite.session, reason)
+            except (StoreUnavailable, OSError) as exc:
+                log.warning("could not record the bypass: %s", exc)
+        return original
+
+    async def _account(self, exchange: Exchange) -> None:
+        if exchange.api == "relay":
+            return
+        rewrite, report = exchange.rewrite, exchange.report
+        session = exchange.session
+        if session is None:
+            return
+        figures = DIALECTS[exchange.api].figures(report.usage)
+        counters = TurnCounters(
+            api=exchange.api,
+            model=exchange.model,
+            upstream_calls=report.upstream_calls if exchange.status else 0,
+            tokens_kept_out=rewrite.tokens_kept_out if rewrite is not None and not exchange.bypassed else 0,
+            tokens_pulled_back=report.tokens_pulled_back,
+            retrieval_calls=report.retrieval_calls,
+            loops=report.loops,
+            fail_open=1 if exchange.fail_open else 0,
+            offloaded=len(rewrite.offloaded) if rewrite is not None else 0,
+            input_tokens=figures.input_tokens - figures.cache_read_tokens - figures.cache_write_tokens,
+            cache_read_input_tokens=figures.cache_read_tokens if exchange.api == "anthropic" else 0,
+            cache_creation_input_tokens=figures.cache_write_tokens,
+            cached_tokens=figures.cache_read_tokens if exchange.api != "anthropic" else 0,
+            output_tokens=figures.output_tokens,
+        )
+        try:
+            with anyio.fail_after(5):
+                await account(self.services, session, counters)
+        except Exception as exc:  # the turn is answered; counting it must not fail it (add_usage keeps the counts
+            # of a down store in memory and adds them with the session's next successful write)
+            log.warning("could not record the turn's figures: %s", exc)
+
+
+def _usage_requested(request: dict[str, Any]) -> bool:
+    options = request.get("stream_options")
+    return isinstance(options, dict) and options.get("include_usage") is True
+
+
+def _single_choice(request: dict[str, Any]) -> bool:
+    n = request.get("n")
+    return n is None or n == 1
+
+
+def _query(scope: Scope) -> str:
+    raw = scope.get("query_string", b"")
+    return raw.decode("latin-1") if isinstance(raw, bytes) else str(raw)
+
+
+def _noting_completion(send: Send, exchange: Exchange) -> Send:
+    """`send`, which also notes on `exchange` when the whole answer went out (a disconnect after that is normal)."""
+
+    async def noting(message: Message) -> None:
+        await send(message)
+        if message["type"] == "http.response.body" and not message.get("more_body", False):
+            exchange.answered = True
+
+    return noting
+
+
+async def _watch_disconnect(receive: Receive, scope: anyio.CancelScope, exchange: Exchange) -> None:
+    """Cancel the request's work when the client goes away (its upstream response is closed on the way out)."""
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            if not exchange.answered:
+                exchange.report.problem = "client disconnected"
+            scope.cancel()
+            return
+
+
+async def _send_bytes(send: Send, status: int, headers: list[tuple[bytes, bytes]], body: bytes) -> None:
+    headers = [*headers, (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+async def _lifespan(receive: Receive, send: Send) -> None:
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+
+
+def _log(method: str, path: str, exchange: Exchange, started: float) -> None:
+    if not log.isEnabledFor(logging.INFO):
+        return
+    rewrite, report = exchange.rewrite, exchange.report
+    fields: dict[str, Any] = {
+        "method": method,
+        "path": path,
+        "api": exchange.api,
+        "status": exchange.status,
+        "ms": round((time.perf_counter() - started) * 1000, 2),
+        "stream": exchange.stream,
+        "session": exchange.session.key[:12] if exchange.session else None,
+    }
+    if exchange.api != "relay":
+        fields.update(
+            changed=bool(rewrite and rewrite.changed),
+            offloaded=len(rewrite.offloaded) if rewrite else 0,
+            tokens_kept_out=rewrite.tokens_kept_out if rewrite else 0,
+            loops=report.loops,
+            retrieval_calls=report.retrieval_calls,
+            fail_open=exchange.fail_open,
+            bypassed=exchange.bypassed,
+            usage=report.usage or None,
+        )
+    if report.problem:
+        fields["problem"] = report.problem
+    log.info("%s %s %s", method, path, exchange.status, extra={"fields": fields})
+
+
+__all__ = ["GatewayApp"]

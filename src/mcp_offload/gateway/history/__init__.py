@@ -1,0 +1,24 @@
+"""Each LLM API's request shape (`History`): Anthropic Messages, OpenAI Chat Completions, OpenAI Responses."""
+
+from __future__ import annotations
+
+from mcp_offload.gateway.history.anthropic import AnthropicHistory
+from mcp_offload.gateway.history.base import History, ResultPart, UserText, canonical_bytes, normalized
+from mcp_offload.gateway.history.openai_chat import OpenAIChatHistory
+from mcp_offload.gateway.history.responses import ResponsesHistory
+
+HISTORIES: dict[str, History] = {
+    "anthropic": AnthropicHistory(),
+    "openai_chat": OpenAIChatHistory(),
+    "responses": ResponsesHistory(),
+}
+
+
+def history_for(api: str) -> History:
+    try:
+        return HISTORIES[api]
+    except KeyError:
+        raise ValueError(f"unknown API {api!r}: use one of {', '.join(HISTORIES)}") from None
+
+
+__all__ = ["HISTORIES", "History", "ResultPart", "UserText", "canonical_bytes", "history_for", "normalized"]

@@ -1,0 +1,353 @@
+"""The transparent retrieval loop: when the model calls only the gateway's retrieval tools, answer them from the store
+and call the model again, so the client sees one ordinary response (JSON or stream).
+
+Rules, the same for the three APIs:
+
+- **Only retrieval calls** (names in `RETRIEVAL_TOOL_NAMES`, and only when the gateway injected the tools): run
+  them (`run_retrieval`; a hostile or expired handle gets an error result, the loop goes on), append the assistant
+  output and the results to the request, call again. After `max_loops` such trips the next call is the last one:
+  it is sent with `tool_choice` "none" (the tools array stays byte-identical, so its cached prefix keeps hitting;
+  only that call's message cache is rewritten). If the model calls retrieval tools even then, those calls are
+  dropped and the turn ends (`end_turn` / `stop`).
+- **Mixed turn** (retrieval calls and the client's own tool calls in one response): the retrieval calls are run
+  (their answers are recorded), only the client's calls are passed on, and the stop reason stays `tool_use` /
+  `tool_calls`. The model is not called again: the client runs its tools and sends the next request, and
+  `rewrite_request` restores the exchange upstream-true from the expansion record (the assistant message with all
+  its calls, and the retrieval results inserted into the client's tool-result message). Thinking blocks and their
+  signatures stay exactly as the model produced them.
+- **Expansion**: after a loop (or a mixed turn) `record_expansion` stores what the upstream really saw for the
+  assistant message the client received, so later turns are restored byte-identical (prompt cache, signatures).
+- **Streams are spliced, not buffered**: events go to the client as they arrive; only the retrieval tool calls and
+  the terminal events are held (see stream/). While the gateway runs retrieval calls and waits for the follow-up
+  it sends keep-alives (`ping` events on Anthropic, SSE comments on OpenAI).
+- **Failures**: a follow-up the upstream refuses, or a stream cut halfway, ends the client's stream with that API's
+  error event (or, without a stream, answers with the upstream's error); nothing is left half-written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import anyio
+import httpx2
+import orjson
+
+from mcp_offload.gateway.errors import GatewayError
+from mcp_offload.gateway.stream.base import Answer, CallOutcome, Dialect, Round, ToolCall, add_usage
+from mcp_offload.gateway.stream.sse import SseParser
+
+Emit = Callable[[bytes], Awaitable[None]]
+OpenCall = Callable[[dict[str, Any]], Awaitable[httpx2.Response]]
+
+END_STOP = {"anthropic": "end_turn", "openai_chat": "stop", "responses": "completed"}
+
+
+@dataclass(frozen=True, slots=True)
+class LoopLimits:
+    max_loops: int = 4  # follow-up calls with tools allowed; the one after them allows none
+    ping_interval_s: float = 5.0
+
+
+class Retriever(Protocol):
+    """The store side of the loop, bound to one session (app.py binds it to gw-core's functions)."""
+
+    async def answer(self, call: ToolCall) -> tuple[Answer, int]:
+        """The answer to one retrieval call and the tokens it pulls back into the context. Never raises."""
+        ...
+
+    async def record_expansion(self, client_message: Any, upstream_messages: list[dict[str, Any]]) -> None: ...
+
+
+@dataclass(slots=True)
+class TurnReport:
+    """What one client turn cost and did: for the access log and the accounting."""
+
+    loops: int = 0
+    retrieval_calls: int = 0
+    retrieval_errors: int = 0
+    tokens_pulled_back: int = 0
+    mixed: bool = False
+    upstream_calls: int = 1
+    usage: dict[str, Any] = field(default_factory=dict)
+    problem: str | None = None  # how the turn failed, if it did (stream cut, follow-up refused, ...)
+
+
+@dataclass(slots=True)
+class _Plan:
+    """What to do after one upstream call."""
+
+    answers: list[Answer]
+    done: bool
+    ignored_limit: bool = False  # the last call (tool_choice "none") called retrieval tools anyway: drop them, end
+
+
+async def _plan(
+    outcome: CallOutcome, names: frozenset[str], retriever: Retriever, report: TurnReport, final_sent: bool
+) -> _Plan:
+    retrieval = [c for c in outcome.calls if c.name in names]
+    if not retrieval:
+        return _Plan([], done=True)
+    if final_sent:  # the model called retrieval tools although tool_choice was "none": end the turn here
+        return _Plan([], done=True, ignored_limit=True)
+    answers = []
+    for call in retrieval:
+        answer, tokens = await retriever.answer(call)
+        answers.append(answer)
+        report.retrieval_calls += 1
+        report.retrieval_errors += answer.is_error
+        report.tokens_pulled_back += tokens
+    if len(retrieval) < len(outcome.calls):
+        report.mixed = True
+        return _Plan(answers, done=True)
+    return _Plan(answers, done=False)
+
+
+async def _record(
+    dialect: Dialect,
+    retriever: Retriever,
+    client_output: Any,
+    rounds: list[Round],
+    last: CallOutcome | None,
+) -> None:
+    if rounds:
+        await retriever.record_expansion(dialect.client_message(client_output), dialect.upstream_messages(rounds, last))
+
+
+async def loop_json(
+    dialect: Dialect,
+    request: dict[str, Any],
+    first: dict[str, Any],
+    open_call: OpenCall,
+    retriever: Retriever,
+    names: frozenset[str],
+    limits: LoopLimits,
+    report: TurnReport,
+) -> tuple[int, bytes]:
+    """Run the loop on a JSON answer; (status, body) for the client."""
+    responses = [first]
+    rounds: list[Round] = []
+    outcome = dialect.outcome(first, names)
+    final_sent = False
+    while True:
+        plan = await _plan(outcome, names, retriever, report, final_sent)
+        if plan.done:
+            break
+        rounds.append(Round(outcome, plan.answers))
+        report.loops += 1
+        final_sent = report.loops > limits.max_loops
+        body = dialect.follow_up(request, rounds, final=final_sent)
+        follow = await open_call(body)
+        report.upstream_calls += 1
+        try:
+            raw = await follow.aread()
+        finally:
+            await follow.aclose()
+        if follow.status_code >= 400:
+            report.problem = f"follow-up refused ({follow.status_code})"
+            return follow.status_code, raw
+        try:
+            parsed = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            raise GatewayError(
+                502, "upstream_bad_answer", "The upstream's answer to a follow-up call was not JSON."
+            ) from None
+        responses.append(parsed)
+        outcome = dialect.outcome(parsed, names)
+    stop = END_STOP[dialect.api] if plan.ignored_limit else None
+    if report.mixed:
+        rounds.append(Round(outcome, plan.answers))
+    merged = dialect.merged(responses, names, stop)
+    report.usage = {}
+    for answered in responses:
+        add_usage(report.usage, dialect.usage_of(answered))
+    if rounds:
+        last = None if report.mixed else (dialect.without_retrieval(outcome, names) if stop else outcome)
+        await _record(dialect, retriever, dialect.client_output_of(merged), rounds, last)
+    return 200, orjson.dumps(merged)
+
+
+class Keepalive:
+    """Sends the splicer's keep-alive every `interval_s` while `waiting` is set."""
+
+    def __init__(self, emit: Emit, ping: Callable[[], bytes | None], interval_s: float) -> None:
+        self._emit, self._ping, self._interval_s = emit, ping, interval_s
+        self.waiting = False
+        self.sent = 0
+
+    async def run(self) -> None:
+        while True:
+            await anyio.sleep(self._interval_s)
+            payload = self._ping() if self.waiting else None
+            if payload:
+                try:
+                    await self._emit(payload)
+                except Exception:  # the client is gone: the request's disconnect watch ends the rest
+                    return
+                self.sent += 1
+
+
+async def loop_stream(
+    dialect: Dialect,
+    request: dict[str, Any],
+    first: httpx2.Response,
+    open_call: OpenCall,
+    retriever: Retriever,
+    names: frozenset[str],
+    limits: LoopLimits,
+    report: TurnReport,
+    emit: Emit,
+    *,
+    client_usage: bool = True,
+) -> None:
+    """Splice the first stream and every follow-up into one client stream (written through `emit`);
+    `client_usage` False: the client did not ask for a usage chunk (Chat), the gateway did (for its accounting)."""
+    splicer = dialect.splicer(names, client_usage=client_usage)
+    keepalive = Keepalive(emit, splicer.ping, limits.ping_interval_s)
+    failure: Exception | None = None
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(keepalive.run)
+        try:
+            await _splice(
+                dialect, request, first, open_call, retriever, names, limits, report, emit, splicer, keepalive
+            )
+        except Exception as exc:  # raised out of the task group it would be wrapped in an ExceptionGroup
+            failure = exc
+        finally:
+            tg.cancel_scope.cancel()
+    if failure is not None:
+        raise failure
+
+
+async def _splice(
+    dialect: Dialect,
+    request: dict[str, Any],
+    response: httpx2.Response,
+    open_call: OpenCall,
+    retriever: Retriever,
+    names: frozenset[str],
+    limits: LoopLimits,
+    report: TurnReport,
+    emit: Emit,
+    splicer: Any,
+    keepalive: Keepalive,
+) -> None:
+    rounds: list[Round] = []
+    final_sent = False
+    usage: dict[str, Any] = {}
+    while True:
+        if not await _relay_call(response, splicer, emit, keepalive, report):
+            return
+        outcome = splicer.end_call()
+        add_usage(usage, outcome.usage)
+        report.usage = usage
+        keepalive.waiting = True
+        plan = await _plan(outcome, names, retriever, report, final_sent)
+        if plan.done:
+            break
+        rounds.append(Round(outcome, plan.answers))
+        report.loops += 1
+        final_sent = report.loops > limits.max_loops
+        try:
+            response = await open_call(dialect.follow_up(request, rounds, final=final_sent))
+        except GatewayError as exc:
+            report.problem = exc.code
+            await emit(splicer.error(exc.code, exc.message))
+            return
+        report.upstream_calls += 1
+        if response.status_code >= 400:
+            try:
+                detail = (await response.aread()).decode("utf-8", "replace")[:500]
+            finally:
+                await response.aclose()
+            report.problem = f"follow-up refused ({response.status_code})"
+            await emit(
+                splicer.error(
+                    "upstream_error",
+                    f"The upstream refused the gateway's follow-up call ({response.status_code}): {detail}",
+                )
+            )
+            return
+    keepalive.waiting = False
+    stop = END_STOP[dialect.api] if plan.ignored_limit else None
+    for chunk in splicer.finish(stop):
+        await emit(chunk)
+    if report.mixed:
+        rounds.append(Round(outcome, plan.answers))
+    if rounds:
+        last = None if report.mixed else (dialect.without_retrieval(outcome, names) if stop else outcome)
+        await _record(dialect, retriever, splicer.client_output(), rounds, last)
+
+
+async def _relay_call(
+    response: httpx2.Response, splicer: Any, emit: Emit, keepalive: Keepalive, report: TurnReport
+) -> bool:
+    """Forward one upstream stream through the splicer; False when the client's stream had to end here."""
+    parser = SseParser()
+    try:
+        async for chunk in _chunks(response):
+            outs: list[bytes] = []  # what this chunk's events give the client: one write (one socket send)
+            for event in parser.feed(chunk):
+                keepalive.waiting = False
+                try:
+                    outs.extend(splicer.feed(event))
+                except (ValueError, TypeError, AttributeError, KeyError):
+                    report.problem = "unreadable upstream event"
+                    outs.append(
+                        splicer.error("upstream_bad_event", "The upstream sent an event that is not valid JSON.")
+                    )
+                    await emit(b"".join(outs))
+                    return False
+                if splicer.errored:
+                    report.problem = "upstream error event"
+                    await emit(b"".join(outs))
+                    return False
+            if outs:
+                await emit(b"".join(outs))
+    except httpx2.HTTPError as exc:
+        report.problem = "upstream stream cut"
+        await emit(splicer.error("upstream_stream_cut", f"The upstream stream broke off: {exc or type(exc).__name__}."))
+        return False
+    finally:
+        await response.aclose()
+    if not splicer.call_complete():
+        report.problem = "upstream stream cut"
+        await emit(splicer.error("upstream_stream_cut", "The upstream stream ended before its last event."))
+        return False
+    return True
+
+
+def _chunks(response: httpx2.Response) -> AsyncIterator[bytes]:
+    """The upstream's bytes as they arrive: raw (no decoder, no re-chunking) when uncompressed, as the gateway asks
+    for them (`Accept-Encoding: identity`); decoded if an upstream compresses anyway."""
+    if response.headers.get("content-encoding", "identity").strip().lower() in ("", "identity"):
+        return response.aiter_raw()
+    return response.aiter_bytes()
+
+
+async def relay_stream(dialect: Dialect, response: httpx2.Response, emit: Emit, report: TurnReport) -> None:
+    """A stream with nothing to splice: forward the upstream's bytes as they arrive, read the usage on the side, and
+    end with the API's error event if the upstream stops before its last event."""
+    parser = SseParser()
+    usage: dict[str, Any] = {}
+    complete = False
+    try:
+        async for chunk in _chunks(response):
+            await emit(chunk)
+            for event in parser.feed(chunk):
+                try:
+                    complete = dialect.usage_of_event(event, usage) or complete
+                except (ValueError, AttributeError):
+                    continue
+    except httpx2.HTTPError as exc:
+        report.problem = "upstream stream cut"
+        await emit(dialect.splicer(frozenset()).error("upstream_stream_cut", f"The upstream stream broke off: {exc}."))
+        return
+    finally:
+        await response.aclose()
+        report.usage = usage
+    if not complete:
+        report.problem = "upstream stream cut"
+        tail = b"\n\n" if parser.pending else b""
+        await emit(tail + dialect.splicer(frozenset()).error("upstream_stream_cut", "The upstream stream ended early."))

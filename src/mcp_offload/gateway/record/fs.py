@@ -1,0 +1,235 @@
+"""The decision record on the filesystem store: one append-only JSON-lines log per session,
+`<store root>/gateway/v1/<session key>.jsonl` (0600 in a 0700 directory, opened with O_NOFOLLOW).
+
+A line is `{"f": field, "v": value}` or `{"c": {counter: n}}`. Set-if-absent takes an exclusive flock on the log,
+reads what it has not read yet, appends only the fields still absent (one `write` on an O_APPEND descriptor) and
+releases the lock; readers need no lock and parse complete lines only, and the first value of a field wins, so even
+a torn or duplicated write never makes two readers disagree. Each process caches what it has parsed (by inode and
+offset), so a turn reads only the lines added since its last one. Logs unused for `RECORD_TTL_S` are removed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import anyio
+
+from mcp_offload.errors import StoreUnavailable
+from mcp_offload.gateway.record.base import RECORD_TTL_S
+from mcp_offload.store.handles import validate_scope
+
+T = TypeVar("T")
+DIRECTORY = ("gateway", "v1")
+SUFFIX = ".jsonl"
+CACHED_SESSIONS = 256
+SWEEP_INTERVAL_S = 600.0
+_READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
+_LOG = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+@dataclass(slots=True)
+class _Parsed:
+    inode: int = -1
+    offset: int = 0
+    fields: dict[str, str] = field(default_factory=dict)
+    counters: dict[str, int] = field(default_factory=dict)
+
+
+class FilesystemRecord:
+    def __init__(self, root: str | Path, *, ttl_s: float = RECORD_TTL_S, clock: Callable[[], float] = time.time):
+        self.directory = Path(root).expanduser().absolute().joinpath(*DIRECTORY)
+        self.ttl_s = ttl_s
+        self.clock = clock
+        self._parsed: OrderedDict[str, _Parsed] = OrderedDict()
+        self._parsing = threading.Lock()  # the event loop (reads) and worker threads (writes) share the cache
+        self._made = False
+        self._last_sweep = clock()
+
+    # -- files ------------------------------------------------------------------------------------------
+    def _path(self, session: str) -> Path:
+        return self.directory / (validate_scope(session) + SUFFIX)
+
+    def _ensure_directory(self) -> None:
+        if not self._made:
+            self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+            if self.directory.is_symlink() or not self.directory.is_dir():
+                raise StoreUnavailable("the gateway record directory is not a plain directory; check --store")
+            self._made = True
+
+    def _state(self, session: str) -> _Parsed:
+        state = self._parsed.get(session)
+        if state is None:
+            state = self._parsed[session] = _Parsed()
+            while len(self._parsed) > CACHED_SESSIONS:
+                self._parsed.popitem(last=False)
+        self._parsed.move_to_end(session)
+        return state
+
+    def _catch_up(self, session: str, fd: int) -> _Parsed:
+        """Parse the complete lines added to the log (open as `fd`) since this process last read it."""
+        with self._parsing:
+            return self._catch_up_locked(session, fd)
+
+    def _catch_up_locked(self, session: str, fd: int) -> _Parsed:
+        state = self._state(session)
+        info = os.fstat(fd)
+        if info.st_ino != state.inode or info.st_size < state.offset:
+            state = self._parsed[session] = _Parsed(inode=info.st_ino)
+        if info.st_size == state.offset:
+            return state
+        raw = os.pread(fd, info.st_size - state.offset, state.offset)
+        end = raw.rfind(b"\n") + 1
+        for line in raw[:end].splitlines():
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue  # a line torn by a full disk: skipped by every reader alike
+            if not isinstance(entry, dict):
+                continue
+            name, value, counts = entry.get("f"), entry.get("v"), entry.get("c")
+            if isinstance(name, str) and isinstance(value, str):
+                state.fields.setdefault(name, value)  # the first value wins
+            elif isinstance(counts, dict):
+                for key, count in counts.items():
+                    if isinstance(count, int) and not isinstance(count, bool):
+                        state.counters[key] = state.counters.get(key, 0) + count
+        state.offset += end
+        return state
+
+    def _read(self, session: str) -> _Parsed:
+        try:
+            fd = os.open(self._path(session), _READ)
+        except FileNotFoundError:
+            return _Parsed()
+        try:
+            return self._catch_up(session, fd)
+        finally:
+            os.close(fd)
+
+    @contextlib.contextmanager
+    def _locked_log(self, session: str) -> Iterator[int]:
+        self._ensure_directory()
+        fd = os.open(self._path(session), _LOG, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield fd
+        finally:
+            os.close(fd)
+
+    @staticmethod
+    def _append(fd: int, lines: list[bytes]) -> None:
+        payload = b"".join(lines)
+        view = memoryview(payload)
+        while view:
+            view = view[os.write(fd, view) :]
+
+    # -- the backend interface ---------------------------------------------------------------------------------
+    async def get(self, session: str, fields: Sequence[str]) -> dict[str, str]:
+        # lock-free and small (the lines added since this process last read): read inline, a thread hop costs more
+        try:
+            state = self._read(session)
+        except OSError as exc:
+            raise StoreUnavailable(f"the gateway record could not be read ({exc.strerror})") from exc
+        return {f: state.fields[f] for f in fields if f in state.fields}
+
+    def _put_sync(self, session: str, items: Mapping[str, str]) -> dict[str, str]:
+        with self._locked_log(session) as fd:
+            state = self._catch_up(session, fd)
+            lines = [
+                json.dumps({"f": k, "v": v}, ensure_ascii=True, separators=(",", ":")).encode() + b"\n"
+                for k, v in items.items()
+                if k not in state.fields
+            ]
+            if lines:
+                self._append(fd, lines)
+            else:
+                os.utime(fd)  # a use: keeps the log from expiring
+            state = self._catch_up(session, fd)
+        return {k: state.fields[k] for k in items if k in state.fields}
+
+    async def put_if_absent(self, session: str, items: Mapping[str, str]) -> dict[str, str]:
+        if not items:
+            return {}
+        held = await self._run(self._put_sync, session, items)
+        if self.clock() - self._last_sweep >= SWEEP_INTERVAL_S:
+            self._last_sweep = self.clock()
+            await self._run(self._sessions_sync)  # removes the logs of sessions unused for ttl_s
+        return held
+
+    def _add_sync(self, session: str, counts: Mapping[str, int]) -> None:
+        line = json.dumps({"c": dict(counts)}, ensure_ascii=True, separators=(",", ":")).encode() + b"\n"
+        with self._locked_log(session) as fd:
+            self._append(fd, [line])
+
+    def _add_now(self, session: str, line: bytes) -> bool:
+        """Append `line` if the log's lock is free right now (one small write: cheaper inline than a thread hop,
+        which costs milliseconds on a busy machine); False when another writer holds it."""
+        self._ensure_directory()
+        fd = os.open(self._path(session), _LOG, 0o600)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return False
+            self._append(fd, [line])
+            return True
+        finally:
+            os.close(fd)
+
+    async def add(self, session: str, counts: Mapping[str, int]) -> None:
+        kept = {k: v for k, v in counts.items() if v}
+        if not kept:
+            return
+        line = json.dumps({"c": kept}, ensure_ascii=True, separators=(",", ":")).encode() + b"\n"
+        try:
+            if self._add_now(session, line):
+                return
+        except OSError as exc:
+            raise StoreUnavailable(f"the gateway record could not be written ({exc.strerror})") from exc
+        await self._run(self._add_sync, session, kept)  # the lock is busy: wait for it in a worker thread
+
+    async def counters(self, session: str) -> dict[str, int]:
+        state = await self._run(self._read, session)
+        with self._parsing:
+            return dict(state.counters)
+
+    def _sessions_sync(self) -> list[tuple[str, float]]:
+        if not self.directory.is_dir():
+            return []
+        now = self.clock()
+        found: list[tuple[str, float]] = []
+        for entry in os.scandir(self.directory):
+            name = entry.name
+            if not name.endswith(SUFFIX) or not entry.is_file(follow_symlinks=False):
+                continue
+            mtime = entry.stat(follow_symlinks=False).st_mtime
+            if now - mtime > self.ttl_s:
+                with contextlib.suppress(OSError):
+                    os.unlink(entry.path)
+                with self._parsing:
+                    self._parsed.pop(name[: -len(SUFFIX)], None)
+                continue
+            found.append((name[: -len(SUFFIX)], mtime))
+        return sorted(found, key=lambda item: -item[1])
+
+    async def sessions(self) -> list[tuple[str, float]]:
+        return await self._run(self._sessions_sync)
+
+    async def _run(self, fn: Callable[..., T], *args: Any) -> T:
+        try:
+            return await anyio.to_thread.run_sync(fn, *args)
+        except OSError as exc:
+            raise StoreUnavailable(f"the gateway record could not be read or written ({exc.strerror})") from exc
+
+    async def aclose(self) -> None:
+        self._parsed.clear()

@@ -1,0 +1,137 @@
+"""The decision record on the Redis store: per session `P:gw:r:<session>` (hash: field -> JSON text) and
+`P:gw:c:<session>` (hash: counter -> integer), plus `P:gw:sessions` (zset: session -> last write, ms).
+
+Set-if-absent is one Lua script (HSETNX per field, then HMGET of all of them, then the TTL and the session's
+recency), so any number of gateway instances on one Redis agree on every field: the first writer wins and everyone
+reads its value. Counters are HINCRBY (instances add up). Keys expire `RECORD_TTL_S` after the session's last write.
+Failures are `StoreUnavailable` (connect timeout 2 s, socket timeout 5 s), which the gateway turns into fail-open.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import redis
+import redis.asyncio
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+
+from mcp_offload.errors import StoreUnavailable
+from mcp_offload.gateway.record.base import RECORD_TTL_S
+from mcp_offload.store.handles import validate_scope
+from mcp_offload.store.redis import normalise_url
+
+DEFAULT_PREFIX = "mcp-offload:v1"  # the store's own key prefix (store/redis.py)
+
+# KEYS: fields hash, sessions zset. ARGV: name1, value1, name2, value2, ..., ttl_ms, now_ms, session
+_PUT_IF_ABSENT = """
+local n = #ARGV - 3
+for i = 1, n, 2 do redis.call('HSETNX', KEYS[1], ARGV[i], ARGV[i + 1]) end
+local names = {}
+for i = 1, n, 2 do names[#names + 1] = ARGV[i] end
+local values = redis.call('HMGET', KEYS[1], unpack(names))
+redis.call('PEXPIRE', KEYS[1], ARGV[n + 1])
+redis.call('ZADD', KEYS[2], ARGV[n + 2], ARGV[n + 3])
+redis.call('ZREMRANGEBYSCORE', KEYS[2], 0, tonumber(ARGV[n + 2]) - tonumber(ARGV[n + 1]))
+return values
+"""
+
+
+@contextmanager
+def _redis_errors() -> Iterator[None]:
+    try:
+        yield
+    except redis.exceptions.RedisError as exc:
+        raise StoreUnavailable(
+            "the shared store (Redis) is unreachable right now, so the gateway's decision record cannot be read"
+        ) from exc
+
+
+class RedisRecord:
+    def __init__(
+        self,
+        url: str,
+        *,
+        prefix: str = DEFAULT_PREFIX,
+        ttl_s: float = RECORD_TTL_S,
+        clock: Callable[[], float] = time.time,
+        connect_timeout_s: float = 2.0,
+        socket_timeout_s: float = 5.0,
+    ) -> None:
+        self.prefix = prefix
+        self.ttl_ms = int(ttl_s * 1000)
+        self.clock = clock
+        self._client: Any = redis.asyncio.Redis.from_url(
+            normalise_url(url),
+            socket_connect_timeout=connect_timeout_s,
+            socket_timeout=socket_timeout_s,
+            # one immediate retry on a broken connection (a restarted server), none on a timeout (a hung one)
+            retry=Retry(NoBackoff(), 1, supported_errors=(redis.exceptions.ConnectionError,)),
+            retry_on_timeout=False,
+        )
+        self._put = self._client.register_script(_PUT_IF_ABSENT)
+
+    def _fields_key(self, session: str) -> str:
+        return f"{self.prefix}:gw:r:{validate_scope(session)}"
+
+    def _counters_key(self, session: str) -> str:
+        return f"{self.prefix}:gw:c:{validate_scope(session)}"
+
+    @property
+    def _sessions_key(self) -> str:
+        return f"{self.prefix}:gw:sessions"
+
+    async def get(self, session: str, fields: Sequence[str]) -> dict[str, str]:
+        if not fields:
+            return {}
+        with _redis_errors():
+            values = await self._client.hmget(self._fields_key(session), list(fields))
+        return {f: v.decode("utf-8") for f, v in zip(fields, values, strict=True) if v is not None}
+
+    async def put_if_absent(self, session: str, items: Mapping[str, str]) -> dict[str, str]:
+        if not items:
+            return {}
+        names = list(items)
+        args: list[Any] = [x for name in names for x in (name, items[name])]
+        args += [self.ttl_ms, int(self.clock() * 1000), session]
+        with _redis_errors():
+            values = await self._put(keys=[self._fields_key(session), self._sessions_key], args=args)
+        return {f: v.decode("utf-8") for f, v in zip(names, values, strict=True) if v is not None}
+
+    async def add(self, session: str, counts: Mapping[str, int]) -> None:
+        kept = {k: v for k, v in counts.items() if v}
+        if not kept:
+            return
+        key = self._counters_key(session)
+        with _redis_errors():
+            async with self._client.pipeline(transaction=True) as pipe:
+                for name, value in kept.items():
+                    pipe.hincrby(key, name, value)
+                pipe.pexpire(key, self.ttl_ms)
+                pipe.pexpire(self._fields_key(session), self.ttl_ms)  # a session in use keeps its decisions
+                pipe.zadd(self._sessions_key, {session: int(self.clock() * 1000)})
+                await pipe.execute()
+
+    async def counters(self, session: str) -> dict[str, int]:
+        with _redis_errors():
+            raw: dict[bytes, bytes] = await self._client.hgetall(self._counters_key(session))
+        found: dict[str, int] = {}
+        for name, value in raw.items():
+            try:
+                found[name.decode("utf-8")] = int(value)
+            except ValueError:
+                continue
+        return found
+
+    async def sessions(self) -> list[tuple[str, float]]:
+        now_ms = int(self.clock() * 1000)
+        with _redis_errors():
+            await self._client.zremrangebyscore(self._sessions_key, 0, now_ms - self.ttl_ms)
+            raw = await self._client.zrevrange(self._sessions_key, 0, -1, withscores=True)
+        return [(member.decode("utf-8"), score / 1000) for member, score in raw]
+
+    async def aclose(self) -> None:
+        await self._client.aclose()

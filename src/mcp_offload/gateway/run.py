@@ -1,0 +1,89 @@
+"""Running the gateway under uvicorn until SIGTERM/SIGINT.
+
+`serve_gateway` serves a built `GatewayApp` (closes nothing it did not open); `run_gateway` (the CLI entry) also
+builds and closes the services and the upstream client. On shutdown /healthz says "draining" while uvicorn stops
+accepting and lets the requests in flight (streams included) finish, bounded by `shutdown_grace_s`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import signal
+import threading
+from collections.abc import Iterator
+
+import anyio
+import uvicorn
+
+from mcp_offload.core.services import build_services
+from mcp_offload.gateway.app import GatewayApp
+from mcp_offload.gateway.options import GatewayConfigError, GatewayOptions
+from mcp_offload.settings import Settings
+from mcp_offload.version import __version__
+
+log = logging.getLogger("mcp_offload.gateway")
+
+
+class _GatewayServer(uvicorn.Server):
+    """uvicorn that says "draining" on /healthz while it shuts down, and exits 0 on SIGTERM (no re-raised signal)."""
+
+    def __init__(self, config: uvicorn.Config, app: GatewayApp) -> None:
+        super().__init__(config)
+        self._gateway = app
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        previous = {sig: signal.signal(sig, self.handle_exit) for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            yield
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+    async def shutdown(self, sockets: list[object] | None = None) -> None:  # type: ignore[override]
+        self._gateway.draining = True
+        await super().shutdown(sockets)  # type: ignore[arg-type]
+
+
+async def serve_gateway(app: GatewayApp) -> None:
+    options = app.options
+    config = uvicorn.Config(
+        app,
+        host=options.host,
+        port=options.port,
+        log_config=None,
+        access_log=False,
+        lifespan="on",
+        server_header=False,  # the upstream's own headers are relayed
+        date_header=False,
+        timeout_graceful_shutdown=max(1, int(options.shutdown_grace_s)),
+    )
+    server = _GatewayServer(config, app)
+    log.warning(
+        "mcp-offload %s gateway on http://%s:%d (anthropic: %s, openai: %s, retrieval %s, %s)",
+        __version__,
+        options.host,
+        options.port,
+        options.upstream.anthropic_base,
+        options.upstream.openai_base,
+        options.policy.retrieval,
+        f"{len(options.tokens)} token(s)" if options.tokens else "no token",
+    )
+    await server.serve()
+    if not server.started:
+        raise GatewayConfigError(f"could not listen on {options.host}:{options.port} (see the log above)")
+
+
+async def run_gateway(settings: Settings, options: GatewayOptions) -> None:
+    services = build_services(settings)
+    app = GatewayApp(services, options)
+    try:
+        await serve_gateway(app)
+    finally:
+        with anyio.CancelScope(shield=True):
+            await app.aclose()
+            await services.aclose()

@@ -1,0 +1,143 @@
+"""What the retrieval loop needs from each API, response side: the `Dialect` protocol and the shapes it speaks in.
+
+A dialect reads one upstream answer into a `CallOutcome` (the assistant output to send back, its tool calls, why it
+stopped, its usage), writes the follow-up request (the original request plus each `Round`: the assistant output and
+the retrieval answers), merges several answers into the one the client sees, and builds a `Splicer` for streams.
+
+A `Splicer` is fed the upstream's SSE events call after call and returns the bytes to forward right away: everything
+except the retrieval tool calls and the terminal events, renumbered so the client sees one well-formed stream.
+`end_call` closes one upstream call; `finish` writes the held terminal events once, with the usage of every call.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from mcp_offload.gateway.stream.sse import SseEvent
+
+ApiKind = Literal["anthropic", "openai_chat", "responses"]
+
+
+@dataclass(slots=True)
+class ToolCall:
+    id: str
+    name: str
+    arguments: Any  # the parsed JSON arguments; the raw text when it is not JSON
+
+
+@dataclass(slots=True)
+class Answer:
+    """A retrieval tool call and what the gateway answered it with."""
+
+    call: ToolCall
+    text: str
+    is_error: bool
+
+
+@dataclass(slots=True)
+class CallOutcome:
+    """One upstream call, as the next request and the client's answer need it."""
+
+    output: Any  # anthropic: content blocks; openai_chat: the assistant message; responses: output items
+    calls: list[ToolCall]
+    stop: str | None  # stop_reason / finish_reason / status
+    usage: dict[str, Any]
+    response_id: str | None = None
+
+
+@dataclass(slots=True)
+class Round:
+    """One trip of the loop: what the model said and the answers to its retrieval calls."""
+
+    outcome: CallOutcome
+    answers: list[Answer] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class UsageFigures:
+    """The upstream's own usage figures for a turn, summed over its calls (API-neutral, for the accounting)."""
+
+    input_tokens: int = 0  # every prompt token, cached or not
+    output_tokens: int = 0
+    cache_read_tokens: int = 0  # cache_read_input_tokens / cached_tokens
+    cache_write_tokens: int = 0  # cache_creation_input_tokens (Anthropic only)
+
+
+class Splicer(Protocol):
+    errored: bool  # the upstream sent its own error event (forwarded as is): the stream is over
+
+    def feed(self, event: SseEvent) -> list[bytes]: ...
+
+    def call_complete(self) -> bool:
+        """The current call's terminal event arrived (else the stream was cut)."""
+        ...
+
+    def end_call(self) -> CallOutcome: ...
+
+    def finish(self, stop: str | None = None) -> list[bytes]: ...
+
+    def ping(self) -> bytes | None:
+        """A keep-alive for now, or None when the stream is not at a point where one may be sent."""
+        ...
+
+    def error(self, code: str, message: str) -> bytes: ...
+
+    def client_output(self) -> Any:
+        """What the client received, as the dialect's output shape (for the expansion record)."""
+        ...
+
+
+class Dialect(Protocol):
+    api: ApiKind
+
+    def outcome(self, response: dict[str, Any], retrieval_names: frozenset[str]) -> CallOutcome: ...
+
+    def follow_up(self, request: dict[str, Any], rounds: list[Round], *, final: bool) -> dict[str, Any]: ...
+
+    def merged(self, responses: list[dict[str, Any]], retrieval_names: frozenset[str], stop: str | None) -> Any: ...
+
+    def splicer(self, retrieval_names: frozenset[str], *, client_usage: bool = True) -> Splicer: ...
+
+    def without_retrieval(self, outcome: CallOutcome, retrieval_names: frozenset[str]) -> CallOutcome:
+        """The outcome with its retrieval calls taken out (a last call that ignored tool_choice "none")."""
+        ...
+
+    def client_output_of(self, merged: dict[str, Any]) -> Any:
+        """What the client received in a merged JSON answer, in the shape `client_message` takes."""
+        ...
+
+    def client_message(self, client_output: Any) -> Any:
+        """The client's copy of the response in request form (a message; Responses: a list of items)."""
+        ...
+
+    def upstream_messages(self, rounds: list[Round], last: CallOutcome | None) -> list[dict[str, Any]]: ...
+
+    def usage_of_event(self, event: SseEvent, usage: dict[str, Any]) -> bool:
+        """Update `usage` from one streamed event (for streams relayed without a splice); True at the terminal."""
+        ...
+
+    def usage_of(self, response: dict[str, Any]) -> dict[str, Any]: ...
+
+    def figures(self, usage: dict[str, Any]) -> UsageFigures: ...
+
+
+def add_usage(total: dict[str, Any], more: dict[str, Any] | None) -> dict[str, Any]:
+    """`total` plus `more`, field by field: numbers add up (nested objects too), anything else takes the newer
+    value. Used to report one turn's usage over several upstream calls."""
+    if not more:
+        return total
+    for key, value in more.items():
+        old = total.get(key)
+        if isinstance(value, bool) or not isinstance(value, int | float | dict):
+            if value is not None or key not in total:
+                total[key] = value
+        elif isinstance(value, dict):
+            total[key] = add_usage(dict(old) if isinstance(old, dict) else {}, value)
+        else:
+            total[key] = (old if isinstance(old, int | float) and not isinstance(old, bool) else 0) + value
+    return total
+
+
+def as_int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0

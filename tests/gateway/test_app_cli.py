@@ -1,0 +1,94 @@
+"""`mcp-offload gateway` as a user runs it (a real subprocess): it serves, answers /healthz, relays an SDK call, logs
+one JSON line per request on stderr, refuses an open non-loopback address, and stops cleanly on SIGTERM; its
+figures show up in its own /stats and in `mcp-offload stats`."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import anthropic
+import httpx2
+
+from llm_upstream import UpstreamServer
+from support.gateway_server import StartGateway
+from support.llm_conversations import BASH_ANTHROPIC, NEEDLE, anthropic_messages, build_log, search_then_answer
+
+CLI = [sys.executable, "-m", "mcp_offload"]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _wait_healthy(base: str, proc: subprocess.Popen[bytes], timeout_s: float = 30) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else "exited"
+        try:
+            if httpx2.get(base + "/healthz", timeout=1).status_code == 200:
+                return
+        except httpx2.HTTPError:
+            time.sleep(0.1)
+    raise AssertionError("the gateway did not become healthy")
+
+
+def test_cli_serves_logs_and_stops(upstream: UpstreamServer, tmp_path: Path) -> None:
+    port = _free_port()
+    store = tmp_path / "store"
+    args = [*CLI, "gateway", "--port", str(port), "--store", str(store), "--anthropic-upstream", upstream.base_url,
+            "--openai-upstream", upstream.openai_url, "--threshold-tokens", "500"]  # fmt: skip
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ})
+    base = f"http://127.0.0.1:{port}"
+    try:
+        _wait_healthy(base, proc)
+        health = httpx2.get(base + "/healthz").json()
+        assert health["status"] == "ok" and health["service"] == "gateway"
+        upstream.use(search_then_answer())
+        client = anthropic.Anthropic(base_url=base, api_key="sk-ant-secret-credential", max_retries=0)
+        message = client.messages.create(
+            model="claude-sonnet-4-5", max_tokens=256, messages=anthropic_messages(build_log()), tools=[BASH_ANTHROPIC]
+        )
+        assert message.content[-1].text == f"Found it: {NEEDLE}"  # type: ignore[union-attr]
+        stats = httpx2.get(base + "/stats").json()
+        totals = stats["totals"]
+        assert totals["requests"] == 1 and totals["loops"] == 1 and totals["retrieval_calls"] == 1
+        assert totals["upstream_calls"] == 2 and totals["tokens_kept_out"] > 1000
+        assert 0 < totals["cost_ratio"] < 1
+        assert "LLM gateway" in httpx2.get(base + "/").text
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=20)
+    assert proc.returncode == 0, err.decode()
+    lines = [json.loads(line) for line in err.decode().splitlines() if line.startswith("{")]
+    request = next(line for line in lines if line.get("path") == "/v1/messages")
+    assert request["status"] == 200 and request["loops"] == 1 and request["retrieval_calls"] == 1
+    assert request["logger"] == "mcp_offload.gateway" and request["changed"] is True
+    assert "sk-ant-secret-credential" not in err.decode()
+    printed = subprocess.run([*CLI, "stats", "--store", str(store)], capture_output=True, text=True, timeout=60)
+    assert printed.returncode == 0, printed.stderr
+    assert "LLM gateway" in printed.stdout and "cost" in printed.stdout
+    as_json = subprocess.run([*CLI, "stats", "--store", str(store), "--json"], capture_output=True, text=True)
+    assert json.loads(as_json.stdout)["gateway"]["totals"]["loops"] == 1
+
+
+def test_cli_refuses_an_open_address() -> None:
+    refused = subprocess.run([*CLI, "gateway", "--host", "0.0.0.0", "--port", str(_free_port())],
+                             capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert refused.returncode == 2
+    assert "token" in refused.stderr and "Traceback" not in refused.stderr
+
+
+def test_gateway_status_behind_its_token(upstream: UpstreamServer, start_gateway: StartGateway) -> None:
+    token = "gw-token-" + "q" * 24
+    gateway = start_gateway(upstream, tokens=(token,))
+    assert httpx2.get(gateway.base_url + "/stats").status_code == 401
+    assert httpx2.get(gateway.base_url + "/stats", headers={"x-mcp-offload-token": token}).json()["sessions_total"] == 0
