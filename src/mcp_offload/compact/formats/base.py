@@ -83,6 +83,12 @@ def dump(message: object, index: int) -> Message:
     """A plain dict from a dict or an SDK (pydantic) object; anything else is a ValueError naming the index."""
     if isinstance(message, dict):
         return message
+    if type(message).__module__.startswith("langchain_core.messages"):  # a BaseMessage: no role, dumps misleadingly
+        raise bad(
+            index,
+            f"a LangChain {type(message).__name__} is not an API message: compact LangChain messages with "
+            "mcp_offload.integrations.langchain (OffloadMessages, OffloadMiddleware or offload_pre_model_hook)",
+        )
     model_dump = getattr(message, "model_dump", None)
     if callable(model_dump):
         dumped = model_dump(mode="json", exclude_none=True)
