@@ -17,7 +17,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-SUITES = ["core", "proxy", "http_load", "redis_store", "compact", "gateway"]
+SUITES = ["core", "proxy", "http_load", "redis_store", "compact", "gateway", "previews"]
 
 
 def machine() -> dict[str, object]:

@@ -90,7 +90,12 @@ class InvalidContent(OffloadError):
 
 
 class TooLarge(OffloadError):
-    """Content over the configured size cap."""
+    """Content over the configured size cap. `reason` is what happened; the message adds `advice` for a model that
+    offloaded it itself (split it), which the proxy leaves out: a model cannot split an upstream's result."""
+
+    def __init__(self, reason: str, advice: str = "") -> None:
+        super().__init__(f"{reason} {advice}".strip())
+        self.reason = reason
 
     code = "too_large"
 

@@ -13,6 +13,7 @@ from typing import Any
 import platformdirs
 
 from mcp_offload.errors import SettingsError
+from mcp_offload.units import parse_duration, parse_size
 
 
 def default_store_dir() -> Path:
@@ -81,14 +82,22 @@ class Settings:
 
 
 def _coerce(annotation: object, raw: str, name: str) -> object:
+    """An environment value as its field's type; sizes (`*_bytes`) and durations (`*_s`) take units, like their
+    flags (`3d`, `1GiB`)."""
     kind = str(annotation)
     try:
+        if kind == "int" and name.endswith("_bytes"):
+            return parse_size(raw)
+        if kind == "float" and name.endswith("_s"):
+            return parse_duration(raw)
         if kind == "int":
             return int(raw)
         if kind == "float":
             return float(raw)
         if kind == "bool":
             return raw.strip().lower() in {"1", "true", "yes", "on"}
-    except ValueError:
+    except ValueError as exc:
+        if name.endswith(("_bytes", "_s")):
+            raise SettingsError(f"MCP_OFFLOAD_{name.upper()}: {exc}") from None
         raise SettingsError(f"MCP_OFFLOAD_{name.upper()}={raw!r} is not a valid {kind}") from None
     return raw

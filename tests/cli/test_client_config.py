@@ -102,24 +102,74 @@ def test_import_moves_servers_and_is_idempotent(tmp_path: Path, user_config: Pat
     assert len(list(client.parent.glob(f"{flavour}.bak-*"))) == 1
 
 
-def test_new_entry_runs_the_absolute_mcp_offload(
-    tmp_path: Path, user_config: Path, monkeypatch: pytest.MonkeyPatch
+def test_new_entry_runs_the_running_mcp_offload_by_absolute_path(
+    tmp_path: Path, user_config: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """Not the first `mcp-offload` on PATH, nor a bare name when none is: the one running now."""
     bindir = tmp_path / "bin"
     bindir.mkdir()
-    exe = bindir / "mcp-offload"
-    exe.write_text("#!/bin/sh\n")
-    exe.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
-    client = _write(tmp_path / "c.json", {"mcpServers": {"git": GIT}})
-    assert _run(str(client), "--write") == 0
-    assert json.loads(client.read_text())["mcpServers"] == {
-        "offload": {"command": str(exe), "args": ["--config", str(user_config)]}
+    other = bindir / "mcp-offload"
+    other.write_text("#!/bin/sh\n")
+    other.chmod(0o755)
+    ours = Path(sys.executable).with_name("mcp-offload")
+    assert ours.is_file()
+    for path in (f"{bindir}{os.pathsep}{os.environ['PATH']}", str(tmp_path / "empty")):
+        monkeypatch.setenv("PATH", path)
+        client = _write(tmp_path / "c.json", {"mcpServers": {"git": GIT}})
+        assert _run(str(client), "--write") == 0
+        assert json.loads(client.read_text())["mcpServers"] == {
+            "offload": {"command": str(ours), "args": ["--config", str(user_config)]}
+        }
+        user_config.unlink()
+    assert "warning" not in capsys.readouterr().err
+
+
+def test_a_bare_command_the_client_cannot_find_is_warned_about(
+    tmp_path: Path, user_config: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    client = _write(tmp_path / "c.json", {"mcpServers": {"offload": {"command": "mcp-offload"}, "git": GIT}})
+    assert _run(str(client)) == 0
+    err = capsys.readouterr().err
+    assert "warning: the client entry starts 'mcp-offload' by name" in err
+    assert str(Path(sys.executable).with_name("mcp-offload")) in err
+
+
+def test_the_written_entry_starts_from_a_minimal_path(tmp_path: Path) -> None:
+    """The README's install (a venv, not activated): import-config --write run by absolute path, then the client
+    entry started as Claude Desktop does, with launchd's minimal PATH, still reaches the moved server."""
+    from support.proxy import fixture_entry
+
+    minimal = "/usr/bin:/bin:/usr/sbin:/sbin"
+    base = {
+        "XDG_CONFIG_HOME": str(tmp_path / "xdg"),
+        "PYTHONPATH": os.environ.get("PYTHONPATH", ""),
+        "HOME": str(tmp_path),
     }
-    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
-    client2 = _write(tmp_path / "c2.json", {"mcpServers": {"files": FS}})
-    assert _run(str(client2), "--servers", str(tmp_path / "s2.json"), "--write") == 0
-    assert json.loads(client2.read_text())["mcpServers"]["offload"]["command"] == "mcp-offload"
+    client = _write(tmp_path / "claude.json", {"mcpServers": {"fix": fixture_entry()}})
+    exe = str(Path(sys.executable).with_name("mcp-offload"))
+    done = subprocess.run(
+        [exe, "import-config", str(client), "--write"],
+        env={**base, "PATH": minimal},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    entry = json.loads(client.read_text())["mcpServers"]["offload"]
+    assert os.path.isabs(entry["command"])
+
+    async def start() -> list[str]:
+        from mcp import Client, StdioServerParameters
+
+        params = StdioServerParameters(
+            command=entry["command"], args=entry["args"], env={**base, "PATH": minimal}, cwd=str(tmp_path)
+        )
+        async with Client(params, read_timeout_seconds=60) as mcp_client:
+            return [t.name for t in (await mcp_client.list_tools()).tools]
+
+    import anyio
+
+    assert "fix__echo" in anyio.run(start)
 
 
 def test_existing_servers_json_is_merged_and_its_offload_entries_dropped(tmp_path: Path, user_config: Path) -> None:

@@ -30,8 +30,10 @@ async def test_per_user_servers_json_is_discovered_and_can_be_skipped(tmp_path: 
     servers.write_text(json.dumps({"mcpServers": {"up": fixture_entry()}}))
     names, err = await _tool_names(tmp_path)
     assert "offload" in names and any(n.startswith("up__") for n in names)
-    lines = [line for line in err.splitlines() if str(servers) in line]
-    assert lines == [f"mcp-offload: proxying the servers in {servers} (--no-config to skip it)"]
+    lines = [json.loads(line) for line in err.splitlines() if str(servers) in line]
+    assert [(line["level"], line["msg"]) for line in lines] == [
+        ("INFO", f"proxying the servers in {servers} (--no-config to skip it)")
+    ]
 
     names, err = await _tool_names(tmp_path, "--no-config")
     assert "offload" in names and not any(n.startswith("up__") for n in names)

@@ -152,3 +152,14 @@ async def test_clear_never_follows_a_symlink_out_of_the_store(tmp_path: Path) ->
     code, _, err = await _cli(str(store), "rm", victim)
     assert code == 1 and (outside / "precious").exists()
     assert handle not in {o["handle"] for o in await _listing(str(store))}
+
+
+def test_long_names_keep_their_distinguishing_tail() -> None:
+    """Proxied outputs are named `server__tool {arguments}`: cutting at 40 made every one of them read the same."""
+    from mcp_offload.cli.output_view import NAME_CHARS, short_name
+
+    names = [f'filesystem__read_text_file {{"path":"/home/you/project/src/{m}.py"}}' for m in ("models", "views")]
+    shown = [short_name(n) for n in names]
+    assert shown[0] != shown[1] and all(len(s) == NAME_CHARS for s in shown)
+    assert shown[0].startswith("filesystem__read") and shown[0].endswith('models.py"}') and "…" in shown[0]
+    assert short_name("short name") == "short name"

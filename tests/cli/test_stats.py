@@ -49,7 +49,32 @@ async def test_stats_survive_a_restart_of_the_server(tmp_path: Path) -> None:
 
 
 def test_stats_of_an_empty_store_and_bad_days(tmp_path: Path) -> None:
-    empty = _stats("--store", str(tmp_path / "nothing"))
+    (tmp_path / "store" / "v1").mkdir(parents=True)  # a store a server created, nothing recorded yet
+    empty = _stats("--store", str(tmp_path / "store"))
     assert empty.returncode == 0 and "No savings recorded in the last 7 day(s)." in empty.stdout
     bad = _stats("--store", str(tmp_path), "--days", "0")
     assert bad.returncode == 2 and bad.stderr.strip() == "mcp-offload stats: --days must be between 1 and 400"
+
+
+def test_stats_of_a_store_that_does_not_exist_says_so(tmp_path: Path) -> None:
+    """A mistyped --store must not read as "nothing saved", nor create the directory."""
+    missing = _stats("--store", str(tmp_path / "typo"))
+    assert missing.returncode == 1 and missing.stdout == ""
+    assert missing.stderr.strip() == (
+        f"mcp-offload stats: no store at {tmp_path / 'typo'}: the directory does not exist "
+        "(check --store or MCP_OFFLOAD_STORE)"
+    )
+    assert not (tmp_path / "typo").exists()
+
+
+def test_stats_json_into_a_closed_pipe_has_no_traceback(tmp_path: Path) -> None:
+    """`mcp-offload stats --json | head -1`: the reader goes away early; no BrokenPipeError traceback."""
+    (tmp_path / "store" / "v1").mkdir(parents=True)
+    exe = Path(sys.executable).with_name("mcp-offload")
+    done = subprocess.run(
+        ["sh", "-c", f"'{exe}' stats --json --days 400 --store '{tmp_path / 'store'}' | head -c 1"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.stdout == "{" and done.stderr == "", done.stderr

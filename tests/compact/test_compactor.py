@@ -247,6 +247,9 @@ async def test_summary_with_handle(compactor: AsyncCompactor) -> None:
             "output",
         ),
         ([{"role": "user", "content": "ok"}, 42], 1, "expected a dict"),
+        ([{"role": "user"}], 0, 'a user message needs "content"'),  # was accepted silently
+        ([{"role": "system", "content": None}], 0, 'a system message needs "content"'),
+        ([{"role": "user", "content": "q"}, {"role": "assistant"}], 1, 'needs "content" or "tool_calls"'),
     ],
 )
 async def test_bad_input_names_the_index_and_stores_nothing(

@@ -117,5 +117,10 @@ def test_the_shipped_examples_parse() -> None:
     root = _Path(__file__).resolve().parents[2]
     config = _load(root / "examples" / "servers.example.json")
     assert [u.name for u in config.upstreams] == ["filesystem", "git", "memory", "remote-api"]
+    memory = config.upstreams[2].target
+    assert (
+        isinstance(memory, StdioTarget) and not memory.inherit_env and memory.pass_env == ("HTTPS_PROXY", "SSL_CERT_*")
+    )
     desktop = _json.loads((root / "claude_desktop_config.example.json").read_text())
-    assert desktop["mcpServers"]["offload"]["command"] == "mcp-offload"
+    (entry,) = desktop["mcpServers"].values()  # one entry: two would start every upstream twice
+    assert entry["command"].endswith("/mcp-offload") and entry["args"] == []  # absolute: clients have a minimal PATH

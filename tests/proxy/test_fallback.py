@@ -55,3 +55,20 @@ async def test_over_the_hard_cap_it_is_cut_with_a_marker(tmp_path: Path) -> None
             assert f"{len(full) - FALLBACK_MAX_CHARS:,} more characters of this block not shown" in marker
     finally:
         await services.aclose()
+
+
+async def test_a_result_over_the_size_cap_is_not_met_with_advice_the_model_cannot_follow(tmp_path: Path) -> None:
+    """Direct `offload` of oversized content says to split it; an upstream's result is not the model's to split."""
+    settings = Settings(store=str(tmp_path / "store"), max_output_bytes=10_000)
+    services = build_services(settings)
+    config = {"offload": {"threshold_tokens": 200}, "mcpServers": {"fix": fixture_entry()}}
+    try:
+        async with running_proxy(services, config) as server, Client(server) as client:
+            r = await client.call_tool("fix__json", {"n": 1000})
+            note = r.content[0].text
+            assert "could not be stored" in note and "over this server's cap of 10,000 bytes" in note
+            assert "Split" not in note and "offload each" not in note
+            direct = await client.call_tool("offload", {"content": "x" * 20_000})
+            assert direct.is_error and "Split it into parts and offload each." in text_of(direct)
+    finally:
+        await services.aclose()

@@ -197,6 +197,22 @@ async def test_unknown_handle_lists_known_ones(server, mode: str) -> None:
         assert r.is_error and h in text_of(r)
 
 
+async def test_a_handle_from_another_process_suggests_a_shared_session(services: Services, mode: str) -> None:
+    """A stdio server's session is its own: a handle stored by another process (or a Compactor) is unknown here,
+    and the error says how to share one. A server run with --session NAME gets no such advice."""
+    stored = build_server(services, session="shared")
+    async with Client(stored, mode=mode) as writer:
+        h = (await writer.call_tool("offload", {"content": LOG})).structured_content["handle"]
+    async with Client(build_server(services), mode=mode) as private:
+        r = await private.call_tool("read_large_output", {"handle": h})
+    assert r.is_error and "start every process with the same --session NAME" in text_of(r)
+    async with Client(build_server(services, session="other"), mode=mode) as named:
+        r = await named.call_tool("read_large_output", {"handle": h})
+    assert r.is_error and "--session" not in text_of(r)
+    async with Client(build_server(services, session="shared"), mode=mode) as shared:
+        assert not (await shared.call_tool("read_large_output", {"handle": h})).is_error
+
+
 async def test_sessions_are_isolated(services: Services, mode: str) -> None:
     """Two clients of one server (two runs, like two stdio processes on one store) never see each other."""
     server = build_server(services)

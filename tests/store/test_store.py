@@ -506,3 +506,15 @@ def test_describe_duration() -> None:
     assert describe_duration(7200) == "2 hours"
     assert describe_duration(90) == "90 seconds"
     assert describe_duration(60) == "1 minute"
+
+
+def test_store_errors_name_the_directory(tmp_path: Path) -> None:
+    taken = tmp_path / "x"
+    taken.write_text("a file where the store should be")
+    with pytest.raises(StoreUnavailable) as excinfo:
+        FilesystemStore(taken)
+    assert str(excinfo.value) == f"cannot create the store directory {taken}: File exists"
+    (tmp_path / "s").mkdir()
+    (tmp_path / "s" / "v1").symlink_to(tmp_path)
+    with pytest.raises(StoreUnavailable, match=f"the store directory {tmp_path / 's' / 'v1'} is not a plain"):
+        FilesystemStore(tmp_path / "s")

@@ -95,6 +95,7 @@ def _serve() -> None:
             "json": "A JSON document with n items.",
             "fail": "n=1: a JSON-RPC error; n=2: a large isError result.",
             "weird name/with:chars": "A tool whose name needs cleaning.",
+            "env": "The value of the environment variable called name, or <unset>.",
         }.items()
     }
     bus = InMemorySubscriptionBus()
@@ -122,6 +123,8 @@ def _serve() -> None:
                 return text(str(args.get("name")))
             case "pid":
                 return text(str(os.getpid()))
+            case "env":
+                return text(os.environ.get(str(args.get("name")), "<unset>"))
             case "hang":
                 try:
                     await anyio.sleep(float(args.get("n", 60)))

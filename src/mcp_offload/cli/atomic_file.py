@@ -14,6 +14,8 @@ import shutil
 import time
 from pathlib import Path
 
+from mcp_offload.os_support import O_CLOEXEC, O_NOFOLLOW
+
 
 def write_atomic(path: Path, text: str, *, new_mode: int = 0o600) -> None:
     """Replace (or create) `path` with `text` (UTF-8). Keeps an existing file's permission bits."""
@@ -24,7 +26,7 @@ def write_atomic(path: Path, text: str, *, new_mode: int = 0o600) -> None:
         mode = new_mode
         target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.tmp-{secrets.token_hex(6)}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), mode)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(text.encode("utf-8"))

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PureWindowsPath
 from typing import Any
@@ -178,11 +178,27 @@ def find_servers_path(client: Mapping[str, Any]) -> str | None:
     return None
 
 
-def plan_import(client_path: Path, client_text: str, servers_path: Path, servers_text: str, command: str) -> ImportPlan:
+def offload_entry_of(client: Mapping[str, Any], servers: str) -> dict[str, Any] | None:
+    """The offload entry running with `--config servers` in a client config (the one `plan_import` leaves)."""
+    for entry in client.get("mcpServers", {}).values():
+        if is_offload_entry(entry) and config_arg(entry) == servers:
+            return dict(entry)
+    return None
+
+
+def plan_import(
+    client_path: Path,
+    client_text: str,
+    servers_path: Path,
+    servers_text: str,
+    command: str,
+    command_args: Sequence[str] = (),
+) -> ImportPlan:
     """Move every non-offload server of the client config into servers.json; leave one offload entry behind.
 
     `servers_text` is the current servers.json ("" if none): its servers and other keys are kept. A server name
-    present in both files with different entries is refused (nothing is written). `command` runs mcp-offload.
+    present in both files with different entries is refused (nothing is written). A new entry runs `command`
+    with `command_args` (e.g. `python -m mcp_offload`) before `--config`.
     """
     client = load_json_object(client_path, client_text)
     servers_doc = load_json_object(servers_path, servers_text) if servers_text else {"mcpServers": {}}
@@ -205,7 +221,7 @@ def plan_import(client_path: Path, client_text: str, servers_path: Path, servers
             )
         target[name] = entry
         moved.append(name)
-    kept = _with_proxy_entry(kept, str(servers_path), command)
+    kept = _with_proxy_entry(kept, str(servers_path), command, command_args)
     new_client = {**client, "mcpServers": kept}
     new_servers = {**servers_doc, "mcpServers": target}
     return ImportPlan(
@@ -222,7 +238,7 @@ def plan_import(client_path: Path, client_text: str, servers_path: Path, servers
     )
 
 
-def _with_proxy_entry(kept: dict[str, Any], servers: str, command: str) -> dict[str, Any]:
+def _with_proxy_entry(kept: dict[str, Any], servers: str, command: str, command_args: Sequence[str]) -> dict[str, Any]:
     """The offload entries with exactly one of them running `--config servers` (a new `offload` entry if none)."""
     proxies = [name for name, entry in kept.items() if config_arg(entry) is not None]
     chosen = next((n for n in proxies if config_arg(kept[n]) == servers), None)
@@ -233,7 +249,7 @@ def _with_proxy_entry(kept: dict[str, Any], servers: str, command: str) -> dict[
     if chosen is None and kept:
         chosen = next(iter(kept))
     if chosen is None:
-        return {OFFLOAD_ENTRY: {"command": command, "args": ["--config", servers]}}
+        return {OFFLOAD_ENTRY: {"command": command, "args": [*command_args, "--config", servers]}}
     if config_arg(kept[chosen]) == servers:
         return kept
     return {**kept, chosen: with_config_arg(kept[chosen], servers)}

@@ -3,19 +3,30 @@
 It launches `python -m mcp_offload` exactly as an MCP client would, offloads a large JSON API response and a large
 log, then finds a planted fact in each with a query, a search and a read. It prints what the model's context would
 hold with and without offloading.
+
+    mcp-offload demo [--store DIR|redis://…] [--encoding NAME]
+
+By default it works in a temporary store that is removed afterwards; with `--store` the outputs stay there (in
+the named session "demo"), to look at with `mcp-offload outputs list --store …`.
 """
 
 from __future__ import annotations
 
+import argparse
+import contextlib
 import json
 import random
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from typing import Any
 
+import anyio
 from mcp import Client, StdioServerParameters
 
+from mcp_offload.cli.exit_status import exit_status
+from mcp_offload.core.api import SessionScope
 from mcp_offload.settings import Settings
 from mcp_offload.tokens import load_counter
 
@@ -64,14 +75,56 @@ def _text(result: Any) -> str:
     return "".join(getattr(block, "text", "") for block in result.content)
 
 
-async def run_demo(settings: Settings) -> int:
+DEMO_SESSION = "demo"
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mcp-offload demo",
+        description="A worked example over a real stdio server: offload a large API response and a large log, find "
+        "a planted fact in each (jq query, search, read), and print the token bill with and without offloading.",
+    )
+    parser.add_argument(
+        "--store",
+        help="keep the demo's outputs in this store (a directory or redis://…; session 'demo'); "
+        "default: a temporary directory, removed afterwards",
+    )
+    parser.add_argument("--encoding", help="tiktoken encoding for the token counts (default o200k_base)")
+    return parser
+
+
+def main(argv: list[str]) -> int:
+    args = _parser().parse_args(argv)
+
+    def demo() -> int:
+        settings = Settings.from_env().with_overrides(encoding=args.encoding)
+        status: int = anyio.run(run_demo, settings, args.store)
+        return status
+
+    return exit_status(demo, prog="mcp-offload demo")
+
+
+@contextlib.contextmanager
+def _demo_store(store: str | None) -> Iterator[str]:
+    """The given store, or a temporary directory removed afterwards."""
+    if store is not None:
+        yield store
+        return
+    with tempfile.TemporaryDirectory(prefix="mcp-offload-demo-") as temporary:
+        yield temporary
+
+
+async def run_demo(settings: Settings, store_location: str | None = None) -> int:
+    """The demo; `store_location`: keep the outputs there (session "demo") instead of in a temporary store."""
     rng = random.Random(7)
     counter = load_counter(settings.encoding)
     api, log = make_api_response(rng), make_log(rng)
     started = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="mcp-offload-demo-") as store:
+    with _demo_store(store_location) as store:
+        session = ["--session", DEMO_SESSION] if store_location is not None else []
         params = StdioServerParameters(
-            command=sys.executable, args=["-m", "mcp_offload", "--store", store, "--encoding", settings.encoding]
+            command=sys.executable,
+            args=["-m", "mcp_offload", "--store", store, "--encoding", settings.encoding, "--no-config", *session],
         )
         seen: list[tuple[str, str]] = []  # (step, text the model would see)
         async with Client(params, read_timeout_seconds=60) as client:
@@ -115,11 +168,14 @@ async def run_demo(settings: Settings) -> int:
     print(f"{'with mcp-offload (all of the above)':<44}{offloaded:>10,}")
     print(f"{'saved':<44}{inline - offloaded:>10,}  ({100 * (1 - offloaded / inline):.1f}% less)")
     print(f"\nPlanted facts found: {'yes' if found else 'NO'} · took {time.perf_counter() - started:.1f} s")
-    await _compaction_section(settings, api, log)
+    await _compaction_section(settings, api, log, store_location)
+    if store_location is not None:
+        prefix = SessionScope.named(DEMO_SESSION).key[:12]
+        print(f"\nThe outputs are kept: mcp-offload outputs list --store {store_location} --session {prefix}")
     return 0 if found else 1
 
 
-async def _compaction_section(settings: Settings, api_response: str, log_text: str) -> None:
+async def _compaction_section(settings: Settings, api_response: str, log_text: str, store_location: str | None) -> None:
     """Your own agent loop: the same two outputs as tool results in an Anthropic message list, compacted."""
     from mcp_offload.compact import AsyncCompactor
 
@@ -131,8 +187,10 @@ async def _compaction_section(settings: Settings, api_response: str, log_text: s
         messages.append(
             {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call_id, "content": result}]}
         )
-    with tempfile.TemporaryDirectory(prefix="mcp-offload-demo-") as store:
-        async with AsyncCompactor(store=store, session="demo", encoding=settings.encoding, jq_workers=1) as compactor:
+    with _demo_store(store_location) as store:
+        async with AsyncCompactor(
+            store=store, session=DEMO_SESSION, encoding=settings.encoding, jq_workers=1
+        ) as compactor:
             compacted = await compactor.compact(messages)
             before, after = await compactor.usage(messages), await compactor.usage(compacted)
     print("\n── your own agent loop: Compactor.compact(messages) on the same outputs as tool results")

@@ -2,9 +2,9 @@
 
 - `mcp-offload`: serve MCP over stdio (what Claude Desktop launches)
 - `mcp-offload --transport http --token T`: a shared service, streamable HTTP at /mcp (`sse`: /sse; `both`)
-- `mcp-offload demo`: a worked example with token savings, over a real stdio subprocess
-- `mcp-offload import-config [PATH]`, `mcp-offload outputs …`, `mcp-offload stats`: the shell-side commands
-  (this package), dispatched when the command line starts with their name
+- `mcp-offload demo`, `import-config [PATH]`, `outputs …`, `stats`: the shell-side commands (this package, one
+  module each with its own parser), dispatched from the `SUBCOMMANDS` table when the command line starts with
+  their name; the top-level usage and help are generated from that table
 
 Without `--config` (and without `--no-config`) the proxy reads the per-user servers.json if there is one
 (`client_config.user_servers_path()`), and says so on stderr.
@@ -13,9 +13,11 @@ Without `--config` (and without `--no-config`) the proxy reads the per-user serv
 from __future__ import annotations
 
 import argparse
+import importlib
 import logging
 import os
 import sys
+from dataclasses import dataclass
 
 import anyio
 
@@ -23,26 +25,63 @@ from mcp_offload.cli.client_config import user_servers_path
 from mcp_offload.cli.exit_status import exit_status
 from mcp_offload.core.api import SessionScope
 from mcp_offload.errors import SettingsError
+from mcp_offload.logs import log_to_stderr
 from mcp_offload.proxy import ProxyConfig, add_proxy_flags, open_proxy, proxy_config_from_args
 from mcp_offload.settings import Settings
+from mcp_offload.units import parse_duration, parse_size
 from mcp_offload.version import __version__
 
 log = logging.getLogger("mcp_offload")
 
-SUBCOMMANDS = ("import-config", "outputs", "stats", "gateway")
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+
+
+@dataclass(frozen=True, slots=True)
+class Subcommand:
+    """A shell-side command: a module with `main(argv) -> int` (its own parser, so `NAME --help` is its help)."""
+
+    name: str
+    module: str
+    summary: str
+
+
+# The dispatcher's table: the top-level usage and help list whatever is here.
+SUBCOMMANDS: dict[str, Subcommand] = {
+    c.name: c
+    for c in (
+        Subcommand("demo", "mcp_offload.cli.demo", "a worked example with the token bill, over a real stdio server"),
+        Subcommand("import-config", "mcp_offload.cli.import_config", "move a client's MCP servers behind mcp-offload"),
+        Subcommand("outputs", "mcp_offload.cli.outputs", "list, show, rm, clear, gc stored outputs"),
+        Subcommand("stats", "mcp_offload.cli.stats", "what offloading saved, per day and per server/tool"),
+        Subcommand("gateway", "mcp_offload.cli.gateway", "the LLM gateway for Anthropic / OpenAI API clients"),
+    )
+}
+
+
+def _usage() -> str:
+    names = ",".join(SUBCOMMANDS)
+    return f"mcp-offload [serve] [options]\n       mcp-offload {{{names}}} [--help] ..."
+
+
+def _epilog() -> str:
+    width = max(len(name) for name in SUBCOMMANDS)
+    lines = ["commands (each has its own --help):"]
+    lines += [f"  {c.name:<{width}}  {c.summary}" for c in SUBCOMMANDS.values()]
+    lines.append(f"  {'serve':<{width}}  serve MCP over stdio or HTTP (the default; the options above)")
+    return "\n".join(lines)
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="mcp-offload",
-        description="MCP server that keeps large tool outputs out of the context window, losslessly.",
-        epilog="other commands: `mcp-offload import-config --help` (move a client's servers behind mcp-offload), "
-        "`mcp-offload outputs --help` (list, show, rm, clear, gc stored outputs), "
-        "`mcp-offload stats --help` (what offloading saved, per day and tool), "
-        "`mcp-offload gateway --help` (the LLM gateway for Anthropic / OpenAI API clients)",
+        usage=_usage(),
+        description="MCP server that keeps large tool outputs out of the context window, losslessly. Durations "
+        "take units (90s, 15m, 2h, 3d), sizes too (64KB, 1MiB, 1GiB); bare numbers are seconds and bytes.",
+        epilog=_epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--version", action="version", version=f"mcp-offload {__version__}")
-    parser.add_argument("command", nargs="?", choices=["serve", "demo"], default="serve")
+    parser.add_argument("-V", "--version", action="version", version=f"mcp-offload {__version__}")
+    parser.add_argument("command", nargs="?", choices=["serve"], default="serve", help=argparse.SUPPRESS)
     parser.add_argument("--store", help="store directory or redis://host:port/db (env MCP_OFFLOAD_STORE)")
     parser.add_argument(
         "--session",
@@ -52,14 +91,22 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--encoding", help="tiktoken encoding (default o200k_base; env MCP_OFFLOAD_ENCODING)")
     parser.add_argument("--preview-tokens", type=int, help="preview budget in tokens (default 500)")
     parser.add_argument("--read-max-tokens", type=int, help="tokens one read returns at most (default 5000)")
-    parser.add_argument("--max-output-bytes", type=int, help="largest output accepted (default 256 MiB)")
-    parser.add_argument("--jq-timeout", type=float, dest="jq_timeout_s", help="jq time limit in seconds (default 10)")
-    parser.add_argument("--log-level", default="WARNING", help="stderr log level (default WARNING)")
+    parser.add_argument("--max-output-bytes", type=size, metavar="SIZE", help="largest output accepted (256MiB)")
+    parser.add_argument("--jq-timeout", type=duration, dest="jq_timeout_s", metavar="DURATION", help="jq limit (10s)")
+    parser.add_argument(
+        "--log-level",
+        type=str.upper,
+        choices=LOG_LEVELS,
+        default=None,
+        help="stderr log level (default INFO); logs are JSON lines",
+    )
     store = parser.add_argument_group("store lifecycle")
-    store.add_argument("--store-ttl", type=float, dest="store_ttl_s", help="seconds an output lives (default 3 days)")
-    store.add_argument("--store-session-max-bytes", type=int, help="bytes one session may store (default 1 GiB)")
+    store.add_argument(
+        "--store-ttl", type=duration, dest="store_ttl_s", metavar="DURATION", help="how long an output lives (3d)"
+    )
+    store.add_argument("--store-session-max-bytes", type=size, metavar="SIZE", help="one session may store (1GiB)")
     store.add_argument("--store-session-max-outputs", type=int, help="outputs one session may store (default 1000)")
-    store.add_argument("--store-max-bytes", type=int, help="bytes the whole store may hold (default 4 GiB)")
+    store.add_argument("--store-max-bytes", type=size, metavar="SIZE", help="the whole store may hold (4GiB)")
     store.add_argument("--store-max-outputs", type=int, help="outputs the whole store may hold (default 10000)")
     _add_transport_flags(parser)
     add_proxy_flags(parser)
@@ -105,13 +152,16 @@ def _add_transport_flags(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="answer each POST with plain JSON, not an SSE stream: less overhead per call, but no progress relayed",
     )
-    net.add_argument("--max-body-bytes", type=int, default=32 * 1024 * 1024, help="largest request body (32 MiB)")
+    net.add_argument(
+        "--max-body-bytes", type=size, metavar="SIZE", default=32 * 1024 * 1024, help="largest request body (32MiB)"
+    )
     net.add_argument("--max-sessions", type=int, default=1000, help="open sessions per transport (default 1000)")
     net.add_argument(
         "--session-idle-timeout",
-        type=float,
+        type=duration,
+        metavar="DURATION",
         default=1800.0,
-        help="seconds before an idle session expires (default 1800)",
+        help="how long an idle session lives (default 30m)",
     )
 
 
@@ -153,7 +203,7 @@ def discover_config(args: argparse.Namespace) -> None:
     default = user_servers_path()
     if default.is_file():
         args.config = str(default)
-        print(f"mcp-offload: proxying the servers in {default} (--no-config to skip it)", file=sys.stderr)
+        log.info("proxying the servers in %s (--no-config to skip it)", default)
 
 
 def _loop_options() -> dict[str, bool]:
@@ -177,29 +227,36 @@ def check_session(session: str | None, transport: str) -> None:
         raise SettingsError(f"--session: {exc}") from None
 
 
+def duration(text: str) -> float:
+    """argparse type: `90s`, `15m`, `2h`, `3d` (a bare number is seconds)."""
+    try:
+        return parse_duration(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def size(text: str) -> int:
+    """argparse type: `512`, `64KB`, `1MiB`, `1GiB` (a bare number is bytes)."""
+    try:
+        return parse_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def main(argv: list[str] | None = None) -> None:
     """The one entry point: a subcommand's `main`, or the server; the exit status comes from `exit_status`."""
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] in SUBCOMMANDS:
-        sys.exit(_run_subcommand(argv[0], argv[1:]))
+        sys.exit(_run_subcommand(SUBCOMMANDS[argv[0]], argv[1:]))
     args = _parser().parse_args(argv)
-    logging.basicConfig(
-        stream=sys.stderr,  # stdout is the MCP wire on stdio
-        level=args.log_level.upper(),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    log_to_stderr(args.log_level or "INFO")  # stdout is the MCP wire on stdio
     sys.exit(exit_status(lambda: run(args)))
 
 
 def run(args: argparse.Namespace) -> int | None:
-    """Serve (stdio or HTTP) or run the demo. Operator errors (a refused network configuration, a bad config file
+    """Serve (stdio or HTTP). Operator errors (a refused network configuration, a bad config file
     or setting) and store errors propagate to `exit_status`."""
     settings = settings_from_args(args)
-    if args.command == "demo":
-        from mcp_offload.cli.demo import run_demo
-
-        status: int = anyio.run(run_demo, settings)
-        return status
     discover_config(args)
     check_session(args.session, args.transport)
     proxy = proxy_config_from_args(args)  # read first: a bad config file fails before anything starts
@@ -212,20 +269,14 @@ def run(args: argparse.Namespace) -> int | None:
     return None
 
 
-def _run_subcommand(name: str, argv: list[str]) -> int:
-    logging.basicConfig(stream=sys.stderr, level="WARNING", format="%(levelname)s %(name)s: %(message)s")
-    if name == "import-config":
-        from mcp_offload.cli import import_config
+def _run_subcommand(command: Subcommand, argv: list[str]) -> int:
+    """Run a shell-side command; its output may go to a pipe that closes early (`stats --json | head`)."""
+    log_to_stderr("WARNING")
+    module = importlib.import_module(command.module)
 
-        return import_config.main(argv)
-    if name == "stats":
-        from mcp_offload.cli import stats
+    def command_then_flush() -> int:
+        code: int = module.main(argv)
+        sys.stdout.flush()  # a closed pipe shows here at the latest, inside exit_status
+        return code
 
-        return stats.main(argv)
-    if name == "gateway":
-        from mcp_offload.cli import gateway
-
-        return gateway.main(argv)
-    from mcp_offload.cli import outputs
-
-    return outputs.main(argv)
+    return exit_status(command_then_flush)

@@ -13,6 +13,7 @@ gives the same line and status everywhere, and no traceback reaches the terminal
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 
@@ -37,5 +38,18 @@ def exit_status(run: Callable[[], int | None], *, prog: str = "mcp-offload") -> 
     except (OperatorError, OffloadError) as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
         return FAILED
-    except (BrokenPipeError, KeyboardInterrupt):
+    except BrokenPipeError:
+        _discard_stdout()
         return INTERRUPTED
+    except KeyboardInterrupt:
+        return INTERRUPTED
+
+
+def _discard_stdout() -> None:
+    """The reader went away (`… | head`): what is still buffered goes nowhere, so Python's own flush at exit
+    does not raise the same BrokenPipeError again (with a traceback-like "Exception ignored" line)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    finally:
+        os.close(devnull)

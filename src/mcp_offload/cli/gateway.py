@@ -25,8 +25,8 @@ from mcp_offload.gateway.options import DEFAULT_PORT, GatewayOptions
 from mcp_offload.gateway.rewrite import GatewayPolicy
 from mcp_offload.gateway.run import run_gateway
 from mcp_offload.gateway.upstream import ANTHROPIC_DEFAULT, OPENAI_DEFAULT, UpstreamConfig
+from mcp_offload.logs import log_to_stderr
 from mcp_offload.serve.http.auth import parse_tokens
-from mcp_offload.serve.http.logs import log_to_stderr_as_json
 from mcp_offload.serve.http.options import HttpOptions, check_exposure, transport_security
 from mcp_offload.settings import Settings
 
@@ -150,9 +150,8 @@ def _split(value: str | None) -> tuple[str, ...]:
 
 
 def run(args: argparse.Namespace) -> int:
-    logging.getLogger().setLevel(args.log_level.upper())
+    log_to_stderr(args.log_level.upper())
     logging.getLogger("httpx2").setLevel(logging.WARNING)  # the gateway's own line per request says more
-    log_to_stderr_as_json()
     settings = Settings.from_env().with_overrides(store=args.store)
     options = options_from_args(args)
     anyio.run(run_gateway, settings, options)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import json
 import os
 import shutil
 import sys
@@ -20,7 +21,9 @@ from mcp_offload.cli.client_config import (
     ImportPlan,
     claude_desktop_config_path,
     find_servers_path,
+    is_offload_entry,
     load_json_object,
+    offload_entry_of,
     plan_import,
     read_text,
     user_servers_path,
@@ -49,10 +52,53 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def offload_command() -> str:
-    """The absolute path of the `mcp-offload` on PATH (clients often start with a minimal PATH), else the name."""
+# What a client launched from the desktop (Claude Desktop on macOS: launchd's default) finds on its PATH.
+CLIENT_MINIMAL_PATH = os.pathsep.join(("/usr/local/bin", "/usr/bin", "/bin", "/usr/sbin", "/sbin"))
+_SCRIPT_NAMES = ("mcp-offload", "mcp-offload.exe")
+
+
+def offload_command() -> tuple[str, list[str]]:
+    """How the client should start the mcp-offload that is running now, by absolute path: clients start servers
+    with a minimal PATH (a venv that is not activated, ~/.local/bin, Homebrew's bin are usually not on it), so a
+    bare `mcp-offload` fails there with ENOENT. In order: the console script we were started as, the one next to
+    this Python (a venv's bin), the one on PATH, else this Python with `-m mcp_offload`."""
+    argv0 = Path(sys.argv[0]) if sys.argv and sys.argv[0] else None
+    if argv0 is not None and argv0.name.lower() in _SCRIPT_NAMES and argv0.is_file():
+        return os.path.abspath(argv0), []
+    for name in _SCRIPT_NAMES:
+        beside = Path(sys.executable).with_name(name)
+        if beside.is_file():
+            return str(beside), []
     found = shutil.which("mcp-offload")
-    return os.path.abspath(found) if found else "mcp-offload"
+    if found:
+        return os.path.abspath(found), []
+    return os.path.abspath(sys.executable), ["-m", "mcp_offload"]
+
+
+def unreachable_command(plan: ImportPlan) -> str | None:
+    """The offload entry's command when a client with a minimal PATH could not start it (a bare name not found
+    on CLIENT_MINIMAL_PATH), else None."""
+    entry = offload_entry_of(json.loads(plan.client_after), str(plan.servers_path))
+    if entry is None:
+        return None
+    command = entry["command"]
+    if os.sep in command or (os.altsep and os.altsep in command):
+        return None
+    return command if shutil.which(command, path=CLIENT_MINIMAL_PATH) is None else None
+
+
+def unreachable_hint(command: str) -> str:
+    """What to put in the entry instead of a bare `command` a client cannot find."""
+    if is_offload_entry({"command": command}):
+        ours, args = offload_command()
+        instead = " ".join([ours, *args])
+    else:
+        found = shutil.which(command)
+        instead = os.path.abspath(found) if found else f"the absolute path of {command}"
+    return (
+        f"the client entry starts {command!r} by name, which a client started from the desktop "
+        f'(PATH={CLIENT_MINIMAL_PATH}) cannot find; set its "command" to {instead}'
+    )
 
 
 def make_plan(client_path: Path, servers: Path | None) -> ImportPlan:
@@ -62,7 +108,8 @@ def make_plan(client_path: Path, servers: Path | None) -> ImportPlan:
         servers = Path(existing) if existing else user_servers_path()
     servers = servers.expanduser().absolute()
     servers_text = read_text(servers) if servers.exists() else ""
-    plan = plan_import(client_path, client_text, servers, servers_text, offload_command())
+    command, args = offload_command()
+    plan = plan_import(client_path, client_text, servers, servers_text, command, args)
     parse_config(load_json_object(servers, plan.servers_after), source=str(servers), base_dir=servers.parent)
     return plan
 
@@ -104,6 +151,9 @@ def run(args: argparse.Namespace) -> int:
         if not plan.changes:
             print(f"{client_path}: already runs its servers through mcp-offload ({plan.servers_path}); nothing to do")
             return 0
+        unreachable = unreachable_command(plan)
+        if unreachable is not None:
+            print(f"warning: {unreachable_hint(unreachable)}", file=sys.stderr)
         if plan.dropped:
             print(f"note: not keeping mcp-offload entries in servers.json: {', '.join(plan.dropped)}", file=sys.stderr)
         if not args.write:

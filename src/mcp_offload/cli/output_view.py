@@ -47,13 +47,25 @@ def _tokens(meta: OutputMeta) -> str:
     return f"{'~' if meta.tokens_estimated else ''}{meta.tokens:,}"
 
 
+NAME_CHARS = 40
+_NAME_HEAD = 16
+
+
+def short_name(name: str, width: int = NAME_CHARS) -> str:
+    """`name` in at most `width` characters: its start and its end around an ellipsis, so names that share a long
+    prefix (proxied results: `server__tool {"path": …}`) keep the part that tells them apart."""
+    if len(name) <= width:
+        return name
+    return name[:_NAME_HEAD] + "…" + name[-(width - _NAME_HEAD - 1) :]
+
+
 def table_row(out: ScannedOutput, now: float) -> tuple[str, ...]:
     meta = out.meta
     expires = f"in {human_span(out.expires - now)}" if out.expires > now else "expired"
     return (
         meta.handle,
         out.scope[:SESSION_CHARS],
-        (meta.name or "-")[:40],
+        short_name(meta.name or "-"),
         meta.kind,
         human_bytes(meta.size),
         _tokens(meta),

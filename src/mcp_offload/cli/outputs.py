@@ -13,29 +13,28 @@ import json
 import re
 import sys
 import time
-from pathlib import Path
 
 import anyio
 
 from mcp_offload.cli.exit_status import CommandDeclined, exit_status
 from mcp_offload.cli.output_view import as_json, human_bytes, rebuild_ingested, render_show, render_table
+from mcp_offload.cli.store_location import missing_store
 from mcp_offload.errors import ExpiredHandle, InvalidHandle, UnknownHandle
 from mcp_offload.settings import Settings
-from mcp_offload.store import AdminStore, ScannedOutput, is_redis_location, open_store
+from mcp_offload.store import AdminStore, ScannedOutput, open_store
 from mcp_offload.store.handles import validate_handle
 from mcp_offload.store.lifecycle import StoreLimits
+from mcp_offload.units import parse_duration
 
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*([smhdw]?)", re.ASCII)
-_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 _SESSION = re.compile(r"[0-9a-f]{1,32}", re.ASCII)
 
 
 def duration(text: str) -> float:
     """`90s`, `15m`, `2h`, `3d`, `1w` (a bare number is seconds) → seconds."""
-    match = _DURATION.fullmatch(text.strip().lower())
-    if not match:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a duration like 90s, 15m, 2h, 3d")
-    return float(match.group(1)) * _UNITS[match.group(2)]
+    try:
+        return parse_duration(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def session_prefix(text: str) -> str:
@@ -72,12 +71,13 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _open(location: str | None) -> tuple[AdminStore | None, Settings]:
-    """The store, or None for a store directory that does not exist (nothing stored yet: not created here)."""
+def _open(location: str | None) -> tuple[AdminStore, Settings]:
+    """The store; `CommandDeclined` for a store directory that does not exist (never created here)."""
     settings = Settings.from_env().with_overrides(store=location)
     where = settings.store_location()
-    if not is_redis_location(where) and not Path(where).expanduser().is_dir():
-        return None, settings
+    problem = missing_store(where)
+    if problem is not None:
+        raise CommandDeclined(problem)
     return open_store(where, limits=StoreLimits.from_settings(settings)), settings
 
 
@@ -93,7 +93,7 @@ def _select(outputs: list[ScannedOutput], args: argparse.Namespace, now: float) 
     ]
 
 
-async def _find(store: AdminStore | None, handles: list[str]) -> dict[str, ScannedOutput]:
+async def _find(store: AdminStore, handles: list[str]) -> dict[str, ScannedOutput]:
     """Each handle's output; `CommandDeclined` (nothing touched) if any is malformed or not in the store."""
     for handle in handles:
         try:
@@ -101,25 +101,24 @@ async def _find(store: AdminStore | None, handles: list[str]) -> dict[str, Scann
         except InvalidHandle:
             shown = handle[:60]
             raise CommandDeclined(f"{shown!r} is not a handle (handles look like out_ + 26 letters/digits)") from None
-    found = {o.meta.handle: o for o in await store.scan()} if store is not None else {}
+    found = {o.meta.handle: o for o in await store.scan()}
     missing = [h for h in handles if h not in found]
     if missing:
         raise CommandDeclined(f"no output {', '.join(missing)} in the store; nothing was removed or shown")
     return {h: found[h] for h in handles}
 
 
-async def _list(store: AdminStore | None, args: argparse.Namespace) -> None:
+async def _list(store: AdminStore, args: argparse.Namespace) -> None:
     now = time.time()
-    outputs = _select(await store.scan() if store is not None else [], args, now)
+    outputs = _select(await store.scan(), args, now)
     if args.json:
         print(json.dumps([as_json(o) for o in outputs], indent=2))
     else:
         sys.stdout.write(render_table(outputs, now))
 
 
-async def _show(store: AdminStore | None, settings: Settings, args: argparse.Namespace) -> None:
+async def _show(store: AdminStore, settings: Settings, args: argparse.Namespace) -> None:
     out = (await _find(store, [args.handle]))[args.handle]
-    assert store is not None  # _find refused otherwise
     try:
         async with store.open(out.scope, out.meta.handle) as stored:
             content = bytes(await anyio.to_thread.run_sync(stored.contiguous))
@@ -150,9 +149,8 @@ async def _remove(store: AdminStore, outputs: list[ScannedOutput]) -> tuple[int,
     return count, freed
 
 
-async def _rm(store: AdminStore | None, args: argparse.Namespace) -> None:
+async def _rm(store: AdminStore, args: argparse.Namespace) -> None:
     found = await _find(store, list(dict.fromkeys(args.handles)))
-    assert store is not None
     for out in found.values():
         count, freed = await _remove(store, [out])
         print(f"removed {out.meta.handle} ({human_bytes(freed)})" if count else f"{out.meta.handle} was already gone")
@@ -168,9 +166,9 @@ def _confirm(question: str, yes: bool) -> None:
         raise CommandDeclined("nothing deleted")
 
 
-async def _clear(store: AdminStore | None, args: argparse.Namespace) -> None:
-    outputs = _select(await store.scan() if store is not None else [], args, time.time())
-    if store is None or not outputs:
+async def _clear(store: AdminStore, args: argparse.Namespace) -> None:
+    outputs = _select(await store.scan(), args, time.time())
+    if not outputs:
         print("nothing to clear")
         return
     which = f"session {args.session}…" if args.session else f"{len({o.scope for o in outputs})} session(s)"
@@ -180,10 +178,7 @@ async def _clear(store: AdminStore | None, args: argparse.Namespace) -> None:
     print(f"removed {count} output(s), {human_bytes(freed)}")
 
 
-async def _gc(store: AdminStore | None) -> None:
-    if store is None:
-        print("nothing to collect (no store yet)")
-        return
+async def _gc(store: AdminStore) -> None:
     before = await store.scan(expired=True)
     report = await store.sweep()
     after = {(o.scope, o.meta.handle) for o in await store.scan(expired=True)}
@@ -208,8 +203,7 @@ async def run(args: argparse.Namespace) -> None:
         else:
             await _gc(store)
     finally:
-        if store is not None:
-            await store.aclose()
+        await store.aclose()
 
 
 def main(argv: list[str]) -> int:

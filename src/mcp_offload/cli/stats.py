@@ -19,6 +19,7 @@ from typing import Any, TextIO
 import anyio
 
 from mcp_offload.cli.exit_status import CommandDeclined, exit_status
+from mcp_offload.cli.store_location import missing_store
 from mcp_offload.errors import OperatorError
 from mcp_offload.gateway.status import gateway_stats, stats_lines
 from mcp_offload.savings import SavingsRow, last_days, open_savings, summarize, summary_json
@@ -44,6 +45,9 @@ def run(args: argparse.Namespace) -> int:
     if not 1 <= args.days <= MAX_DAYS:
         raise OperatorError(f"--days must be between 1 and {MAX_DAYS}")
     location = Settings.from_env().with_overrides(store=args.store).store_location()
+    problem = missing_store(location)
+    if problem is not None:
+        raise CommandDeclined(problem)
     days = last_days(args.days, time.time())
     try:
         rows = anyio.run(_read, location, args.days)

@@ -94,6 +94,9 @@ def _encode(text: str) -> tuple[bytes, tuple[str, ...]]:
         return data, ("content has unpaired UTF-16 surrogates; stored exactly as given (not valid UTF-8 on disk)",)
 
 
+SPLIT_ADVICE = "Split it into parts and offload each."
+
+
 def _prepare_text(
     services: Services, text: str, name: str | None, source: str | None, handle: str | None = None
 ) -> tuple[Ingested, ContentIndex, bytes]:
@@ -102,7 +105,8 @@ def _prepare_text(
     if len(data) > settings.max_output_bytes:
         raise TooLarge(
             f"content is {len(data):,} bytes, over this server's cap of {settings.max_output_bytes:,} bytes; "
-            "nothing was stored. Split it into parts and offload each."
+            "nothing was stored.",
+            SPLIT_ADVICE,
         )
     index = ContentIndex.build(data)
     # The parsed value lives only until the preview is built: the GC stays paused until it is freed, so that it is
@@ -150,8 +154,8 @@ async def ingest_text(
         raise InvalidContent("content is empty; there is nothing to offload.")
     if len(text) > services.settings.max_output_bytes:  # every char is at least one byte: fail before encoding
         raise TooLarge(
-            f"content is over this server's cap of {services.settings.max_output_bytes:,} bytes; nothing was stored. "
-            "Split it into parts and offload each."
+            f"content is over this server's cap of {services.settings.max_output_bytes:,} bytes; nothing was stored.",
+            SPLIT_ADVICE,
         )
     if handle is not None:
         validate_handle(handle)

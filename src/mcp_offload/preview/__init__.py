@@ -3,7 +3,8 @@
 A preview has to say what is there and how to get at it, in a few hundred tokens. `build_preview` is the entry: it
 takes the kind `detect_kind` found (preview/kinds.py) and hands the output to its renderer: json.py (the outline of the
 document, outline.py, and jq examples that run, jq_examples.py), jsonl.py (record count, record outline, sample
-records, per-record filters) or text.py (the first and the last lines). Each renderer fits its rendering to the token
+records, per-record filters) or, for text, text_kinds.py (a log, table, source code, diff, HTML or Markdown,
+told apart by sniff.py) and else text.py (the first and the last lines). Each renderer fits its rendering to the token
 budget with the caller's counter (fit.py); the entry makes the result sendable (no lone surrogates) and, as a last
 resort for tiny budgets, cuts it to fit.
 """
@@ -18,7 +19,8 @@ from mcp_offload.preview.fit import truncate_to_budget
 from mcp_offload.preview.json import json_preview
 from mcp_offload.preview.jsonl import jsonl_preview
 from mcp_offload.preview.kinds import JsonLines, as_json_lines, detect_kind, parse_document
-from mcp_offload.preview.text import text_preview
+from mcp_offload.preview.text import count_lines, text_preview
+from mcp_offload.preview.text_kinds import text_kind_preview
 from mcp_offload.store.base import Kind
 from mcp_offload.unicode import replace_surrogates
 
@@ -72,6 +74,11 @@ def build_preview(
             rendered, data = jsonl_preview(lines, budget, count_tokens)
             return _finish("jsonl", rendered, data, budget, count_tokens)
         kind = "text"
+    if kind == "text":
+        line_count = count_lines(text) if total_lines is None else total_lines
+        described = text_kind_preview(text, budget, count_tokens, line_count)
+        if described is not None:
+            return _finish(kind, *described, budget, count_tokens)
     rendered, data = text_preview(text, budget, count_tokens, total_lines)
     return _finish(kind, rendered, data, budget, count_tokens)
 

@@ -13,14 +13,14 @@ from typing import Any
 from mcp_offload.preview.fit import largest, plural
 from mcp_offload.unicode import replace_surrogates
 
-__all__ = ["text_preview"]
+__all__ = ["count_lines", "text_preview"]
 
 _LINE_WIDTH = 200
 _EDGE_LINES = 200  # candidate lines taken from each end
 _HEAD_SHARE = 0.6
 
 
-def _count_lines(text: str) -> int:
+def count_lines(text: str) -> int:
     """Lines as `ContentIndex` counts them: split on "\\n", a final line without "\\n" still counts."""
     return text.count("\n") + (1 if text and not text.endswith("\n") else 0)
 
@@ -52,7 +52,7 @@ def _edge_lines(text: str, total: int, width: int) -> tuple[list[str], list[str]
 def text_preview(
     text: str, budget: int, count: Callable[[str], int], total_lines: int | None
 ) -> tuple[str, dict[str, Any]]:
-    total = _count_lines(text) if total_lines is None else total_lines
+    total = count_lines(text) if total_lines is None else total_lines
     header = f"text: {plural(total, 'line')}, {plural(len(text), 'char')}"
     width = _LINE_WIDTH
     if 0 < total < 10:  # few, long lines: give each a fair share of the budget instead of 200 chars

@@ -14,6 +14,10 @@ under an `"offload"` key that other MCP clients ignore, per server and once at t
       }
     }
 
+Stdio upstreams inherit the proxy's environment (the client's) minus `MCP_OFFLOAD_*`, with the entry's `env` on
+top; `"inherit_env": false` and `"pass_env": ["NAME", "AWS_*"]` (top level or per server) narrow it. The rule is
+proxy/upstream_env.py's.
+
 Every mistake is a `ConfigError` naming the file, the server and the field, so the user can fix it in one go.
 """
 
@@ -35,7 +39,8 @@ DEFAULT_THRESHOLD_TOKENS = 2000
 DEFAULT_CALL_TIMEOUT_S = 120.0
 DEFAULT_STARTUP_TIMEOUT_S = 30.0
 
-_GLOBAL_KEYS = {"threshold_tokens", "call_timeout_s", "startup_timeout_s", "lazy_tools"}
+_ENV_KEYS = {"inherit_env", "pass_env"}  # stdio upstreams' environment (proxy/upstream_env.py)
+_GLOBAL_KEYS = {"threshold_tokens", "call_timeout_s", "startup_timeout_s", "lazy_tools", *_ENV_KEYS}
 _SERVER_OPTION_KEYS = {
     "threshold_tokens",
     "never",
@@ -44,6 +49,7 @@ _SERVER_OPTION_KEYS = {
     "disabled",
     "call_timeout_s",
     "startup_timeout_s",
+    *_ENV_KEYS,
 }
 # Keys other clients put in an entry (Cline's autoApprove, VS Code's type, …): accepted and ignored.
 _KNOWN_ENTRY_KEYS = {"command", "args", "env", "cwd", "url", "headers", "transport", "type", "offload", "disabled"}
@@ -60,8 +66,10 @@ class ConfigError(OperatorError):
 class StdioTarget:
     command: str
     args: tuple[str, ...] = ()
-    env: dict[str, str] = field(default_factory=dict)  # merged over the SDK's minimal env (HOME, PATH, …)
+    env: dict[str, str] = field(default_factory=dict)  # on top of what it inherits (see proxy/upstream_env.py)
     cwd: str | None = None
+    inherit_env: bool = True  # the proxy's environment minus MCP_OFFLOAD_*; False: the SDK's minimal set
+    pass_env: tuple[str, ...] = ()  # names (shell patterns) passed through either way
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,8 +161,9 @@ def parse_config(data: Any, *, source: str = "config", base_dir: Path | None = N
     if not isinstance(servers, dict):
         raise ConfigError(f'{source}: "mcpServers" must be an object mapping server names to entries')
     glob = _options_object(data.get("offload"), f'{source}: "offload"', _GLOBAL_KEYS)
-    upstreams = tuple(_parse_entry(name, entry, source, base_dir) for name, entry in servers.items())
     where = f'{source}: "offload"'
+    env_rule = _EnvRule(_bool(glob, "inherit_env", where, True), _pass_env(glob, where))
+    upstreams = tuple(_parse_entry(name, entry, source, base_dir, env_rule) for name, entry in servers.items())
     return ProxyConfig(
         upstreams=upstreams,
         threshold_tokens=_int(glob, "threshold_tokens", where, DEFAULT_THRESHOLD_TOKENS),
@@ -164,7 +173,15 @@ def parse_config(data: Any, *, source: str = "config", base_dir: Path | None = N
     )
 
 
-def _parse_entry(name: Any, entry: Any, source: str, base_dir: Path | None) -> UpstreamSpec:
+@dataclass(frozen=True, slots=True)
+class _EnvRule:
+    """The top-level environment options, which each stdio entry's own override (inherit) or extend (pass)."""
+
+    inherit: bool
+    passed: tuple[str, ...]
+
+
+def _parse_entry(name: Any, entry: Any, source: str, base_dir: Path | None, env_rule: _EnvRule) -> UpstreamSpec:
     where = f"{source}: server {name!r}"
     if not isinstance(name, str) or not name.strip():
         raise ConfigError(f"{source}: server names must be non-empty strings")
@@ -189,15 +206,17 @@ def _parse_entry(name: Any, entry: Any, source: str, base_dir: Path | None) -> U
     if has_command:
         if declared_norm not in (None, *_STDIO):
             raise ConfigError(f'{where}: transport {declared!r} needs a "url", not a "command"')
-        return UpstreamSpec(name, _stdio_target(entry, where, base_dir), options)
+        return UpstreamSpec(name, _stdio_target(entry, where, base_dir, env_rule), options)
     if has_url:
+        if isinstance(entry.get("offload"), dict) and _ENV_KEYS & set(entry["offload"]):
+            raise ConfigError(f'{where}: "inherit_env" and "pass_env" are for stdio servers (a "command")')
         if declared_norm in _STDIO:
             raise ConfigError(f'{where}: transport "stdio" needs a "command", not a "url"')
         return UpstreamSpec(name, _remote_target(entry, where, declared_norm), options)
     raise ConfigError(f'{where}: needs "command" (a local stdio server) or "url" (a remote server)')
 
 
-def _stdio_target(entry: dict[str, Any], where: str, base_dir: Path | None) -> StdioTarget:
+def _stdio_target(entry: dict[str, Any], where: str, base_dir: Path | None, env_rule: _EnvRule) -> StdioTarget:
     command = entry["command"]
     if not isinstance(command, str) or not command.strip():
         raise ConfigError(f'{where}: "command" must be a non-empty string')
@@ -216,7 +235,23 @@ def _stdio_target(entry: dict[str, Any], where: str, base_dir: Path | None) -> S
     for text in (command, *args, *env.keys(), *env.values(), cwd or ""):
         if "\x00" in text:
             raise ConfigError(f"{where}: command, args, env and cwd cannot contain NUL characters")
-    return StdioTarget(command=command, args=tuple(args), env=env, cwd=cwd)
+    opts = entry.get("offload") or {}
+    at = f'{where}: "offload"'
+    return StdioTarget(
+        command=command,
+        args=tuple(args),
+        env=env,
+        cwd=cwd,
+        inherit_env=_bool(opts, "inherit_env", at, env_rule.inherit),
+        pass_env=tuple(dict.fromkeys((*env_rule.passed, *_pass_env(opts, at)))),
+    )
+
+
+def _pass_env(opts: dict[str, Any], where: str) -> tuple[str, ...]:
+    raw = opts.get("pass_env", [])
+    if not isinstance(raw, list) or not all(isinstance(n, str) and n and "=" not in n for n in raw):
+        raise ConfigError(f'{where}.pass_env must be a list of variable names (or patterns such as "AWS_*")')
+    return tuple(raw)
 
 
 def _remote_target(entry: dict[str, Any], where: str, declared: str | None) -> RemoteTarget:

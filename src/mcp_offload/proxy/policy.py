@@ -32,7 +32,7 @@ from mcp_offload.core.encoded_bytes import decode_base64
 from mcp_offload.core.render import describe_size, render_reference
 from mcp_offload.core.results import OffloadOutput, OutputFacts
 from mcp_offload.core.services import Services
-from mcp_offload.errors import OffloadError
+from mcp_offload.errors import OffloadError, TooLarge
 from mcp_offload.proxy.fallback import inline_fallback
 from mcp_offload.server.content_blocks import payload_of
 from mcp_offload.server.resources import resource_link_of
@@ -219,7 +219,8 @@ class OffloadPolicy:
             return await self._offload(result, parts, scope, source, public_name, arguments, threshold, inline_budget)
         except OffloadError as exc:  # store full / unavailable / over the size cap: never lose the result
             log.warning("could not offload the result of %s: %s", public_name, exc)
-            return inline_fallback(result, str(exc).rstrip("."), public_name), PASSED
+            reason = exc.reason if isinstance(exc, TooLarge) else str(exc)  # not the advice to split: it is not ours
+            return inline_fallback(result, reason.rstrip("."), public_name), PASSED
 
     async def _offload(
         self,

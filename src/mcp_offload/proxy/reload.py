@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 import os
 import signal
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -36,14 +35,14 @@ def fingerprint(path: Path) -> Fingerprint:
 
 
 async def reload_config(router: ProxyRouter, path: Path) -> bool:
-    """Read `path` and apply it. A bad file keeps the old config (one line on stderr); returns whether applied."""
+    """Read `path` and apply it. A bad file keeps the old config (one WARNING log line); returns whether applied."""
     try:
         config = load_config(path)
     except ConfigError as exc:
-        print(f"mcp-offload: config reload refused, the running config is kept: {exc}", file=sys.stderr, flush=True)
+        log.warning("config reload refused, the running config is kept: %s", exc)
         return False
     added, removed, restarted = await router.reconfigure(config)
-    log.warning(
+    log.info(
         "config reloaded from %s: added %s, removed %s, restarted %s",
         path,
         ", ".join(added) or "none",

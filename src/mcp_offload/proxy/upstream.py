@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
@@ -45,6 +46,8 @@ _R = TypeVar("_R")
 MAX_LIST_PAGES = 1000  # a paginator that never ends cannot hang the proxy
 MAX_BACKOFF_S = 60.0
 STDERR_TAIL_LINES = 20
+EXPLAIN_LINES = 6  # stderr lines shown for a failed start (the error and the hints after it)
+EXPLAIN_CHARS = 900
 STDERR_GRACE_S = 0.5  # how long a failed start waits for the server's last stderr lines
 PING_TIMEOUT_S = 3.0
 CLIENT_INFO = types.Implementation(name="mcp-offload-proxy", version=__version__)
@@ -68,6 +71,7 @@ class UpstreamStatus:
     restarts: int
     last_error: str | None
     stderr_tail: tuple[str, ...]
+    last_error_at: float | None = None  # when the last failure happened (time.time())
 
 
 CatalogListener = Callable[["Upstream", Catalog], Awaitable[None]]  # (upstream, its previous catalog)
@@ -92,6 +96,7 @@ class Upstream:
         self.catalog_version = 0  # bumped whenever `catalog` is replaced
         self.state: State = "starting"
         self.last_error: str | None = None
+        self.last_error_at: float | None = None
         self.restarts = 0
         self.protocol_version: str | None = None
         self._on_catalog_changed = on_catalog_changed
@@ -168,10 +173,11 @@ class Upstream:
 
     def _fail(self, reason: str, *, was_ready: bool, exc: BaseException | None = None) -> None:
         detail = reason
-        tail = [line for line in self._stderr if line.strip()]
-        if tail and not was_ready:
-            detail += f"; its stderr ended with: {tail[-1][:300]}"
+        explanation = explain_from_stderr(self._stderr) if not was_ready else ""
+        if explanation:
+            detail += f"; its stderr ended with: {explanation}"
         self.last_error = detail
+        self.last_error_at = time.time()
         delay = 0.0 if self._failures == 0 else min(MAX_BACKOFF_S, 2.0 ** (self._failures - 1))
         self._failures += 1
         self._next_attempt = time.monotonic() + delay
@@ -355,7 +361,9 @@ class Upstream:
         try:
             with anyio.fail_after(PING_TIMEOUT_S):
                 if client.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS:
-                    await client.send_ping()
+                    # the session's ping: Client.send_ping warns (deprecated in 2026-07-28) even when the upstream
+                    # speaks 2025-11-25, which is the only case we ping
+                    await client.session.send_ping()
                 else:  # ping is gone in 2026-07-28: the cheapest request left
                     await client.list_tools()
             return True
@@ -376,6 +384,7 @@ class Upstream:
             restarts=self.restarts,
             last_error=self.last_error,
             stderr_tail=tuple(self._stderr)[-5:] if self.state != "ready" else (),
+            last_error_at=self.last_error_at,
         )
 
 
@@ -390,6 +399,29 @@ async def _all_pages(fetch: Callable[..., Awaitable[Any]], attr: str) -> list[An
             return items
     log.warning("stopped listing %s after %d pages", attr, MAX_LIST_PAGES)
     return items
+
+
+_REASON = re.compile(r"error|exception|fatal|fail|denied|not found|no such|cannot|can't|invalid|refused", re.I)
+
+
+def explain_from_stderr(lines: Iterable[str]) -> str:
+    """The few stderr lines that say why a server did not start, joined with " | ": its last lines (a launcher such
+    as uvx often ends with a hint after the real error), plus the last line that reads like an error if it came
+    earlier. At most EXPLAIN_LINES lines and EXPLAIN_CHARS characters, the newest kept."""
+    kept = [line.strip() for line in lines if line.strip()]
+    window = kept[-EXPLAIN_LINES:]
+    earlier = [line for line in kept[: max(len(kept) - EXPLAIN_LINES, 0)] if _REASON.search(line)]
+    if earlier and not any(_REASON.search(line) for line in window):
+        window = [earlier[-1], "…", *window[1:]]
+    chosen: list[str] = []
+    size = 0
+    for line in reversed(window):
+        line = line[:300]
+        if chosen and size + len(line) > EXPLAIN_CHARS:
+            break
+        chosen.insert(0, line)
+        size += len(line) + 3
+    return " | ".join(chosen)
 
 
 def _describe(exc: BaseException) -> str:

@@ -41,6 +41,7 @@ from typing import Any
 import anyio
 
 from mcp_offload.errors import QueryError
+from mcp_offload.os_support import O_CLOEXEC, O_NOFOLLOW, O_NONBLOCK
 from mcp_offload.retrieve.jq_program import check_kind, check_program
 from mcp_offload.retrieve.jq_worker.protocol import FRAME, MAX_FRAME, cache_serves, decode_frame, encode_frame
 from mcp_offload.store.base import OutputMeta, StoredOutput
@@ -54,7 +55,7 @@ _WORKER_BOOTSTRAP = (
     "import sys; sys.path.append(sys.argv[1]); from jq_worker.main import main; sys.exit(main(sys.argv[2:]))"
 )
 _PROCFS = Path("/proc/self/stat").exists()
-_OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK  # a planted FIFO must not block us
+_OPEN_FLAGS = os.O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK  # a planted FIFO must not block us
 _SOCKET_BUFFER = 4 * 1024 * 1024
 _START_TIMEOUT_S = 30.0
 _REAP_TIMEOUT_S = 5.0

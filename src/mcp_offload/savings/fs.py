@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
+from mcp_offload.os_support import O_CLOEXEC, O_NOFOLLOW
 from mcp_offload.savings.record import COUNTERS, FLUSH_INTERVAL_S, Batch, SavingsKey, SavingsRecord
 
 log = logging.getLogger(__name__)
@@ -47,7 +48,7 @@ class FilesystemSavings(SavingsRecord):
                 continue
             by_day.setdefault(key.day, []).append(line)
         for day, lines in by_day.items():
-            flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+            flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | O_NOFOLLOW | O_CLOEXEC
             fd = os.open(self._path(day), flags, 0o600)
             try:
                 for line in lines:
@@ -59,7 +60,7 @@ class FilesystemSavings(SavingsRecord):
         found: list[tuple[SavingsKey, dict[str, int]]] = []
         for day in days:
             try:
-                fd = os.open(self._path(day), os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+                fd = os.open(self._path(day), os.O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
             except FileNotFoundError:
                 continue
             with os.fdopen(fd, "rb") as file:

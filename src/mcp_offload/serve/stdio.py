@@ -17,6 +17,8 @@ from typing import Any
 
 from mcp.server.stdio import stdio_server
 
+from mcp_offload.serve.stdio_rejects import AnsweringReadStream
+
 
 @asynccontextmanager
 async def stdio_streams() -> AsyncIterator[tuple[Any, Any]]:
@@ -32,15 +34,16 @@ async def stdio_streams() -> AsyncIterator[tuple[Any, Any]]:
     write buffer's high-water mark is 0, so `flush` waits until it is empty, as a blocking flush would); the fds
     are restored on exit. Used only when stdin and stdout are pipes or sockets: a terminal or a file is left to the
     SDK, because making it non-blocking would change it for every process sharing it (and asyncio cannot poll
-    files). Lines of any length are read (an `offload` call may carry megabytes).
+    files). Lines of any length are read (an `offload` call may carry megabytes). A line that is not a JSON-RPC
+    message gets a JSON-RPC error back (stdio_rejects.py), not silence.
     """
     try:
         loop = asyncio.get_running_loop()
     except RuntimeError:  # pragma: no cover - anyio on trio
         loop = None
     if loop is None or sys.platform == "win32" or not (_is_pipe(0) and _is_pipe(1)):
-        async with stdio_server() as streams:
-            yield streams
+        async with stdio_server() as (read, write):
+            yield AnsweringReadStream(read, write), write
         return
     import fcntl
 
@@ -64,8 +67,8 @@ async def stdio_streams() -> AsyncIterator[tuple[Any, Any]]:
         write_transport.set_write_buffer_limits(high=0)  # flush = everything is in the pipe
         # stdio_server is typed for anyio's file wrappers; ours have the same async read/write/iteration surface
         wire_in_lines, wire_out_writer = _WireLines(reader), _WireOut(write_transport, protocol)
-        async with stdio_server(stdin=wire_in_lines, stdout=wire_out_writer) as streams:  # type: ignore[arg-type]
-            yield streams
+        async with stdio_server(stdin=wire_in_lines, stdout=wire_out_writer) as (read, write):  # type: ignore[arg-type]
+            yield AnsweringReadStream(read, write), write
     finally:
         if read_transport is not None:
             read_transport.close()

@@ -80,6 +80,7 @@ def build_server(
     `session`: the run scope is that named session's (shared with `Compactor(session=…)` and other processes
     naming it on the same store) instead of a fresh private one."""
     policy: ScopePolicy = scope_policy or RunScope()
+    private = scope_policy is None and session is None  # one process, one fresh session: handles do not travel
     own_tools = [spec.to_tool() for spec in TOOLS]
     own_schemas = {tool.name: tool.input_schema for tool in own_tools}  # built once, not per 2026-07-28 call
     ext = Extensions([*extensions, SavingsTap(services.savings, services.tokens)])  # the tap innermost
@@ -97,7 +98,12 @@ def build_server(
     def tool_call(ctx: ServerRequestContext[RunState]) -> ToolCall:
         # report_progress is a no-op when the client sent no progress token (in-process clients pass a callback
         # instead of a token, so the token cannot be checked here); the heartbeat only calls it after ~1 s of work.
-        return ToolCall(services=services, session=scope_of(ctx), progress=ctx.session.report_progress)
+        return ToolCall(
+            services=services,
+            session=scope_of(ctx),
+            progress=ctx.session.report_progress,
+            private_session=private,
+        )
 
     async def list_tools(
         ctx: ServerRequestContext[RunState], params: types.PaginatedRequestParams | None

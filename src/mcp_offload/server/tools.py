@@ -80,6 +80,7 @@ class ToolCall:
     services: Services
     session: api.SessionScope  # whose outputs the call sees (its `.key` is the store's scope key)
     progress: ProgressFn | None = None  # set when the client asked for progress (sent a progress token)
+    private_session: bool = False  # a stdio server's own session: outputs of other processes are not visible
 
 
 @dataclass(frozen=True, slots=True)
@@ -273,6 +274,13 @@ def _validation_message(spec: ToolSpec, exc: ValidationError) -> str:
     return f"Invalid arguments for {spec.name}: " + "; ".join(problems)
 
 
+OTHER_PROCESS_HINT = (
+    "This server has a private session: outputs stored by another mcp-offload process or an earlier run are not "
+    "visible here. To share them, start every process with the same --session NAME (env MCP_OFFLOAD_SESSION; "
+    "a Compactor: session=NAME)."
+)
+
+
 def error_result(message: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(type="text", text=message)], is_error=True)
 
@@ -287,7 +295,10 @@ async def call_tool(spec: ToolSpec, call: ToolCall, arguments: dict[str, Any] | 
     try:
         reply = await spec.handler(call, args)
     except UnknownHandle as exc:
-        return error_result(f"{exc}. {await api.known_handles(call.services, call.session)}")
+        hint = await api.known_handles(call.services, call.session)
+        if call.private_session:
+            hint += f" {OTHER_PROCESS_HINT}"
+        return error_result(f"{exc}. {hint}")
     except OffloadError as exc:
         return error_result(str(exc))
     except Exception:

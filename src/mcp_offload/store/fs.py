@@ -33,7 +33,6 @@ from __future__ import annotations
 import builtins
 import contextlib
 import errno
-import fcntl
 import logging
 import mmap
 import os
@@ -47,7 +46,13 @@ from pathlib import Path
 import anyio
 import orjson
 
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not Linux/macOS: FilesystemStore refuses to start (os_support.py)
+    fcntl = None  # type: ignore[assignment]
+
 from mcp_offload.errors import HandleExists, OffloadError, StoreFull, StoreUnavailable, UnknownHandle
+from mcp_offload.os_support import O_CLOEXEC, O_DIRECTORY, O_NOFOLLOW, missing_for_fs_store
 from mcp_offload.store.base import OutputMeta, ScannedOutput, StoredOutput
 from mcp_offload.store.content_index import ContentIndex
 from mcp_offload.store.handles import validate_handle, validate_scope
@@ -65,9 +70,9 @@ from mcp_offload.store.lifecycle import (
 
 log = logging.getLogger(__name__)
 
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-_NEW_FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
+_DIR_FLAGS = os.O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC
+_NEW_FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_NOFOLLOW | O_CLOEXEC
+_READ_FLAGS = os.O_RDONLY | O_NOFOLLOW | O_CLOEXEC
 CONTENT, INDEX, META, LOCK = "content", "index", "meta.json", "lock"
 DEBRIS_GRACE_S = 60.0
 _FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
@@ -114,17 +119,24 @@ class FilesystemStore:
         self._base = self.root / "v1"
         self._last_sweep = clock()
         self._facts: dict[tuple[str, str], tuple[int, float]] = {}
+        missing = missing_for_fs_store()
+        if missing:
+            raise StoreUnavailable(
+                f"the filesystem store needs {', '.join(missing)}, which this platform lacks (supported: Linux, "
+                "macOS); use a Redis store instead: --store redis://host:port/db"
+            )
         try:
             self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
             for sub in ("", "tmp", "scopes", "tombs"):
                 (self._base / sub).mkdir(mode=0o700, exist_ok=True)
             for path in (self.root, self._base, *(self._base / s for s in ("tmp", "scopes", "tombs"))):
                 if path.is_symlink() or not path.is_dir():
-                    raise StoreUnavailable("the store directory is not a plain directory; check --store")
+                    raise StoreUnavailable(f"the store directory {path} is not a plain directory; check --store")
         except OSError as exc:
-            raise StoreUnavailable(f"cannot create the store directory: {exc.strerror}") from exc
+            where = exc.filename or self.root
+            raise StoreUnavailable(f"cannot create the store directory {where}: {exc.strerror}") from exc
         with contextlib.suppress(OSError):  # a read-only store still serves reads
-            os.close(os.open(self._base / LOCK, os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600))
+            os.close(os.open(self._base / LOCK, os.O_RDONLY | os.O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600))
         self.clean_debris()
 
     # -- path walking ---------------------------------------------------------------------------------
@@ -147,7 +159,7 @@ class FilesystemStore:
     @contextlib.contextmanager
     def _store_lock(self) -> Iterator[None]:
         """Exclusive, store-wide (all processes): quota check + eviction + publish happen under it."""
-        fd = os.open(self._base / LOCK, os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        fd = os.open(self._base / LOCK, os.O_RDONLY | os.O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             yield
@@ -373,9 +385,7 @@ class FilesystemStore:
     def _write_tombstone(self, scope: str, handle: str, reason: str) -> None:
         try:
             with self._dir("tombs", scope, create=True) as fd:
-                tomb = os.open(
-                    handle, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=fd
-                )
+                tomb = os.open(handle, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o600, dir_fd=fd)
                 try:
                     os.write(tomb, reason.encode("ascii"))
                     now_ns = self._now_ns()

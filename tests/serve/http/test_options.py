@@ -46,6 +46,22 @@ async def test_host_and_origin_checks(services: Services) -> None:
         assert "mcp-session-id" not in r.headers
 
 
+@pytest.mark.parametrize("tokens", [(), (TOKEN_A,)], ids=["tokenless", "token"])
+async def test_every_route_but_healthz_checks_host_and_origin(services: Services, tokens: tuple[str, ...]) -> None:
+    """A page on a rebound name must not read the status page, /stats or the login route (421 / 403 before auth)."""
+    auth = {"Authorization": f"Bearer {TOKEN_A}"} if tokens else {}
+    options = HttpOptions(transport="http", tokens=tokens)
+    async with serving(services, options) as base, httpx2.AsyncClient(timeout=10) as http:
+        for path in ("/", "/stats", "/stats?days=3", "/login", "/nowhere"):
+            foreign = await http.get(base + path, headers={"Host": "evil.example", **auth})
+            assert foreign.status_code == 421, (path, foreign.status_code)
+            assert "tokens" not in foreign.text and "<html" not in foreign.text
+            cross = await http.get(base + path, headers={"Origin": "http://evil.example", **auth})
+            assert cross.status_code == 403, (path, cross.status_code)
+        assert (await http.get(base + "/stats", headers=auth)).status_code == 200
+        assert (await http.get(base + "/healthz", headers={"Host": "10.0.0.7:8765"})).status_code == 200
+
+
 def test_security_settings_and_exposure() -> None:
     open_lan = HttpOptions(host="0.0.0.0")
     with pytest.raises(RefusedConfig, match="without a token"):

@@ -93,6 +93,77 @@ async def test_the_page_renders_in_a_real_browser(services: Services, tmp_path: 
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5_000  # a real, non-blank render
 
 
+async def test_a_browser_logs_in_to_the_status_page_of_a_server_with_a_token(
+    services: Services, tmp_path: Path
+) -> None:
+    """Headless Chromium: without a credential `/` is an HTML login page (401); the login link sets the cookie and
+    lands on the page itself. The cookie is HttpOnly and SameSite=Strict, is not the token, and opens only the
+    status routes, never /mcp."""
+    browser = _chromium()
+    if browser is None:
+        pytest.skip("BROWSER TEST SKIPPED: chromium is not installed (apt-get install chromium)")
+    options = HttpOptions(transport="http", tokens=(TOKEN_A,))
+    async with serving(services, options) as base:
+        async with connect(base, "http", "legacy", TOKEN_A) as client:
+            await client.call_tool("offload", {"content": "word " * 20_000})
+        flags = [browser, "--headless", "--no-sandbox", "--disable-gpu", f"--user-data-dir={tmp_path / 'profile'}"]
+        locked = await _run([*flags, "--dump-dom", base + "/"], tmp_path)
+        page = await _run([*flags, "--dump-dom", f"{base}/login?token={TOKEN_A}"], tmp_path)
+        async with httpx2.AsyncClient(timeout=30, follow_redirects=False) as http:
+            anonymous = await http.get(base + "/")
+            form = await http.post(
+                base + "/login",
+                content=f"token={TOKEN_A}",
+                headers={"Content-Type": "application/x-www-form-urlencoded", "Origin": base},
+            )
+            wrong = await http.post(base + "/login", content="token=" + "x" * 32, headers={"Origin": base})
+            cookie = form.headers["set-cookie"]
+            value = cookie.split(";", 1)[0].split("=", 1)[1]
+            jar = {"Cookie": f"mcp_offload_status={value}"}
+            with_cookie = await http.get(base + "/", headers=jar)
+            stats_with_cookie = await http.get(base + "/stats", headers=jar)
+            mcp_with_cookie = await http.post(
+                base + "/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "ping"}, headers=jar
+            )
+            forged = await http.get(base + "/", headers={"Cookie": "mcp_offload_status=" + value[:-4] + "0000"})
+            cross_site = await http.post(
+                base + "/login", content=f"token={TOKEN_A}", headers={"Origin": "http://evil.example"}
+            )
+    assert "Log in to see this server's status" in locked and "net tokens saved" not in locked
+    assert "net tokens saved per day" in page and "<rect" in page and "Today" in page  # logged in, on the page
+    assert anonymous.status_code == 401 and anonymous.headers["content-type"].startswith("text/html")
+    assert '<form method="post" action="/login">' in anonymous.text or "<form method=post" in anonymous.text
+    assert form.status_code == 303 and form.headers["location"] == "/"
+    assert "HttpOnly" in cookie and "SameSite=strict" in cookie.replace("Strict", "strict") and "Path=/" in cookie
+    assert TOKEN_A not in cookie
+    assert wrong.status_code == 401 and "not valid" in wrong.text and "set-cookie" not in wrong.headers
+    assert with_cookie.status_code == 200 and "Upstream servers" in with_cookie.text
+    assert stats_with_cookie.status_code == 200 and stats_with_cookie.json()["total"]["results_seen"] >= 1
+    assert mcp_with_cookie.status_code == 401  # the cookie reads the status, it does not speak MCP
+    assert forged.status_code == 401
+    assert cross_site.status_code == 403
+
+
+async def test_the_page_shows_uptime_usage_today_and_no_data_yet(
+    services: Services, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mcp_offload.serve.http import status_page
+
+    monkeypatch.setattr(status_page, "USAGE_TTL_S", 0.0)  # the store scan is cached 10 s; here each view is fresh
+    async with serving(services, HttpOptions(transport="http")) as base, httpx2.AsyncClient(timeout=30) as http:
+        empty = (await http.get(base + "/?refresh=30")).text
+        async with connect(base, "http", "legacy") as client:
+            await client.call_tool("offload", {"content": "word " * 20_000, "name": "words"})
+        full = (await http.get(base + "/")).text
+        bad_refresh = (await http.get(base + "/?refresh=1")).text
+    assert "No data yet" in empty and "<svg" not in empty
+    assert "<meta http-equiv=refresh content=30>" in empty and "auto-refresh every 30 s" in empty
+    assert "http-equiv=refresh" not in full and "http-equiv=refresh" not in bad_refresh
+    assert "Up " in full and "store: " in full and "1 of 10,000 outputs" in full
+    today = full[full.index("<h2>Today</h2>") : full.index("<h2>Net tokens")]
+    assert "<td>(direct)</td><td>offload</td><td class=n>1</td><td class=n>1</td>" in today
+
+
 async def _run(argv: list[str], home: Path) -> str:
     import anyio
 

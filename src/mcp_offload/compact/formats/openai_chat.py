@@ -38,6 +38,10 @@ class OpenAIChatFormat:
         if role not in ROLES:
             raise bad(index, f"unknown role {role!r} for OpenAI Chat Completions")
         content = message.get("content")
+        if content is None and role in ("system", "developer", "user"):
+            raise bad(index, f'a {role} message needs "content" (a string or a list of parts)')
+        if content is None and role == "assistant" and not message.get("tool_calls") and not message.get("refusal"):
+            raise bad(index, 'an assistant message needs "content" or "tool_calls"')
         if role == "tool":
             call_id = require_str(message.get("tool_call_id"), index, "tool message tool_call_id")
             if isinstance(content, str):

@@ -5,13 +5,14 @@
   stops it, or when the proxy dies in any way, even SIGKILL (Linux: `PR_SET_PDEATHSIG`; elsewhere: it notices its
   parent changed within a second). Without it, `npx`/`uvx` launchers leave their node/python grandchildren
   running after a crash of the proxy.
-- Its stderr is forwarded to ours, each line prefixed with the server name; the last lines are kept (in the
+- Its stderr is logged (one INFO record per line, with the server's name); the last lines are kept (in the
   supervisor's `Link.stderr`) for the error message and the status tool. EOF on that pipe means the whole
   process group is gone, so the connection is marked lost at once.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import sys
@@ -25,11 +26,13 @@ import anyio
 import anyio.from_thread
 import anyio.lowlevel
 from mcp import Client, StdioServerParameters
-from mcp.client.stdio import get_default_environment, stdio_client
+from mcp.client.stdio import stdio_client
 
 from mcp_offload.proxy.config import StdioTarget
 from mcp_offload.proxy.transports.base import Link, UpstreamTransport, UpstreamUnavailable
+from mcp_offload.proxy.upstream_env import upstream_environment
 
+stderr_log = logging.getLogger("mcp_offload.upstream")  # each stderr line of a child, as an INFO record
 REAPER = Path(__file__).resolve().parent.parent / "reaper.py"  # package data (see pyproject.toml)
 REAPED = sys.platform != "win32"  # the SDK puts Windows children in a job object instead
 
@@ -55,11 +58,7 @@ class _StderrTail:
             for raw in pipe:
                 line = raw.decode("utf-8", "replace").rstrip("\r\n")
                 self._keep.append(line[:500])
-                try:
-                    sys.stderr.write(f"[{self._name}] {line}\n")
-                    sys.stderr.flush()
-                except (OSError, ValueError):
-                    pass
+                stderr_log.info("%s", line, extra={"fields": {"server": self._name}})
         with suppress(RuntimeError):  # RuntimeError: the event loop is gone, the proxy is shutting down
             anyio.from_thread.run_sync(self._finish, token=self._token)
 
@@ -94,16 +93,18 @@ class StdioTransport(UpstreamTransport):
 
     def params(self) -> StdioServerParameters:
         target = self.target
-        env = get_default_environment() | target.env
+        env = upstream_environment(
+            os.environ, inherit=target.inherit_env, pass_env=target.pass_env, entry_env=target.env
+        )
         if os.path.sep not in target.command and shutil.which(target.command, path=env.get("PATH")) is None:
             raise UpstreamUnavailable(f"command {target.command!r} was not found on PATH")
         if target.cwd is not None and not os.path.isdir(target.cwd):
             raise UpstreamUnavailable(f"its cwd {target.cwd!r} is not a directory")
         if not REAPED:  # pragma: no cover - the SDK puts Windows children in a job object instead
-            return StdioServerParameters(command=target.command, args=list(target.args), env=target.env, cwd=target.cwd)
+            return StdioServerParameters(command=target.command, args=list(target.args), env=env, cwd=target.cwd)
         return StdioServerParameters(
             command=sys.executable,
             args=["-I", "-S", str(REAPER), target.command, *target.args],
-            env=target.env,
+            env=env,
             cwd=target.cwd,
         )

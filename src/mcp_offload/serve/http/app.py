@@ -4,7 +4,8 @@ savings figures at /stats and a status page at / (both behind the bearer auth, l
 `build_http_app` wires the pieces of this package together: the MCP server with its scope policy (`ConnectionScope`
 keyed by the authenticated principal) and its server middleware (shutdown gate, in-flight count, SSE activity,
 request log, outermost first), the SDK transports with the Host/Origin checks and limits, and the ASGI middleware
-(access log ⊃ bearer auth ⊃ body limit ⊃ routes). It returns what the runner needs for a graceful shutdown.
+(access log ⊃ Host/Origin check ⊃ bearer auth ⊃ body limit ⊃ routes). It returns what the runner needs for a
+graceful shutdown.
 """
 
 from __future__ import annotations
@@ -25,8 +26,10 @@ from starlette.types import ASGIApp
 from mcp_offload.core.services import Services
 from mcp_offload.gateway.status import gateway_stats
 from mcp_offload.serve.http.access_log import AccessLog
-from mcp_offload.serve.http.auth import BearerAuthMiddleware, request_principal
+from mcp_offload.serve.http.auth import BearerAuthMiddleware, TokenCheck, request_principal
 from mcp_offload.serve.http.body_limit import BodyLimit
+from mcp_offload.serve.http.browser_login import BrowserSessions, login_endpoint
+from mcp_offload.serve.http.host_check import HostOriginCheck
 from mcp_offload.serve.http.in_flight import InFlight
 from mcp_offload.serve.http.options import HttpOptions, transport_security
 from mcp_offload.serve.http.request_log import RequestLog
@@ -75,7 +78,11 @@ def build_http_app(services: Services, options: HttpOptions, *, extensions: Sequ
         return await gateway_stats(services)
 
     routes.append(Route("/stats", stats_endpoint(services.savings, gateway_figures), methods=["GET"]))
-    routes.append(Route("/", status_page(services.savings, extensions, gateway_figures), methods=["GET"]))
+    routes.append(Route("/", status_page(services, extensions, gateway_figures), methods=["GET"]))
+    browser = BrowserSessions() if options.tokens else None
+    routes.append(
+        Route("/login", login_endpoint(browser, TokenCheck(options.tokens).authenticate_token), methods=["GET", "POST"])
+    )
     if options.transport in ("http", "both"):
         manager = StreamableHTTPSessionManager(
             app=server,
@@ -108,6 +115,7 @@ def build_http_app(services: Services, options: HttpOptions, *, extensions: Sequ
     app: ASGIApp = Starlette(routes=routes, lifespan=lifespan)
     app = BodyLimit(app, options.max_body_bytes)
     if options.tokens:
-        app = BearerAuthMiddleware(app, options.tokens, open_paths=("/healthz",))
+        app = BearerAuthMiddleware(app, options.tokens, open_paths=("/healthz", "/login"), browser=browser)
+    app = HostOriginCheck(app, security, open_paths=("/healthz",))
     app = AccessLog(app)
     return HttpApp(app=app, gate=gate, in_flight=in_flight)

@@ -26,6 +26,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from mcp_offload.serve.http.browser_login import BROWSER_PATHS, BrowserSessions, login_page
 from mcp_offload.serve.http.rpc_errors import rpc_error
 
 PRINCIPAL_KEY = "mcp_offload.principal"  # in scope["state"]: the authenticated principal id
@@ -79,17 +80,13 @@ class _Credential:
     principal: str
 
 
-class BearerAuthMiddleware:
-    """Require one of `tokens` on every request except `open_paths` (e.g. /healthz)."""
+class TokenCheck:
+    """The configured tokens, compared in constant time: an Authorization header value or a bare token → principal."""
 
-    def __init__(self, app: ASGIApp, tokens: Sequence[str], *, open_paths: Iterable[str] = ("/healthz",)) -> None:
-        if not tokens:
-            raise ValueError("BearerAuthMiddleware needs at least one token")
-        self.app = app
+    def __init__(self, tokens: Sequence[str]) -> None:
         self._credentials = tuple(
             _Credential(hashlib.sha256(t.encode("utf-8")).digest(), principal_id(t)) for t in tokens
         )
-        self._open_paths = frozenset(open_paths)
 
     def authenticate(self, authorization: bytes | None) -> str | None:
         """The principal for an Authorization header value, or None. Constant time in the token's content."""
@@ -105,6 +102,31 @@ class BearerAuthMiddleware:
                 found = credential.principal
         return found
 
+    def authenticate_token(self, token: str) -> str | None:
+        """The principal for a bare token (the browser login form), or None."""
+        return self.authenticate(b"Bearer " + token.encode("utf-8")) if token else None
+
+
+class BearerAuthMiddleware:
+    """Require one of `tokens` on every request except `open_paths` (e.g. /healthz). With `browser`, a status-page
+    cookie (browser_login.py) also admits `GET /` and `GET /stats`, and a browser on `/` gets the login page."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        tokens: Sequence[str],
+        *,
+        open_paths: Iterable[str] = ("/healthz",),
+        browser: BrowserSessions | None = None,
+    ) -> None:
+        if not tokens:
+            raise ValueError("BearerAuthMiddleware needs at least one token")
+        self.app = app
+        self._browser = browser
+        self._check = TokenCheck(tokens)
+        self.authenticate = self._check.authenticate
+        self._open_paths = frozenset(open_paths)
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket") or scope.get("path") in self._open_paths:
             await self.app(scope, receive, send)
@@ -115,9 +137,15 @@ class BearerAuthMiddleware:
                 authorization = value
                 break
         principal = self.authenticate(authorization)
+        reads_status = scope["type"] == "http" and scope.get("method") == "GET" and scope.get("path") in BROWSER_PATHS
+        if principal is None and reads_status and self._browser is not None:
+            principal = self._browser.from_headers(scope.get("headers", ()))
         if principal is None:
             if scope["type"] == "websocket":
                 await send({"type": "websocket.close", "code": 1008})
+                return
+            if reads_status and scope.get("path") == "/" and self._browser is not None:
+                await login_page("Log in to see this server's status.", status=401)(scope, receive, send)
                 return
             await _unauthorized(presented=authorization is not None)(scope, receive, send)
             return

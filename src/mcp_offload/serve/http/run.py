@@ -19,10 +19,10 @@ import uvicorn
 from sse_starlette.sse import AppStatus
 
 from mcp_offload.core.services import Services, build_services
+from mcp_offload.logs import log_to_stderr
 from mcp_offload.proxy import ProxyConfig, open_proxy
 from mcp_offload.serve.http.app import build_http_app
 from mcp_offload.serve.http.in_flight import InFlight
-from mcp_offload.serve.http.logs import log_to_stderr_as_json
 from mcp_offload.serve.http.options import HttpOptions, RefusedConfig, check_exposure, is_loopback
 from mcp_offload.serve.http.shutdown_gate import ShutdownGate
 from mcp_offload.server.extension import Extension
@@ -67,7 +67,8 @@ class GracefulServer(uvicorn.Server):
 async def run_http(settings: Settings, options: HttpOptions, proxy: ProxyConfig | None = None) -> None:
     """The CLI entry: build the services (and the proxy's upstreams), serve until SIGTERM/SIGINT, then stop the
     upstreams and close the services (jq workers, store), in that order."""
-    log_to_stderr_as_json()
+    if not logging.getLogger().handlers:  # the CLI set them up already; an embedding caller may not have
+        log_to_stderr()
     services = build_services(settings)
     try:
         async with open_proxy(services, proxy) as extensions:
@@ -101,7 +102,7 @@ async def serve_http(services: Services, options: HttpOptions, *, extensions: Se
         )
         if on
     )
-    log.warning(
+    log.info(
         "mcp-offload %s serving %s (%s)",
         __version__,
         where,

@@ -1,32 +1,41 @@
-"""`GET /`: a small HTML status page: each proxied upstream's state, and an inline SVG bar chart of the net tokens
-saved per day (from the durable savings record). Self-contained: no scripts, no external assets, one request.
-Behind the same bearer auth as /mcp."""
+"""`GET /`: a small HTML status page: uptime, store usage against its quotas, each proxied upstream's state, restarts
+and last error (with when), today's figures per server and tool, and an inline SVG bar chart of the net tokens saved
+per day (from the durable savings record), or a "no data yet" note. `?refresh=N` (5-3600 s) reloads it every N
+seconds (a meta refresh). Self-contained: no scripts, no external assets, one request. Behind the same bearer auth
+as /mcp; a browser logs in at /login (browser_login.py)."""
 
 from __future__ import annotations
 
 import html
+import math
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
 from mcp_offload import __version__
+from mcp_offload.core.services import Services
 from mcp_offload.gateway.status import render_section
 from mcp_offload.proxy.router import ProxyRouter
 from mcp_offload.proxy.upstream import UpstreamStatus
-from mcp_offload.savings import SavingsRecord, last_days, summarize
+from mcp_offload.savings import last_days, summarize
 from mcp_offload.savings.record import DaySummary, SavingsRow
 from mcp_offload.serve.http.stats_endpoint import GatewayFigures, read_gateway, requested_days
 from mcp_offload.server.extension import Extension
+from mcp_offload.store import ScannedOutput
 
 CHART_W, CHART_H, CHART_PAD = 720, 200, 30
+USAGE_TTL_S = 10.0
+MIN_REFRESH_S, MAX_REFRESH_S = 5, 3600
 
 _STYLE = """
 body{font:14px/1.4 system-ui,sans-serif;margin:2em;color:#222;background:#fff}
 h1{font-size:1.4em}h2{font-size:1.1em;margin-top:1.6em}
 table{border-collapse:collapse}td,th{padding:.25em .8em;border-bottom:1px solid #ddd;text-align:left}
 td.n{text-align:right;font-variant-numeric:tabular-nums}
+caption{text-align:left;color:#555}.empty{color:#555}
 .ready{color:#17702a}.failed,.stopped{color:#b00020}.starting,.restarting{color:#8a6d00}
 """
 
@@ -40,12 +49,45 @@ def router_of(extensions: Sequence[Extension]) -> ProxyRouter | None:
     return None
 
 
+@dataclass(frozen=True, slots=True)
+class StoreUsage:
+    outputs: int
+    bytes: int
+    max_outputs: int
+    max_bytes: int
+
+
+class _UsageCache:
+    """Store usage for the page: a scan of the whole store, so at most once per USAGE_TTL_S."""
+
+    def __init__(self, services: Services) -> None:
+        self._services = services
+        self._at = -math.inf
+        self._value: StoreUsage | None = None
+
+    async def get(self) -> StoreUsage | None:
+        scan = getattr(self._services.store, "scan", None)  # every backend is an AdminStore; a test double may not be
+        if scan is None:
+            return None
+        if time.monotonic() - self._at > USAGE_TTL_S:
+            outputs: list[ScannedOutput] = await scan()
+            limits = self._services.settings
+            self._value = StoreUsage(
+                len(outputs), sum(o.meta.size for o in outputs), limits.store_max_outputs, limits.store_max_bytes
+            )
+            self._at = time.monotonic()
+        return self._value
+
+
 def status_page(
-    record: SavingsRecord, extensions: Sequence[Extension], gateway: GatewayFigures | None = None
+    services: Services, extensions: Sequence[Extension], gateway: GatewayFigures | None = None
 ) -> Callable[[Request], Awaitable[HTMLResponse]]:
+    started = time.time()
+    usage = _UsageCache(services)
+
     async def page(request: Request) -> HTMLResponse:
         days = requested_days(request) or 30
-        rows = await record.read(days)
+        rows = await services.savings.read(days)
         summaries, total = summarize(rows, last_days(days, time.time()))
         router = router_of(extensions)
         statuses = [u.status() for u in router.upstreams] if router is not None else None
@@ -56,31 +98,118 @@ def status_page(
                 section = "<h2>LLM gateway</h2><p>The gateway's record is unavailable right now.</p>"
             elif figures["sessions_total"]:
                 section = render_section(figures)  # only when a gateway has served through this store
-        return HTMLResponse(render_page(statuses, summaries, total, section))
+        view = PageView(
+            statuses=statuses,
+            summaries=summaries,
+            total=total,
+            uptime_s=time.time() - started,
+            usage=await usage.get(),
+            refresh_s=_refresh(request),
+            gateway=section,
+        )
+        return HTMLResponse(render_page(view), headers={"Cache-Control": "no-store"})
 
     return page
 
 
-def render_page(
-    statuses: list[UpstreamStatus] | None, summaries: list[DaySummary], total: SavingsRow, gateway: str = ""
-) -> str:
+def _refresh(request: Request) -> int | None:
+    raw = request.query_params.get("refresh", "")
+    return int(raw) if raw.isdigit() and MIN_REFRESH_S <= int(raw) <= MAX_REFRESH_S else None
+
+
+@dataclass(frozen=True, slots=True)
+class PageView:
+    statuses: list[UpstreamStatus] | None
+    summaries: list[DaySummary]
+    total: SavingsRow
+    uptime_s: float = 0.0
+    usage: StoreUsage | None = None
+    refresh_s: int | None = None
+    gateway: str = ""  # the LLM gateway's section (HTML), when a gateway served through this store
+
+
+def render_page(view: PageView) -> str:
+    summaries, total = view.summaries, view.total
+    refresh = f"<meta http-equiv=refresh content={view.refresh_s}>" if view.refresh_s else ""
+    toggle = (
+        f"auto-refresh every {view.refresh_s} s (<a href=?>stop</a>)"
+        if view.refresh_s
+        else "<a href=?refresh=30>auto-refresh every 30 s</a>"
+    )
     parts = [
-        "<!doctype html><html lang=en><head><meta charset=utf-8>",
+        f"<!doctype html><html lang=en><head><meta charset=utf-8>{refresh}",
         "<title>mcp-offload status</title>",
         f"<style>{_STYLE}</style></head><body>",
         f"<h1>mcp-offload {html.escape(__version__)}</h1>",
+        f"<p>Up {_span(view.uptime_s)} · {_usage_line(view.usage)} · {toggle}</p>",
         "<h2>Upstream servers</h2>",
-        _upstreams_table(statuses),
-        f"<h2>Net tokens saved per day (last {len(summaries)} days)</h2>",
-        render_chart(summaries),
-        "<p>Total: "
-        f"{total.results_offloaded:,} of {total.results_seen:,} results offloaded, "
-        f"{total.tokens_kept_out:,} tokens kept out of context, {total.tokens_retrieved:,} pulled back, "
-        f"<strong>{total.tokens_net:,} net saved</strong>. JSON: <a href=stats>/stats</a>.</p>",
-        gateway,
-        "</body></html>",
+        _upstreams_table(view.statuses),
     ]
+    if total.results_seen == 0 and total.retrievals == 0:
+        parts.append(
+            "<h2>Savings</h2><p class=empty>No data yet: no tool result has gone through this server in the last "
+            f"{len(summaries)} days. Figures appear here after the first call.</p>"
+        )
+    else:
+        parts += [
+            "<h2>Today</h2>",
+            _today_table(summaries[-1] if summaries else None),
+            f"<h2>Net tokens saved per day (last {len(summaries)} days)</h2>",
+            render_chart(summaries),
+            "<p>Total: "
+            f"{total.results_offloaded:,} of {total.results_seen:,} results offloaded, "
+            f"{total.tokens_kept_out:,} tokens kept out of context, {total.tokens_retrieved:,} pulled back, "
+            f"<strong>{total.tokens_net:,} net saved</strong>. JSON: <a href=stats>/stats</a>.</p>",
+        ]
+    parts.append(view.gateway)
+    parts.append("</body></html>")
     return "\n".join(parts)
+
+
+def _span(seconds: float) -> str:
+    seconds = max(0, int(seconds))
+    days, rest = divmod(seconds, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    if days:
+        return f"{days}d {hours}h"
+    if hours:
+        return f"{hours}h {minutes}m"
+    return f"{minutes}m {secs}s" if minutes else f"{secs}s"
+
+
+def _size(size: int) -> str:
+    for unit, scale in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
+        if size >= scale:
+            return f"{size / scale:.1f} {unit}"
+    return f"{size} B"
+
+
+def _usage_line(usage: StoreUsage | None) -> str:
+    if usage is None:
+        return "store usage: not available for this store"
+    return (
+        f"store: {_size(usage.bytes)} of {_size(usage.max_bytes)} "
+        f"({100 * usage.bytes / max(usage.max_bytes, 1):.1f}%), {usage.outputs:,} of {usage.max_outputs:,} outputs"
+    )
+
+
+def _today_table(today: DaySummary | None) -> str:
+    if today is None or not today.rows:
+        return "<p class=empty>Nothing yet today.</p>"
+    rows = [
+        f"<table><caption>{html.escape(today.day)} (UTC)</caption><tr><th>server</th><th>tool</th><th>seen</th>"
+        "<th>offloaded</th><th>kept out</th><th>pulled back</th><th>net saved</th></tr>"
+    ]
+    for server, tool, row in [*today.rows, ("", "total", today.total)]:
+        rows.append(
+            f"<tr><td>{html.escape(server or ('' if tool == 'total' else '(direct)'))}</td><td>{html.escape(tool)}</td>"
+            f"<td class=n>{row.results_seen:,}</td><td class=n>{row.results_offloaded:,}</td>"
+            f"<td class=n>{row.tokens_kept_out:,}</td><td class=n>{row.tokens_retrieved:,}</td>"
+            f"<td class=n>{row.tokens_net:,}</td></tr>"
+        )
+    rows.append("</table>")
+    return "".join(rows)
 
 
 def _upstreams_table(statuses: list[UpstreamStatus] | None) -> str:
@@ -88,13 +217,18 @@ def _upstreams_table(statuses: list[UpstreamStatus] | None) -> str:
         return "<p>Not proxying (started without <code>--config</code>).</p>"
     if not statuses:
         return "<p>No upstream servers in the config.</p>"
-    rows = ["<table><tr><th>server</th><th>transport</th><th>state</th><th>tools</th><th>last error</th></tr>"]
+    rows = [
+        "<table><tr><th>server</th><th>transport</th><th>state</th><th>tools</th><th>restarts</th>"
+        "<th>last error</th></tr>"
+    ]
+    now = time.time()
     for s in statuses:
         state = html.escape(s.state)
+        when = f" ({_span(now - s.last_error_at)} ago)" if s.last_error and s.last_error_at else ""
         rows.append(
             f"<tr><td>{html.escape(s.name)}</td><td>{html.escape(s.transport)}</td>"
-            f"<td class={state}>{state}</td><td class=n>{s.tools}</td>"
-            f"<td>{html.escape(s.last_error or '')}</td></tr>"
+            f"<td class={state}>{state}</td><td class=n>{s.tools}</td><td class=n>{s.restarts}</td>"
+            f"<td>{html.escape(s.last_error or '')}{when}</td></tr>"
         )
     rows.append("</table>")
     return "".join(rows)

@@ -1,4 +1,4 @@
-"""JSON-lines logs (http/logs.py): one object per line with the record's `fields`, exceptions included."""
+"""JSON-lines logs (logs.py): one object per line with the record's `fields`, exceptions included."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 import logging
 import sys
 
-from mcp_offload.serve.http.logs import JsonLogFormatter
+from mcp_offload.logs import JsonLogFormatter
 
 
 def test_a_record_becomes_one_json_line_with_its_fields() -> None:

@@ -1,0 +1,116 @@
+"""Log message templates mined with Drain (He et al., ICWS 2017): lines -> templates with counts and first lines.
+
+Drain groups log lines by a fixed-depth prefix tree: first by their token count, then by their first tokens (a
+token holding a digit counts as a variable, `<*>`), and at a leaf joins a line to the most similar template when at
+least `similarity` of the template's fixed tokens equal the line's; the tokens that differ become `<*>`. This is the
+algorithm of IBM's `drain3` (its `Drain` class, same tree, similarity and defaults; a new template masks its
+digit-holding tokens at once, as drain3's usual masking setup does; a leaf holds at most 16 templates, so lines of
+random words cannot make it quadratic), written out here because `drain3`
+0.9.11 (its last release, 2022) pins `cachetools==4.2.1` and `jsonpickle==1.5.1` exactly: installing it would force
+five-year-old versions of two widely shared packages into every environment mcp-offload is installed into, for
+~100 lines of algorithm, and none of its persistence (Kafka, Redis, files) is used here.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from operator import eq
+
+__all__ = ["Template", "TemplateMiner", "tokenize"]
+
+WILDCARD = "<*>"
+_MAX_TOKENS = 64  # longer lines are mined on their first tokens (a log message's shape is in its start)
+
+
+@dataclass(slots=True)
+class Template:
+    tokens: list[str]
+    count: int
+    first_line: int  # 1-based line number of the first line it matched
+    example: str  # that line
+
+    @property
+    def text(self) -> str:
+        return " ".join(self.tokens)
+
+
+@dataclass(slots=True)
+class _Node:
+    children: dict[str, _Node] = field(default_factory=dict)
+    templates: list[Template] = field(default_factory=list)
+
+
+def tokenize(line: str) -> list[str]:
+    return line.split(None, _MAX_TOKENS)[:_MAX_TOKENS]
+
+
+_has_digit = re.compile(r"\d").search
+
+
+class TemplateMiner:
+    """Drain's online clustering: `add` each line in order, then `templates` (most frequent first)."""
+
+    def __init__(
+        self,
+        depth: int = 4,
+        similarity: float = 0.4,
+        max_children: int = 100,
+        max_templates: int = 2000,
+        max_per_leaf: int = 16,
+    ):
+        self._prefix_tokens = max(1, depth - 3)  # drain3: root, token count, then depth - 3 first tokens
+        self._similarity = similarity
+        self._max_children = max_children
+        self._max_templates = max_templates
+        self._max_per_leaf = max_per_leaf
+        self.unmatched = 0  # lines that fit no template once a leaf (or the miner) was full
+        self._root = _Node()
+        self._all: list[Template] = []
+
+    def add(self, line: str, line_number: int) -> Template | None:
+        """Join `line` to its template (or start one); None for a blank line or when a template cap is reached."""
+        tokens = tokenize(line)
+        if not tokens:
+            return None
+        masked = [WILDCARD if _has_digit(t) else t for t in tokens]  # as drain3's masking turns them into <NUM>
+        leaf = self._leaf(masked)
+        best, best_sim, best_params = None, -1.0, -1
+        for template in leaf.templates:
+            # Drain's similarity: the template's tokens equal to the line's, over its length; a masked token equals
+            # a masked one (drain3's <NUM> equals <NUM>). Ties go to the template with more parameters.
+            sim = sum(map(eq, template.tokens, masked)) / len(masked)
+            params = template.tokens.count(WILDCARD)
+            if sim > best_sim or (sim == best_sim and params > best_params):
+                best, best_sim, best_params = template, sim, params
+        if best is not None and best_sim >= self._similarity:
+            if best_sim < 1.0:
+                best.tokens = [old if old == new else WILDCARD for old, new in zip(best.tokens, masked, strict=True)]
+            best.count += 1
+            return best
+        if len(self._all) >= self._max_templates or len(leaf.templates) >= self._max_per_leaf:
+            # Lines too varied to share templates (random words after one prefix) would each start one, and every
+            # later line would be compared with all of them: quadratic. A full leaf takes no new templates.
+            self.unmatched += 1
+            return None
+        template = Template(masked, 1, line_number, line)
+        leaf.templates.append(template)
+        self._all.append(template)
+        return template
+
+    def templates(self) -> list[Template]:
+        """Most frequent first; ties by first appearance."""
+        return sorted(self._all, key=lambda t: (-t.count, t.first_line))
+
+    def _leaf(self, masked: list[str]) -> _Node:
+        node = self._root.children.setdefault(str(len(masked)), _Node())
+        for key in masked[: self._prefix_tokens]:
+            child = node.children.get(key)
+            if child is None:
+                if len(node.children) >= self._max_children:
+                    key = WILDCARD
+                    child = node.children.get(key)
+                if child is None:
+                    child = node.children[key] = _Node()
+            node = child
+        return node

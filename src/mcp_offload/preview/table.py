@@ -1,0 +1,261 @@
+"""The preview of a table (CSV, TSV, `;`- or `|`-separated): delimiter, header, column types, rows, sample rows.
+
+A table is sniffed from its first lines (`sniff_delimiter`: the delimiter that splits at least 90 % of them into
+the same number of fields, two or more). Its columns are typed from the first `_SAMPLE_ROWS` rows (integer,
+number, boolean, date, datetime, text; with the range of numbers and the values of a text column that holds few),
+so the work does not grow with the table. Rows are lines: a row count is exact unless a quoted field spans lines
+(then it is marked "~"). The ready calls read rows by line and find the rows where a column holds a value, with a
+pattern that skips the fields before it (quoted fields included).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from mcp_offload.preview.calls import RetrievalCall, read_lines, regex_escape, search_pattern
+from mcp_offload.preview.fit import largest, plural
+from mcp_offload.preview.listing import Listing, fit_listing
+from mcp_offload.unicode import replace_surrogates
+
+__all__ = ["sniff_delimiter", "table_preview"]
+
+_DELIMITERS = ("\t", ",", ";", "|")
+_NAMES = {"\t": "tab", ",": "comma", ";": "semicolon", "|": "pipe"}
+_CONSISTENT = 0.9
+_SNIFF_ROWS = 200
+_SAMPLE_CHARS = 1_000_000
+_SAMPLE_ROWS = 2_000
+_FEW_VALUES = 12
+_CELL_WIDTH = 40
+_ROW_WIDTH = 200
+_SAMPLE_SHOWN = 3
+_SAMPLE_MAX = 40
+_ROWS_READ = 20
+
+_INT = re.compile(r"[-+]?\d{1,18}\Z")
+_FLOAT = re.compile(r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|inf|nan)\Z", re.IGNORECASE)
+_BOOL = frozenset({"true", "false", "yes", "no", "t", "f"})
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}\Z")
+_DATETIME = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?\Z")
+
+
+def _rows(text: str, delimiter: str) -> list[list[str]]:
+    try:
+        return list(csv.reader(io.StringIO(text), delimiter=delimiter, strict=False))
+    except csv.Error:  # a NUL byte, a field over the size limit
+        return []
+
+
+def sniff_delimiter(lines: list[str]) -> str | None:
+    """The delimiter splitting >= 90 % of the non-blank `lines` (3 or more) into one field count >= 2, else None."""
+    sample = [line for line in lines[:_SNIFF_ROWS] if line.strip()]
+    if len(sample) < 3:
+        return None
+    best: tuple[float, int, str] | None = None
+    for delimiter in _DELIMITERS:
+        if not any(delimiter in line for line in sample[:3]):
+            continue
+        rows = _rows("\n".join(sample), delimiter)
+        if len(rows) < 3:
+            continue
+        widths = Counter(len(r) for r in rows)
+        width, same = widths.most_common(1)[0]
+        share = same / len(rows)
+        least = 2 if delimiter in "\t," else 3
+        fits = width >= least and share >= _CONSISTENT and len(rows[0]) == width
+        if fits and (best is None or share > best[0]):
+            best = (share, width, delimiter)
+    return best[2] if best else None
+
+
+@dataclass(slots=True)
+class _Column:
+    name: str
+    values: list[str] = field(default_factory=list)
+
+    def describe(self) -> tuple[str, str]:
+        """(type, a short note: range, values or emptiness)."""
+        present = [v for v in self.values if v.strip()]
+        empty = len(self.values) - len(present)
+        note = f"{empty:,} empty" if empty else ""
+        if not present:
+            return "empty", ""
+        kind = _type_of(present)
+        extra = ""
+        if kind in ("integer", "number"):
+            numbers = [float(v) for v in present]
+            low, high = min(numbers), max(numbers)
+            extra = f"{_number(low)}…{_number(high)}"
+        elif kind in ("date", "datetime"):
+            extra = f"{min(present)}…{max(present)}"
+        elif kind == "text":
+            distinct = Counter(present)
+            if len(distinct) <= _FEW_VALUES and len(present) > len(distinct):
+                extra = "values " + "|".join(_cell(v, 20) for v, _ in distinct.most_common(6))
+                if len(distinct) > 6:
+                    extra += f"|… ({len(distinct)})"
+        return kind, ", ".join(x for x in (extra, note) if x)
+
+
+def _number(x: float) -> str:
+    return str(int(x)) if x.is_integer() and abs(x) < 1e15 else f"{x:g}"
+
+
+def _type_of(values: list[str]) -> str:
+    if all(_INT.match(v.strip()) for v in values):
+        return "integer"
+    if all(_FLOAT.match(v.strip()) for v in values):
+        return "number"
+    if all(v.strip().lower() in _BOOL for v in values):
+        return "boolean"
+    if all(_DATE.match(v.strip()) for v in values):
+        return "date"
+    if all(_DATETIME.match(v.strip()) for v in values):
+        return "datetime"
+    return "text"
+
+
+def _cell(value: str, width: int = _CELL_WIDTH) -> str:
+    value = replace_surrogates(value.replace("\n", " "))
+    return value if len(value) <= width else value[: width - 1] + "…"
+
+
+def _has_header(rows: list[list[str]]) -> bool:
+    """A first row of distinct non-empty, non-numeric names, over a column whose rows are typed otherwise."""
+    first = rows[0]
+    if len(rows) < 2 or any(not c.strip() for c in first) or len(set(first)) < len(first):
+        return False
+    if any(_FLOAT.match(c.strip()) or _DATE.match(c.strip()) or _DATETIME.match(c.strip()) for c in first):
+        return False
+    body = rows[1:]
+    for i in range(len(first)):
+        column = [r[i] for r in body if i < len(r) and r[i].strip()]
+        if column and _type_of(column) != "text":
+            return True
+    if any(ch.isdigit() for cell in first for ch in cell):
+        return False
+    for i, name in enumerate(first):  # all-text table: a header cell is shaped unlike the cells under it
+        shapes = Counter(_shape(r[i]) for r in body[:200] if i < len(r) and r[i].strip())
+        if shapes and _shape(name) not in shapes and shapes.most_common(1)[0][1] * 2 >= sum(shapes.values()):
+            return True
+    return False
+
+
+def _shape(cell: str) -> str:
+    """A cell's shape: letters as "a", digits as "9", runs folded ("0.8.0" -> "9.9.9", "v1" -> "a9")."""
+    out: list[str] = []
+    for ch in cell.strip():
+        c = "a" if ch.isalpha() else "9" if ch.isdigit() else ch
+        if not out or out[-1] != c:
+            out.append(c)
+    return "".join(out)
+
+
+def _field_skip(delimiter: str) -> str:
+    d = regex_escape(delimiter) if delimiter != "\t" else r"\t"
+    return rf'(?:"(?:[^"]|"")*"|[^{d}"\n]*){d}'
+
+
+def table_preview(
+    text: str, delimiter: str, budget: int, count: Callable[[str], int], total_lines: int
+) -> tuple[str, dict[str, Any]] | None:
+    """(rendered, structuredContent summary), or None when the text does not parse as a table after all."""
+    head = text[:_SAMPLE_CHARS]
+    if len(text) > len(head):
+        head = head[: head.rfind("\n") + 1] or head
+    rows = [r for r in _rows(head, delimiter)[: _SAMPLE_ROWS + 1] if r]
+    if len(rows) < 2:
+        return None
+    header = _has_header(rows)
+    width = Counter(len(r) for r in rows).most_common(1)[0][0]
+    names = rows[0] if header else [f"column {i + 1}" for i in range(width)]
+    body = rows[1:] if header else rows
+    ragged = sum(1 for r in body if len(r) != len(names))
+    columns = [_Column(replace_surrogates(n)) for n in names]
+    for row in body:
+        for column, value in zip(columns, row, strict=False):
+            column.values.append(value)
+    lines_in_sample = head.count("\n") + (0 if head.endswith("\n") else 1)
+    rows_in_sample = len(rows) if len(rows) <= _SAMPLE_ROWS else None
+    spans_lines = rows_in_sample is not None and rows_in_sample < lines_in_sample - head.count("\n\n")
+    trailing_blank = 1 if text.endswith("\n\n") else 0
+    data_rows = total_lines - (1 if header else 0) - trailing_blank
+    approx = "~" if spans_lines else ""
+    first_row_line = 2 if header else 1
+
+    facts = [
+        f"table ({_NAMES[delimiter]}-separated): {approx}{plural(data_rows, 'row')} × {plural(len(names), 'column')}"
+        + (", header on line 1" if header else ", no header")
+        + ("" if spans_lines else f"; row n is line {'n+1' if header else 'n'}")
+    ]
+    if spans_lines:
+        facts.append("some quoted fields span lines: rows and lines differ")
+    if ragged:
+        facts.append(f"{ragged:,} of {len(body):,} sampled rows have another number of fields than the header")
+    typed = [(c, *c.describe()) for c in columns]
+    entries = [f"  {_cell(c.name)}: {kind}" + (f" ({note})" if note else "") for c, kind, note in typed]
+    sample_lines = [
+        "  " + _cell(line, _ROW_WIDTH)
+        for line in head.split("\n")[first_row_line - 1 : first_row_line - 1 + _SAMPLE_MAX]
+        if line.strip()
+    ]
+    calls: list[tuple[str, RetrievalCall]] = []
+    for i, (column, kind, _) in enumerate(typed):
+        picked = _query_value(column.values, kind)
+        if picked is None:
+            continue
+        value = picked
+        pattern = "^" + (f"(?:{_field_skip(delimiter)}){{{i}}}" if i else "") + f'"?{regex_escape(value)}"?'
+        pattern += rf"(?:{regex_escape(delimiter) if delimiter != chr(9) else chr(92) + 't'}|$)"
+        calls.append((f"rows where {_cell(column.name, 24)} is {_cell(value, 24)}", search_pattern(pattern)))
+        break
+    if data_rows > _ROWS_READ:
+        last = total_lines - trailing_blank
+        calls.append(("the last rows", read_lines(max(first_row_line, last - 4), last)))
+
+    def with_rows(n: int) -> Listing:
+        shown = [*facts, f"first {plural(n, 'row')}:", *sample_lines[:n]]
+        title = "columns (types from the first rows):"
+        after = first_row_line + n  # the first row not shown
+        last_line = total_lines - trailing_blank
+        reads = [("the next rows", read_lines(after, min(last_line, after + _ROWS_READ - 1)))] if n < data_rows else []
+        return fit_listing(shown, title, entries, reads + calls, budget, count, entries_noun="more columns")
+
+    # At least a few rows; then as many more as the budget holds once every column is listed (rows answer
+    # questions by themselves: a small table may fit whole).
+    rows_shown = min(_SAMPLE_SHOWN, len(sample_lines))
+    listing = with_rows(rows_shown)
+    if listing.entries_shown == len(entries) and len(sample_lines) > rows_shown:
+        more = largest(rows_shown + 1, len(sample_lines), lambda n: with_rows(n).entries_shown == len(entries))
+        if more > rows_shown:
+            rows_shown, listing = more, with_rows(more)
+    data: dict[str, Any] = {
+        "type": "table",
+        "delimiter": delimiter,
+        "header": header,
+        "rows": data_rows,
+        "rows_exact": not spans_lines,
+        "columns": [[c.name, kind] for c, kind, _ in typed[: listing.entries_shown]],
+        "ragged_rows_in_sample": ragged,
+        "rows_shown": rows_shown,
+        "calls": [c.as_data() for c in listing.calls],
+    }
+    return listing.text, data
+
+
+def _query_value(values: list[str], kind: str) -> str | None:
+    """A value of a column worth selecting rows by: a repeated short text value, not the most common if it dominates."""
+    if kind not in ("text", "boolean"):
+        return None
+    counts = Counter(v for v in values if v.strip() and "\n" not in v and len(v) <= 30)
+    if len(counts) < 2 or len(counts) > _FEW_VALUES:
+        return None
+    ranked = counts.most_common()
+    value, n = ranked[1] if ranked[0][1] * 2 > len(values) else ranked[0]
+    return value if n > 1 else None

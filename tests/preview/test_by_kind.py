@@ -1,0 +1,192 @@
+"""Previews by kind on real outputs (tests/support/preview_corpus.py): detected from content, within the budget,
+with facts checked against an independent reading of the output, and every ready call run through the real
+retrieval API."""
+
+from __future__ import annotations
+
+import ast
+import re
+import typing
+from typing import Any
+
+import pytest
+
+from mcp_offload.core import api
+from mcp_offload.core.ingest import FRAME_TOKENS
+from mcp_offload.core.services import Services
+from support.preview_corpus import corpus
+
+CORPUS = corpus()
+
+
+async def run_calls(services: Services, scope: api.SessionScope, handle: str, out: Any) -> list[str]:
+    """Run every call the preview shows; each must answer with something. Returns what each returned."""
+    calls = out.shape["calls"]
+    assert calls, "a preview by kind names at least one ready call"
+    answers = []
+    for call in calls:
+        args = {k: v for k, v in call.items() if k != "tool"}
+        if call["tool"] == "read_large_output":
+            assert 1 <= args["start_line"] <= args["end_line"] <= out.lines, call
+            read = await api.read(services, scope, handle, **args)
+            assert read.text.strip(), call
+            assert read.start == args["start_line"]
+            answers.append(read.text)
+        else:
+            found = await api.search(services, scope, args.pop("pattern"), handle=handle, **args)
+            assert found.total_matches >= 1, call
+            answers.append("\n".join(m.text for m in found.matches))
+    return answers
+
+
+@pytest.mark.parametrize(("kind", "name", "text"), CORPUS, ids=[name for _, name, _ in CORPUS])
+async def test_real_output_gets_its_kind_of_preview_and_every_call_works(
+    services: Services, kind: str, name: str, text: str
+) -> None:
+    scope = api.SessionScope.new()
+    out = await api.offload(services, scope, text, name=name)
+    assert out.kind == "text"
+    assert out.shape["type"] == kind, out.preview
+    budget = services.settings.preview_tokens - FRAME_TOKENS
+    assert services.tokens.count(out.preview) <= budget
+    for call in out.shape["calls"]:  # what the structured summary lists is what the text shows
+        shown = ", ".join(f"{k}={v!r}" for k, v in call.items() if k != "tool")
+        assert call["tool"] in out.preview, shown
+    await run_calls(services, scope, out.handle, out)
+
+
+def _corpus_text(name: str) -> str:
+    return next(text for _, n, text in CORPUS if n == name)
+
+
+async def _offloaded(services: Services, name: str) -> tuple[api.SessionScope, Any]:
+    scope = api.SessionScope.new()
+    return scope, await api.offload(services, scope, _corpus_text(name), name=name)
+
+
+async def test_uvicorn_log_errors_templates_and_levels_match_the_log(services: Services) -> None:
+    scope, out = await _offloaded(services, "uvicorn log")
+    lines = _corpus_text("uvicorn log").split("\n")
+    errors = [i + 1 for i, line in enumerate(lines) if line.startswith("ERROR:")]
+    assert len(errors) == 2
+    assert out.shape["first_error"]["line"] == errors[0]
+    assert out.shape["levels"]["ERROR"] == 2
+    assert out.shape["levels"]["INFO"] == sum(1 for line in lines if line.startswith("INFO:"))
+    assert (
+        out.shape["http_status"] == {"2xx": 105, "4xx": 14, "5xx": 2} or sum(out.shape["http_status"].values()) == 121
+    )
+    count, first_line = next((n, line) for n, line, text in out.shape["templates"] if "RuntimeError: payment" in text)
+    assert count == 2
+    assert lines[first_line - 1].startswith("RuntimeError: payment service timed out")
+    answers = await run_calls(services, scope, out.handle, out)
+    assert "Exception in ASGI application" in answers[0]  # the first error and its traceback
+    assert "RuntimeError" in answers[0]
+
+
+async def test_redis_log_levels_and_time_span(services: Services) -> None:
+    _, out = await _offloaded(services, "redis-server log")
+    lines = [line for line in _corpus_text("redis-server log").split("\n") if line]
+    marks = {".": "DEBUG", "-": "VERBOSE", "*": "NOTICE", "#": "WARNING"}
+    expected: dict[str, int] = {}
+    for line in lines:
+        mark = re.match(r"\d+:[XCSM] .{24} (.) ", line)
+        if mark:
+            expected[marks[mark.group(1)]] = expected.get(marks[mark.group(1)], 0) + 1
+    assert out.shape["levels"] == expected
+    assert out.shape["time_span"][0] in lines[0] and out.shape["time_span"][1] in lines[-1]
+    accepted = next(n for n, _, text in out.shape["templates"] if "Accepted connection" in text)
+    assert accepted == sum(1 for line in lines if "Accepted connection" in line)
+
+
+def _diff_oracle(text: str) -> dict[str, tuple[int, int]]:
+    """+/- per file path, counted line by line (the preview counts with str.count)."""
+    counts: dict[str, list[int]] = {}
+    path, in_header = "", False
+    for line in text.split("\n"):
+        if line.startswith("diff --git "):
+            path, in_header = line.split(" b/", 1)[1], True
+            counts.setdefault(path, [0, 0])
+        elif line.startswith("commit ") and re.match(r"commit [0-9a-f]{40}", line):
+            in_header = True
+        elif line.startswith("@@ "):
+            in_header = False
+        elif not in_header and path and line.startswith("+"):
+            counts[path][0] += 1
+        elif not in_header and path and line.startswith("-"):
+            counts[path][1] += 1
+    return {p: (a, r) for p, (a, r) in counts.items()}
+
+
+async def test_git_diff_files_and_counts_match_a_line_by_line_count(services: Services) -> None:
+    scope, out = await _offloaded(services, "git diff")
+    oracle = _diff_oracle(_corpus_text("git diff"))
+    assert out.shape["files_changed"] == len(oracle)
+    assert (out.shape["added"], out.shape["removed"]) == (
+        sum(a for a, _ in oracle.values()),
+        sum(r for _, r in oracle.values()),
+    )
+    lines = _corpus_text("git diff").split("\n")
+    for path, added, removed, first, last in out.shape["files"]:
+        assert (added, removed) == oracle[path]
+        assert lines[first - 1].startswith("diff --git ") and path in lines[first - 1]
+        assert last == len(lines) - 1 or lines[last].startswith("diff --git ")
+    await run_calls(services, scope, out.handle, out)
+
+
+async def test_packages_csv_rows_columns_and_the_row_query(services: Services) -> None:
+    scope, out = await _offloaded(services, "packages.csv")
+    text = _corpus_text("packages.csv")
+    assert out.shape["rows"] == text.count("\n") - 1
+    types = dict(out.shape["columns"])
+    assert types["files"] == "integer" and types["typed"] == "boolean" and types["name"] == "text"
+    search = next(c for c in out.shape["calls"] if c["tool"] == "search_large_output")
+    found = await api.search(services, scope, search["pattern"], handle=out.handle, max_results=500)
+    wanted = re.search(r"\{4\}\"\?(\w+)", search["pattern"])
+    assert wanted is not None
+    import csv
+    import io
+
+    rows = list(csv.DictReader(io.StringIO(text)))
+    assert found.total_matches == sum(1 for r in rows if r["typed"] == wanted.group(1))
+
+
+async def test_python_outline_matches_the_ast(services: Services) -> None:
+    _, out = await _offloaded(services, "python: typing.py")
+    source = _corpus_text("python: typing.py")
+    expected: list[tuple[str, int, int | None]] = []
+
+    def top_level(body: list[ast.stmt]) -> None:  # module level, also inside `if` / `try` (as the outline is)
+        for node in body:
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                start = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+                expected.append((node.name, start, node.end_lineno))
+            elif isinstance(node, ast.If | ast.Try):
+                top_level(node.body)
+                top_level(node.orelse)
+                for handler in getattr(node, "handlers", []):
+                    top_level(handler.body)
+                top_level(getattr(node, "finalbody", []))
+
+    top_level(ast.parse(source).body)
+    expected.sort(key=lambda e: e[1])
+    shown = [(what.split(" ", 1)[1], a, b) for a, b, what, depth in out.shape["definitions"] if depth == 0]
+    assert shown, out.preview
+    assert shown == expected[: len(shown)]
+    assert len(source) == len(typing.__loader__.get_source("typing") or "")  # type: ignore[union-attr]
+
+
+async def test_markdown_and_html_headings(services: Services) -> None:
+    _, md = await _offloaded(services, "openai api.md")
+    lines = _corpus_text("openai api.md").split("\n")
+    expected = [(i + 1, line) for i, line in enumerate(lines) if re.match(r"#{1,6} ", line)]
+    shown = [(line, "#" * level + " " + text) for line, _, level, text in md.shape["headings"]]
+    assert shown == expected[: len(shown)]
+    _, page = await _offloaded(services, "html: markdown-it page")
+    assert [text for _, _, text in page.shape["headings"]] == [
+        re.sub(r"`", "", line.lstrip("#").strip()) for _, line in expected[: len(page.shape["headings"])]
+    ]
+    html_lines = _corpus_text("html: markdown-it page").split("\n")
+    for line, level, _ in page.shape["headings"]:
+        assert html_lines[line - 1].startswith(f"<h{level}")
+    _, pydoc_page = await _offloaded(services, "html: pydoc page")
+    assert "<" not in pydoc_page.preview.split("text: ", 1)[1].split("\n")[0]  # text, never tags
