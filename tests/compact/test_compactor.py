@@ -185,7 +185,7 @@ async def test_budget_policy_escalates(compactor: AsyncCompactor) -> None:
     stored = [str(out[4 * i + 2]["content"][0]["content"]).startswith("Stored as") for i in range(6)]
     assert stored == sorted(stored, reverse=True)  # oldest first
     usage = await compactor.usage(out, context_window=window)
-    assert usage["tokens"] == report.tokens_after and usage["tokens"] <= 0.8 * window  # type: ignore[operator]
+    assert usage["tokens"] == report.tokens_after and usage["tokens"] <= 0.8 * window
     ANTHROPIC.validate_python(out)
 
 

@@ -5,6 +5,7 @@ upstream's own validators, all three APIs)."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -12,12 +13,9 @@ from typing import Any
 
 import pytest
 
-from llm_upstream.signing import Signer
-from llm_upstream.validate_anthropic import validate_messages_request
-from llm_upstream.validate_openai import validate_chat_request, validate_responses_request
 from mcp_offload import AsyncCompactor, ContextWindowExceeded, OffloadError
 from mcp_offload.compact.formats.base import OFFLOADED_ARGUMENTS
-from support.compact import anthropic_turn, big_json, chat_turn, read_whole, responses_turn
+from support.compact import anthropic_turn, big_json, chat_turn, read_whole, responses_turn, validate
 
 TURNS = {"anthropic": anthropic_turn, "openai": chat_turn, "responses": responses_turn}
 
@@ -29,17 +27,6 @@ async def compactor(tmp_path: Path) -> AsyncIterator[AsyncCompactor]:
         yield c
     finally:
         await c.aclose()
-
-
-def validate(fmt: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> None:
-    """The scripted upstream's request validation, the same code that answers 400 to a real SDK."""
-    if fmt == "anthropic":
-        body = {"model": "claude-sonnet-4-5", "max_tokens": 100, "messages": messages, "tools": tools}
-        validate_messages_request(body, Signer())
-    elif fmt == "openai":
-        validate_chat_request({"model": "gpt-4.1", "messages": messages, "tools": tools})
-    else:
-        validate_responses_request({"model": "gpt-4.1", "input": messages, "tools": tools}, Signer(), lambda _: None)
 
 
 def user(fmt: str, text: str) -> dict[str, Any]:
@@ -57,7 +44,7 @@ async def test_transcript_note_keeps_roles_alternating(compactor: AsyncCompactor
     report = compactor.last_report
     assert report is not None and report.transcript is not None and report.fits
     roles = [m.get("role") for m in out if m.get("type") in (None, "message")]
-    assert all(not (a == b == "user") for a, b in zip(roles, roles[1:], strict=False)), roles
+    assert all(not (a == b == "user") for a, b in itertools.pairwise(roles)), roles
     validate(fmt, out, compactor.tools(fmt))
     note = json.dumps(out[0], ensure_ascii=False)
     assert "[Earlier conversation: messages 0–" in note and report.transcript in note
