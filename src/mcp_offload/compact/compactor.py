@@ -49,6 +49,9 @@ from mcp_offload.settings import Settings
 
 log = logging.getLogger("mcp_offload.compact")
 REFERENCE_PREFIX = "Stored as out_"
+# keep-last offloads the results that left the kept messages when they add up to this many tokens (the size of
+# Anthropic's clear_tool_uses `clear_at_least` default): one cache miss per batch instead of one per request
+KEEP_LAST_BATCH_TOKENS = 20_000
 
 
 @dataclass(slots=True)
@@ -148,10 +151,15 @@ class AsyncCompactor:
             return [e.out for e in entries]
         names = _call_names(entries)
         passes = [threshold_tokens] if policy.limit is None else [threshold_tokens, self.settings.preview_tokens]
+        eligible: Sequence[int] = bound.eligible([e.view for e in entries])
+        if (
+            bound.kind == "keep-last"
+            and policy.limit is None
+            and not self._batch_due(entries, eligible, threshold_tokens)
+        ):
+            eligible = ()  # keep-last rewrites what was already sent: only in batches, so the prompt cache holds
         for threshold in passes:  # steps 1 and 2: tool results inside the boundary
-            total = await self._results_pass(
-                fmt, entries, bound.eligible([e.view for e in entries]), names, threshold, report, total, policy.limit
-            )
+            total = await self._results_pass(fmt, entries, eligible, names, threshold, report, total, policy.limit)
         if policy.limit is not None and total > policy.limit:  # step 3: older turns into a transcript
             entries, total = await self._transcript_step(fmt, bound, entries, total, summarize, report)
         if policy.limit is not None and context_window is not None:
@@ -162,6 +170,18 @@ class AsyncCompactor:
                 raise ContextWindowExceeded(total, context_window, self._irreducible(fixed, entries))
         report.messages_out = len(entries)
         return [e.out for e in entries]
+
+    def _batch_due(self, entries: list[Entry], eligible: Sequence[int], threshold: int) -> bool:
+        """Whether the results that left the kept-last messages add up to a batch worth a prefix rewrite: every
+        rewrite of an already-sent message makes the provider's cache miss from there on (and write it again)."""
+        pending = 0
+        for i in eligible:
+            entry = entries[i]
+            if entry.view.results and entry.settled_at is None and self._ledger.tokens(entry) > threshold:
+                pending += self._ledger.tokens(entry)
+                if pending >= KEEP_LAST_BATCH_TOKENS:
+                    return True
+        return False
 
     def _fixed_parts(
         self, fmt: MessageFormat, system: object, tools: Sequence[object] | None, retrieval: bool, reserve: int
