@@ -10,7 +10,9 @@ The policy (`compact(..., context_window=W, trigger=0.8)`). The request is count
 fixed part they share the window with: `system` (the system prompt when the API takes it beside the messages),
 `tools` (the caller's tool definitions), the five retrieval tools (unless `retrieval_tools=False`) and
 `max_output_tokens` reserved for the answer. Nothing happens while the request uses at most `trigger × W` tokens.
-Above that, steps of increasing strength run, each until the request is under `trigger × W` again:
+Above that, steps of increasing strength run: (1) and (2) until the request is under `0.75 × trigger × W` (a batch:
+each rewrite of already-sent messages is a prompt-cache miss from there on, so it should not recur on the next
+request), (3) until it is under `trigger × W`:
 
 1. tool results over `threshold_tokens` inside the boundary, oldest first;
 2. tool results larger than a reference (`preview_tokens`) inside the boundary, oldest first;
@@ -162,6 +164,12 @@ class BudgetPolicy:
     @property
     def limit(self) -> int | None:
         return None if self.context_window is None else int(self.context_window * self.trigger)
+
+    @property
+    def target(self) -> int | None:
+        """Where steps 1-2 stop once triggered: a quarter of the limit under it, so that the rewrite of the
+        already-sent prefix (a cache miss from the first message changed) comes in batches, not on every request."""
+        return None if self.limit is None else self.limit - self.limit // 4
 
     def fits(self, tokens: int) -> bool:
         return self.limit is None or tokens <= self.limit

@@ -144,22 +144,20 @@ class AsyncCompactor:
             if policy.limit is not None
             else {}
         )
-        total = sum(fixed.values()) + sum(self._ledger.tokens(e) for e in entries) if policy.limit is not None else 0
-        report.tokens_before = total if policy.limit is not None else None
-        if policy.limit is not None and total <= policy.limit:  # under the trigger: nothing to do
-            report.tokens_after, report.fits, report.messages_out = total, True, len(entries)
-            return [e.out for e in entries]
+        windowed = policy.limit is not None
+        total = sum(fixed.values()) + sum(self._ledger.tokens(e) for e in entries) if windowed else 0
+        report.tokens_before = total if windowed else None
         names = _call_names(entries)
-        passes = [threshold_tokens] if policy.limit is None else [threshold_tokens, self.settings.preview_tokens]
         eligible: Sequence[int] = bound.eligible([e.view for e in entries])
-        if (
-            bound.kind == "keep-last"
-            and policy.limit is None
-            and not self._batch_due(entries, eligible, threshold_tokens)
-        ):
-            eligible = ()  # keep-last rewrites what was already sent: only in batches, so the prompt cache holds
-        for threshold in passes:  # steps 1 and 2: tool results inside the boundary
-            total = await self._results_pass(fmt, entries, eligible, names, threshold, report, total, policy.limit)
+        # step 1 at first sight, window or not: a big result is decided when it first comes, not after riding inline
+        # (keep-last: what left the kept messages goes in batches, so the prompt cache holds between them)
+        first_sight = (
+            () if bound.kind == "keep-last" and not self._batch_due(entries, eligible, threshold_tokens) else eligible
+        )
+        total = await self._results_pass(fmt, entries, first_sight, names, threshold_tokens, report, total, None)
+        if policy.limit is not None and total > policy.limit:  # steps 1 and 2 under the budget, in a batch
+            for threshold in (threshold_tokens, self.settings.preview_tokens):
+                total = await self._results_pass(fmt, entries, eligible, names, threshold, report, total, policy.target)
         if policy.limit is not None and total > policy.limit:  # step 3: older turns into a transcript
             entries, total = await self._transcript_step(fmt, bound, entries, total, summarize, report)
         if policy.limit is not None and context_window is not None:
@@ -173,13 +171,17 @@ class AsyncCompactor:
 
     def _batch_due(self, entries: list[Entry], eligible: Sequence[int], threshold: int) -> bool:
         """Whether the results that left the kept-last messages add up to a batch worth a prefix rewrite: every
-        rewrite of an already-sent message makes the provider's cache miss from there on (and write it again)."""
+        rewrite of an already-sent message makes the provider's cache miss from there on and write the rest again
+        (at least the kept messages), so a batch is at least KEEP_LAST_BATCH_TOKENS and at least what the kept
+        messages cost: each rewrite then pays for the cache write it causes."""
+        kept = sum(self._ledger.tokens(e) for e in entries[len(eligible) :])
+        batch = max(KEEP_LAST_BATCH_TOKENS, kept)
         pending = 0
         for i in eligible:
             entry = entries[i]
             if entry.view.results and entry.settled_at is None and self._ledger.tokens(entry) > threshold:
                 pending += self._ledger.tokens(entry)
-                if pending >= KEEP_LAST_BATCH_TOKENS:
+                if pending >= batch:
                     return True
         return False
 
@@ -222,8 +224,7 @@ class AsyncCompactor:
                 continue
             new = await self._offload_results(fmt, entry, names, threshold, report)
             if new is not entry:
-                if limit is not None:
-                    total += self._ledger.tokens(new) - self._ledger.tokens(entry)
+                total += self._ledger.tokens(new) - self._ledger.tokens(entry)
                 entries[i] = new
         return total
 
