@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from mcp_offload import AsyncCompactor, ContextWindowExceeded, OffloadError
+from mcp_offload import AsyncCompactor, Compactor, ContextWindowExceeded, OffloadError
 from mcp_offload.compact.formats.base import OFFLOADED_ARGUMENTS
 from support.compact import anthropic_turn, big_json, chat_turn, read_whole, responses_turn, validate
 
@@ -135,3 +135,18 @@ async def test_window_error_leaves_callers_list_untouched(compactor: AsyncCompac
     with pytest.raises(ContextWindowExceeded, match=r"message 0 \(system\)"):
         await compactor.compact(chat, context_window=2000)
     assert chat == copy
+
+
+def test_decisions_are_the_same_after_a_restart(tmp_path: Path) -> None:
+    """A second process on the same store and session compacts the raw history to the very same bytes (handles are
+    derived from the session and the content), so the prompt cache keeps hitting across a restart."""
+    chat = [*anthropic_turn("c1", big_json(3000), question="go"), *anthropic_turn("c2", big_json(2500, tag="y"))]
+    store = str(tmp_path / "store")
+    with Compactor(store=store, session="restart", jq_workers=1) as first:
+        before = first.compact(chat)
+    with Compactor(store=store, session="restart", jq_workers=1) as second:
+        after = second.compact(chat)
+        assert second.last_report is not None and len(second.last_report.offloaded) == 2
+    assert json.dumps(after) == json.dumps(before) and "Stored as out_" in json.dumps(after)
+    with Compactor(store=store, session="another", jq_workers=1) as other:  # another session: its own handles
+        assert json.dumps(other.compact(chat)) != json.dumps(before)

@@ -16,6 +16,7 @@ unreachable, content over the size cap) leaves that result inline: the call stil
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import secrets
@@ -46,6 +47,7 @@ from mcp_offload.core.services import Services, build_services
 from mcp_offload.errors import ContextWindowExceeded
 from mcp_offload.server.tools import TOOLS_BY_NAME, ToolCall, call_tool
 from mcp_offload.settings import Settings
+from mcp_offload.store.handles import derived_handle
 
 log = logging.getLogger("mcp_offload.compact")
 REFERENCE_PREFIX = "Stored as out_"
@@ -282,9 +284,17 @@ class AsyncCompactor:
         text = f"[The {label} is stored as {stored.handle}, as one JSON message.]\n{render_reference(stored)}"
         return self._replaced(fmt, entry, fmt.note_message(text))
 
+    async def _offload_text(self, text: str, label: str) -> OffloadOutput:
+        """Store `text` under a handle derived from the session and the content: the same result gets the same
+        handle and the same reference bytes in every process (a restart, a second instance), so a history compacted
+        again after a restart is byte-identical to what was sent before it (the prompt cache keeps hitting)."""
+        digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+        handle = derived_handle(self.scope.key, "compact", digest)
+        return await api.offload(self.services, self.scope, text, name=label, source="compact", handle=handle)
+
     async def _store_text(self, text: str, label: str, report: CompactReport) -> OffloadOutput | None:
         try:
-            stored = await api.offload(self.services, self.scope, text, name=label, source="compact")
+            stored = await self._offload_text(text, label)
         except Exception as exc:  # a store failure must not lose it: it stays inline
             warning = f"could not store the {label} ({type(exc).__name__}: {exc}); it stays inline"
             log.warning("%s", warning)
@@ -353,7 +363,7 @@ class AsyncCompactor:
                 if part.text is not None:
                     if _is_compacted(part.text) or self.services.tokens.count_upto(part.text, threshold) <= threshold:
                         continue
-                    stored = await api.offload(self.services, self.scope, part.text, name=label, source="compact")
+                    stored = await self._offload_text(part.text, label)
                 elif part.image is not None:
                     stored = await api.offload_bytes(
                         self.services, self.scope, part.image, mime_type=part.mime_type, name=label, source="compact"
@@ -384,13 +394,7 @@ class AsyncCompactor:
         first, last = older.start, older.stop - 1
         label = f"transcript of messages {first}-{last}"
         try:
-            stored = await api.offload(
-                self.services,
-                self.scope,
-                transcript_text([e.out for e in entries[first : last + 1]]),
-                name=label,
-                source="compact",
-            )
+            stored = await self._offload_text(transcript_text([e.out for e in entries[first : last + 1]]), label)
         except Exception as exc:
             warning = f"could not store the {label} ({type(exc).__name__}: {exc}); those turns stay inline"
             log.warning("%s", warning)
