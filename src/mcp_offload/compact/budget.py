@@ -9,8 +9,9 @@ bill, good enough to decide when to compact.
 The policy (`compact(..., context_window=W, trigger=0.8)`). The request is counted whole: the messages, plus the
 fixed part they share the window with: `system` (the system prompt when the API takes it beside the messages),
 `tools` (the caller's tool definitions), the five retrieval tools (unless `retrieval_tools=False`) and
-`max_output_tokens` reserved for the answer. Nothing happens while the request uses at most `trigger × W` tokens.
-Above that, steps of increasing strength run: (1) and (2) until the request is under `0.75 × trigger × W` (a batch:
+`max_output_tokens` reserved for the answer. Step (1) runs on every call, at first sight, window or not (a big
+result never rides inline waiting for the trigger); nothing more happens while the request uses at most
+`trigger × W` tokens. Above that, steps of increasing strength run: (1) and (2) until the request is under `0.75 × trigger × W` (a batch:
 each rewrite of already-sent messages is a prompt-cache miss from there on, so it should not recur on the next
 request), (3) until it is under `trigger × W`:
 
@@ -32,7 +33,7 @@ Only if the request is then still over `W` itself (it would not fit), the last r
 If the request is still over `W`, `ContextWindowExceeded` is raised (mcp_offload.errors), naming what could not be
 reduced: the fixed part by part, and the largest messages left (system messages, assistant text and references are
 never reduced). So with a window, `compact` returns a list that fits, or raises: never a silent overflow. Without
-`context_window` only step (1) runs, on every call, inside the boundary.
+`context_window` only step (1) runs, inside the boundary (`keep-last`: in batches, compactor.py `_batch_due`).
 
 `MessageLedger` remembers, per message content (keyed by the SHA-256 of its canonical JSON, bounded LRU), its
 `MessageView`, its token count and the threshold it was already compacted at: a call over a long history only reads,

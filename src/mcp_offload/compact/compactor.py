@@ -9,6 +9,9 @@
         text = compactor.run_tool("read_large_output", {"handle": "out_…", "start_line": 10})
 
 `compact` never mutates the caller's list or messages and returns a new list of plain dicts in the same format.
+With `context_window` it fits the window or raises `ContextWindowExceeded` (the order of the steps: budget.py).
+Decisions are cache-safe: taken at first sight, under handles derived from the session and the content (the same
+history compacts to the same bytes after a restart), and the already-sent prefix is rewritten only in batches.
 A malformed list raises ValueError naming the message index before anything is stored. A store failure (full,
 unreachable, content over the size cap) leaves that result inline: the call still returns, and the failure is in
 `compactor.last_report.warnings` and logged as a warning on `mcp_offload.compact`.
