@@ -11,9 +11,9 @@ fixed part they share the window with: `system` (the system prompt when the API 
 `tools` (the caller's tool definitions), the five retrieval tools (unless `retrieval_tools=False`) and
 `max_output_tokens` reserved for the answer. Step (1) runs on every call, at first sight, window or not (a big
 result never rides inline waiting for the trigger); nothing more happens while the request uses at most
-`trigger × W` tokens. Above that, steps of increasing strength run: (1) and (2) until the request is under `0.75 × trigger × W` (a batch:
-each rewrite of already-sent messages is a prompt-cache miss from there on, so it should not recur on the next
-request), (3) until it is under `trigger × W`:
+`trigger × W` tokens. Above that, steps of increasing strength run: (1) and (2) until the request is under
+`0.75 × trigger × W` (a batch: each rewrite of already-sent messages is a prompt-cache miss from there on, so it
+should not recur on the next request), (3) until it is under `trigger × W`:
 
 1. tool results over `threshold_tokens` inside the boundary, oldest first;
 2. tool results larger than a reference (`preview_tokens`) inside the boundary, oldest first;
