@@ -17,7 +17,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-SUITES = ["core", "proxy", "http_load", "redis_store", "compact", "gateway", "previews"]
+SUITES = ["core", "proxy", "http_load", "redis_store", "compact", "previews", "ranked", "sql", "gateway"]
 
 
 def machine() -> dict[str, object]:
@@ -60,6 +60,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--only", default=",".join(SUITES), help=f"comma list of suites ({', '.join(SUITES)})")
     parser.add_argument("--sizes", default="100K,10M,100M", help="core suite output sizes")
+    parser.add_argument("--ranked-size", default=None, help="ranked suite: one session's outputs in all (default 100M)")
+    parser.add_argument("--sql-size", default=None, help="sql suite: the CSV / JSON Lines output size (default 20M)")
     parser.add_argument("--repeat", type=int, default=5, help="repetitions per measurement (median reported)")
     parser.add_argument("--quick", action="store_true", help="small sizes and few repetitions (smoke run)")
     parser.add_argument("--out", default=str(HERE / "results" / "latest.json"))

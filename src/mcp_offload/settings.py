@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import platformdirs
 
@@ -52,6 +52,11 @@ class Settings:
     jq_cache_inputs: int = 4
     jq_cache_input_mb: int = 256
     jq_cache_memory_mb: int = 512
+    # SQL over tabular outputs (DuckDB worker, retrieve/sql/): time limit and output cap as jq's (jq_timeout_s,
+    # jq_max_output_chars); DuckDB's memory limit and threads, the query size cap
+    sql_memory_mb: int = 1024
+    sql_threads: int = 1
+    sql_max_query_chars: int = 10_000
     # store lifecycle (see store/lifecycle.py): time to live, per-session and global quotas, sweep period
     store_ttl_s: float = 3 * 24 * 3600.0
     store_session_max_bytes: int = 1024**3
@@ -66,7 +71,7 @@ class Settings:
         return self.store or str(default_store_dir())
 
     @classmethod
-    def from_env(cls, environ: dict[str, str] | None = None) -> Settings:
+    def from_env(cls, environ: dict[str, str] | None = None) -> Self:
         env = os.environ if environ is None else environ
         values: dict[str, Any] = {}  # each value coerced to its field's type by _coerce
         for f in fields(cls):
@@ -76,7 +81,7 @@ class Settings:
             values[f.name] = _coerce(f.type, raw, f.name)
         return cls(**values)
 
-    def with_overrides(self, **changes: object) -> Settings:
+    def with_overrides(self, **changes: object) -> Self:
         kept: dict[str, Any] = {k: v for k, v in changes.items() if v is not None}
         return replace(self, **kept)
 

@@ -40,7 +40,7 @@ def _run(*argv: str) -> int:
     return import_config.main(list(argv))
 
 
-FLAVOURS = {
+FLAVOURS: dict[str, dict[str, Any]] = {
     # Claude Desktop: other top-level keys, a server with env, one already behind mcp-offload (python -m)
     "claude_desktop_config.json": {
         "globalShortcut": "Ctrl+Space",

@@ -23,7 +23,7 @@ from mcp_offload.core import api
 from support.compact import anthropic_turn, big_json, chat_turn, handle_in, responses_turn, validate
 
 TURNS = {"anthropic": anthropic_turn, "openai": chat_turn, "responses": responses_turn}
-TEXT = st.text(st.characters(blacklist_categories=["Cs"]), min_size=0, max_size=60)
+TEXT = st.text(st.characters(codec="utf-8"), min_size=0, max_size=60)
 
 
 @pytest.fixture(scope="module")

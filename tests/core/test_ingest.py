@@ -1,4 +1,4 @@
-"""Offloading (`mcp_offload.core.ingest`): content → kind, tokens, index, preview → store. What reaches the stored
+"""Ingest (`mcp_offload.core.ingest`): content → kind, tokens, index, preview → store. What reaches the stored
 metadata, how names are cleaned, the size cap (checked before encoding when the length alone decides), the notes
 for NUL characters and lone surrogates, blobs, `Ingested.output()`; and nothing stored when it refuses."""
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-import mcp_offload.core.ingest as offload_module
+import mcp_offload.core.ingest as ingest_module
 from mcp_offload.core.ingest import FRAME_TOKENS, blob_preview, clean_name, ingest_blob, ingest_text
 from mcp_offload.core.results import facts_of
 from mcp_offload.core.services import Services, build_services
@@ -55,16 +55,16 @@ async def _stored_bytes(services: Services, handle: str) -> bytes:
     ],
 )
 async def test_the_detected_kind_reaches_the_meta_and_the_preview(services: Services, content: str, kind: str) -> None:
-    offloaded = await ingest_text(services, SCOPE, content)
-    assert offloaded.meta.kind == offloaded.preview.kind == kind
-    assert (await services.store.meta(SCOPE, offloaded.meta.handle)).kind == kind
+    ingested = await ingest_text(services, SCOPE, content)
+    assert ingested.meta.kind == ingested.preview.kind == kind
+    assert (await services.store.meta(SCOPE, ingested.meta.handle)).kind == kind
 
 
 async def test_the_meta_describes_the_content(services: Services) -> None:
     text = "héllo wörld\n" * 50 + "tail"
     before = time.time()
-    offloaded = await ingest_text(services, SCOPE, text, name="greetings", source="proxy:srv/tool")
-    meta = offloaded.meta
+    ingested = await ingest_text(services, SCOPE, text, name="greetings", source="proxy:srv/tool")
+    meta = ingested.meta
     assert validate_handle(meta.handle) == meta.handle
     assert (meta.size, meta.chars, meta.lines) == (len(text.encode()), len(text), 51)
     assert meta.tokens == services.tokens.count(text) and meta.tokens_estimated is services.tokens.estimated
@@ -78,25 +78,25 @@ async def test_the_meta_describes_the_content(services: Services) -> None:
 
 async def test_the_preview_keeps_within_the_budget(services: Services) -> None:
     text = "\n".join(f"line {n}: " + "word " * 30 for n in range(2000))
-    offloaded = await ingest_text(services, SCOPE, text)
+    ingested = await ingest_text(services, SCOPE, text)
     budget = services.settings.preview_tokens - FRAME_TOKENS
-    assert 0 < offloaded.preview.tokens <= budget
-    header, first = offloaded.preview.text.splitlines()[:2]
+    assert 0 < ingested.preview.tokens <= budget
+    header, first = ingested.preview.text.splitlines()[:2]
     assert header == f"text: 2,000 lines, {len(text):,} chars"  # line count from the offload-time index
     assert first.startswith("line 0: word")
 
 
 async def test_output_reports_the_meta_and_the_preview(services: Services) -> None:
     doc = json.dumps({"items": [{"id": i} for i in range(50)]})
-    offloaded = await ingest_text(services, SCOPE, doc, name="items")
-    output = offloaded.output()
+    ingested = await ingest_text(services, SCOPE, doc, name="items")
+    output = ingested.output()
     assert output.model_dump() == {
-        **facts_of(offloaded.meta),
+        **facts_of(ingested.meta),
         "notes": [],
-        "preview": offloaded.preview.text,
-        "shape": offloaded.preview.data,
+        "preview": ingested.preview.text,
+        "shape": ingested.preview.data,
     }
-    assert (output.handle, output.kind, output.bytes, output.name) == (offloaded.meta.handle, "json", len(doc), "items")
+    assert (output.handle, output.kind, output.bytes, output.name) == (ingested.meta.handle, "json", len(doc), "items")
     assert output.shape and ".items" in output.preview
 
 
@@ -120,9 +120,9 @@ def test_clean_name(name: str | None, cleaned: str | None) -> None:
 
 
 async def test_names_are_cleaned_and_capped_on_the_way_in(capped: Services) -> None:
-    offloaded = await ingest_text(capped, SCOPE, "content", name="\x1b[31mred\x1b[0m and a very long tail")
-    assert offloaded.meta.name == "[31mred[0m a"  # ESC dropped, cut at 12 characters
-    assert len(offloaded.meta.name) == 12
+    ingested = await ingest_text(capped, SCOPE, "content", name="\x1b[31mred\x1b[0m and a very long tail")
+    assert ingested.meta.name == "[31mred[0m a"  # ESC dropped, cut at 12 characters
+    assert len(ingested.meta.name) == 12
     blob = await ingest_blob(capped, SCOPE, b"\x89PNG", mime_type="image/png", name="\npicture-of-a-cat.png")
     assert blob.meta.name == "picture-of-a"
 
@@ -139,8 +139,13 @@ async def test_the_length_cap_is_checked_before_encoding(
     capped: Services, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     encoded: list[int] = []
-    real_encode = offload_module._encode
-    monkeypatch.setattr(offload_module, "_encode", lambda text: encoded.append(len(text)) or real_encode(text))
+    real_encode = ingest_module._encode
+
+    def encode(text: str) -> tuple[bytes, tuple[str, ...]]:
+        encoded.append(len(text))
+        return real_encode(text)
+
+    monkeypatch.setattr(ingest_module, "_encode", encode)
     files = _files(tmp_path / "store")
     with pytest.raises(TooLarge) as excinfo:
         await ingest_text(capped, SCOPE, "x" * (CAP + 1))
@@ -167,48 +172,48 @@ async def test_a_blob_over_the_cap_is_refused(capped: Services) -> None:
 
 async def test_nul_characters_get_a_note(services: Services) -> None:
     text = "before\x00after\n"
-    offloaded = await ingest_text(services, SCOPE, text)
-    assert offloaded.meta.kind == "text"
-    assert offloaded.meta.notes == ("content contains NUL characters; stored exactly as given",)
-    assert offloaded.output().notes == list(offloaded.meta.notes)
-    assert await _stored_bytes(services, offloaded.meta.handle) == text.encode()
+    ingested = await ingest_text(services, SCOPE, text)
+    assert ingested.meta.kind == "text"
+    assert ingested.meta.notes == ("content contains NUL characters; stored exactly as given",)
+    assert ingested.output().notes == list(ingested.meta.notes)
+    assert await _stored_bytes(services, ingested.meta.handle) == text.encode()
 
 
 async def test_json_with_an_escaped_nul_gets_no_note(services: Services) -> None:
-    offloaded = await ingest_text(services, SCOPE, '{"a": "\\u0000"}')
-    assert (offloaded.meta.kind, offloaded.meta.notes) == ("json", ())
+    ingested = await ingest_text(services, SCOPE, '{"a": "\\u0000"}')
+    assert (ingested.meta.kind, ingested.meta.notes) == ("json", ())
 
 
 async def test_lone_surrogates_get_a_note_and_are_stored_exactly(services: Services) -> None:
     text = "high \ud800 low \udfff and NUL \x00"
-    offloaded = await ingest_text(services, SCOPE, text)
-    notes = offloaded.meta.notes
+    ingested = await ingest_text(services, SCOPE, text)
+    notes = ingested.meta.notes
     assert len(notes) == 2 and "unpaired UTF-16 surrogates" in notes[0] and "NUL" in notes[1]
-    stored = await _stored_bytes(services, offloaded.meta.handle)
+    stored = await _stored_bytes(services, ingested.meta.handle)
     assert stored == text.encode("utf-8", "surrogatepass") and stored.decode("utf-8", "surrogatepass") == text
-    assert (offloaded.meta.size, offloaded.meta.chars) == (len(stored), len(text))
+    assert (ingested.meta.size, ingested.meta.chars) == (len(stored), len(text))
 
 
 async def test_blob_offload(services: Services) -> None:
     data = bytes(range(256)) * 10
-    offloaded = await ingest_blob(services, SCOPE, data, mime_type="image/png", name="pic", source="proxy:s/t")
-    meta = offloaded.meta
+    ingested = await ingest_blob(services, SCOPE, data, mime_type="image/png", name="pic", source="proxy:s/t")
+    meta = ingested.meta
     assert (meta.kind, meta.size, meta.chars, meta.lines, meta.tokens, meta.tokens_estimated) == (
         "blob", 2560, 0, 0, 0, False
     )  # fmt: skip
     assert (meta.mime_type, meta.name, meta.source) == ("image/png", "pic", "proxy:s/t")
-    assert offloaded.preview == blob_preview("image/png", 2560)
-    assert offloaded.preview.text == "binary image/png, 2,560 bytes (not shown)"
-    assert offloaded.preview.data == {"mime_type": "image/png", "bytes": 2560} and offloaded.preview.tokens == 0
+    assert ingested.preview == blob_preview("image/png", 2560)
+    assert ingested.preview.text == "binary image/png, 2,560 bytes (not shown)"
+    assert ingested.preview.data == {"mime_type": "image/png", "bytes": 2560} and ingested.preview.tokens == 0
     assert await _stored_bytes(services, meta.handle) == data
     async with services.store.open(SCOPE, meta.handle) as stored:
         assert stored.index == ContentIndex.for_blob(2560)
-    output = offloaded.output()
+    output = ingested.output()
     assert (output.kind, output.bytes, output.mime_type, output.preview) == (
         "blob",
         2560,
         "image/png",
-        offloaded.preview.text,
+        ingested.preview.text,
     )
 
 

@@ -25,8 +25,8 @@ async def test_a_slow_query_reports_progress(settings: Settings, mode: str) -> N
     server = build_server(services)
     seen: list[tuple[float, float | None, str | None]] = []
 
-    async def on_progress(value: float, total: float | None, message: str | None) -> None:
-        seen.append((value, total, message))
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((progress, total, message))
 
     async with Client(server, mode=mode) as client:
         stored = await client.call_tool("offload", {"content": '{"a": [1, 2, 3]}'})
@@ -55,7 +55,7 @@ async def test_offload_and_search_all_report_progress(
     monkeypatch.setattr(progress_module, "EVERY_S", 0.01)
     seen: list[str | None] = []
 
-    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
         seen.append(message)
 
     async with Client(server, mode=mode) as client:

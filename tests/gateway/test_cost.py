@@ -23,6 +23,7 @@ from mcp_offload.gateway.cost import (
 )
 from mcp_offload.gateway.rewrite import CHARS_PER_TOKEN, ClearToolUses, GatewayPolicy, rewrite_request
 from support.gateway_core import (
+    Conversation,
     big_text,
     client_tools,
     headers_for,
@@ -208,3 +209,47 @@ async def test_user_pastes_join_the_prefix_rules_but_never_the_last_user_turn(se
     assert first["content"].startswith("Stored as out_") and "user text" in first["content"]
     again = await rewrite_request(services, api, copy.deepcopy(body), headers_for(api, "paste"), policy)
     assert wire(again.body) == wire(rewrite.body)
+
+
+def common_prefix(a: str, b: str) -> int:
+    n, at, step = min(len(a), len(b)), 0, 4096
+    while at < n and a[at : at + step] == b[at : at + step]:
+        at += step
+    while at < n and a[at] == b[at]:
+        at += 1
+    return min(at, n)
+
+
+def prompt_cost(prompts: list[str]) -> float:
+    """Input cost of a sequence of prompts at Anthropic's 5-minute cache prices, with a prompt cache that serves the
+    longest common prefix with the previous prompt (4 chars a token): read 0.1x, the rest written at 1.25x."""
+    total, previous = 0.0, ""
+    for prompt in prompts:
+        common = common_prefix(previous, prompt)
+        total += common / 4 * ANTHROPIC_5M.read + (len(prompt) - common) / 4 * ANTHROPIC_5M.write
+        previous = prompt
+    return total
+
+
+@pytest.mark.parametrize(
+    ("large_every", "large_tokens", "bound"), [(10**9, 40, 1.0), (2, 3_000, 0.15), (1, 6_000, 0.1)]
+)
+async def test_simulated_cache_cost_against_going_direct(
+    services: Services, large_every: int, large_tokens: int, bound: float
+) -> None:
+    """40 turns through rewrite_request vs the same bodies sent direct, priced with a prefix cache: a session of
+    small results costs exactly what direct costs (the gateway changes nothing), tool-heavy ones much less."""
+    api = "anthropic"
+    conv = Conversation(api, seed=8, large_every=large_every, large_tokens=large_tokens)
+    direct, gateway = [], []
+    for _ in range(40):
+        conv.advance()
+        body = conv.body()
+        rewrite = await rewrite_request(services, api, copy.deepcopy(body), headers_for(api, "sim"), GatewayPolicy())
+        direct.append(wire([body["tools"], body["system"], body["messages"]]))
+        gateway.append(wire([rewrite.body["tools"], rewrite.body["system"], rewrite.body["messages"]]))
+    ratio = prompt_cost(gateway) / prompt_cost(direct)
+    print(f"simulated cost, gateway / direct: {ratio:.3f} (large_every={large_every}, large_tokens={large_tokens})")
+    assert ratio <= bound, ratio
+    if large_every > 1_000:
+        assert ratio == 1.0

@@ -80,7 +80,7 @@ async def test_a_large_new_result_becomes_the_mcp_reference_and_the_tools_are_ap
     assert names[: len(client_tools(api))] == _tool_names(api, client_tools(api))
     assert set(names[len(client_tools(api)) :]) == RETRIEVAL_TOOL_NAMES
     assert rewrite.body["tools"][len(client_tools(api)) :] == retrieval_tools(api)
-    assert rewrite.tokens_kept_out > 500
+    assert rewrite.tokens_kept_out > 500 and rewrite.tokens_offloaded > rewrite.tokens_kept_out
 
 
 @pytest.mark.parametrize("api", APIS)
@@ -306,8 +306,9 @@ async def test_rewrite_messages_is_the_message_level_core_the_compactor_can_call
     small = conversation(api, [("c2", SMALL)])
     untouched = await rewrite_messages(services, api, GatewaySession.of_key("cd" * 16), small, POLICY)
     assert untouched.messages is small and not untouched.changed and not untouched.tools_on
-    with pytest.raises(ValueError, match="message 1"):
-        await rewrite_messages(services, api, session, [user_text(api, "x"), {"role": "wizard"}], POLICY)
+    odd = [user_text(api, "x"), {"role": "wizard"}, *conversation(api, [("c3", LARGE + "?")])[1:]]
+    kept = await rewrite_messages(services, api, session, odd, POLICY)  # a message it cannot read: kept, skipped
+    assert kept.messages[1] is odd[1] and wire(kept.messages).count("Stored as out_") == 1
 
 
 @pytest.mark.parametrize("api", APIS)

@@ -32,6 +32,10 @@ async def run_calls(services: Services, scope: api.SessionScope, handle: str, ou
             assert read.text.strip(), call
             assert read.start == args["start_line"]
             answers.append(read.text)
+        elif call["tool"] == "query_large_output":
+            got = await api.query(services, scope, handle, args["query"])
+            assert got.results >= 1 and not got.truncated, call
+            answers.append(got.result)
         else:
             found = await api.search(services, scope, args.pop("pattern"), handle=handle, **args)
             assert found.total_matches >= 1, call

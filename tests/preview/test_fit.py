@@ -22,7 +22,12 @@ def test_largest_finds_the_last_fitting_value_of_a_monotone_test(lo: int, span: 
 
 def test_largest_probes_logarithmically() -> None:
     probes: list[int] = []
-    assert largest(0, 1_000_000, lambda x: probes.append(x) or x <= 1234) == 1234
+
+    def fits(x: int) -> bool:
+        probes.append(x)
+        return x <= 1234
+
+    assert largest(0, 1_000_000, fits) == 1234
     assert len(probes) <= 21
 
 

@@ -10,6 +10,7 @@ import pytest
 
 from mcp_offload.preview import build_preview
 from mcp_offload.preview.kinds import detect_kind
+from mcp_offload.store.base import Kind
 from support.preview import (
     api_response,
     assert_paths_work,
@@ -100,7 +101,7 @@ def two_mb() -> tuple[str, Any]:
 @pytest.mark.parametrize("counter", [len4, word_tokens])
 def test_json_budget_respected_for_2mb_document(two_mb: tuple[str, Any], budget: int, counter: Any) -> None:
     text, parsed = two_mb
-    kind = "json"
+    kind: Kind = "json"
     preview = build_preview(text, kind, parsed=parsed, budget_tokens=budget, count_tokens=counter)
     assert preview.tokens == counter(preview.text) <= budget
     if budget >= 300:  # enough room: the main array and working paths are there

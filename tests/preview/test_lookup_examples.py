@@ -29,7 +29,7 @@ def directory_tree(packages: int = 80, seed: int = 1) -> list[dict[str, Any]]:
 
     tree = []
     for p in range(packages):
-        modules = [
+        modules: list[dict[str, Any]] = [
             {"name": f"mod{m}", "type": "directory", "children": files(f"f{p}_{m}_", rng.randint(0, 6))}
             for m in range(rng.randint(1, 4))
         ]

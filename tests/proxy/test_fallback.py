@@ -12,7 +12,7 @@ from mcp import Client
 from mcp_offload.core.services import build_services
 from mcp_offload.proxy.fallback import FALLBACK_MAX_CHARS
 from mcp_offload.settings import Settings
-from support import ERAS, text_of
+from support import ERAS, text_block, text_of
 from support.proxy import fixture_entry, running_proxy
 
 
@@ -27,7 +27,7 @@ async def test_store_full_passes_the_result_inline(tmp_path: Path, mode: str) ->
             direct = json.dumps({"items": [{"id": i, "even": i % 2 == 0} for i in range(1000)]})
             r = await client.call_tool("fix__json", {"n": 1000})
             assert not r.is_error
-            note, body = r.content[0].text, r.content[1].text
+            note, body = text_block(r.content[0]), text_block(r.content[1])
             assert "could not be stored" in note and "shown inline in full" in note
             assert body == direct  # nothing lost
             assert (await client.call_tool("list_outputs", {})).structured_content["outputs"] == []
@@ -48,7 +48,7 @@ async def test_over_the_hard_cap_it_is_cut_with_a_marker(tmp_path: Path) -> None
             full = json.dumps({"items": [{"id": i, "even": i % 2 == 0} for i in range(n)]})
             assert len(full) > FALLBACK_MAX_CHARS
             r = await client.call_tool("fix__json", {"n": n})
-            note, body = r.content[0].text, r.content[1].text
+            note, body = text_block(r.content[0]), text_block(r.content[1])
             assert "over the 100,000-character inline cap" in note and "Ask the tool for less" in note
             shown, marker = body[:FALLBACK_MAX_CHARS], body[FALLBACK_MAX_CHARS:]
             assert shown == full[:FALLBACK_MAX_CHARS]
@@ -65,7 +65,7 @@ async def test_a_result_over_the_size_cap_is_not_met_with_advice_the_model_canno
     try:
         async with running_proxy(services, config) as server, Client(server) as client:
             r = await client.call_tool("fix__json", {"n": 1000})
-            note = r.content[0].text
+            note = text_block(r.content[0])
             assert "could not be stored" in note and "over this server's cap of 10,000 bytes" in note
             assert "Split" not in note and "offload each" not in note
             direct = await client.call_tool("offload", {"content": "x" * 20_000})

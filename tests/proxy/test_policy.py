@@ -4,6 +4,7 @@ errors kept byte for byte, each large part stored with a caption kept inline; th
 from __future__ import annotations
 
 import base64
+from typing import Any
 
 import mcp.types as types
 import pytest
@@ -13,6 +14,7 @@ from hypothesis import strategies as st
 from mcp_offload.core.services import Services
 from mcp_offload.proxy.policy import OffloadPolicy, measure, repeats_content, split_result, surely_within
 from mcp_offload.tokens import load_counter
+from support import text_block
 
 COUNTER = load_counter("o200k_base")
 TEXT = st.text(st.sampled_from(list('ab ü€😀\n{}":,1\ud800')), max_size=400)
@@ -36,7 +38,9 @@ BLOCK = st.one_of(
 
 @settings(max_examples=300, deadline=None)
 @given(blocks=st.lists(BLOCK, max_size=4), structured=st.none() | JSONISH, limit=st.integers(0, 400))
-def test_the_shortcut_never_changes_a_decision(blocks: list, structured: object, limit: int) -> None:
+def test_the_shortcut_never_changes_a_decision(
+    blocks: list[types.ContentBlock], structured: dict[str, Any] | None, limit: int
+) -> None:
     result = types.CallToolResult(content=blocks, structured_content=structured)
     if surely_within(result, limit):
         assert measure(split_result(result), COUNTER, limit) <= limit
@@ -71,7 +75,9 @@ def _text(value: str) -> types.TextContent:
         ([], {"a": 1}, False),
     ],
 )  # fmt: skip
-def test_structured_content_repeating_the_content_counts_once(content, structured, repeated) -> None:  # type: ignore[no-untyped-def]
+def test_structured_content_repeating_the_content_counts_once(
+    content: list[types.ContentBlock], structured: dict[str, Any], repeated: bool
+) -> None:
     texts = [b.text for b in content if isinstance(b, types.TextContent)]
     assert repeats_content(structured, content, texts) is repeated
     parts = split_result(types.CallToolResult(content=content, structured_content=structured))
@@ -103,7 +109,7 @@ async def test_policy_keeps_small_results_and_errors_byte_for_byte(services: Ser
     out, decision = await policy.apply(
         error, scope="0" * 32, server="s", tool="t", public_name="s__t", arguments=None, threshold=100
     )
-    assert out.content[0].text == "boom " * 10_000 and out.is_error and not decision.offloaded
+    assert text_block(out.content[0]) == "boom " * 10_000 and out.is_error and not decision.offloaded
 
 
 async def test_policy_offloads_each_part_and_keeps_a_caption(services: Services) -> None:
@@ -128,8 +134,8 @@ async def test_policy_offloads_each_part_and_keeps_a_caption(services: Services)
     assert decision.offloaded and len(decision.handles) == 2
     kinds = [type(b).__name__ for b in out.content]
     assert kinds == ["TextContent", "TextContent", "ResourceLink", "ResourceLink", "ResourceLink"]
-    assert out.content[1].text == "Here's the image:"  # the caption stays inline, verbatim
-    reply = out.content[0].text
+    assert text_block(out.content[1]) == "Here's the image:"  # the caption stays inline, verbatim
+    reply = text_block(out.content[0])
     assert "binary; 10,240 bytes, image/png" in reply and "embedded resource file:///log.txt" in reply
     links = [b for b in out.content if isinstance(b, types.ResourceLink)]
     assert [str(link.uri) for link in links][-1] == "file:///other.txt"  # the upstream's own link is kept

@@ -91,7 +91,11 @@ def test_stop_signals_take_the_group_down_even_two_close_together(second: int | 
     """A second signal landing while the first is handled once lost the whole group (1 in 10 tries)."""
     for attempt in range(15 if second else 1):
         proc = _start(WITH_GRANDCHILD, stderr=subprocess.DEVNULL)
-        assert _wait_for(lambda p=proc: len(_group(p.pid)) >= 3)  # reaper, sleep 301, sleep 300
+
+        def grown(p: subprocess.Popen[bytes] = proc) -> bool:
+            return len(_group(p.pid)) >= 3  # reaper, sleep 301, sleep 300
+
+        assert _wait_for(grown)
         os.kill(proc.pid, signal.SIGTERM)
         if second is not None:
             time.sleep(attempt * 0.0001)  # sweep the gap across the handling of the first

@@ -95,7 +95,8 @@ async def test_reload_adds_and_removes_upstreams_and_keeps_the_config_on_a_broke
             await changed[-1].wait()
         assert "three__echo" in await names(session)
     errlog.close()
-    refused = [line for line in (tmp_path / "stderr.txt").read_text().splitlines() if "reload refused" in line]
+    lines = (tmp_path / "stderr.txt").read_text().splitlines()
+    refused = [json.loads(line)["msg"] for line in lines if "reload refused" in line]  # stderr is JSON lines
     assert len(refused) == 2, refused
     assert "servers.json: not valid JSON" in refused[0]
     assert "server 'bad': \"command\" must be a non-empty string" in refused[1]

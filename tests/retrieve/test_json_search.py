@@ -34,7 +34,7 @@ from support import ERAS, text_of
 async def offload(client: Client, content: str) -> str:
     result = await client.call_tool("offload", {"content": content})
     assert not result.is_error, text_of(result)
-    return str(result.structured_content["handle"])  # type: ignore[index]  # set for every offload
+    return str(result.structured_content["handle"])
 
 
 async def search(client: Client, **arguments: Any) -> tuple[str, dict[str, Any]]:

@@ -75,7 +75,8 @@ def test_capped_reads_reassemble_exactly(seed: int, cap: int) -> None:
     rng = random.Random(seed)
     text = "".join(rng.choice(["word ", "😀", "\n", "ünï ", "x" * 40, "\ud800"]) for _ in range(rng.randint(1, 2000)))
     out = stored(text)
-    pieces, start = [], 1
+    pieces: list[str] = []
+    start: int | None = 1
     while start is not None:
         r = read_range(out, start=start, max_tokens=cap, counter=COUNTER)
         assert r.tokens <= cap
@@ -117,6 +118,6 @@ def test_end_past_total_is_clamped_with_a_note() -> None:
         dict(start_line=-1),
     ],
 )
-def test_bad_ranges(kwargs: dict) -> None:
+def test_bad_ranges(kwargs: dict[str, int]) -> None:
     with pytest.raises(RangeError):
         read_range(stored("abc\ndef\n"), max_tokens=100, counter=COUNTER, **kwargs)

@@ -7,6 +7,7 @@ import mmap
 import re
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -79,7 +80,7 @@ def expected(text: str, python_pattern: str, flags: int = 0) -> list[tuple[int, 
 PIECES = st.sampled_from(
     ["a", "b", "é", "É", "😀", "中", "\n", "\r\n", "\n\n", " ", "ab", "x", "k", "\u212a", "ſ", "_1"]
 )
-TEXTS = st.lists(st.one_of(PIECES, st.characters(blacklist_categories=("Cs",))), max_size=120).map("".join)
+TEXTS = st.lists(st.one_of(PIECES, st.characters(codec="utf-8")), max_size=120).map("".join)
 NEEDLE_PIECES = st.sampled_from(["a", "b", "é", "😀", "\n", "\r", "中", " ", "K", "s", "_", "1"])
 NEEDLES = st.lists(NEEDLE_PIECES, min_size=1, max_size=3).map("".join)
 
@@ -206,11 +207,11 @@ def test_skip_ahead_on_a_large_text() -> None:
     text = filler + "ok n=999999 end\nok Needle_X\n" + "ok n=5 x\n" * 10
     output = stored(text)
     pattern = regex("ok n=99999\\d\\b")
-    assert scan_module.plan_skip(output.data, pattern) is not None
+    assert scan_module.plan_skip(bytes(output.read_bytes(0, output.index.size)), pattern) is not None
     result = search_output(output, pattern, ALL)
     assert [(m.line, m.text) for m in result.matches] == [(20_001, "ok n=999999 end")]
     insensitive = literal("NEEDLE_x", case_sensitive=False)
-    assert scan_module.plan_skip(output.data, insensitive) is not None
+    assert scan_module.plan_skip(bytes(output.read_bytes(0, output.index.size)), insensitive) is not None
     assert [(m.line, m.start) for m in search_output(output, insensitive, ALL).matches] == [
         (20_002, len(filler) + len("ok n=999999 end\nok ") + 1)
     ]
@@ -359,7 +360,7 @@ def test_time_budget_stops_counting() -> None:
 
 
 @pytest.mark.parametrize("bad", [{"max_results": 0}, {"context_lines": 11}, {"context_lines": -1}, {"line_chars": 5}])
-def test_bad_options_are_rejected(bad: dict[str, int]) -> None:
+def test_bad_options_are_rejected(bad: dict[str, Any]) -> None:
     with pytest.raises(SearchError):
         search_output(stored("x"), literal("x"), SearchOptions(**bad))
 

@@ -133,8 +133,8 @@ async def test_our_tools_feed_the_record(tmp_path: Path, mode: str) -> None:
         big = "\n".join(f"line {i} " + "word " * 20 for i in range(2000))
         async with Client(build_server(services), mode=mode) as client:
             stored = await client.call_tool("offload", {"content": big, "name": "big"})
-            handle = stored.structured_content["handle"]  # type: ignore[index]  # offload's output schema
-            tokens = stored.structured_content["tokens"]  # type: ignore[index]
+            handle = stored.structured_content["handle"]
+            tokens = stored.structured_content["tokens"]
             await client.call_tool("read_large_output", {"handle": handle, "start_line": 1, "end_line": 10})
             await client.call_tool("read_large_output", {"handle": "out_nope"})
     finally:

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import anyio
+import mcp.types as types
 import pytest
 from mcp import Client, StdioServerParameters
 
@@ -57,7 +58,7 @@ async def test_two_processes_on_one_store_are_isolated(tmp_path: Path) -> None:
 async def test_server_answers_while_a_runaway_jq_is_stopped(tmp_path: Path) -> None:
     async with Client(_params(tmp_path / "store", "--jq-timeout", "3"), read_timeout_seconds=30) as client:
         h = (await client.call_tool("offload", {"content": '{"a": [1, 2, 3]}'})).structured_content["handle"]
-        results: dict[str, object] = {}
+        results: dict[str, types.CallToolResult] = {}
 
         async def runaway() -> None:
             results["runaway"] = await client.call_tool("query_large_output", {"handle": h, "query": "def f: f; f"})

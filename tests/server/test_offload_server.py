@@ -3,20 +3,22 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
+from typing import Any
 
 import pytest
 from mcp import Client, MCPError
 
 from mcp_offload.core.services import Services
-from mcp_offload.server.offload_server import build_server
+from mcp_offload.server.offload_server import OffloadServer, build_server
 from mcp_offload.settings import Settings
-from support import ERAS, text_of
+from support import ERAS, resource_text, text_of
 
 pytestmark = pytest.mark.parametrize("mode", ERAS)
 
 
 @pytest.fixture(params=["fs", "redis"])
-def settings(request: pytest.FixtureRequest, store_dir) -> Settings:
+def settings(request: pytest.FixtureRequest, store_dir: Path) -> Settings:
     """Every tool test runs on both store backends."""
     store = str(store_dir) if request.param == "fs" else request.getfixturevalue("redis_url")
     return Settings(store=store, jq_timeout_s=3.0, jq_workers=1)
@@ -37,7 +39,7 @@ LOG = "".join(f"line {i} INFO all good\n" for i in range(1, 5001)).replace(
 )
 
 
-async def test_catalog(server, mode: str) -> None:
+async def test_catalog(server: OffloadServer, mode: str) -> None:
     async with Client(server, mode=mode) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
         assert set(tools) == {
@@ -47,10 +49,11 @@ async def test_catalog(server, mode: str) -> None:
             "query_large_output",
             "list_outputs",
         }
+        hints = {name: tool.annotations.read_only_hint if tool.annotations else None for name, tool in tools.items()}
         for name in ("read_large_output", "search_large_output", "query_large_output", "list_outputs"):
-            assert tools[name].annotations.read_only_hint is True
+            assert hints[name] is True
             assert tools[name].output_schema is not None
-        assert tools["offload"].annotations.read_only_hint is False
+        assert hints["offload"] is False
         assert tools["read_large_output"].input_schema["properties"].keys() == {
             "handle",
             "start",
@@ -66,13 +69,14 @@ async def test_catalog(server, mode: str) -> None:
             "max_results",
             "context_lines",
             "scope",  # issue 10: optional, default "line" (today's behaviour)
+            "ranked",  # issue 19: optional, default false (today's behaviour)
         }
         assert tools["query_large_output"].input_schema["required"] == ["handle", "query"]
-        assert "Example" in tools["offload"].description
+        assert "Example" in (tools["offload"].description or "")
         assert "offload" in (client.instructions or "")
 
 
-async def test_offload_then_retrieve(server, mode: str, services: Services) -> None:
+async def test_offload_then_retrieve(server: OffloadServer, mode: str, services: Services) -> None:
     async with Client(server, mode=mode) as client:
         r = await client.call_tool("offload", {"content": API, "name": "api"})
         assert not r.is_error, text_of(r)
@@ -130,12 +134,12 @@ async def test_offload_then_retrieve(server, mode: str, services: Services) -> N
         resources = (await client.list_resources()).resources
         assert {str(x.uri) for x in resources} == {f"offload://outputs/{api}", f"offload://outputs/{log}"}
         contents = (await client.read_resource(f"offload://outputs/{log}")).contents
-        assert contents[0].text == LOG
+        assert resource_text(contents[0]) == LOG
         templates = (await client.list_resource_templates()).resource_templates
         assert templates[0].uri_template == "offload://outputs/{handle}"
 
 
-async def test_read_cap_and_continuation(server, mode: str, services: Services) -> None:
+async def test_read_cap_and_continuation(server: OffloadServer, mode: str, services: Services) -> None:
     big = "".join(f"{i:06d} lorem ipsum dolor sit amet consectetur\n" for i in range(20_000))
     async with Client(server, mode=mode) as client:
         handle = (await client.call_tool("offload", {"content": big})).structured_content["handle"]
@@ -174,7 +178,9 @@ BAD_CALLS = [
 
 
 @pytest.mark.parametrize(("tool", "args", "expect"), BAD_CALLS)
-async def test_bad_input_is_a_clear_error(server, mode: str, tool: str, args: dict, expect: str) -> None:
+async def test_bad_input_is_a_clear_error(
+    server: OffloadServer, mode: str, tool: str, args: dict[str, Any], expect: str
+) -> None:
     async with Client(server, mode=mode) as client:
         h = (await client.call_tool("offload", {"content": API})).structured_content["handle"]
         t = (await client.call_tool("offload", {"content": LOG})).structured_content["handle"]
@@ -190,7 +196,7 @@ async def test_bad_input_is_a_clear_error(server, mode: str, tool: str, args: di
         assert len((await client.call_tool("list_outputs", {})).structured_content["outputs"]) == 2
 
 
-async def test_unknown_handle_lists_known_ones(server, mode: str) -> None:
+async def test_unknown_handle_lists_known_ones(server: OffloadServer, mode: str) -> None:
     async with Client(server, mode=mode) as client:
         h = (await client.call_tool("offload", {"content": LOG, "name": "log"})).structured_content["handle"]
         r = await client.call_tool("read_large_output", {"handle": "out_" + "b" * 26})
@@ -236,7 +242,7 @@ async def test_sessions_are_isolated(services: Services, mode: str) -> None:
         assert r.structured_content["text"] == "alice's secret"
 
 
-async def test_unicode_and_surrogates_round_trip(server, mode: str) -> None:
+async def test_unicode_and_surrogates_round_trip(server: OffloadServer, mode: str) -> None:
     text = "héllo 😀 wörld\r\n" * 50 + "tail\u0301 no newline"
     async with Client(server, mode=mode) as client:
         r = await client.call_tool("offload", {"content": text})
@@ -248,7 +254,7 @@ async def test_unicode_and_surrogates_round_trip(server, mode: str) -> None:
         assert r.structured_content["text"] == "tail\u0301 no newline"
 
 
-async def test_content_over_the_cap_is_refused_and_nothing_stored(tmp_path, mode: str) -> None:
+async def test_content_over_the_cap_is_refused_and_nothing_stored(tmp_path: Path, mode: str) -> None:
     from mcp_offload.core.services import build_services
 
     services = build_services(Settings(store=str(tmp_path / "s"), max_output_bytes=1000))

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from mcp import Client
@@ -77,7 +77,7 @@ def _ctx(protocol: str, session_id: str | None, state: dict[str, Any] | None = N
     return SimpleNamespace(protocol_version=protocol, session=SimpleNamespace(_connection=connection), who=who)
 
 
-POLICY = ConnectionScope(principal=lambda ctx: ctx.who)
+POLICY = ConnectionScope(principal=lambda ctx: cast(Any, ctx).who)  # a stand-in context (see `_ctx`)
 
 
 @pytest.mark.parametrize("session_id", [None, "sid-1"])

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from mcp_offload.store.lifecycle import StoreLimits
-from support.store import SCOPE_A, SCOPE_B, FakeClock, put_bytes
+from support.store import SCOPE_A, SCOPE_B, FakeClock, StoreFactory, put_bytes
 
 
-async def test_scan_sees_every_scope_with_lifecycle_times(make_store) -> None:
+async def test_scan_sees_every_scope_with_lifecycle_times(make_store: StoreFactory) -> None:
     clock = FakeClock()
     store = make_store(clock=clock, limits=StoreLimits(ttl_s=3600))
     a = await put_bytes(store, SCOPE_A, b"alpha\n" * 100, name="a")
@@ -22,7 +22,8 @@ async def test_scan_sees_every_scope_with_lifecycle_times(make_store) -> None:
     async with store.open(SCOPE_A, a) as out:
         assert out.read_bytes(0, 5) == b"alpha"
     scanned = {o.meta.handle: o for o in await store.scan()}
-    assert scanned[a].last_used is not None and abs(scanned[a].last_used - clock.now) < 2
+    last_used = scanned[a].last_used
+    assert last_used is not None and abs(last_used - clock.now) < 2
     assert scanned[b].last_used is None
 
     await store.delete(SCOPE_B, b)

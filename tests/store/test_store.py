@@ -20,25 +20,25 @@ import pytest
 
 from mcp_offload.errors import ExpiredHandle, InvalidHandle, StoreFull, StoreUnavailable, UnknownHandle
 from mcp_offload.store import open_store
-from mcp_offload.store.base import CHUNK
+from mcp_offload.store.base import CHUNK, Store
 from mcp_offload.store.content_index import ContentIndex
 from mcp_offload.store.fs import FilesystemStore
 from mcp_offload.store.lifecycle import DAY, StoreLimits, describe_duration
 from mcp_offload.store.redis import RedisBuffer, RedisStore
 from support import free_port
-from support.store import SCOPE_A, SCOPE_B, FakeClock, make_meta, put_bytes
+from support.store import SCOPE_A, SCOPE_B, FakeClock, RedisServer, StoreFactory, make_meta, put_bytes
 
 TEXT = ("héllo wörld ✓ 𝔘𝔫𝔦𝔠𝔬𝔡𝔢\n" * 50).encode()
 TINY = StoreLimits(scope_max_bytes=1000, scope_max_outputs=100, max_bytes=100_000, max_outputs=100)
 
 
-async def read_all(store, scope: str, handle: str) -> bytes:
+async def read_all(store: Store, scope: str, handle: str) -> bytes:
     async with store.open(scope, handle) as out:
         return out.read_bytes(0, out.index.size)
 
 
 # -- the protocol ------------------------------------------------------------------------------------------
-async def test_put_open_meta_list_delete(make_store) -> None:
+async def test_put_open_meta_list_delete(make_store: StoreFactory) -> None:
     store = make_store()
     first = make_meta(TEXT, name="first", created=1000.0)
     second_data = b'{"a": [1, 2, 3]}\n' * 1000
@@ -66,7 +66,7 @@ async def test_put_open_meta_list_delete(make_store) -> None:
     assert [m.handle for m in await store.list(SCOPE_A)] == [second.handle]
 
 
-async def test_scopes_are_isolated(make_store) -> None:
+async def test_scopes_are_isolated(make_store: StoreFactory) -> None:
     store = make_store()
     handle = await put_bytes(store, SCOPE_A, TEXT)
     for call in (lambda: store.meta(SCOPE_B, handle), lambda: store.delete(SCOPE_B, handle)):
@@ -80,7 +80,7 @@ async def test_scopes_are_isolated(make_store) -> None:
     assert await read_all(store, SCOPE_A, handle) == TEXT  # B's attempts changed nothing
 
 
-async def test_invalid_handles_never_reach_the_backend(make_store) -> None:
+async def test_invalid_handles_never_reach_the_backend(make_store: StoreFactory) -> None:
     store = make_store()
     for bad in ("../x", "out_" + "A" * 26, "out_abc", "", "out_" + "a" * 25 + "/", "out_aaaaaaaaaaaaaaaaaaaaaaaa\x00a"):
         with pytest.raises(InvalidHandle):
@@ -90,7 +90,7 @@ async def test_invalid_handles_never_reach_the_backend(make_store) -> None:
                 pass
 
 
-async def test_two_instances_share_one_store(make_store) -> None:
+async def test_two_instances_share_one_store(make_store: StoreFactory) -> None:
     """Any instance on the same directory / Redis serves any retrieval; sessions stay apart."""
     writer, reader = make_store(), make_store()
     handle = await put_bytes(writer, SCOPE_A, TEXT)
@@ -103,7 +103,7 @@ async def test_two_instances_share_one_store(make_store) -> None:
 
 
 # -- expiry --------------------------------------------------------------------------------------------------
-async def test_ttl_expiry_and_tombstones(make_store) -> None:
+async def test_ttl_expiry_and_tombstones(make_store: StoreFactory) -> None:
     clock = FakeClock()
     store = make_store(limits=StoreLimits(ttl_s=3 * DAY), clock=clock)
     handle = await put_bytes(store, SCOPE_A, TEXT)
@@ -126,7 +126,7 @@ async def test_ttl_expiry_and_tombstones(make_store) -> None:
         await store.meta(SCOPE_A, handle)
 
 
-async def test_sweep_removes_expired_and_frees_quota(make_store) -> None:
+async def test_sweep_removes_expired_and_frees_quota(make_store: StoreFactory) -> None:
     clock = FakeClock()
     limits = StoreLimits(ttl_s=60, scope_max_bytes=10_000, scope_max_outputs=3)
     store = make_store(limits=limits, clock=clock)
@@ -141,7 +141,7 @@ async def test_sweep_removes_expired_and_frees_quota(make_store) -> None:
         await store.meta(SCOPE_A, old[0])
 
 
-async def test_put_reaps_expired_outputs_without_sweep(make_store) -> None:
+async def test_put_reaps_expired_outputs_without_sweep(make_store: StoreFactory) -> None:
     clock = FakeClock()
     store = make_store(limits=StoreLimits(ttl_s=60, scope_max_outputs=2), clock=clock)
     stale = [await put_bytes(store, SCOPE_A, b"old") for _ in range(2)]
@@ -153,7 +153,7 @@ async def test_put_reaps_expired_outputs_without_sweep(make_store) -> None:
 
 
 # -- quotas and LRU eviction -----------------------------------------------------------------------------------
-async def test_lru_eviction_by_scope_bytes_and_reads_refresh_recency(make_store) -> None:
+async def test_lru_eviction_by_scope_bytes_and_reads_refresh_recency(make_store: StoreFactory) -> None:
     clock = FakeClock()
     store = make_store(limits=TINY, clock=clock)
     a = await put_bytes(store, SCOPE_A, b"a" * 400)
@@ -171,7 +171,7 @@ async def test_lru_eviction_by_scope_bytes_and_reads_refresh_recency(make_store)
         await store.meta(SCOPE_B, b)
 
 
-async def test_scope_count_quota(make_store) -> None:
+async def test_scope_count_quota(make_store: StoreFactory) -> None:
     clock = FakeClock()
     store = make_store(limits=StoreLimits(scope_max_outputs=3), clock=clock)
     handles = []
@@ -184,7 +184,7 @@ async def test_scope_count_quota(make_store) -> None:
     assert len(await store.list(SCOPE_A)) == 3
 
 
-async def test_global_quota_evicts_across_scopes(make_store) -> None:
+async def test_global_quota_evicts_across_scopes(make_store: StoreFactory) -> None:
     clock = FakeClock()
     store = make_store(limits=StoreLimits(max_bytes=1000, max_outputs=10), clock=clock)
     b1 = await put_bytes(store, SCOPE_B, b"1" * 400)
@@ -206,7 +206,7 @@ async def test_global_quota_evicts_across_scopes(make_store) -> None:
     assert [m.handle for m in await store2.list(SCOPE_B)] == [a3]
 
 
-async def test_output_larger_than_quota_is_refused_and_nothing_changes(make_store) -> None:
+async def test_output_larger_than_quota_is_refused_and_nothing_changes(make_store: StoreFactory) -> None:
     store = make_store(limits=TINY)
     kept = await put_bytes(store, SCOPE_A, b"k" * 900)
     with pytest.raises(StoreFull) as err:
@@ -215,7 +215,7 @@ async def test_output_larger_than_quota_is_refused_and_nothing_changes(make_stor
     assert [m.handle for m in await store.list(SCOPE_A)] == [kept]  # not evicted for a put that cannot fit
 
 
-async def test_open_outputs_are_never_evicted(make_store) -> None:
+async def test_open_outputs_are_never_evicted(make_store: StoreFactory) -> None:
     clock = FakeClock()
     store = make_store(limits=StoreLimits(scope_max_outputs=2), clock=clock)
     a = await put_bytes(store, SCOPE_A, b"a" * 5000)
@@ -239,7 +239,7 @@ async def test_open_outputs_are_never_evicted(make_store) -> None:
     assert {m.handle for m in await store.list(SCOPE_A)} == {c, d}
 
 
-async def test_reader_in_flight_survives_delete(make_store, backend) -> None:
+async def test_reader_in_flight_survives_delete(make_store: StoreFactory, backend: str) -> None:
     """A reader keeps its bytes when the output is deleted under it (mmap after unlink / pinned Redis key)."""
     data = os.urandom(3 * CHUNK)
     store = make_store(eager_bytes=0) if backend == "redis" else make_store()
@@ -254,7 +254,7 @@ async def test_reader_in_flight_survives_delete(make_store, backend) -> None:
         assert out.read_bytes(2 * CHUNK, 2 * CHUNK + 7) == data[2 * CHUNK : 2 * CHUNK + 7]
 
 
-async def test_concurrent_puts_respect_the_quota(make_store) -> None:
+async def test_concurrent_puts_respect_the_quota(make_store: StoreFactory) -> None:
     store = make_store(limits=StoreLimits(scope_max_outputs=4, scope_max_bytes=10_000))
     payloads = [f"payload {i} ".encode() * 50 for i in range(12)]
     async with anyio.create_task_group() as tg:
@@ -275,6 +275,7 @@ from mcp_offload.store.fs import FilesystemStore
 from mcp_offload.store.lifecycle import StoreLimits
 sys.path.insert(0, sys.argv[3])
 from support.store import make_meta
+from support.store import RedisServer
 async def main():
     store = FilesystemStore(sys.argv[1], limits=StoreLimits(scope_max_outputs=1))
     data = b"from another process"
@@ -418,7 +419,7 @@ async def test_redis_unreachable_fails_fast_with_a_clear_error() -> None:
         await store.aclose()
 
 
-async def test_redis_stopped_mid_run_then_recovers(private_redis) -> None:
+async def test_redis_stopped_mid_run_then_recovers(private_redis: RedisServer) -> None:
     store = open_store(private_redis.url.replace("redis://", "valkey://"))
     try:
         big = os.urandom(3 * CHUNK)
@@ -447,7 +448,7 @@ async def test_redis_stopped_mid_run_then_recovers(private_redis) -> None:
         await store.aclose()
 
 
-async def test_redis_hung_server_times_out_then_recovers(private_redis) -> None:
+async def test_redis_hung_server_times_out_then_recovers(private_redis: RedisServer) -> None:
     store = RedisStore(private_redis.url, socket_timeout_s=1.0)
     try:
         handle = await put_bytes(store, SCOPE_A, b"before")

@@ -8,7 +8,27 @@ import os
 import socket
 from pathlib import Path
 
+import mcp.types as types
+
 ERAS = ["auto", "legacy"]  # 2026-07-28 per-request envelope, and the 2025-11-25 handshake
+
+
+def text_block(block: object) -> str:
+    """The text of a content block that must be a `TextContent` (the test fails otherwise)."""
+    assert isinstance(block, types.TextContent), block
+    return block.text
+
+
+def resource_text(contents: object) -> str:
+    """The text of resource contents that must be `TextResourceContents`."""
+    assert isinstance(contents, types.TextResourceContents), contents
+    return contents.text
+
+
+def resource_blob(contents: object) -> str:
+    """The base64 blob of resource contents that must be `BlobResourceContents`."""
+    assert isinstance(contents, types.BlobResourceContents), contents
+    return contents.blob
 
 
 def text_of(result: object) -> str:

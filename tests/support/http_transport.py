@@ -20,7 +20,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from mcp_offload.core.services import Services
 from mcp_offload.serve.http import HttpOptions, build_http_app
-from support import text_of
+from support import resource_text, text_of
 
 TOKEN_A = "token-a-" + "a" * 24
 TOKEN_B = "token-b-" + "b" * 24
@@ -100,11 +100,12 @@ async def offload_some(client: Client, marker: str, count: int = 3) -> list[str]
 async def assert_unreachable(client: Client, foreign: list[str], foreign_marker: str, own: list[str]) -> None:
     """`client` can reach its own outputs and none of `foreign`, by any tool or resource."""
     for handle in foreign:
-        for tool, args in [
+        calls: list[tuple[str, dict[str, Any]]] = [
             ("read_large_output", {"handle": handle, "start_line": 1, "end_line": 3}),
             ("search_large_output", {"pattern": "item", "handle": handle}),
             ("query_large_output", {"handle": handle, "query": ".marker"}),
-        ]:
+        ]
+        for tool, args in calls:
             r = await client.call_tool(tool, args)
             assert r.is_error and "no output" in text_of(r).lower(), (tool, text_of(r))
             assert foreign_marker not in text_of(r)
@@ -117,7 +118,7 @@ async def assert_unreachable(client: Client, foreign: list[str], foreign_marker:
     uris = {str(res.uri) for res in (await client.list_resources()).resources}
     assert uris == {f"offload://outputs/{h}" for h in own}
     read = await client.read_resource(f"offload://outputs/{own[0]}")
-    assert json.loads(read.contents[0].text)["marker"] != foreign_marker
+    assert json.loads(resource_text(read.contents[0]))["marker"] != foreign_marker
 
 
 async def endpoint_of(stream: httpx2.Response) -> str:

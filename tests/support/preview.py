@@ -76,7 +76,7 @@ def log_records(n: int, seed: int = 5) -> list[dict[str, Any]]:
 
 
 def run_jq(program: str, text: str) -> list[Any]:
-    return jq.compile(program).input_text(text).all()
+    return list(jq.compile(program).input_text(text).all())
 
 
 def assert_paths_work(paths: list[str], text: str) -> None:

@@ -147,14 +147,16 @@ def packages_table(delimiter: str) -> str:
     buffer = io.StringIO()
     writer = csv.writer(buffer, delimiter=delimiter, lineterminator="\n")
     writer.writerow(["name", "version", "installer", "files", "typed", "summary"])
-    rows = []
+    rows: list[list[object]] = []
     for dist in importlib.metadata.distributions():
         files = dist.files or []
         installer = (dist.read_text("INSTALLER") or "unknown").strip()
         typed = any(str(f).endswith("py.typed") for f in files)
-        summary = (dist.metadata.get("Summary") or "").replace("\n", " ").replace("\t", " ")
-        rows.append([dist.metadata["Name"], dist.version, installer, len(files), str(typed).lower(), summary])
-    writer.writerows(sorted(rows, key=lambda r: str(r[0]).lower()))
+        metadata = dist.metadata
+        summary = (metadata.get_all("Summary") or [""])[0].replace("\n", " ").replace("\t", " ")
+        rows.append([metadata["Name"], dist.version, installer, len(files), str(typed).lower(), summary])
+    ordered = sorted(rows, key=lambda row: str(row[0]).lower())
+    writer.writerows(ordered)
     return buffer.getvalue()
 
 

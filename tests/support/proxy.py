@@ -79,6 +79,7 @@ def _serve() -> None:
     import anyio
     import mcp.types as types
     from mcp.server import NotificationOptions, Server, ServerRequestContext
+    from mcp.server.models import InitializationOptions
     from mcp.server.stdio import stdio_server
     from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
     from mcp.shared.exceptions import MCPError
@@ -156,7 +157,9 @@ def _serve() -> None:
         return types.CallToolResult(content=[types.TextContent(type="text", text="unknown tool")], is_error=True)
 
     class FixtureServer(Server):  # advertise tools.listChanged
-        def create_initialization_options(self, notification_options=None, *a, **kw):  # type: ignore[no-untyped-def]
+        def create_initialization_options(
+            self, notification_options: NotificationOptions | None = None, *a: Any, **kw: Any
+        ) -> InitializationOptions:
             return super().create_initialization_options(
                 notification_options or NotificationOptions(tools_changed=True), *a, **kw
             )

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from mcp_offload.store.base import OutputMeta, Store
+from mcp_offload.store.base import AdminStore, OutputMeta, Store
 from mcp_offload.store.content_index import ContentIndex
 from mcp_offload.store.fs import FilesystemStore
 from mcp_offload.store.handles import new_handle, scope_key
@@ -121,12 +121,12 @@ class FakeClock:
         self.now += seconds
 
 
-StoreFactory = Callable[..., Store]
+StoreFactory = Callable[..., AdminStore]
 
 
 @pytest.fixture(params=["fs", "redis"])
 def backend(request: pytest.FixtureRequest) -> str:
-    return request.param
+    return str(request.param)
 
 
 @pytest.fixture
@@ -136,8 +136,8 @@ async def make_store(backend: str, tmp_path: Path, request: pytest.FixtureReques
     prefix = f"mcp-offload-test:{secrets.token_hex(6)}"
     made: list[Store] = []
 
-    def make(*, limits: StoreLimits | None = None, clock: Callable[[], float] = time.time, **kw: Any) -> Store:
-        store: Store
+    def make(*, limits: StoreLimits | None = None, clock: Callable[[], float] = time.time, **kw: Any) -> AdminStore:
+        store: AdminStore
         if url is not None:
             store = RedisStore(url, limits=limits, clock=clock, prefix=prefix, **kw)
         else:

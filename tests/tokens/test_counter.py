@@ -250,8 +250,17 @@ def test_count_upto_and_truncate_read_only_a_prefix(o200k: TokenCounter, monkeyp
     text = prose(100_000)  # short enough that the "too long to fit" shortcut does not apply at limit 1000
     seen: list[int] = []
     real_count, real_encode = o200k._count_part, o200k._encode
-    monkeypatch.setattr(o200k, "_count_part", lambda s: seen.append(len(s)) or real_count(s))
-    monkeypatch.setattr(o200k, "_encode", lambda s: seen.append(len(s)) or real_encode(s))
+
+    def count_part(s: str) -> int:
+        seen.append(len(s))
+        return real_count(s)
+
+    def encode(s: str) -> list[int]:
+        seen.append(len(s))
+        return real_encode(s)
+
+    monkeypatch.setattr(o200k, "_count_part", count_part)
+    monkeypatch.setattr(o200k, "_encode", encode)
     assert o200k.count_upto(text, 1000) > 1000
     assert sum(seen) <= 1001 * 6 + 20  # the first chunk settled it
     seen.clear()

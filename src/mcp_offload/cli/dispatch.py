@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import anyio
 
 from mcp_offload.cli.client_config import user_servers_path
+from mcp_offload.cli.event_loop import loop_options
 from mcp_offload.cli.exit_status import exit_status
 from mcp_offload.core.api import SessionScope
 from mcp_offload.errors import SettingsError
@@ -206,15 +207,6 @@ def discover_config(args: argparse.Namespace) -> None:
         log.info("proxying the servers in %s (--no-config to skip it)", default)
 
 
-def _loop_options() -> dict[str, bool]:
-    """uvloop when installed (a declared dependency off Windows): less CPU per call under load."""
-    try:
-        import uvloop  # noqa: F401
-    except ImportError:
-        return {}
-    return {"use_uvloop": True}
-
-
 def check_session(session: str | None, transport: str) -> None:
     """`--session NAME` names a shared scope for one stdio client; on HTTP each client has its own scope."""
     if session is None:
@@ -263,9 +255,9 @@ def run(args: argparse.Namespace) -> int | None:
     if args.transport != "stdio":
         from mcp_offload.serve.http import http_options_from_args, run_http
 
-        anyio.run(run_http, settings, http_options_from_args(args), proxy, backend_options=_loop_options())
+        anyio.run(run_http, settings, http_options_from_args(args), proxy, backend_options=loop_options())
         return None
-    anyio.run(serve_stdio, settings, proxy, args.session, backend_options=_loop_options())
+    anyio.run(serve_stdio, settings, proxy, args.session, backend_options=loop_options())
     return None
 
 

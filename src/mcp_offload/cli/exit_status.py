@@ -48,8 +48,12 @@ def exit_status(run: Callable[[], int | None], *, prog: str = "mcp-offload") -> 
 def _discard_stdout() -> None:
     """The reader went away (`… | head`): what is still buffered goes nowhere, so Python's own flush at exit
     does not raise the same BrokenPipeError again (with a traceback-like "Exception ignored" line)."""
+    try:
+        stdout = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # not a real file (captured, replaced): nothing to flush to a pipe
+        return
     devnull = os.open(os.devnull, os.O_WRONLY)
     try:
-        os.dup2(devnull, sys.stdout.fileno())
+        os.dup2(devnull, stdout)
     finally:
         os.close(devnull)

@@ -18,6 +18,7 @@ from typing import Any
 
 import anyio
 
+from mcp_offload.cli.event_loop import loop_options
 from mcp_offload.cli.exit_status import exit_status
 from mcp_offload.errors import OperatorError
 from mcp_offload.gateway.loop import LoopLimits
@@ -150,11 +151,11 @@ def _split(value: str | None) -> tuple[str, ...]:
 
 
 def run(args: argparse.Namespace) -> int:
-    log_to_stderr(args.log_level.upper())
+    log_to_stderr(args.log_level)  # JSON lines on stderr, like every other command
     logging.getLogger("httpx2").setLevel(logging.WARNING)  # the gateway's own line per request says more
     settings = Settings.from_env().with_overrides(store=args.store)
     options = options_from_args(args)
-    anyio.run(run_gateway, settings, options)
+    anyio.run(run_gateway, settings, options, backend_options=loop_options())
     return 0
 
 

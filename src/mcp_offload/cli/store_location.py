@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mcp_offload.store import REDIS_SCHEMES
+from mcp_offload.store import is_redis_location
 
 
 def missing_store(where: str) -> str | None:
     """Why `where` (a store directory) cannot be inspected, or None when it is a store. Nothing is created: a
     mistyped path must not look like an empty store, nor become one."""
-    if where.startswith(REDIS_SCHEMES):
+    if is_redis_location(where):
         return None
     path = Path(where).expanduser()
     if not path.exists():

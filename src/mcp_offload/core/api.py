@@ -34,6 +34,7 @@ from mcp_offload.core.results import (
     ListOutput,
     OffloadOutput,
     QueryOutput,
+    RankedPassageOut,
     ReadOutput,
     SearchMatchOut,
     SearchOutput,
@@ -44,8 +45,11 @@ from mcp_offload.core.services import Services
 from mcp_offload.errors import ExpiredHandle, NotEnumerable, SearchError, UnknownHandle
 from mcp_offload.retrieve.json_hits import JsonHits, json_hits, require_records
 from mcp_offload.retrieve.pattern import compile_pattern
+from mcp_offload.retrieve.ranked.rank import RankedResult, rank_outputs
 from mcp_offload.retrieve.read import read_range
 from mcp_offload.retrieve.search import SearchOptions, SearchResult, search_outputs
+from mcp_offload.retrieve.sql.detect import is_sql
+from mcp_offload.store.base import StoredOutput
 from mcp_offload.store.handles import scope_key, validate_handle
 
 NOT_ENUMERABLE = (
@@ -144,16 +148,29 @@ async def search(
     handle: str | None = None,
     case_sensitive: bool = False,
     literal: bool = False,
-    max_results: int = 50,
+    max_results: int | None = None,
     context_lines: int = 0,
     progress: ProgressFn | None = None,
     unit: Literal["line", "record"] = "line",
+    ranked: bool = False,
 ) -> SearchOutput:
     """RE2 (or literal) search in one output, or in all of the scope's text outputs when `handle` is None.
 
     Matches in JSON / JSON Lines outputs carry their jq path and breadcrumb. `unit="record"` (the tool's
     `scope` argument) also returns the record holding each match (JSON: the element of the outermost array on its path;
-    JSON Lines: its line), once per record, all together cut at `settings.read_max_tokens`."""
+    JSON Lines: its line), once per record, all together cut at `settings.read_max_tokens`.
+
+    `ranked=True`: `pattern` is a natural-language question; the result's `passages` are the best passages for it
+    (BM25 over each output's passage index, `retrieve/ranked/`), `max_results` of them (default 5, at most 20)."""
+    if ranked:
+        if unit != "line":
+            raise SearchError(
+                'scope="record" does not combine with ranked=true: each passage already gives its jq path; fetch the '
+                "record with query_large_output."
+            )
+        return await _search_ranked(services, scope, pattern, handle, max_results, progress)
+    if max_results is None:
+        max_results = 50
     if unit not in ("line", "record"):
         raise SearchError('scope must be "line" (matching lines) or "record" (the JSON records holding them).')
     settings = services.settings
@@ -168,20 +185,9 @@ async def search(
         line_chars=settings.search_line_chars,
         time_budget_s=settings.search_time_budget_s,
     )
-    if handle is not None:
-        handles = [validate_handle(handle)]  # an unknown one raises UnknownHandle when opened below
-    else:
-        if not scope.enumerable:
-            raise SearchError("search_large_output needs a handle here: " + NOT_ENUMERABLE)
-        handles = [m.handle for m in await services.store.list(scope.key) if m.kind != "blob"]
+    handles = await _searched_handles(services, scope, handle)
     async with AsyncExitStack() as stack:
-        outputs = []
-        for h in handles:
-            try:
-                outputs.append(await stack.enter_async_context(services.store.open(scope.key, h)))
-            except (UnknownHandle, ExpiredHandle):
-                if handle is not None:
-                    raise
+        outputs = await _open_all(services, scope, stack, handles, strict=handle is not None)
         records = unit == "record"
         if records and handle is not None:
             require_records(outputs[0])
@@ -224,6 +230,80 @@ async def search(
     )
 
 
+async def _search_ranked(
+    services: Services,
+    scope: SessionScope,
+    question: str,
+    handle: str | None,
+    max_results: int | None,
+    progress: ProgressFn | None,
+) -> SearchOutput:
+    settings = services.settings
+    handles = await _searched_handles(services, scope, handle)
+    async with AsyncExitStack() as stack:
+        outputs = await _open_all(services, scope, stack, handles, strict=handle is not None)
+
+        def run() -> RankedResult:
+            return rank_outputs(
+                outputs,
+                question,
+                k=5 if max_results is None else max_results,
+                line_chars=settings.search_line_chars,
+                counter=services.tokens,
+                max_tokens=settings.read_max_tokens,
+            )
+
+        async with heartbeat(progress, f"ranking passages of {len(outputs)} output(s)"):
+            result = await anyio.to_thread.run_sync(run)
+    return SearchOutput(
+        pattern=question,
+        matches=[],
+        total_matches=len(result.passages),
+        total_is_exact=False,
+        truncated=False,
+        outputs_searched=result.outputs_searched,
+        passages=[
+            RankedPassageOut(
+                handle=p.handle,
+                score=p.score,
+                start_line=p.start_line,
+                end_line=p.end_line,
+                start=p.start,
+                end=p.end,
+                lines=[ContextLine(line=line.line, text=line.text) for line in p.lines],
+                json_path=p.place.json_path if p.place else None,
+                record=p.place.record if p.place else None,
+                breadcrumb=p.place.breadcrumb if p.place else None,
+            )
+            for p in result.passages
+        ],
+        ranked_by=list(result.terms),
+    )
+
+
+async def _searched_handles(services: Services, scope: SessionScope, handle: str | None) -> list[str]:
+    """The handle asked for (validated; an unknown one raises when opened), or all of the scope's text outputs."""
+    if handle is not None:
+        return [validate_handle(handle)]
+    if not scope.enumerable:
+        raise SearchError("search_large_output needs a handle here: " + NOT_ENUMERABLE)
+    return [m.handle for m in await services.store.list(scope.key) if m.kind != "blob"]
+
+
+async def _open_all(
+    services: Services, scope: SessionScope, stack: AsyncExitStack, handles: list[str], *, strict: bool
+) -> list[StoredOutput]:
+    """Open every handle for the scope; outputs that expired meanwhile are skipped unless `strict`."""
+    outputs = []
+    for h in handles:
+        try:
+            outputs.append(await stack.enter_async_context(services.store.open(scope.key, h)))
+        except (UnknownHandle, ExpiredHandle):
+            if strict:
+                raise
+    return outputs
+
+
 async def query(
     services: Services,
     scope: SessionScope,
@@ -234,8 +314,22 @@ async def query(
     raw: bool = False,
     progress: ProgressFn | None = None,
 ) -> QueryOutput:
-    """Run a jq program over a stored JSON (JSON Lines: over each record) output, sandboxed and capped."""
+    """Run a jq program over a stored JSON (JSON Lines: over each record) output, sandboxed and capped; or, when
+    `program` is SQL (starts with SELECT, WITH, FROM, ...: `retrieve/sql/detect.py`), a DuckDB query over a CSV/TSV,
+    JSON Lines or JSON-records output exposed as table `t`, sandboxed and capped alike."""
     handle = validate_handle(handle)
+    if is_sql(program):
+        async with services.store.open(scope.key, handle) as output:
+            message = f"running SQL over {output.meta.size:,} bytes"
+            async with heartbeat(progress, message, total=services.settings.jq_timeout_s):
+                found = await services.sql.run(output, program)
+        return QueryOutput(
+            handle=handle,
+            result=found.text,
+            results=found.rows,
+            truncated=found.truncated,
+            elapsed_ms=round(found.elapsed_s * 1000, 3),
+        )
     async with services.store.open(scope.key, handle) as output:
         message = f"running jq over {output.meta.size:,} bytes"
         async with heartbeat(progress, message, total=services.settings.jq_timeout_s):

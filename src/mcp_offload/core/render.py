@@ -70,6 +70,8 @@ def render_read(out: ReadOutput, max_tokens: int) -> str:
 def render_search(out: SearchOutput, scoped: str | None) -> str:
     """`scoped`: the handle searched, or None when the search covered all of the session's outputs."""
     where = scoped or f"{out.outputs_searched} output(s)"
+    if out.passages is not None:
+        return _render_passages(out, where, scoped)
     total = n(out.total_matches) + ("" if out.total_is_exact else "+")
     if not out.matches:
         return f"No match for {out.pattern!r} in {where}."
@@ -87,6 +89,23 @@ def render_search(out: SearchOutput, scoped: str | None) -> str:
         lines.append("[more matches not shown: raise max_results or narrow the pattern]")
     if out.records is not None:
         lines.extend(_render_records(out.records))
+    return "\n".join(lines)
+
+
+def _render_passages(out: SearchOutput, where: str, scoped: str | None) -> str:
+    """Ranked search: one block per passage, best first; a passage's shown lines carry their line numbers."""
+    words = ", ".join(out.ranked_by or ())
+    if not out.passages:
+        return f"No passage in {where} mentions {words} (from {out.pattern!r})."
+    lines = [f"{len(out.passages)} best passage(s) for {out.pattern!r} in {where} (ranked by: {words}):"]
+    for rank, p in enumerate(out.passages, 1):
+        owner = "" if scoped else f"{p.handle} "
+        span = f"lines {n(p.start_line)}–{n(p.end_line)}" if p.end_line > p.start_line else f"line {n(p.start_line)}"
+        lines.append(f"#{rank} {owner}{span} [chars {p.start}–{p.end}] score {p.score:.1f}")
+        lines.extend(f"  {c.line}: {c.text}" for c in p.lines)
+        if p.json_path is not None:
+            at = f"record {p.record}: {p.json_path}" if p.record is not None else p.json_path
+            lines.append(f"  at {at}" + (f" ({p.breadcrumb})" if p.breadcrumb else ""))
     return "\n".join(lines)
 
 
@@ -114,8 +133,14 @@ def _render_records(records: list[SearchRecordOut]) -> list[str]:
     return lines
 
 
-def render_query(out: QueryOutput, max_output_chars: int) -> str:
+def render_query(out: QueryOutput, max_output_chars: int, *, sql: bool = False) -> str:
     text = out.result if out.result else "(no output)"
+    if sql:
+        rows = f"{n(out.results)} row(s)"
+        if out.truncated:
+            cut = f"output cut at {n(max_output_chars)} chars after {rows}"
+            return text + f"\n[{cut}: add a LIMIT, aggregate or select fewer columns]"
+        return text + f"\n({rows})"
     if out.truncated:
         text += (
             f"\n[output cut at {n(max_output_chars)} chars after {out.results} "

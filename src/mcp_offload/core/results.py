@@ -99,6 +99,19 @@ class SearchRecordOut(BaseModel):
     next_start: int | None = Field(description="When cut: read_large_output(start=next_start, end=end) for the rest")
 
 
+class RankedPassageOut(BaseModel):
+    handle: str
+    score: float = Field(description="BM25 score: higher is more relevant")
+    start_line: int
+    end_line: int
+    start: int = Field(description="First character of the passage (1-based, inclusive)")
+    end: int
+    lines: list[ContextLine] = Field(description="The passage's best-matching lines, in order")
+    json_path: str | None = Field(default=None, exclude_if=_is_none, description="JSON: jq path of the first hit")
+    record: int | None = Field(default=None, exclude_if=_is_none, description="JSON Lines: the record's 0-based number")
+    breadcrumb: str | None = Field(default=None, exclude_if=_is_none)
+
+
 class SearchOutput(BaseModel):
     pattern: str
     matches: list[SearchMatchOut]
@@ -110,6 +123,12 @@ class SearchOutput(BaseModel):
         default=None,
         exclude_if=_is_none,
         description='scope="record": the records holding the matches, each once; absent otherwise',
+    )
+    passages: list[RankedPassageOut] | None = Field(
+        default=None, exclude_if=_is_none, description="ranked=true: the best passages, best first; absent otherwise"
+    )
+    ranked_by: list[str] | None = Field(
+        default=None, exclude_if=_is_none, description="ranked=true: the question's words that were ranked by"
     )
 
 

@@ -1,5 +1,5 @@
-"""The services a server instance shares: settings, the store, the token counter, the jq runner, the savings
-record.
+"""The services a server instance shares: settings, the store, the token counter, the jq and SQL runners, the
+savings record.
 
 Built once per process by the command line or a transport (or by a test) and handed to the tools and the proxy.
 """
@@ -12,6 +12,7 @@ from typing import Protocol
 from mcp_offload.errors import SettingsError
 from mcp_offload.retrieve.jq_library import resolve_libjq
 from mcp_offload.retrieve.jq_pool import JqRunner
+from mcp_offload.retrieve.sql.runner import SqlRunner
 from mcp_offload.savings.record import SavingsRecord
 from mcp_offload.settings import Settings
 from mcp_offload.store.base import Store
@@ -31,6 +32,7 @@ class Services:
     tokens: TokenCounter
     jq: JqRunner
     savings: SavingsRecord = field(default_factory=SavingsRecord)  # the durable savings record (savings/)
+    sql: SqlRunner = field(default_factory=lambda: sql_runner(Settings()))  # started on the first SQL query
     attachments: dict[str, Attachment] = field(default_factory=dict)  # front ends' resources, closed with these
 
     async def aclose(self) -> None:
@@ -38,6 +40,7 @@ class Services:
         for resource in attached:
             await resource.aclose()
         await self.savings.aclose()
+        await self.sql.aclose()
         await self.jq.aclose()
         await self.store.aclose()
 
@@ -70,4 +73,15 @@ def build_services(settings: Settings) -> Services:
             libjq=resolve_libjq(settings.jq_library),
         ),
         savings=open_savings(settings.store_location()),
+        sql=sql_runner(settings),
+    )
+
+
+def sql_runner(settings: Settings) -> SqlRunner:
+    return SqlRunner(
+        timeout_s=settings.jq_timeout_s,
+        memory_mb=settings.sql_memory_mb,
+        threads=settings.sql_threads,
+        max_output_chars=settings.jq_max_output_chars,
+        max_query_chars=settings.sql_max_query_chars,
     )

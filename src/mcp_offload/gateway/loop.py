@@ -26,7 +26,7 @@ Rules, the same for the three APIs:
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -286,22 +286,25 @@ async def _relay_call(
     """Forward one upstream stream through the splicer; False when the client's stream had to end here."""
     parser = SseParser()
     try:
-        async for chunk in response.aiter_bytes():
+        async for chunk in _chunks(response):
+            outs: list[bytes] = []  # what this chunk's events give the client: one write (one socket send)
             for event in parser.feed(chunk):
                 keepalive.waiting = False
                 try:
-                    outs = splicer.feed(event)
+                    outs.extend(splicer.feed(event))
                 except (ValueError, TypeError, AttributeError, KeyError):
                     report.problem = "unreadable upstream event"
-                    await emit(
+                    outs.append(
                         splicer.error("upstream_bad_event", "The upstream sent an event that is not valid JSON.")
                     )
+                    await emit(b"".join(outs))
                     return False
-                for out in outs:
-                    await emit(out)
                 if splicer.errored:
                     report.problem = "upstream error event"
+                    await emit(b"".join(outs))
                     return False
+            if outs:
+                await emit(b"".join(outs))
     except httpx2.HTTPError as exc:
         report.problem = "upstream stream cut"
         await emit(splicer.error("upstream_stream_cut", f"The upstream stream broke off: {exc or type(exc).__name__}."))
@@ -315,6 +318,14 @@ async def _relay_call(
     return True
 
 
+def _chunks(response: httpx2.Response) -> AsyncIterator[bytes]:
+    """The upstream's bytes as they arrive: raw (no decoder, no re-chunking) when uncompressed, as the gateway asks
+    for them (`Accept-Encoding: identity`); decoded if an upstream compresses anyway."""
+    if response.headers.get("content-encoding", "identity").strip().lower() in ("", "identity"):
+        return response.aiter_raw()
+    return response.aiter_bytes()
+
+
 async def relay_stream(dialect: Dialect, response: httpx2.Response, emit: Emit, report: TurnReport) -> None:
     """A stream with nothing to splice: forward the upstream's bytes as they arrive, read the usage on the side, and
     end with the API's error event if the upstream stops before its last event."""
@@ -322,7 +333,7 @@ async def relay_stream(dialect: Dialect, response: httpx2.Response, emit: Emit, 
     usage: dict[str, Any] = {}
     complete = False
     try:
-        async for chunk in response.aiter_bytes():
+        async for chunk in _chunks(response):
             await emit(chunk)
             for event in parser.feed(chunk):
                 try:

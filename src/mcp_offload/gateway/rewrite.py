@@ -35,8 +35,10 @@ The rules, in the order they run on each request (pure functions over the messag
 Never touched: everything that is not a tool result's text (system prompt, user text, thinking / reasoning,
 compaction and server-tool blocks), results of the retrieval tools themselves and texts that already are references.
 
-Failures: a request this module cannot read (no message list, a malformed message) is forwarded as is, for the
-upstream to answer. A store failure gives `Rewrite(changed=False, fail_open=reason)` (the original body, nothing
+Failures: a request without a message list (or with a message that is not an object) is forwarded as is, for the
+upstream to answer; a message or block this module cannot read (an unknown role such as Anthropic's `system`
+messages between turns, an unknown block) is kept as is and skipped, the rest is rewritten (`History.view`).
+A store failure gives `Rewrite(changed=False, fail_open=reason)` (the original body, nothing
 recorded) or, with `fail_closed`, raises `RewriteUnavailable`; a store refusing an output (full, over a quota) is
 such a failure. A result over the store's size cap for one output (`TooLarge`) just stays inline.
 """
@@ -44,7 +46,7 @@ such a failure. A result over the store's size cap for one output (`TooLarge`) j
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -109,6 +111,7 @@ class Rewrite:
     tools_injected: bool = False  # the retrieval tools are in `body["tools"]`
     offloaded: list[str] = field(default_factory=list)  # handles newly offloaded this turn
     tokens_kept_out: int = 0  # tool result tokens this request does not carry (references' tokens subtracted)
+    tokens_offloaded: int = 0  # tokens of the outputs newly offloaded this turn (TurnCounters.tokens_offloaded)
     fail_open: str | None = None  # why the original body is sent unmodified (the store failed)
     expanded: int = 0  # model responses restored from expansions
 
@@ -133,6 +136,7 @@ class MessagesRewrite:
     tools_on: bool  # the session has the retrieval tools (transparent retrieval): send them with this list
     offloaded: list[str] = field(default_factory=list)
     tokens_kept_out: int = 0
+    tokens_offloaded: int = 0
     expanded: int = 0
 
 
@@ -144,13 +148,14 @@ async def rewrite_messages(
     policy: GatewayPolicy,
     *,
     model: object = None,
-    head_chars: int = 0,
+    head_chars: int | Callable[[], int] = 0,
 ) -> MessagesRewrite:
     """The cache-safe rewrite of one message list (the rules 2-5 of the module docstring) for `session`: pure over
     the list and the session's record (the caller's list and messages are never mutated). `model` picks the cache
-    prices of the cost rule; `head_chars` is the size of what precedes the messages in the prompt (tools, system).
+    prices of the cost rule; `head_chars` is the size of what precedes the messages in the prompt (tools, system),
+    or the function that measures it (only the prefix rules need it, on few turns).
 
-    Raises ValueError naming the message for a malformed list (nothing stored), and the store's errors
+    Messages and blocks it cannot read are kept as they are and skipped (`History.view`). Raises the store's errors
     (`StoreUnavailable`, `StoreFull`, OSError) when the record or the store fails (nothing recorded). The gateway
     (`rewrite_request`) and the `Compactor` share it."""
     history = history_for(api)
@@ -167,7 +172,10 @@ async def rewrite_request(
     messages = history.messages(body)
     if messages is None:
         return Rewrite(body=body, changed=False, session=session)
-    head = _chars({k: v for k, v in body.items() if k != history.messages_key})
+
+    def head() -> int:  # measured only when a prefix rule needs it: walking a large tools array costs ~0.3 ms
+        return _chars({k: v for k, v in body.items() if k != history.messages_key})
+
     try:
         done = await rewrite_messages(
             services, api, session, messages, policy, model=body.get("model"), head_chars=head
@@ -192,6 +200,7 @@ async def rewrite_request(
         tools_injected=done.tools_on,
         offloaded=done.offloaded,
         tokens_kept_out=done.tokens_kept_out,
+        tokens_offloaded=done.tokens_offloaded,
         expanded=done.expanded,
     )
 
@@ -226,7 +235,7 @@ class _Turn:
         messages: list[Message],
         views: list[MessageView],
         model: object,
-        head_chars: int,
+        head_chars: int | Callable[[], int],
     ) -> None:
         self.services, self.api, self.history, self.session, self.policy = services, api, history, session, policy
         self.messages, self.views, self.model, self.head_chars = messages, views, model, head_chars
@@ -280,6 +289,7 @@ class _Turn:
             changed=True,
             tools_on=tools_on,
             offloaded=[d.handle for d in decided.values() if d.offloaded],
+            tokens_offloaded=sum(d.tokens for d in decided.values() if d.offloaded),
             tokens_kept_out=sum(p.decision.tokens_kept_out for p in applied if p.decision is not None),
             expanded=restored,
         )
@@ -357,7 +367,7 @@ class _Turn:
         clear_at_least = clear.clear_at_least_tokens if clear is not None else ClearToolUses().clear_at_least_tokens
         preview = self.services.settings.preview_tokens
         # positions: estimated tokens from the prompt's start (tools and system first, as the providers cache them)
-        starts, pos = [], self.head_chars
+        starts, pos = [], self.head_chars() if callable(self.head_chars) else self.head_chars
         for m in messages:
             starts.append(pos)
             pos += _chars(m)

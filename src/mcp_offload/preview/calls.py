@@ -1,7 +1,8 @@
 """Ready retrieval calls a preview names: a line range to read or a pattern to search, as the model would write them.
 
 Previews of text kinds (logs, tables, code, diffs, HTML, Markdown) name the calls that answer the usual next
-question: `read_large_output(start_line=120, end_line=160)`, `search_large_output(pattern="\\bERROR\\b")`. Each one
+question: `read_large_output(start_line=120, end_line=160)`, `search_large_output(pattern="\\bERROR\\b")`, and for
+a table with a header, SQL over it as table t: `query_large_output(query="SELECT ... FROM t GROUP BY 1")`. Each one
 is kept as data too (`as_data`), so the tests run every call a preview shows through the real retrieval API.
 """
 
@@ -11,14 +12,14 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
-__all__ = ["RetrievalCall", "read_lines", "regex_escape", "search_pattern"]
+__all__ = ["RetrievalCall", "read_lines", "regex_escape", "search_pattern", "sql_query"]
 
 _REGEX_SPECIAL = frozenset("\\.^$|?*+()[]{}")
 
 
 @dataclass(frozen=True, slots=True)
 class RetrievalCall:
-    tool: Literal["read_large_output", "search_large_output"]
+    tool: Literal["read_large_output", "search_large_output", "query_large_output"]
     args: tuple[tuple[str, int | str | bool], ...]
 
     def render(self) -> str:
@@ -40,6 +41,16 @@ def search_pattern(pattern: str, *, case_sensitive: bool = False) -> RetrievalCa
     if case_sensitive:
         return RetrievalCall("search_large_output", (("pattern", pattern), ("case_sensitive", True)))
     return RetrievalCall("search_large_output", (("pattern", pattern),))
+
+
+def sql_query(query: str) -> RetrievalCall:
+    """Run SQL over the output as table t (query_large_output tells SQL from jq by its first word)."""
+    return RetrievalCall("query_large_output", (("query", query),))
+
+
+def sql_identifier(name: str) -> str:
+    """A column name as a DuckDB identifier: double-quoted, inner quotes doubled."""
+    return '"' + name.replace('"', '""') + '"'
 
 
 def regex_escape(text: str) -> str:

@@ -4,8 +4,9 @@ A table is sniffed from its first lines (`sniff_delimiter`: the delimiter that s
 the same number of fields, two or more). Its columns are typed from the first `_SAMPLE_ROWS` rows (integer,
 number, boolean, date, datetime, text; with the range of numbers and the values of a text column that holds few),
 so the work does not grow with the table. Rows are lines: a row count is exact unless a quoted field spans lines
-(then it is marked "~"). The ready calls read rows by line and find the rows where a column holds a value, with a
-pattern that skips the fields before it (quoted fields included).
+(then it is marked "~"). The ready calls read rows by line, find the rows where a column holds a value, with a
+pattern that skips the fields before it (quoted fields included), and count rows per value of that column in SQL
+(query_large_output: the table is t).
 """
 
 from __future__ import annotations
@@ -18,7 +19,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from mcp_offload.preview.calls import RetrievalCall, read_lines, regex_escape, search_pattern
+from mcp_offload.preview.calls import (
+    RetrievalCall,
+    read_lines,
+    regex_escape,
+    search_pattern,
+    sql_identifier,
+    sql_query,
+)
 from mcp_offload.preview.fit import largest, plural
 from mcp_offload.preview.listing import Listing, fit_listing
 from mcp_offload.unicode import replace_surrogates
@@ -214,6 +222,10 @@ def table_preview(
         pattern = "^" + (f"(?:{_field_skip(delimiter)}){{{i}}}" if i else "") + f'"?{regex_escape(value)}"?'
         pattern += rf"(?:{regex_escape(delimiter) if delimiter != chr(9) else chr(92) + 't'}|$)"
         calls.append((f"rows where {_cell(column.name, 24)} is {_cell(value, 24)}", search_pattern(pattern)))
+        if header and column.name.strip():  # DuckDB names the columns after the header (no header: column0, ...)
+            name = sql_identifier(column.name)
+            query = f"SELECT {name}, count(*) AS n FROM t GROUP BY 1 ORDER BY n DESC"
+            calls.append((f"rows per {_cell(column.name, 24)} (SQL, the table is t)", sql_query(query)))
         break
     if data_rows > _ROWS_READ:
         last = total_lines - trailing_blank

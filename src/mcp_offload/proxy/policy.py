@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import mcp.types as types
@@ -34,7 +34,7 @@ from mcp_offload.core.results import OffloadOutput, OutputFacts
 from mcp_offload.core.services import Services
 from mcp_offload.errors import OffloadError, TooLarge
 from mcp_offload.proxy.fallback import inline_fallback
-from mcp_offload.server.content_blocks import payload_of
+from mcp_offload.server.content_blocks import Payload, payload_of
 from mcp_offload.server.resources import resource_link_of
 from mcp_offload.tokens import TokenCounter
 
@@ -59,19 +59,12 @@ class Decision:
 PASSED = Decision(offloaded=False)
 
 
-@dataclass(slots=True)
-class _Part:
-    """One storable piece of a result: text (kind text/resource/structured) or base64 (image/audio/blob)."""
+@dataclass(frozen=True, slots=True)
+class _Part(Payload):
+    """One storable piece of a result: a payload (the text blocks joined as one, a resource, a binary, or the
+    structuredContent), with the blocks it came from, to keep inline if it is not stored."""
 
-    kind: str  # "text" | "resource" | "structured" | "image" | "audio" | "blob"
-    body: str
-    label: str
-    mime: str | None = None
-    blocks: list[types.ContentBlock] = field(default_factory=list)  # the original blocks, to keep inline
-
-    @property
-    def binary(self) -> bool:
-        return self.kind in ("image", "audio", "blob")
+    blocks: tuple[types.ContentBlock, ...] = ()
 
     def tokens_upto(self, counter: TokenCounter, limit: int) -> int:
         if self.binary:
@@ -90,14 +83,14 @@ def split_result(result: types.CallToolResult) -> list[_Part]:
         if isinstance(block, types.TextContent):
             texts.append(block)
         else:
-            others.append(_Part(payload.kind, payload.body, payload.label, payload.mime_type, [block]))
+            others.append(_Part(payload.kind, payload.body, payload.mime_type, payload.label, (block,)))
     parts: list[_Part] = []
     if texts:
-        parts.append(_Part("text", "\n".join(b.text for b in texts), "text", None, list(texts)))
+        parts.append(_Part("text", "\n".join(b.text for b in texts), None, "text", tuple(texts)))
     parts += others
     structured = result.structured_content
     if structured is not None and not repeats_content(structured, result.content, [b.text for b in texts]):
-        parts.append(_Part("structured", _json_text(structured), "structuredContent", "application/json"))
+        parts.append(_Part("structured", _json_text(structured), "application/json", "structuredContent"))
     return parts
 
 
@@ -250,7 +243,7 @@ class OffloadPolicy:
             raw = decode_base64(part.body) if part.binary else None
             if raw is not None:
                 offloaded = await api.offload_bytes(
-                    services, api.SessionScope(scope), raw, mime_type=part.mime, name=name, source=source
+                    services, api.SessionScope(scope), raw, mime_type=part.mime_type, name=name, source=source
                 )
                 tokens_original += len(part.body) // BASE64_CHARS_PER_TOKEN
             else:  # text, or "binary" that is not base64 after all: kept as the text it is

@@ -63,13 +63,15 @@ def _char_boundary(data: Searchable, pos: int) -> int:
     return pos
 
 
-def _whole_chars(data: Searchable, start: int, stop: int) -> tuple[int, int]:
-    """A match [start, stop) widened to whole characters (only `\\C` can start or stop inside one)."""
+def _whole_chars(data: Searchable, start: int, stop: int) -> tuple[int, int, int]:
+    """A match [start, stop) widened to whole characters (only `\\C` can start or stop inside one), and where the
+    search goes on: after it, or one character on from an empty span (which the patterns `compile_pattern`
+    accepts cannot give), so a loop never stalls. A span with stop == start is not a match."""
     while start > 0 and 0x80 <= data[start] < 0xC0:
         start -= 1
     if stop < len(data) and 0x80 <= data[stop] < 0xC0:
         stop = _char_boundary(data, stop)
-    return start, stop
+    return start, stop, stop if stop > start else _char_boundary(data, start + 1)
 
 
 class Sample:
@@ -349,12 +351,9 @@ class Scan:
                 start, stop = match(UNANCHORED, data, pos, hi)[0]
                 if start < 0:
                     break
-                start, stop = _whole_chars(data, start, stop)
-                if stop == start:  # cannot happen for patterns compile_pattern accepts; never loop on it
-                    pos = _char_boundary(data, start + 1)
-                    continue
-                yield start, stop
-                pos = stop
+                start, stop, pos = _whole_chars(data, start, stop)
+                if stop > start:
+                    yield start, stop
 
     def _line_end(self, pos: int) -> int:
         """Just after the "\\n" that ends the line holding byte `pos` - 1 (or the end of the text)."""
@@ -413,9 +412,6 @@ class Scan:
                     return
                 pos = end
                 continue
-            start, stop = _whole_chars(data, start, stop)
-            if stop == start:  # cannot happen for patterns compile_pattern accepts; never loop on it
-                pos = _char_boundary(data, start + 1)
-                continue
-            yield start, stop
-            pos = stop
+            start, stop, pos = _whole_chars(data, start, stop)
+            if stop > start:
+                yield start, stop

@@ -10,12 +10,13 @@ from typing import Literal
 
 import mcp.types as types
 
-PayloadKind = Literal["text", "image", "audio", "resource", "blob"]
+PayloadKind = Literal["text", "image", "audio", "resource", "blob", "structured"]  # structured: structuredContent
 
 
 @dataclass(frozen=True, slots=True)
 class Payload:
-    """A block's content: text, or base64 for media and binary resources (`binary`)."""
+    """A piece of a tool result's content: a block's text, or base64 for media and binary resources (`binary`),
+    or the result's structuredContent as JSON text. The proxy's storable parts extend it."""
 
     kind: PayloadKind
     body: str

@@ -22,6 +22,7 @@ from mcp_offload.core.render import render_list, render_query, render_read, rend
 from mcp_offload.core.results import ListOutput, OffloadOutput, QueryOutput, ReadOutput, SearchOutput, output_schema
 from mcp_offload.core.services import Services
 from mcp_offload.errors import OffloadError, UnknownHandle
+from mcp_offload.retrieve.sql.detect import is_sql
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +52,7 @@ class SearchArgs(ToolArgs):
     handle: str | None = Field(default=None, description="Search only this output; omit to search all of them.")
     case_sensitive: bool = Field(default=False, description="Match case exactly (default: ignore case).")
     literal: bool = Field(default=False, description="Treat pattern as plain text, not a regex.")
-    max_results: int = Field(default=50, ge=1, description="Matches to return (capped by the server).")
+    max_results: int | None = Field(default=None, ge=1, description="Matches to return (default 50; ranked: 5).")
     context_lines: int = Field(default=0, ge=0, description="Lines of context before and after each match (0-10).")
     unit: Literal["line", "record"] = Field(  # "scope" on the wire; not the session scope
         default="line",
@@ -59,11 +60,12 @@ class SearchArgs(ToolArgs):
         description='"line": matching lines (default). "record": for JSON / JSON Lines, also the whole record holding '
         "each match (an element of the outermost array, e.g. one order; a JSON Lines line), once per record.",
     )
+    ranked: bool = Field(default=False, description="pattern is a question: return the best passages (BM25).")
 
 
 class QueryArgs(ToolArgs):
-    handle: str = Field(description="Handle of a JSON or JSON Lines output.")
-    query: str = Field(description="A jq program, e.g. '.items | length' or '.items[] | select(.ok) | .id'.")
+    handle: str = Field(description="Handle of a JSON, JSON Lines or CSV/TSV output.")
+    query: str = Field(description="A jq program, e.g. '.items | length', or SQL over table t (SELECT/WITH/FROM …).")
     compact: bool = Field(default=False, description="One line per result (like jq -c).")
     raw: bool = Field(default=False, description="Print strings without quotes (like jq -r).")
 
@@ -158,6 +160,7 @@ async def search_tool(call: ToolCall, args: SearchArgs) -> ToolReply:
         context_lines=args.context_lines,
         progress=call.progress,
         unit=args.unit,
+        ranked=args.ranked,
     )
     return ToolReply(render_search(out, args.handle), out)
 
@@ -172,7 +175,8 @@ async def query_tool(call: ToolCall, args: QueryArgs) -> ToolReply:
         raw=args.raw,
         progress=call.progress,
     )
-    return ToolReply(render_query(out, call.services.settings.jq_max_output_chars), out)
+    text = render_query(out, call.services.settings.jq_max_output_chars, sql=is_sql(args.query))
+    return ToolReply(text, out)
 
 
 async def list_tool(call: ToolCall, args: NoArgs) -> ToolReply:
@@ -222,7 +226,9 @@ TOOLS: tuple[ToolSpec, ...] = (
             'Example: search_large_output(pattern="timeout|refused", handle="out_…", context_lines=2) → '
             '"4812 [chars 301220–301226]: … connection refused …" (line 4812; without a handle: "out_…:4812 …").\n'
             'Example: search_large_output(pattern="ord-1234", handle="out_…", literal=true, scope="record") → the '
-            "match at .data.orders[57].id and that whole order."
+            "match at .data.orders[57].id and that whole order.\n"
+            'Example: search_large_output(pattern="why did the payment service time out?", ranked=true) → the best '
+            "passages across outputs, with line ranges (and jq paths in JSON)."
         ),
         args=SearchArgs,
         output=SearchOutput,
@@ -231,12 +237,14 @@ TOOLS: tuple[ToolSpec, ...] = (
     ),
     ToolSpec(
         name="query_large_output",
-        title="Query stored JSON with jq",
+        title="Query stored JSON with jq, or tables with SQL",
         description=(
-            "Run a jq program over a stored JSON output (JSON Lines: over each record). Output is formatted like the "
-            "jq command line; time and size are capped.\n"
+            "Run a jq program over a stored JSON output (JSON Lines: over each record), formatted like the jq command "
+            "line; or SQL (DuckDB) over a CSV/TSV, JSON Lines or JSON-records output as table t, answered as CSV. "
+            "Time and size are capped.\n"
             'Example: query_large_output(handle="out_…", query=".items[] | select(.state == \\"open\\") | .title", '
-            "raw=true) → one title per line."
+            "raw=true) → one title per line.\n"
+            'Example: query_large_output(handle="out_…", query="SELECT status, count(*) FROM t GROUP BY 1") → CSV.'
         ),
         args=QueryArgs,
         output=QueryOutput,

@@ -37,6 +37,6 @@ async def test_json_response_mode(services: Services, mode: str) -> None:
             assert r.structured_content["text"] == "json mode\n"
         async with httpx2.AsyncClient(timeout=10) as http:
             auth = {"Authorization": f"Bearer {TOKEN_A}"}
-            r = await http.post(base + "/mcp", json=INIT, headers={**MCP_HEADERS, **auth})
-            assert r.status_code == 200 and r.headers["content-type"].startswith("application/json")
-            assert r.json()["result"]["serverInfo"]["name"] == "mcp-offload"
+            response = await http.post(base + "/mcp", json=INIT, headers={**MCP_HEADERS, **auth})
+            assert response.status_code == 200 and response.headers["content-type"].startswith("application/json")
+            assert response.json()["result"]["serverInfo"]["name"] == "mcp-offload"

@@ -124,7 +124,7 @@ async def test_the_gate_refuses_requests_once_closed_but_lets_notifications_thro
     assert await gate(_ctx(None), handler) == {"ok": True}
     assert calls == [1, None]
     response = gate.refusal()
-    assert response.status_code == 503 and json.loads(response.body)["error"]["code"] == SHUTTING_DOWN
+    assert response.status_code == 503 and json.loads(bytes(response.body))["error"]["code"] == SHUTTING_DOWN
 
 
 async def test_in_flight_counts_requests_and_wait_idle_returns_when_they_end() -> None:

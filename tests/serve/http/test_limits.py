@@ -40,8 +40,9 @@ async def test_body_size_limit(services: Services, mode: str) -> None:
         async with httpx2.AsyncClient(timeout=10) as http, http.stream("GET", base + "/sse") as stream:
             endpoint = await endpoint_of(stream)
             for path in ("/mcp", endpoint):  # streamable HTTP, and the SSE transport's message endpoint
-                r = await http.post(base + path, content=b"{" + b" " * 100_000 + b"}", headers=MCP_HEADERS)
-                assert r.status_code == 413 and r.json()["error"]["message"].startswith("Request body too large")
+                response = await http.post(base + path, content=b"{" + b" " * 100_000 + b"}", headers=MCP_HEADERS)
+                assert response.status_code == 413
+                assert response.json()["error"]["message"].startswith("Request body too large")
                 assert (await http.post(base + path, content=chunks(), headers=MCP_HEADERS)).status_code == 413
             assert (await http.post(base + endpoint, json=INIT, headers=MCP_HEADERS)).status_code == 202
 

@@ -22,7 +22,7 @@ AUTH = {"Authorization": f"Bearer {TOKEN_A}"}
 async def test_stats_and_page_show_the_recorded_savings_behind_auth(services: Services) -> None:
     config = {"mcpServers": {"fix": fixture_entry(), "broken": {"command": "/nonexistent/server"}}}
     async with running_proxy(services, config) as server:
-        router = server.router  # type: ignore[attr-defined]  # set by running_proxy
+        router = server.router  # set by running_proxy
         options = HttpOptions(transport="http", tokens=(TOKEN_A,))
         async with serving(services, options, [router]) as base:
             async with connect(base, "http", "legacy", TOKEN_A) as client:

@@ -106,9 +106,7 @@ class AnthropicFormat:
         if isinstance(inner, str):
             block["content"] = texts[0]
         else:
-            block["content"] = [
-                {"type": "text", "text": texts[i]} if i in texts else part for i, part in enumerate(inner)
-            ]
+            block["content"] = [_with_text(part, texts[i]) if i in texts else part for i, part in enumerate(inner)]
         content[result.slot] = block
         return {**message, "content": content}
 
@@ -128,3 +126,9 @@ class AnthropicFormat:
             for b in message["content"]
         ]
         return {**message, "content": content}
+
+
+def _with_text(part: dict[str, Any], text: str) -> dict[str, Any]:
+    """A text part with new text; its `cache_control` breakpoint (and other markers) stay, `citations` (which point
+    into the old text) go."""
+    return {**{k: v for k, v in part.items() if k != "citations"}, "type": "text", "text": text}

@@ -9,12 +9,13 @@ gateway never touches keep their identity: `thinking` / `redacted_thinking` (sig
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from mcp_offload.compact.formats import Message
-from mcp_offload.compact.formats.anthropic import AnthropicFormat
-from mcp_offload.gateway.history.base import History, normalized
+from mcp_offload.compact.formats import Message, MessageView, ToolCallRef, ToolResult
+from mcp_offload.compact.formats.anthropic import ROLES, AnthropicFormat
+from mcp_offload.gateway.history.base import OPAQUE, History, normalized
 
 
 def _blocks(content: Any) -> list[Any]:
@@ -51,6 +52,36 @@ class AnthropicHistory(History):
                 blocks.append(block)
             out["content"] = blocks
         return normalized(out)
+
+    def readable_view(self, message: Message, index: int) -> MessageView:
+        """A user / assistant message with a block the format refuses is read block by block: the blocks it can
+        read count (their tool results can be offloaded), the others are kept as they are. Other roles (`system`
+        messages between turns, per-turn-control beta) are opaque."""
+        role, content = message.get("role"), message.get("content")
+        if role not in ROLES or not isinstance(content, list):
+            return OPAQUE
+        calls: list[ToolCallRef] = []
+        results: list[ToolResult] = []
+        texts: list[str] = []
+        images = 0
+        for slot, block in enumerate(content):
+            try:
+                view = self.format.view({"role": role, "content": [block]}, index)
+            except ValueError:
+                continue
+            calls.extend(view.calls)
+            results.extend(dataclasses.replace(r, slot=slot) for r in view.results)
+            texts.append(view.text)
+            images += view.images
+        has_results = any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
+        return MessageView(
+            role=str(role),
+            opens_turn=role == "user" and not has_results,
+            calls=tuple(calls),
+            results=tuple(results),
+            text="\n".join(t for t in texts if t),
+            images=images,
+        )
 
     def is_result_message(self, message: Message) -> bool:
         content = message.get("content")

@@ -64,6 +64,7 @@ class UserText:
 
 
 USER_TEXT_TYPES = ("text", "input_text")
+OPAQUE = MessageView(role="other", opens_turn=False, pinned=True)  # a message the rewrite keeps as is and skips
 
 
 class History:
@@ -106,8 +107,18 @@ class History:
 
     # -- messages ---------------------------------------------------------------------------------------------
     def view(self, message: Message, index: int) -> MessageView:
-        """Raises ValueError for a malformed message (the gateway then forwards the request untouched)."""
-        return self.format.view(message, index)
+        """What the rewrite reads of one message. One thing this gateway cannot read never disables the rewrite of
+        the whole request: a message of a role it does not know (Anthropic's `role: "system"` messages between
+        turns, with the per-turn-control beta) or one it cannot parse is opaque: kept as the same object, skipped
+        (no calls, no results, opens no turn). `readable_view` may read such a message in part."""
+        try:
+            return self.format.view(message, index)
+        except ValueError:
+            return self.readable_view(message, index)
+
+    def readable_view(self, message: Message, index: int) -> MessageView:
+        """The view of a message `format.view` refused: opaque here; an API may read the parts it can."""
+        return OPAQUE
 
     def is_model_output(self, message: Message) -> bool:
         """A message (item) the model produced (assistant text, tool calls, reasoning, built-in tool calls)."""

@@ -27,6 +27,7 @@ from mcp_offload.gateway.stream.base import (
     add_usage,
     as_int,
 )
+from mcp_offload.gateway.stream.breakpoint import with_end_breakpoint
 from mcp_offload.gateway.stream.sse import SseEvent, encode_event
 
 PING = b'event: ping\ndata: {"type": "ping"}\n\n'
@@ -67,10 +68,11 @@ class AnthropicDialect:
 
     def follow_up(self, request: dict[str, Any], rounds: list[Round], *, final: bool) -> dict[str, Any]:
         body = dict(request)
-        body["messages"] = list(request.get("messages") or []) + self.upstream_messages(rounds, None)
+        appended = self.upstream_messages(rounds, None)
+        body["messages"] = list(request.get("messages") or []) + appended
         if final:
             body["tool_choice"] = {"type": "none"}  # keeps the tools array (and its cache) as it is
-        return body
+        return with_end_breakpoint(body, len(appended))  # the next turn reads what the loop added from the cache
 
     def upstream_messages(self, rounds: list[Round], last: CallOutcome | None) -> list[dict[str, Any]]:
         messages: list[dict[str, Any]] = []

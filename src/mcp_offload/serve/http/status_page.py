@@ -125,7 +125,7 @@ class PageView:
     uptime_s: float = 0.0
     usage: StoreUsage | None = None
     refresh_s: int | None = None
-    gateway: str = ""  # the LLM gateway's section (HTML), when a gateway served through this store
+    gateway: str = ""  # the LLM gateway's section (gateway/status.py), when one served through this store
 
 
 def render_page(view: PageView) -> str:

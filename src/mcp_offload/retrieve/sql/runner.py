@@ -1,0 +1,230 @@
+"""SQL over one stored output, in a DuckDB worker process (`worker/main.py`) the server can kill (`SqlRunner`).
+
+One worker, one query at a time (DuckDB runs each query on `threads` threads inside it). The worker keeps the
+last few outputs loaded (a later query on the same output skips the load), keyed by handle + size + creation time:
+outputs never change once stored, and handles carry 130 random bits, so a key names one output of one scope, and
+the caller's scope was checked when the store opened the output. The worker gets the output's file path (filesystem
+backend) or a private temporary copy (Redis backend, deleted after loading).
+
+Limits: `timeout_s` (the worker interrupts the query; the server kills the worker `_GRACE_S` later if it has not
+answered), `memory_mb` (DuckDB's memory limit, no spilling to disk; the address space of the worker is capped
+too), `threads`, and `max_output_chars` (CSV text, cut while fetching). Errors name the table and its columns.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import struct
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+from anyio.abc import Process
+
+from mcp_offload.errors import QueryError
+from mcp_offload.retrieve.sql.detect import TABLE
+from mcp_offload.store.base import StoredOutput
+
+log = logging.getLogger(__name__)
+
+_WORKER = Path(__file__).parent / "worker" / "main.py"
+_FRAME = struct.Struct(">I")
+_GRACE_S = 2.0
+_START_S = 30.0
+_MAX_REPLY = 64 * 1024 * 1024
+TABULAR_KINDS = ("text", "json", "jsonl")
+
+
+@dataclass(frozen=True)
+class SqlResult:
+    text: str  # CSV with a header line
+    rows: int
+    columns: tuple[str, ...]
+    truncated: bool
+    elapsed_s: float
+
+
+class SqlRunner:
+    def __init__(
+        self,
+        *,
+        timeout_s: float,
+        memory_mb: int,
+        threads: int,
+        max_output_chars: int,
+        max_query_chars: int,
+        keep_loaded: int = 4,
+    ) -> None:
+        self.timeout_s = timeout_s
+        self.memory_mb = memory_mb
+        self.threads = threads
+        self.max_output_chars = max_output_chars
+        self.max_query_chars = max_query_chars
+        self.keep_loaded = keep_loaded
+        self._process: Process | None = None
+        self._lock = anyio.Lock()
+
+    async def run(self, output: StoredOutput, sql: str) -> SqlResult:
+        meta = output.meta
+        if meta.kind not in TABULAR_KINDS:
+            raise QueryError(f"SQL needs a text (CSV/TSV) or JSON output; {meta.handle} is {meta.kind}.")
+        if len(sql) > self.max_query_chars:
+            raise QueryError(f"the SQL query has {len(sql):,} characters; the limit is {self.max_query_chars:,}.")
+        request: dict[str, Any] = {
+            "key": f"{meta.handle}:{meta.size}:{meta.created!r}",
+            "kind": meta.kind,
+            "sql": sql,
+            "deadline_s": self.timeout_s,
+            "max_chars": self.max_output_chars,
+            "threads": self.threads,
+            "memory_mb": self.memory_mb,
+        }
+        async with self._lock:
+            copy: Path | None = None
+            try:
+                if output.path is not None:
+                    request["path"] = str(output.path)
+                else:
+                    copy = await anyio.to_thread.run_sync(_private_copy, output)
+                    request["path"] = str(copy)
+                reply = await self._ask(request)
+            finally:
+                if copy is not None:
+                    with contextlib.suppress(OSError):
+                        copy.unlink()
+                        copy.parent.rmdir()
+        return _result(reply, meta.handle, self)
+
+    async def _ask(self, request: dict[str, Any]) -> dict[str, Any]:
+        process = await self._worker()
+        assert process.stdin is not None and process.stdout is not None
+        body = json.dumps(request).encode()
+        try:
+            with anyio.fail_after(self.timeout_s + _GRACE_S + _load_allowance(request)):
+                await process.stdin.send(_FRAME.pack(len(body)) + body)
+                head = await _receive_exact(process, _FRAME.size)
+                (size,) = _FRAME.unpack(head)
+                if size > _MAX_REPLY:
+                    raise _WorkerGone("reply too large")
+                reply: dict[str, Any] = json.loads(await _receive_exact(process, size))
+                return reply
+        except TimeoutError:
+            await self._discard()
+            return {"ok": False, "error": "timeout"}
+        except (_WorkerGone, anyio.BrokenResourceError, anyio.EndOfStream, anyio.ClosedResourceError, OSError):
+            code = await self._discard()
+            log.warning("the SQL worker died (exit status %s)", code)
+            return {"ok": False, "error": "memory" if code in (-9, 137, -6, 134) else "crashed"}
+
+    async def _worker(self) -> Process:
+        if self._process is not None and self._process.returncode is None:
+            return self._process
+        address_mb = self.memory_mb * 2 + 2048  # DuckDB's own limit is memory_mb; this only stops a runaway
+        command = [sys.executable, "-I", str(_WORKER), str(os.getpid()), str(address_mb), str(self.keep_loaded)]
+        env = {"PATH": os.defpath, "LANG": "C.UTF-8"}
+        self._process = await anyio.open_process(command, env=env, stderr=None)
+        return self._process
+
+    async def _discard(self) -> int | None:
+        process, self._process = self._process, None
+        if process is None:
+            return None
+        with contextlib.suppress(ProcessLookupError):
+            process.kill()
+        with anyio.move_on_after(5):
+            await process.wait()
+        with contextlib.suppress(Exception):
+            await process.aclose()
+        return process.returncode
+
+    async def aclose(self) -> None:
+        async with self._lock:
+            await self._discard()
+
+
+class _WorkerGone(Exception):
+    pass
+
+
+def _load_allowance(request: dict[str, Any]) -> float:
+    """Extra seconds a first query gets for loading the output (~50 MB/s at worst here) and starting DuckDB."""
+    path = request.get("path")
+    size = os.stat(path).st_size if path and os.path.exists(path) else 0
+    return 5.0 + size / 50e6
+
+
+async def _receive_exact(process: Process, size: int) -> bytes:
+    assert process.stdout is not None
+    chunks = bytearray()
+    while len(chunks) < size:
+        chunk = await process.stdout.receive(size - len(chunks))
+        chunks += chunk
+    return bytes(chunks)
+
+
+def _private_copy(output: StoredOutput) -> Path:
+    directory = Path(tempfile.mkdtemp(prefix="mcp-offload-sql-"))
+    path = directory / "output"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as file:
+        for chunk in output.iter_chunks():
+            file.write(chunk)
+    return path
+
+
+def _columns(reply: dict[str, Any]) -> str:
+    columns = reply.get("columns_of_t") or []
+    if not columns:
+        return f"table {TABLE}"
+    shown = ", ".join(f"{name} {kind}" for name, kind in columns[:30])
+    more = f", … ({len(columns) - 30} more)" if len(columns) > 30 else ""
+    return f"table {TABLE}({shown}{more})"
+
+
+def _result(reply: dict[str, Any], handle: str, runner: SqlRunner) -> SqlResult:
+    if reply.get("ok"):
+        return SqlResult(
+            text=str(reply["text"]),
+            rows=int(reply["rows"]),
+            columns=tuple(reply["columns"]),
+            truncated=bool(reply["truncated"]),
+            elapsed_s=float(reply["elapsed"]),
+        )
+    error = reply.get("error")
+    where = f"The output {handle} is {_columns(reply)}."
+    if error == "timeout":
+        raise QueryError(
+            f"the SQL query ran past the {runner.timeout_s:g} s limit and was stopped: filter earlier (WHERE), add "
+            f"a LIMIT, avoid cross joins and unbounded recursive CTEs. {where}"
+        )
+    if error == "memory":
+        raise QueryError(
+            f"the SQL query ran out of its {runner.memory_mb:,} MB memory limit and was stopped: aggregate or filter "
+            f"first, select fewer columns. {where}"
+        )
+    if error == "statements":
+        raise QueryError(f"send exactly one SQL statement (this has {reply.get('count', 0)}). {where}")
+    if error == "not_select":
+        raise QueryError(
+            f"only a read-only query runs here (SELECT, WITH, FROM, DESCRIBE, SUMMARIZE, PIVOT); statements of type "
+            f"{reply.get('type', '?')} are refused. {where}"
+        )
+    if error == "load":
+        raise QueryError(
+            f"{handle} could not be read as a table ({reply.get('message', '')}). SQL works on CSV/TSV, JSON Lines "
+            "and JSON arrays of records; query other JSON with jq."
+        )
+    if error == "sql":
+        message = str(reply.get("message", "")).replace("Permission Error: ", "")
+        if "file system operations are disabled" in message or "disabled through configuration" in message:
+            message = "files, network and extensions are not reachable from SQL here; only table t is"
+        if "the configuration has been locked" in message:
+            message = "settings cannot be changed here (SET/PRAGMA/RESET)"
+        raise QueryError(f"SQL error: {message.rstrip('.')}. {where}")
+    raise QueryError(f"the SQL worker stopped unexpectedly; try again. {where}")
