@@ -13,7 +13,8 @@ Exception
  │    ├── TooLarge                  too_large          -32602 invalid params
  │    ├── NotEnumerable             not_enumerable     -32602 invalid params
  │    ├── StoreFull                 store_full         -32603 internal error
- │    └── StoreUnavailable          store_unavailable  -32603 internal error
+ │    ├── StoreUnavailable          store_unavailable  -32603 internal error
+ │    └── ContextWindowExceeded     context_window_exceeded (Compactor: the request cannot fit its window)
  └── OperatorError .............. for the operator: flags, environment, config files, refused exposure
       ├── SettingsError             a setting that cannot work (bad number, unknown encoding, bad store location)
       ├── proxy.config.ConfigError  the proxied servers' config file
