@@ -150,3 +150,25 @@ def test_decisions_are_the_same_after_a_restart(tmp_path: Path) -> None:
     assert json.dumps(after) == json.dumps(before) and "Stored as out_" in json.dumps(after)
     with Compactor(store=store, session="another", jq_workers=1) as other:  # another session: its own handles
         assert json.dumps(other.compact(chat)) != json.dumps(before)
+
+
+@pytest.mark.parametrize("fmt", ["anthropic", "openai", "responses"])
+@pytest.mark.parametrize("window", [None, 100_000])
+@pytest.mark.parametrize("boundary", ["last-turn", "all", ("keep-first", 2)])
+async def test_a_big_result_is_decided_at_first_sight(
+    compactor: AsyncCompactor, fmt: str, window: int | None, boundary: Any
+) -> None:
+    """Never rides inline for later requests, in any format, window or not: the request that first carries it
+    carries its reference, and every later request the same bytes."""
+    chat: list[dict[str, Any]] = []
+    sent: list[list[dict[str, Any]]] = []
+    for n in range(8):
+        result = big_json(1500, tag=str(n)) if n == 3 else f"small {n}"
+        chat += TURNS[fmt](f"c{n}", result, question=f"q{n}" if n % 3 == 0 else None)
+        sent.append(await compactor.compact(chat, boundary=boundary, context_window=window))
+    big_at = next(
+        i for i, m in enumerate(sent[3]) if '"tag": "3"' in json.dumps(m) or "Stored as out_" in json.dumps(m)
+    )
+    assert "Stored as out_" in json.dumps(sent[3][big_at])
+    for later in sent[4:]:
+        assert later[: len(sent[3])] == sent[3]  # the prefix never changes again
