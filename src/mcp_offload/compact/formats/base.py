@@ -38,6 +38,7 @@ class ToolResult:
 class ToolCallRef:
     call_id: str
     name: str
+    arguments: str = ""  # the call's arguments as sent (JSON text; a custom tool's raw input)
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,8 +72,21 @@ class MessageFormat(Protocol):
         ...
 
     def note_message(self, text: str) -> Message:
-        """A user message holding `text` (stands for older turns stored as a transcript)."""
+        """A user message holding `text` (stands for one user message stored whole)."""
         ...
+
+    def prepend_note(self, message: Message, text: str) -> Message:
+        """`message` (a user message opening a turn) with `text` as its first content part: the note for older
+        turns joins the next user message, so roles still alternate (Anthropic requires it)."""
+        ...
+
+    def replace_call_arguments(self, message: Message, call_id: str, text: str) -> Message:
+        """`message` with the arguments of call `call_id` replaced by `{"offloaded_arguments": text}` (still the
+        shape the API takes for arguments)."""
+        ...
+
+
+OFFLOADED_ARGUMENTS = "offloaded_arguments"
 
 
 def bad(index: int, problem: str) -> ValueError:
