@@ -1,0 +1,175 @@
+"""The real LiteLLM proxy (pinned, .ci/litellm-deps.sh) with its `headroom` guardrail pointed at mcp-offload's
+compression service (served by `mcp-offload gateway`), in front of the scripted, cache-simulating upstream.
+
+The conversation: the model runs `Bash make` (a 1,500-line log with one planted failure), then `make test`; on the
+next turn LiteLLM sends the log to /v1/compress (it holds back the newest tool exchange, the last user and every
+assistant row), the upstream sees mcp-offload's reference + preview with the marker, the model calls
+`headroom_retrieve` with a query, LiteLLM's own agentic loop asks /v1/retrieve, and the answer names the failure.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import openai
+import pytest
+
+from llm_upstream import Turn, UpstreamServer, reply, tool_call
+from llm_upstream.script import Step
+from mcp_offload.settings import Settings
+from support.gateway_server import GatewayServer, gateway_options
+from support.litellm_proxy import MASTER_KEY, LiteLLMProxy, StartLiteLLM
+from support.llm_conversations import BASH_CHAT, NEEDLE, build_log
+from support.store import RedisServer, have_redis_server
+
+MODEL = "scripted"
+TENANT_KEY = "tenant-a-compress-key"
+SYSTEM = "You are a build assistant.\n" + "\n".join(
+    f"Rule {i}: report the exact failing line, never a guess." for i in range(120)
+)
+HASH = re.compile(r"Retrieve more: hash=([a-f0-9]{12,24})\]")
+
+
+def agent(turn: Turn) -> Step:
+    """Make, then make test, then (once a result is compressed) retrieve with a query, then answer from it."""
+    exchanges = turn.exchanges()
+    if exchanges and exchanges[-1].name == "headroom_retrieve" and exchanges[-1].result is not None:
+        found = next((line for line in exchanges[-1].result.splitlines() if NEEDLE in line), "nothing found")
+        return reply(f"The build failed: {found.strip()}")
+    if turn.last_user_text.startswith("Thanks"):
+        return reply("You're welcome.")
+    if not exchanges:
+        return reply(tool_call("Bash", {"command": "make"}))
+    if len(exchanges) == 1:
+        return reply(tool_call("Bash", {"command": "make test"}))
+    hashes = [h for e in exchanges if e.result for h in HASH.findall(e.result)]
+    if hashes and "headroom_retrieve" in turn.tool_names:
+        return reply(tool_call("headroom_retrieve", {"hash": hashes[0], "query": "FATAL"}))
+    return reply("I see no compressed output.")
+
+
+@pytest.fixture(scope="module")
+def redis() -> Iterator[RedisServer]:
+    if not have_redis_server():
+        pytest.skip("redis-server is not installed: the service's store is Redis here (.ci/redis.sh start)")
+    server = RedisServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def upstream() -> Iterator[UpstreamServer]:
+    with UpstreamServer(seed=0) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def service(
+    upstream: UpstreamServer, redis: RedisServer, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[GatewayServer]:
+    settings = Settings(store=redis.url, jq_workers=1, jq_timeout_s=5.0)
+    server = GatewayServer(settings, gateway_options(upstream)).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def litellm_config(upstream: UpstreamServer, service: GatewayServer, **guardrail: Any) -> dict[str, Any]:
+    return {
+        "model_list": [
+            {
+                "model_name": MODEL,
+                "litellm_params": {
+                    "model": "openai/scripted-model",
+                    "api_base": upstream.openai_url,
+                    "api_key": "sk-up",
+                },
+            }
+        ],
+        "guardrails": [
+            {
+                "guardrail_name": "mcp-offload",
+                "litellm_params": {
+                    "guardrail": "headroom",
+                    "mode": "pre_call",
+                    "api_base": service.base_url,
+                    "api_key": TENANT_KEY,
+                    "default_on": True,
+                    **guardrail,
+                },
+            }
+        ],
+    }
+
+
+@pytest.fixture(scope="module")
+def proxy(start_litellm: StartLiteLLM, upstream: UpstreamServer, service: GatewayServer) -> LiteLLMProxy:
+    return start_litellm(litellm_config(upstream, service))
+
+
+def _client(proxy: LiteLLMProxy) -> openai.OpenAI:
+    return openai.OpenAI(base_url=proxy.base_url + "/v1", api_key=MASTER_KEY, max_retries=0, timeout=120)
+
+
+def _as_dict(message: Any) -> dict[str, Any]:
+    data: dict[str, Any] = message.model_dump(exclude_none=True)
+    data.setdefault("content", None)
+    return {k: v for k, v in data.items() if k in ("role", "content", "tool_calls")}
+
+
+def _chat_requests(upstream: UpstreamServer, since: int) -> list[dict[str, Any]]:
+    return [r.json for r in upstream.requests[since:] if r.api == "openai_chat"]
+
+
+def test_compacted_retrieved_and_sticky_through_the_real_litellm_proxy(
+    proxy: LiteLLMProxy, upstream: UpstreamServer
+) -> None:
+    upstream.use(agent)
+    client = _client(proxy)
+    log_text = build_log()
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": "Build the project and tell me what failed."},
+    ]
+    start = len(upstream.requests)
+    first = client.chat.completions.create(model=MODEL, messages=messages, tools=[BASH_CHAT])  # type: ignore[arg-type]
+    call = first.choices[0].message.tool_calls[0]  # type: ignore[index]
+    messages += [_as_dict(first.choices[0].message), {"role": "tool", "tool_call_id": call.id, "content": log_text}]
+    second = client.chat.completions.create(model=MODEL, messages=messages, tools=[BASH_CHAT])  # type: ignore[arg-type]
+    call = second.choices[0].message.tool_calls[0]  # type: ignore[index]
+    messages += [_as_dict(second.choices[0].message), {"role": "tool", "tool_call_id": call.id, "content": "12 passed"}]
+
+    third = client.chat.completions.create(model=MODEL, messages=messages, tools=[BASH_CHAT])  # type: ignore[arg-type]
+    answer = third.choices[0].message.content or ""
+    assert NEEDLE in answer, (answer, proxy.log()[-4000:])  # the model's retrieval was answered by mcp-offload
+
+    sent = _chat_requests(upstream, start)
+    assert len(sent) == 4, [json.dumps(b)[:300] for b in sent]  # make, make test, the turn, LiteLLM's follow-up
+    assert sent[1]["messages"][3]["content"] == log_text  # LiteLLM holds the newest exchange back: sent inline once
+    compacted = sent[2]["messages"][3]["content"]
+    assert isinstance(compacted, str) and compacted.startswith("Stored as out_")
+    assert len(compacted) < len(log_text) / 10  # the request reaching the upstream is compacted
+    (hash_value,) = HASH.findall(compacted)
+    assert "headroom_retrieve" in [t["function"]["name"] for t in sent[2]["tools"]]
+    follow_up = sent[3]["messages"]
+    assert follow_up[-1]["role"] == "tool" and NEEDLE in follow_up[-1]["content"]  # /v1/retrieve answered it
+    assert follow_up[-2]["tool_calls"][0]["function"]["name"] == "headroom_retrieve"
+    assert hash_value in follow_up[-2]["tool_calls"][0]["function"]["arguments"]
+
+    messages += [{"role": "assistant", "content": answer}, {"role": "user", "content": "Thanks!"}]
+    fourth = client.chat.completions.create(model=MODEL, messages=messages, tools=[BASH_CHAT])  # type: ignore[arg-type]
+    assert fourth.choices[0].message.content == "You're welcome."
+    later = _chat_requests(upstream, start)[4]["messages"]
+    # sticky: the compressed prefix of turn 3 reaches the upstream byte for byte on turn 4 (no miss caused by us)
+    assert json.dumps(later[:6], sort_keys=True) == json.dumps(sent[2]["messages"][:6], sort_keys=True)
+    usage = upstream.requests[-1].usage
+    assert usage is not None
+    new_tokens = usage.prompt_tokens - usage.seen_prefix_tokens  # what turn 4 adds: the answer, "Thanks!"
+    assert new_tokens < 100, usage
+    assert usage.cache_read >= usage.seen_prefix_tokens - 128, usage  # the simulated provider cache reads all of it
