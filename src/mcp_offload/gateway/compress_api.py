@@ -15,6 +15,11 @@ with the project's own search (any of its words, case-insensitive, with a line o
 pattern) and `jq:PROGRAM` runs a jq program over a JSON output; the answer text is in `original_content` either way
 (that is what the LiteLLM guardrail hands the model), `mode` says which it was.
 
+Which results are compressed: LiteLLM's guardrail sends no assistant rows, so every tool result it sends is new to
+the rule and one of `threshold_tokens` (the gateway's `--threshold-tokens`) or more is stored. A caller that sends
+assistant rows gets the gateway's rule exactly: results before the last model output are the already-sent prefix,
+rewritten only when the cost rule or window pressure says so.
+
 The rewrite is the gateway's (`rewrite_messages`): decisions are sticky per content (call id + SHA-256), recorded
 set-if-absent in the store, and handles are derived from the session key and the content, so the same result gets
 the same stub bytes on every call, every instance and after restarts. The hash is a keyed hash of the handle under
@@ -57,7 +62,7 @@ from mcp_offload.gateway.session import GatewaySession, credential_digest
 from mcp_offload.gateway.tool_text import ApiKind
 from mcp_offload.store.handles import scope_key
 
-__all__ = ["COMPRESS_PATHS", "CompressApi", "is_compress_path"]
+__all__ = ["COMPRESS_PATHS", "Caller", "CompressApi", "caller_for", "is_compress_path", "marker"]
 
 log = logging.getLogger("mcp_offload.gateway.compress")
 
@@ -156,7 +161,7 @@ class CompressApi:
         before = sum(tokens.count(_text_of(m)) for m in messages)
         if any(str(headers.get(h, "")).lower() == "true" for h in BYPASS_HEADERS):
             return 200, _compressed(messages, before, before, [], bypass=True)
-        caller = _caller(headers)
+        caller = caller_for(headers)
         model = body.get("model") if isinstance(body.get("model"), str) else None
         try:
             done = await rewrite_messages(self.services, api, caller.session, messages, self.policy, model=model)
@@ -206,7 +211,7 @@ class CompressApi:
             raise GatewayError(400, "invalid_hash", "A hash is 12 to 24 hex characters, as in the compression marker.")
         if len(wanted) > MAX_QUERY_CHARS:
             raise GatewayError(400, "invalid_query", f"The query is longer than {MAX_QUERY_CHARS:,} characters.")
-        caller = _caller(headers)
+        caller = caller_for(headers)
         raw = (await open_record(self.services).backend.get(caller.index_key, [f"c:{hash_value}"])).get(
             f"c:{hash_value}"
         )
@@ -262,7 +267,7 @@ class CompressApi:
 
 
 # -- request pieces --------------------------------------------------------------------------------------------
-def _caller(headers: Mapping[str, str]) -> Caller:
+def caller_for(headers: Mapping[str, str]) -> Caller:
     tenant = credential_digest(headers)
     affinity = next((headers[h].strip() for h in AFFINITY_HEADERS if headers.get(h, "").strip()), "")
     key = scope_key(f"compress:{tenant}:{affinity[:200]}")
