@@ -80,41 +80,81 @@ def service(
         server.stop()
 
 
-def litellm_config(upstream: UpstreamServer, service: GatewayServer, **guardrail: Any) -> dict[str, Any]:
+def guardrail(name: str, service: GatewayServer, **params: Any) -> dict[str, Any]:
+    """One `headroom` guardrail entry of LiteLLM's config.yaml, pointed at an mcp-offload service."""
     return {
-        "model_list": [
-            {
-                "model_name": MODEL,
-                "litellm_params": {
-                    "model": "openai/scripted-model",
-                    "api_base": upstream.openai_url,
-                    "api_key": "sk-up",
-                },
-            }
-        ],
-        "guardrails": [
-            {
-                "guardrail_name": "mcp-offload",
-                "litellm_params": {
-                    "guardrail": "headroom",
-                    "mode": "pre_call",
-                    "api_base": service.base_url,
-                    "api_key": TENANT_KEY,
-                    "default_on": True,
-                    **guardrail,
-                },
-            }
-        ],
+        "guardrail_name": name,
+        "litellm_params": {
+            "guardrail": "headroom",
+            "mode": "pre_call",
+            "api_base": service.base_url,
+            "api_key": TENANT_KEY,
+            "default_on": False,  # each test names the one it uses (a request cannot turn a default_on one off)
+            **params,
+        },
     }
 
 
 @pytest.fixture(scope="module")
-def proxy(start_litellm: StartLiteLLM, upstream: UpstreamServer, service: GatewayServer) -> LiteLLMProxy:
-    return start_litellm(litellm_config(upstream, service))
+def down_redis() -> Iterator[RedisServer]:
+    if not have_redis_server():
+        pytest.skip("redis-server is not installed: the store-down cases stop a Redis (.ci/redis.sh start)")
+    server = RedisServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
-def _client(proxy: LiteLLMProxy) -> openai.OpenAI:
-    return openai.OpenAI(base_url=proxy.base_url + "/v1", api_key=MASTER_KEY, max_retries=0, timeout=120)
+@pytest.fixture(scope="module")
+def down_service(upstream: UpstreamServer, down_redis: RedisServer) -> Iterator[GatewayServer]:
+    """A second service whose Redis the store-down tests stop."""
+    server = GatewayServer(Settings(store=down_redis.url, jq_workers=1), gateway_options(upstream)).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def proxy(
+    start_litellm: StartLiteLLM, upstream: UpstreamServer, service: GatewayServer, down_service: GatewayServer
+) -> LiteLLMProxy:
+    return start_litellm(
+        {
+            "model_list": [
+                {
+                    "model_name": MODEL,
+                    "litellm_params": {
+                        "model": "openai/scripted-model",
+                        "api_base": upstream.openai_url,
+                        "api_key": "sk-up",
+                    },
+                }
+            ],
+            "guardrails": [
+                guardrail("mcp-offload", service),
+                guardrail("mcp-offload-down", down_service),  # fail_closed: LiteLLM's default
+                guardrail("mcp-offload-down-open", down_service, unreachable_fallback="fail_open"),
+            ],
+        }
+    )
+
+
+def _client(proxy: LiteLLMProxy, **headers: str) -> openai.OpenAI:
+    return openai.OpenAI(
+        base_url=proxy.base_url + "/v1", api_key=MASTER_KEY, max_retries=0, timeout=120, default_headers=headers
+    )
+
+
+def chat(client: openai.OpenAI, messages: list[dict[str, Any]], guardrail: str = "mcp-offload") -> Any:
+    """One chat turn through the proxy, running `guardrail` (named in the body, where LiteLLM reads it)."""
+    return client.chat.completions.create(
+        model=MODEL,
+        messages=messages,  # type: ignore[arg-type]
+        tools=[BASH_CHAT],  # type: ignore[list-item]
+        extra_body={"guardrails": [guardrail]},
+    )
 
 
 def _as_dict(message: Any) -> dict[str, Any]:
@@ -138,14 +178,14 @@ def test_compacted_retrieved_and_sticky_through_the_real_litellm_proxy(
         {"role": "user", "content": "Build the project and tell me what failed."},
     ]
     start = len(upstream.requests)
-    first = client.chat.completions.create(model=MODEL, messages=messages, tools=[BASH_CHAT])  # type: ignore[arg-type]
+    first = chat(client, messages)
     call = first.choices[0].message.tool_calls[0]  # type: ignore[index]
     messages += [_as_dict(first.choices[0].message), {"role": "tool", "tool_call_id": call.id, "content": log_text}]
-    second = client.chat.completions.create(model=MODEL, messages=messages, tools=[BASH_CHAT])  # type: ignore[arg-type]
+    second = chat(client, messages)
     call = second.choices[0].message.tool_calls[0]  # type: ignore[index]
     messages += [_as_dict(second.choices[0].message), {"role": "tool", "tool_call_id": call.id, "content": "12 passed"}]
 
-    third = client.chat.completions.create(model=MODEL, messages=messages, tools=[BASH_CHAT])  # type: ignore[arg-type]
+    third = chat(client, messages)
     answer = third.choices[0].message.content or ""
     assert NEEDLE in answer, (answer, proxy.log()[-4000:])  # the model's retrieval was answered by mcp-offload
 
@@ -163,7 +203,7 @@ def test_compacted_retrieved_and_sticky_through_the_real_litellm_proxy(
     assert hash_value in follow_up[-2]["tool_calls"][0]["function"]["arguments"]
 
     messages += [{"role": "assistant", "content": answer}, {"role": "user", "content": "Thanks!"}]
-    fourth = client.chat.completions.create(model=MODEL, messages=messages, tools=[BASH_CHAT])  # type: ignore[arg-type]
+    fourth = chat(client, messages)
     assert fourth.choices[0].message.content == "You're welcome."
     later = _chat_requests(upstream, start)[4]["messages"]
     # sticky: the compressed prefix of turn 3 reaches the upstream byte for byte on turn 4 (no miss caused by us)
@@ -173,3 +213,70 @@ def test_compacted_retrieved_and_sticky_through_the_real_litellm_proxy(
     new_tokens = usage.prompt_tokens - usage.seen_prefix_tokens  # what turn 4 adds: the answer, "Thanks!"
     assert new_tokens < 100, usage
     assert usage.cache_read >= usage.seen_prefix_tokens - 128, usage  # the simulated provider cache reads all of it
+
+
+def _history(log_text: str, call_ids: tuple[str, str]) -> list[dict[str, Any]]:
+    """A conversation whose first tool result LiteLLM sends to /v1/compress (the second is the held-back newest)."""
+    calls = [
+        {"id": cid, "type": "function", "function": {"name": "Bash", "arguments": json.dumps({"command": cmd})}}
+        for cid, cmd in zip(call_ids, ("make", "make test"), strict=True)
+    ]
+    return [
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": "Build the project and tell me what failed."},
+        {"role": "assistant", "content": None, "tool_calls": calls[:1]},
+        {"role": "tool", "tool_call_id": call_ids[0], "content": log_text},
+        {"role": "assistant", "content": None, "tool_calls": calls[1:]},
+        {"role": "tool", "tool_call_id": call_ids[1], "content": "12 passed"},
+    ]
+
+
+def test_bypass_header_through_the_proxy(proxy: LiteLLMProxy, upstream: UpstreamServer) -> None:
+    upstream.use([reply("done")])
+    start = len(upstream.requests)
+    log_text = build_log(needle_at=42)
+    answer = chat(_client(proxy, **{"x-headroom-bypass": "true"}), _history(log_text, ("call_b1", "call_b2")))
+    assert answer.choices[0].message.content == "done"
+    (sent,) = _chat_requests(upstream, start)
+    assert sent["messages"][3]["content"] == log_text  # not compressed: the caller asked to bypass
+    assert "headroom_retrieve" not in json.dumps(sent.get("tools", []))
+
+
+def test_store_down_fails_closed_or_open_as_the_guardrail_says(
+    proxy: LiteLLMProxy, upstream: UpstreamServer, down_redis: RedisServer
+) -> None:
+    upstream.use([reply("answered")] * 2)
+    log_text = build_log(needle_at=99)
+    down_redis.stop()  # the service's store is down
+    start = len(upstream.requests)
+    client = _client(proxy)
+    with pytest.raises(openai.APIStatusError) as refused:
+        chat(client, _history(log_text, ("call_d1", "call_d2")), guardrail="mcp-offload-down")
+    error = refused.value
+    assert error.status_code >= 500
+    text = json.dumps(error.body)
+    assert "store_unavailable" in text and "Retry later" in text  # our message, in LiteLLM's error contract
+    assert "Traceback" not in text and 'File \\"' not in text
+    assert _chat_requests(upstream, start) == []  # fail-closed: nothing went upstream
+
+    opened = chat(client, _history(log_text, ("call_o1", "call_o2")), guardrail="mcp-offload-down-open")
+    assert opened.choices[0].message.content == "answered"
+    (sent,) = _chat_requests(upstream, start)
+    assert sent["messages"][3]["content"] == log_text  # fail-open: forwarded uncompressed, nothing lost
+
+
+def test_unknown_hash_from_the_model_is_an_answer_not_an_error(proxy: LiteLLMProxy, upstream: UpstreamServer) -> None:
+    """The model asks for a hash this request was not given (another tenant's, or made up): LiteLLM's guardrail
+    refuses it before asking us, and mcp-offload answers a hash it does not know for this tenant with a 404."""
+
+    def script(turn: Turn) -> Step:
+        exchanges = turn.exchanges()
+        if exchanges and exchanges[-1].name == "headroom_retrieve" and exchanges[-1].result is not None:
+            return reply("retrieval said: " + exchanges[-1].result)
+        return reply(tool_call("headroom_retrieve", {"hash": "ab" * 12}))
+
+    upstream.use(script)
+    answer = chat(_client(proxy), _history(build_log(needle_at=5), ("call_u1", "call_u2")))
+    content = answer.choices[0].message.content or ""
+    assert content.startswith("retrieval said: [Headroom: hash=abababababababababababab")
+    assert "Traceback" not in content
