@@ -228,7 +228,7 @@ async def _bench_kind(
 
             async def regex_api(pattern: str = pattern, case_sensitive: bool = case_sensitive) -> None:
                 out = await api.search(
-                    services, api.Scope.named(SESSION), pattern, handle=handle, case_sensitive=case_sensitive
+                    services, api.SessionScope.named(SESSION), pattern, handle=handle, case_sensitive=case_sensitive
                 )
                 assert out.total_matches >= 1
 

@@ -20,7 +20,7 @@ EXPECTED = {
     "Compactor",
     "Usage",
     # the in-process retrieval API
-    "Scope",
+    "SessionScope",
     "Services",
     "Settings",
     "build_services",

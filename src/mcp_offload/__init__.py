@@ -4,7 +4,7 @@ The supported library API, importable from here (everything else is internal and
 
 - compaction for agent loops: `Compactor`, `AsyncCompactor`, `CompactReport`, `Usage`, `Boundary`
 - the in-process retrieval API: `offload`, `offload_bytes`, `read`, `search`, `query`, `list_outputs` over
-  `Services` (`build_services(Settings(...))`) and a `Scope` (whose outputs a call sees)
+  `Services` (`build_services(Settings(...))`) and a `SessionScope` (whose outputs a call sees)
 - the result models those return: `OffloadOutput`, `ReadOutput`, `SearchOutput`, `QueryOutput`, `ListOutput`,
   `OutputInfo`
 - the errors: `OffloadError` and its subclasses (for the model, with stable codes) and `OperatorError` (settings);
@@ -27,7 +27,7 @@ _EXPORTS: dict[str, str] = {
     "CompactReport": "mcp_offload.compact",
     "Compactor": "mcp_offload.compact",
     "Usage": "mcp_offload.compact",
-    "Scope": "mcp_offload.core.api",
+    "SessionScope": "mcp_offload.core.api",
     "offload": "mcp_offload.core.api",
     "offload_bytes": "mcp_offload.core.api",
     "read": "mcp_offload.core.api",
@@ -77,10 +77,10 @@ __all__ = [
     "QueryOutput",
     "RangeError",
     "ReadOutput",
-    "Scope",
     "SearchError",
     "SearchOutput",
     "Services",
+    "SessionScope",
     "Settings",
     "SettingsError",
     "StoreFull",
@@ -100,7 +100,7 @@ __all__ = [
 
 if TYPE_CHECKING:
     from mcp_offload.compact import AsyncCompactor, Boundary, Compactor, CompactReport, Usage
-    from mcp_offload.core.api import Scope, list_outputs, offload, offload_bytes, query, read, search
+    from mcp_offload.core.api import SessionScope, list_outputs, offload, offload_bytes, query, read, search
     from mcp_offload.core.results import (
         ListOutput,
         OffloadOutput,

@@ -21,7 +21,7 @@ DOC = json.dumps({"items": [{"id": i, "name": f"item-{i}", "ok": i % 2 == 0} for
 
 
 async def test_offload_read_search_query_list_round_trip(services: Services) -> None:
-    scope = api.Scope.new()
+    scope = api.SessionScope.new()
     stored = await api.offload(services, scope, DOC, name="items")
     assert stored.kind == "json" and stored.bytes == len(DOC) and stored.name == "items"
     assert ".items | length" in stored.preview
@@ -45,7 +45,7 @@ async def test_offload_read_search_query_list_round_trip(services: Services) -> 
 
 async def test_api_results_are_the_tools_structured_content(services: Services) -> None:
     """One implementation: what a tool puts in structuredContent is the API's model, field for field."""
-    scope = api.Scope.named("same-session")
+    scope = api.SessionScope.named("same-session")
     async with Client(build_server(services, session="same-session")) as client:
         offloaded = await client.call_tool("offload", {"content": DOC, "name": "doc"})
         handle = offloaded.structured_content["handle"]
@@ -89,13 +89,13 @@ def test_cli_refuses_bad_sessions_in_one_line(args: list[str], message: str, tmp
 async def test_named_sessions_share_outputs_across_processes_on_one_store(settings: Settings) -> None:
     one, two = build_services(settings), build_services(settings)
     try:
-        stored = await api.offload(one, api.Scope.named("agent-7"), "hello shared world\n" * 10)
-        again = await api.read(two, api.Scope.named("agent-7"), stored.handle, start_line=1, end_line=1)
+        stored = await api.offload(one, api.SessionScope.named("agent-7"), "hello shared world\n" * 10)
+        again = await api.read(two, api.SessionScope.named("agent-7"), stored.handle, start_line=1, end_line=1)
         assert again.text == "hello shared world\n"
         with pytest.raises(UnknownHandle):
-            await api.read(two, api.Scope.named("agent-8"), stored.handle)
+            await api.read(two, api.SessionScope.named("agent-8"), stored.handle)
         with pytest.raises(UnknownHandle):
-            await api.read(two, api.Scope.new(), stored.handle)
+            await api.read(two, api.SessionScope.new(), stored.handle)
     finally:
         await one.aclose()
         await two.aclose()
@@ -104,11 +104,11 @@ async def test_named_sessions_share_outputs_across_processes_on_one_store(settin
 @pytest.mark.parametrize("name", ["", "x" * 201, "tab\there", "nul\x00"])
 def test_bad_session_names_are_refused(name: str) -> None:
     with pytest.raises(ValueError, match="session name"):
-        api.Scope.named(name)
+        api.SessionScope.named(name)
 
 
 async def test_a_scope_without_identity_cannot_enumerate(services: Services) -> None:
-    capability = api.Scope(api.Scope.new().key, enumerable=False)
+    capability = api.SessionScope(api.SessionScope.new().key, enumerable=False)
     stored = await api.offload(services, capability, "needle in a haystack\n")
     with pytest.raises(OffloadError, match="cannot be listed"):
         await api.list_outputs(services, capability)
@@ -120,7 +120,7 @@ async def test_a_scope_without_identity_cannot_enumerate(services: Services) -> 
 
 
 async def test_errors_are_offload_errors_and_store_nothing(services: Services) -> None:
-    scope = api.Scope.new()
+    scope = api.SessionScope.new()
     with pytest.raises(InvalidHandle):
         await api.read(services, scope, "../../etc/passwd")
     with pytest.raises(OffloadError, match="empty"):
@@ -135,7 +135,7 @@ async def test_errors_are_offload_errors_and_store_nothing(services: Services) -
 
 
 async def test_blobs_are_stored_byte_exact(services: Services) -> None:
-    scope = api.Scope.new()
+    scope = api.SessionScope.new()
     data = bytes(range(256)) * 4
     stored = await api.offload_bytes(services, scope, data, mime_type="image/png", name="chart")
     assert stored.kind == "blob" and stored.bytes == len(data) and stored.mime_type == "image/png"

@@ -1,6 +1,6 @@
 """Offloading (`mcp_offload.core.ingest`): content → kind, tokens, index, preview → store. What reaches the stored
 metadata, how names are cleaned, the size cap (checked before encoding when the length alone decides), the notes
-for NUL characters and lone surrogates, blobs, `Offloaded.output()`; and nothing stored when it refuses."""
+for NUL characters and lone surrogates, blobs, `Ingested.output()`; and nothing stored when it refuses."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import mcp_offload.core.ingest as offload_module
-from mcp_offload.core.ingest import FRAME_TOKENS, blob_preview, clean_name, offload_blob, offload_text
+from mcp_offload.core.ingest import FRAME_TOKENS, blob_preview, clean_name, ingest_blob, ingest_text
 from mcp_offload.core.results import facts_of
 from mcp_offload.core.services import Services, build_services
 from mcp_offload.errors import InvalidContent, TooLarge
@@ -55,7 +55,7 @@ async def _stored_bytes(services: Services, handle: str) -> bytes:
     ],
 )
 async def test_the_detected_kind_reaches_the_meta_and_the_preview(services: Services, content: str, kind: str) -> None:
-    offloaded = await offload_text(services, SCOPE, content)
+    offloaded = await ingest_text(services, SCOPE, content)
     assert offloaded.meta.kind == offloaded.preview.kind == kind
     assert (await services.store.meta(SCOPE, offloaded.meta.handle)).kind == kind
 
@@ -63,7 +63,7 @@ async def test_the_detected_kind_reaches_the_meta_and_the_preview(services: Serv
 async def test_the_meta_describes_the_content(services: Services) -> None:
     text = "héllo wörld\n" * 50 + "tail"
     before = time.time()
-    offloaded = await offload_text(services, SCOPE, text, name="greetings", source="proxy:srv/tool")
+    offloaded = await ingest_text(services, SCOPE, text, name="greetings", source="proxy:srv/tool")
     meta = offloaded.meta
     assert validate_handle(meta.handle) == meta.handle
     assert (meta.size, meta.chars, meta.lines) == (len(text.encode()), len(text), 51)
@@ -78,7 +78,7 @@ async def test_the_meta_describes_the_content(services: Services) -> None:
 
 async def test_the_preview_keeps_within_the_budget(services: Services) -> None:
     text = "\n".join(f"line {n}: " + "word " * 30 for n in range(2000))
-    offloaded = await offload_text(services, SCOPE, text)
+    offloaded = await ingest_text(services, SCOPE, text)
     budget = services.settings.preview_tokens - FRAME_TOKENS
     assert 0 < offloaded.preview.tokens <= budget
     header, first = offloaded.preview.text.splitlines()[:2]
@@ -88,7 +88,7 @@ async def test_the_preview_keeps_within_the_budget(services: Services) -> None:
 
 async def test_output_reports_the_meta_and_the_preview(services: Services) -> None:
     doc = json.dumps({"items": [{"id": i} for i in range(50)]})
-    offloaded = await offload_text(services, SCOPE, doc, name="items")
+    offloaded = await ingest_text(services, SCOPE, doc, name="items")
     output = offloaded.output()
     assert output.model_dump() == {
         **facts_of(offloaded.meta),
@@ -120,18 +120,18 @@ def test_clean_name(name: str | None, cleaned: str | None) -> None:
 
 
 async def test_names_are_cleaned_and_capped_on_the_way_in(capped: Services) -> None:
-    offloaded = await offload_text(capped, SCOPE, "content", name="\x1b[31mred\x1b[0m and a very long tail")
+    offloaded = await ingest_text(capped, SCOPE, "content", name="\x1b[31mred\x1b[0m and a very long tail")
     assert offloaded.meta.name == "[31mred[0m a"  # ESC dropped, cut at 12 characters
     assert len(offloaded.meta.name) == 12
-    blob = await offload_blob(capped, SCOPE, b"\x89PNG", mime_type="image/png", name="\npicture-of-a-cat.png")
+    blob = await ingest_blob(capped, SCOPE, b"\x89PNG", mime_type="image/png", name="\npicture-of-a-cat.png")
     assert blob.meta.name == "picture-of-a"
 
 
 async def test_empty_content_is_refused_and_nothing_stored(services: Services) -> None:
     with pytest.raises(InvalidContent, match="content is empty"):
-        await offload_text(services, SCOPE, "")
+        await ingest_text(services, SCOPE, "")
     with pytest.raises(InvalidContent, match="content is empty"):
-        await offload_blob(services, SCOPE, b"", mime_type="image/png")
+        await ingest_blob(services, SCOPE, b"", mime_type="image/png")
     assert await services.store.list(SCOPE) == []
 
 
@@ -143,7 +143,7 @@ async def test_the_length_cap_is_checked_before_encoding(
     monkeypatch.setattr(offload_module, "_encode", lambda text: encoded.append(len(text)) or real_encode(text))
     files = _files(tmp_path / "store")
     with pytest.raises(TooLarge) as excinfo:
-        await offload_text(capped, SCOPE, "x" * (CAP + 1))
+        await ingest_text(capped, SCOPE, "x" * (CAP + 1))
     assert str(excinfo.value).startswith("content is over this server's cap of 1,000 bytes; nothing was stored.")
     assert encoded == []  # refused on its length alone: never encoded
     assert await capped.store.list(SCOPE) == [] and _files(tmp_path / "store") == files
@@ -152,22 +152,22 @@ async def test_the_length_cap_is_checked_before_encoding(
 async def test_the_byte_cap_counts_encoded_bytes(capped: Services, tmp_path: Path) -> None:
     files = _files(tmp_path / "store")
     with pytest.raises(TooLarge) as excinfo:
-        await offload_text(capped, SCOPE, "€" * 400)  # 400 characters, 1,200 bytes
+        await ingest_text(capped, SCOPE, "€" * 400)  # 400 characters, 1,200 bytes
     assert str(excinfo.value).startswith("content is 1,200 bytes, over this server's cap of 1,000 bytes")
     assert await capped.store.list(SCOPE) == [] and _files(tmp_path / "store") == files
-    exact = await offload_text(capped, SCOPE, "€" * 333 + "x")  # 1,000 bytes: at the cap is allowed
+    exact = await ingest_text(capped, SCOPE, "€" * 333 + "x")  # 1,000 bytes: at the cap is allowed
     assert exact.meta.size == CAP
 
 
 async def test_a_blob_over_the_cap_is_refused(capped: Services) -> None:
     with pytest.raises(TooLarge, match="blob is 1,001 bytes, over this server's cap; nothing was stored"):
-        await offload_blob(capped, SCOPE, b"\0" * (CAP + 1), mime_type=None)
+        await ingest_blob(capped, SCOPE, b"\0" * (CAP + 1), mime_type=None)
     assert await capped.store.list(SCOPE) == []
 
 
 async def test_nul_characters_get_a_note(services: Services) -> None:
     text = "before\x00after\n"
-    offloaded = await offload_text(services, SCOPE, text)
+    offloaded = await ingest_text(services, SCOPE, text)
     assert offloaded.meta.kind == "text"
     assert offloaded.meta.notes == ("content contains NUL characters; stored exactly as given",)
     assert offloaded.output().notes == list(offloaded.meta.notes)
@@ -175,13 +175,13 @@ async def test_nul_characters_get_a_note(services: Services) -> None:
 
 
 async def test_json_with_an_escaped_nul_gets_no_note(services: Services) -> None:
-    offloaded = await offload_text(services, SCOPE, '{"a": "\\u0000"}')
+    offloaded = await ingest_text(services, SCOPE, '{"a": "\\u0000"}')
     assert (offloaded.meta.kind, offloaded.meta.notes) == ("json", ())
 
 
 async def test_lone_surrogates_get_a_note_and_are_stored_exactly(services: Services) -> None:
     text = "high \ud800 low \udfff and NUL \x00"
-    offloaded = await offload_text(services, SCOPE, text)
+    offloaded = await ingest_text(services, SCOPE, text)
     notes = offloaded.meta.notes
     assert len(notes) == 2 and "unpaired UTF-16 surrogates" in notes[0] and "NUL" in notes[1]
     stored = await _stored_bytes(services, offloaded.meta.handle)
@@ -191,7 +191,7 @@ async def test_lone_surrogates_get_a_note_and_are_stored_exactly(services: Servi
 
 async def test_blob_offload(services: Services) -> None:
     data = bytes(range(256)) * 10
-    offloaded = await offload_blob(services, SCOPE, data, mime_type="image/png", name="pic", source="proxy:s/t")
+    offloaded = await ingest_blob(services, SCOPE, data, mime_type="image/png", name="pic", source="proxy:s/t")
     meta = offloaded.meta
     assert (meta.kind, meta.size, meta.chars, meta.lines, meta.tokens, meta.tokens_estimated) == (
         "blob", 2560, 0, 0, 0, False

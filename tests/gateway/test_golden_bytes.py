@@ -53,3 +53,16 @@ async def test_a_fixed_conversation_rewrites_to_golden_bytes(tmp_path: Path, api
             conv.advance()
             body = (await rewrite_request(services, api, conv.body(), headers_for(api, "golden-key"), POLICY)).body
     check(GOLDEN / f"{api}.json", body)
+
+
+def test_the_retrieval_tool_names_and_how_they_are_recognised() -> None:
+    from mcp_offload.gateway.tool_text import RETRIEVAL_TOOL_NAMES, is_retrieval_tool
+
+    assert {"read_large_output", "search_large_output", "query_large_output", "list_outputs"} == RETRIEVAL_TOOL_NAMES
+    for api in APIS:
+        names = {t["function"]["name"] if "function" in t else t["name"] for t in retrieval_tools(api)}
+        assert names == RETRIEVAL_TOOL_NAMES
+    for name in ("read_large_output", "mcp__offload__search_large_output", "offload.list_outputs"):
+        assert is_retrieval_tool(name), name
+    for name in (None, "", "offload", "bash", "read_large_output_v2", "my_read_large_outputs"):
+        assert not is_retrieval_tool(name), name

@@ -44,6 +44,27 @@ def assert_prefix_chain(api: str, bodies: list[dict[str, Any]]) -> None:
         assert wire(rest_before) == wire(rest_after)
 
 
+def differing_leaves(a: Any, b: Any, path: str = "") -> list[tuple[str, Any, Any]]:
+    """(path, a's value, b's value) for every leaf where two JSON values differ (shape differences included)."""
+    if isinstance(a, dict) and isinstance(b, dict) and a.keys() == b.keys():
+        return [d for k in a for d in differing_leaves(a[k], b[k], f"{path}.{k}")]
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        return [d for i, (x, y) in enumerate(zip(a, b, strict=True)) for d in differing_leaves(x, y, f"{path}[{i}]")]
+    return [] if a == b else [(path, a, b)]
+
+
+def assert_only_result_texts_changed(api: str, original: dict[str, Any], rewritten: dict[str, Any]) -> None:
+    key = history_for(api).messages_key
+    for path, before, after in differing_leaves(original[key], rewritten[key]):
+        assert isinstance(before, str) and isinstance(after, str), path
+        assert after.startswith("Stored as out_") and len(after) < len(before), path
+        assert path.endswith((".content", ".output", ".text")), path
+    assert wire({k: v for k, v in original.items() if k not in (key, "tools")}) == wire(
+        {k: v for k, v in rewritten.items() if k not in (key, "tools")}
+    )
+    assert wire(rewritten["tools"]).startswith(wire(original["tools"])[:-1])
+
+
 async def run_conversation(
     api: str, conv: Conversation, pick: Callable[[int], Services], credential: str, turns: int = TURNS
 ) -> list[dict[str, Any]]:
@@ -54,6 +75,7 @@ async def run_conversation(
         body = conv.body()
         rewrite = await rewrite_request(pick(turn), api, copy.deepcopy(body), headers_for(api, credential), POLICY)
         assert rewrite.fail_open is None
+        assert_only_result_texts_changed(api, body, rewrite.body)
         offloaded += len(rewrite.offloaded)
         if turn % 10 == 0:
             validate_body(api, rewrite.body)

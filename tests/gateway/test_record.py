@@ -3,6 +3,7 @@ up across instances, sessions listing and expiry, accounting figures, and the Re
 
 from __future__ import annotations
 
+import os
 import secrets
 import time
 from collections.abc import AsyncIterator
@@ -217,3 +218,14 @@ async def test_counts_made_while_the_store_is_down_are_added_when_it_is_back() -
             assert counters["fail_open"] == 2 and counters["requests"] == 2
     finally:
         server.stop()
+
+
+async def test_fs_record_sweeps_idle_sessions_while_writing(tmp_path: Path) -> None:
+    record = FilesystemRecord(tmp_path, ttl_s=100)
+    await record.put_if_absent(SESSION, {"x": "1"})
+    idle = tmp_path / "gateway" / "v1" / (SESSION + ".jsonl")
+    os.utime(idle, (time.time() - 1000, time.time() - 1000))  # unused for longer than the ttl
+    record._last_sweep -= 3600  # the sweep interval has passed
+    other = scope_key("another")
+    await record.put_if_absent(other, {"y": "2"})  # a write after the sweep interval removes idle logs
+    assert sorted(p.name for p in idle.parent.iterdir()) == [other + ".jsonl"]

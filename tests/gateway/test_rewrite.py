@@ -321,3 +321,18 @@ async def test_a_store_refusing_the_outputs_fails_open_with_nothing_recorded(tmp
         assert rewrite.fail_open is not None and "StoreFull" in rewrite.fail_open
         state = await open_record(services).state(rewrite.session, [])
         assert not state.tools
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_result_whose_reference_would_not_be_smaller_stays_inline_for_good(
+    services: Services, api: str
+) -> None:
+    result = big_text(random.Random(5), 80, "short")  # over a 50-token threshold, but its preview is all of it
+    body = make_body(api, "sys", conversation(api, [("c1", result)]), client_tools(api))
+    policy = GatewayPolicy(threshold_tokens=50, clear_tool_uses=None, cost_rule=False)
+    first = await rewrite_request(services, api, body, headers_for(api, "short"), policy)
+    assert first.body is body and not first.changed and first.offloaded == []
+    stored = await core.list_outputs(services, first.session.scope)
+    again = await rewrite_request(services, api, copy.deepcopy(body), headers_for(api, "short"), policy)
+    assert not again.changed and again.offloaded == []
+    assert len((await core.list_outputs(services, first.session.scope)).outputs) == len(stored.outputs) == 1

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from mcp_offload.core.api import Scope
+from mcp_offload.core.api import SessionScope
 from mcp_offload.gateway.rewrite import GatewayPolicy, rewrite_request
 from mcp_offload.gateway.session import SESSION_HEADER, derive_session
 from support.gateway_core import APIS, Conversation, big_text, headers_for, open_services, wire
@@ -41,7 +41,11 @@ def test_same_credential_and_opening_is_one_session_whatever_comes_later(api: st
 def test_header_names_the_session_like_mcp_offload_session() -> None:
     body = Conversation("anthropic", seed=1).body()
     named = derive_session("anthropic", body, {"X-MCP-Offload-Session": "team-build", "x-api-key": "a"})
-    assert named.explicit and named.scope == Scope.named("team-build") and named.key == Scope.named("team-build").key
+    assert (
+        named.explicit
+        and named.scope == SessionScope.named("team-build")
+        and named.key == SessionScope.named("team-build").key
+    )
     assert derive_session("anthropic", body, {SESSION_HEADER: "team-build", "x-api-key": "b"}) == named
     # invalid names are ignored (derived instead)
     assert not derive_session("anthropic", body, {SESSION_HEADER: "\x00bad", "x-api-key": "a"}).explicit

@@ -249,6 +249,32 @@ def test_anthropic_thinking_rules(upstream: UpstreamServer) -> None:
         )
 
 
+def test_anthropic_omitted_thinking_is_sealed(upstream: UpstreamServer) -> None:
+    """`thinking.display: "omitted"` (Claude Code sends it): empty thinking text, a signature that seals the hidden
+    text; sent back as it came it is accepted, filled in or with another block's signature it is not."""
+    client = anthropic.Anthropic(base_url=upstream.base_url, api_key="k", max_retries=0)
+    thinking = {"type": "adaptive", "display": "omitted"}
+    upstream.push(reply(Thinking("secret plan"), tool_call("Bash", {"command": "ls"})))
+    first = client.messages.create(model=MODEL, max_tokens=2000, messages=[user("a")], tools=TOOLS, thinking=thinking)  # type: ignore[arg-type]
+    block = first.content[0].model_dump(exclude_none=True)
+    assert block["thinking"] == "" and block["signature"]
+    answer = user(result(first.content[1].id))  # type: ignore[union-attr]
+    call = first.content[1].model_dump(exclude_none=True, exclude={"caller"})
+    ok = post(
+        upstream,
+        "/v1/messages",
+        anthropic_body(messages=[user("a"), assistant(block, call), answer], thinking=thinking),
+    )
+    assert ok.status_code == 200, ok.text
+    filled = {**block, "thinking": "secret plan"}
+    r = post(
+        upstream,
+        "/v1/messages",
+        anthropic_body(messages=[user("a"), assistant(filled, call), answer], thinking=thinking),
+    )
+    assert r.status_code == 400 and "Invalid `signature`" in r.json()["error"]["message"]
+
+
 CHAT_BAD = [
     (
         "tool without tool_calls",

@@ -168,7 +168,8 @@ async def _handle(state: UpstreamState, request: Request, api: ApiKind, *, count
     model = body["model"]
 
     if api == "anthropic":
-        blocks = emit_anthropic.blocks_of(reply, state.signer, state.mint_id)
+        omitted = isinstance(body.get("thinking"), dict) and body["thinking"].get("display") == "omitted"
+        blocks = emit_anthropic.blocks_of(reply, state.signer, state.mint_id, omit_thinking=omitted)
         msg_id = state.mint_id("msg_")
         if not stream:
             return await _answer(entry, reply, emit_anthropic.message(msg_id, model, blocks, reply, usage, out_tokens),

@@ -32,7 +32,11 @@ def usage_of(usage: CacheUsage, output_tokens: int) -> dict[str, Any]:
     }
 
 
-def blocks_of(reply: Reply, signer: Signer, mint_id: Callable[[str], str]) -> list[dict[str, Any]]:
+def blocks_of(
+    reply: Reply, signer: Signer, mint_id: Callable[[str], str], *, omit_thinking: bool = False
+) -> list[dict[str, Any]]:
+    """The content blocks. With `thinking.display: "omitted"` a thinking block comes with empty text and a
+    signature that seals the hidden text (as the API does: the client gets no thinking, but can send it back)."""
     out: list[dict[str, Any]] = []
     for block in reply.content:
         if isinstance(block, Text):
@@ -43,6 +47,8 @@ def blocks_of(reply: Reply, signer: Signer, mint_id: Callable[[str], str]) -> li
             )
         elif isinstance(block, Thinking) and block.redacted:
             out.append({"type": "redacted_thinking", "data": signer.seal(block.text)})
+        elif isinstance(block, Thinking) and omit_thinking:
+            out.append({"type": "thinking", "thinking": "", "signature": signer.seal(block.text)})
         elif isinstance(block, Thinking):
             out.append({"type": "thinking", "thinking": block.text, "signature": signer.sign(block.text)})
     return out

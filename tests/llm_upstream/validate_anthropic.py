@@ -353,7 +353,10 @@ def _validate_block(block: Any, role: str, where: str, signer: Signer) -> int:
     elif kind == "thinking":
         if "cache_control" in block:
             raise InvalidRequest(f"{where}.thinking.cache_control: Thinking blocks cannot be cached directly")
-        if not isinstance(block.get("thinking"), str) or not signer.verify(block["thinking"], block.get("signature")):
+        text, signature = block.get("thinking"), block.get("signature")
+        shown = isinstance(text, str) and signer.verify(text, signature)
+        omitted = text == "" and signer.unseal(signature) is not None  # display "omitted": the text is sealed
+        if not (shown or omitted):
             raise InvalidRequest(f"{where}: Invalid `signature` in `thinking` block")
     elif kind == "redacted_thinking":
         if signer.unseal(block.get("data")) is None:

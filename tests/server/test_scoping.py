@@ -1,10 +1,10 @@
-"""The scoping rule (`mcp_offload.server.scoping`) and `api.Scope`: which store scope a request belongs to.
+"""The scoping rule (`mcp_offload.server.scoping`) and `api.SessionScope`: which store scope a request belongs to.
 
-Over real HTTP the rules are tested end to end in test_http_scoping.py (clients apart, one principal's rule, the
-anonymous scope, stateless HTTP). Here: `Scope.named` / `Scope.new`, the run scope of stdio and in-memory servers
-through the real server in both eras, and each `ConnectionScope` branch on light stand-ins for the request context
-(what it reads of one: the protocol version, the connection's session id and state, the principal), which a real
-`ServerRequestContext` only offers inside a running HTTP session.
+Over real HTTP the rules are tested end to end in serve/http/test_scoping.py (clients apart, one principal's rule,
+the anonymous scope, stateless HTTP). Here: `SessionScope.named` / `SessionScope.new`, the run scope of stdio and
+in-memory servers through the real server in both eras, and each `ConnectionScope` branch on light stand-ins for the
+request context (what it reads of one: the protocol version, the connection's session id and state, the principal),
+which a real `ServerRequestContext` only offers inside a running HTTP session.
 """
 
 from __future__ import annotations
@@ -27,19 +27,19 @@ KEY = re.compile(r"[0-9a-f]{32}")
 
 
 def test_named_scopes_are_stable_and_distinct_per_name() -> None:
-    assert api.Scope.named("agent-7") == api.Scope.named("agent-7")
-    assert api.Scope.named("agent-7").key == scope_key("session-name:agent-7")
+    assert api.SessionScope.named("agent-7") == api.SessionScope.named("agent-7")
+    assert api.SessionScope.named("agent-7").key == scope_key("session-name:agent-7")
     names = ["agent-7", "agent-8", "Agent-7", "agent-7 ", "é", "x" * 200]
-    assert len({api.Scope.named(n).key for n in names}) == len(names)
-    assert all(KEY.fullmatch(api.Scope.named(n).key) and api.Scope.named(n).enumerable for n in names)
-    assert "agent-7" not in api.Scope.named("agent-7").key  # the store sees a hash, never the name
+    assert len({api.SessionScope.named(n).key for n in names}) == len(names)
+    assert all(KEY.fullmatch(api.SessionScope.named(n).key) and api.SessionScope.named(n).enumerable for n in names)
+    assert "agent-7" not in api.SessionScope.named("agent-7").key  # the store sees a hash, never the name
 
 
 def test_new_scopes_are_unique() -> None:
-    keys = {api.Scope.new().key for _ in range(200)} | {new_scope() for _ in range(200)}
+    keys = {api.SessionScope.new().key for _ in range(200)} | {new_scope() for _ in range(200)}
     assert len(keys) == 400
     assert all(validate_scope(k) == k for k in keys)
-    assert api.Scope.new().enumerable is True
+    assert api.SessionScope.new().enumerable is True
 
 
 def test_the_anonymous_scope_cannot_enumerate() -> None:
@@ -50,7 +50,7 @@ def test_run_scope_is_the_runs_whatever_the_request() -> None:
     run = new_scope()
     policy = RunScope()
     for ctx in (_ctx(MODERN_PROTOCOL, None), _ctx("2025-11-25", "sid-1"), _ctx("2025-11-25", None)):
-        assert policy(ctx, run) == api.Scope(run)
+        assert policy(ctx, run) == api.SessionScope(run)
 
 
 @pytest.mark.parametrize("mode", ERAS)
@@ -60,13 +60,13 @@ async def test_an_in_memory_server_stores_into_its_run_scope(services: Services,
     async with Client(build_server(services, session="agent-7"), mode=mode) as client:
         first = (await client.call_tool("offload", {"content": "one\n" * 10})).structured_content["handle"]
         second = (await client.call_tool("offload", {"content": "two\n" * 10})).structured_content["handle"]
-    listed = await api.list_outputs(services, api.Scope.named("agent-7"))
+    listed = await api.list_outputs(services, api.SessionScope.named("agent-7"))
     assert {o.handle for o in listed.outputs} == {first, second}  # both requests: one scope
     async with Client(build_server(services), mode=mode) as client:
         private = (await client.call_tool("offload", {"content": "three\n" * 10})).structured_content["handle"]
         mine = (await client.call_tool("list_outputs", {})).structured_content["outputs"]
     assert [o["handle"] for o in mine] == [private]
-    listed = await api.list_outputs(services, api.Scope.named("agent-7"))
+    listed = await api.list_outputs(services, api.SessionScope.named("agent-7"))
     assert private not in {o.handle for o in listed.outputs}
 
 
@@ -84,7 +84,7 @@ POLICY = ConnectionScope(principal=lambda ctx: ctx.who)
 def test_2026_requests_get_the_principals_scope(session_id: str | None) -> None:
     run = new_scope()
     scope = POLICY(_ctx(MODERN_PROTOCOL, session_id, who="alice"), run)
-    assert scope == api.Scope(scope_key("principal:alice")) and scope.enumerable
+    assert scope == api.SessionScope(scope_key("principal:alice")) and scope.enumerable
     assert POLICY(_ctx(MODERN_PROTOCOL, session_id, who="alice"), new_scope()) == scope  # same principal, same scope
     assert POLICY(_ctx(MODERN_PROTOCOL, session_id, who="bob"), run) != scope
     assert scope.key != run and "alice" not in scope.key
@@ -101,7 +101,7 @@ def test_requests_without_identity_share_the_anonymous_scope(protocol: str) -> N
 def test_stateless_handshake_requests_follow_the_principal() -> None:
     a = POLICY(_ctx("2025-11-25", None, who="alice"), new_scope())
     b = POLICY(_ctx("2025-11-25", None, who="alice"), new_scope())  # another request, another connection
-    assert a == b == api.Scope(scope_key("principal:alice"))
+    assert a == b == api.SessionScope(scope_key("principal:alice"))
 
 
 @pytest.mark.parametrize("who", [None, "alice"])
@@ -112,7 +112,7 @@ def test_a_handshake_session_gets_its_own_scope_kept_on_the_connection(who: str 
     other = POLICY(_ctx("2025-11-25", "sid-2", {}, who), new_scope())  # another session, same principal
     assert first == again and first != other
     assert first.enumerable and KEY.fullmatch(first.key)
-    assert first not in (ANONYMOUS, api.Scope(scope_key("principal:alice")))
+    assert first not in (ANONYMOUS, api.SessionScope(scope_key("principal:alice")))
     assert list(state.values()) == [first.key]  # kept in the connection's state, as a hashed key
 
 

@@ -70,7 +70,7 @@ async def test_racing_puts_under_one_handle_keep_one_output(make_store: StoreFac
 
 
 async def test_ingest_under_a_derived_handle_is_idempotent(services: Services) -> None:
-    scope = api.Scope.named("derived")
+    scope = api.SessionScope.named("derived")
     handle = derived_handle(scope.key, "content-digest")
     first = await api.offload(services, scope, "hello " * 500, name="one", handle=handle)
     second = await api.offload(services, scope, "hello " * 500, name="two", handle=handle)

@@ -21,7 +21,7 @@ import anyio
 
 from mcp_offload.cli.client_config import user_servers_path
 from mcp_offload.cli.exit_status import exit_status
-from mcp_offload.core.api import Scope
+from mcp_offload.core.api import SessionScope
 from mcp_offload.errors import SettingsError
 from mcp_offload.proxy import ProxyConfig, add_proxy_flags, open_proxy, proxy_config_from_args
 from mcp_offload.settings import Settings
@@ -172,7 +172,7 @@ def check_session(session: str | None, transport: str) -> None:
     if transport != "stdio":
         raise SettingsError("--session is for the stdio transport; HTTP clients are scoped by session or token")
     try:
-        Scope.named(session)
+        SessionScope.named(session)
     except ValueError as exc:
         raise SettingsError(f"--session: {exc}") from None
 

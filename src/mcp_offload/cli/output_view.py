@@ -1,8 +1,8 @@
 """How the `outputs` commands show stored outputs to a person: the table of `list`, the JSON of `list --json`,
 and `show`'s metadata block followed by the reference (preview included) exactly as the model saw it.
 
-The preview is rebuilt from the stored content with `build_preview` (deterministic), with the same budget and
-token counter as `core/ingest.py` uses, so it matches what the server sent as long as the settings do.
+The preview is rebuilt from the stored content by ingest's own rule (`core.ingest.stored_preview`: deterministic,
+same budget and token counter), so it matches what the server sent as long as the settings do.
 """
 
 from __future__ import annotations
@@ -10,10 +10,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from mcp_offload.core.ingest import FRAME_TOKENS, Offloaded, blob_preview
+from mcp_offload.core.ingest import Ingested, stored_preview
 from mcp_offload.core.render import render_reference
 from mcp_offload.core.results import facts_of
-from mcp_offload.preview import build_preview
 from mcp_offload.settings import Settings
 from mcp_offload.store.base import OutputMeta, ScannedOutput
 from mcp_offload.tokens import TokenCounter
@@ -87,22 +86,12 @@ def as_json(out: ScannedOutput) -> dict[str, Any]:
     }
 
 
-def rebuild_offloaded(meta: OutputMeta, content: bytes, settings: Settings, tokens: TokenCounter) -> Offloaded:
-    """The output with the preview the server built for it (same budget and counter as `core/ingest.py`)."""
-    if meta.kind == "blob":
-        return Offloaded(meta=meta, preview=blob_preview(meta.mime_type, meta.size))
-    text = content.decode("utf-8", "surrogatepass")  # stored exactly as given, lone surrogates included
-    preview = build_preview(
-        text,
-        meta.kind,
-        budget_tokens=max(100, settings.preview_tokens - FRAME_TOKENS),
-        count_tokens=tokens.count,
-        total_lines=meta.lines,
-    )
-    return Offloaded(meta=meta, preview=preview)
+def rebuild_ingested(meta: OutputMeta, content: bytes, settings: Settings, tokens: TokenCounter) -> Ingested:
+    """The output with the preview the server built for it (ingest's own rule, `stored_preview`)."""
+    return Ingested(meta=meta, preview=stored_preview(meta, content, settings, tokens.count))
 
 
-def render_show(out: ScannedOutput, offloaded: Offloaded, now: float) -> str:
+def render_show(out: ScannedOutput, ingested: Ingested, now: float) -> str:
     meta = out.meta
     facts = [
         ("handle", meta.handle),
@@ -118,5 +107,5 @@ def render_show(out: ScannedOutput, offloaded: Offloaded, now: float) -> str:
     ]
     width = max(len(k) for k, _ in facts)
     head = "\n".join(f"{k.ljust(width)}  {v}" for k, v in facts)
-    reference = render_reference(offloaded.output())
+    reference = render_reference(ingested.output())
     return f"{head}\n\n--- what the model saw ---\n{reference}\n"

@@ -18,10 +18,10 @@ from pathlib import Path
 import anyio
 
 from mcp_offload.cli.exit_status import CommandDeclined, exit_status
-from mcp_offload.cli.output_view import as_json, human_bytes, rebuild_offloaded, render_show, render_table
+from mcp_offload.cli.output_view import as_json, human_bytes, rebuild_ingested, render_show, render_table
 from mcp_offload.errors import ExpiredHandle, InvalidHandle, UnknownHandle
 from mcp_offload.settings import Settings
-from mcp_offload.store import REDIS_SCHEMES, AdminStore, ScannedOutput, open_store
+from mcp_offload.store import AdminStore, ScannedOutput, is_redis_location, open_store
 from mcp_offload.store.handles import validate_handle
 from mcp_offload.store.lifecycle import StoreLimits
 
@@ -76,7 +76,7 @@ def _open(location: str | None) -> tuple[AdminStore | None, Settings]:
     """The store, or None for a store directory that does not exist (nothing stored yet: not created here)."""
     settings = Settings.from_env().with_overrides(store=location)
     where = settings.store_location()
-    if not where.startswith(REDIS_SCHEMES) and not Path(where).expanduser().is_dir():
+    if not is_redis_location(where) and not Path(where).expanduser().is_dir():
         return None, settings
     return open_store(where, limits=StoreLimits.from_settings(settings)), settings
 
@@ -131,10 +131,10 @@ async def _show(store: AdminStore | None, settings: Settings, args: argparse.Nam
         return
     from mcp_offload.tokens import load_counter
 
-    offloaded = await anyio.to_thread.run_sync(
-        rebuild_offloaded, out.meta, content, settings, load_counter(settings.encoding)
+    ingested = await anyio.to_thread.run_sync(
+        rebuild_ingested, out.meta, content, settings, load_counter(settings.encoding)
     )
-    sys.stdout.write(render_show(out, offloaded, time.time()))
+    sys.stdout.write(render_show(out, ingested, time.time()))
 
 
 async def _remove(store: AdminStore, outputs: list[ScannedOutput]) -> tuple[int, int]:

@@ -28,7 +28,7 @@ from anyio.from_thread import BlockingPortal, start_blocking_portal
 from mcp_offload.compact.boundary import Boundary, BoundarySpec
 from mcp_offload.compact.budget import BudgetPolicy, CountTokens, Entry, MessageLedger, Usage, usage_report
 from mcp_offload.compact.formats import Message, MessageFormat, ToolResult, detect_format, get_format
-from mcp_offload.compact.tool_defs import RETRIEVAL_TOOL_NAMES, tool_definitions
+from mcp_offload.compact.tool_defs import tool_definitions
 from mcp_offload.compact.transcript import (
     NOTE_PREFIX,
     Summarize,
@@ -82,7 +82,7 @@ class AsyncCompactor:
             raise TypeError(f"unknown setting(s): {', '.join(sorted(unknown))}")
         self.settings = Settings.from_env().with_overrides(store=store, **settings)
         self.session = session or "compact-" + secrets.token_hex(8)
-        self.scope = api.Scope.named(self.session)
+        self.scope = api.SessionScope.named(self.session)
         self._services: Services | None = build_services(self.settings)
         exact = self.settings.tokens_exact_chars
         tokens = self._services.tokens
@@ -163,8 +163,8 @@ class AsyncCompactor:
     ) -> Entry:
         out, failed = entry.out, False
         for result in entry.view.results:
-            if names.get(result.call_id) in RETRIEVAL_TOOL_NAMES:
-                continue  # the model's own retrieval: offloading it again would loop
+            if names.get(result.call_id) in TOOLS_BY_NAME:
+                continue  # one of our own tools (the model's retrieval): offloading it again would loop
             texts = await self._store_parts(result, names.get(result.call_id), threshold, report)
             if texts is None:
                 failed = True
@@ -270,7 +270,7 @@ class AsyncCompactor:
         if spec is None:
             known = ", ".join(TOOLS_BY_NAME)
             return f"Unknown tool {name!r}. Tools here: {known}."
-        result = await call_tool(spec, ToolCall(self.services, self.scope.key, self.scope.enumerable), arguments)
+        result = await call_tool(spec, ToolCall(self.services, self.scope), arguments)
         return "".join(getattr(block, "text", "") for block in result.content)
 
     # -- lifetime --------------------------------------------------------------------------------------

@@ -10,23 +10,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcp_offload.server.tools import TOOLS, ToolSpec
+from mcp_offload.server.tools import TOOLS
 
 TOOL_FORMATS = ("anthropic", "openai", "responses")
 
 
-def _schema(spec: ToolSpec) -> dict[str, Any]:
-    schema = spec.args.model_json_schema()
-    schema.pop("title", None)
-    return schema
-
-
 def tool_definitions(format: str) -> list[dict[str, Any]]:
     if format == "anthropic":
-        return [{"name": s.name, "description": s.description, "input_schema": _schema(s)} for s in TOOLS]
+        return [{"name": s.name, "description": s.description, "input_schema": s.input_schema()} for s in TOOLS]
     if format in ("openai", "chat"):
         return [
-            {"type": "function", "function": {"name": s.name, "description": s.description, "parameters": _schema(s)}}
+            {
+                "type": "function",
+                "function": {"name": s.name, "description": s.description, "parameters": s.input_schema()},
+            }
             for s in TOOLS
         ]
     if format == "responses":
@@ -35,12 +32,9 @@ def tool_definitions(format: str) -> list[dict[str, Any]]:
                 "type": "function",
                 "name": s.name,
                 "description": s.description,
-                "parameters": _schema(s),
+                "parameters": s.input_schema(),
                 "strict": False,
             }
             for s in TOOLS
         ]
     raise ValueError(f"unknown tool format {format!r}: use one of {', '.join(TOOL_FORMATS)}")
-
-
-RETRIEVAL_TOOL_NAMES = frozenset(spec.name for spec in TOOLS)

@@ -1,14 +1,14 @@
 """The in-process API: store an output and get it back, with no MCP in between.
 
-Five plain async functions over the shared `Services` and a `Scope` (whose outputs to see), returning the result
+Five plain async functions over the shared `Services` and a `SessionScope` (whose outputs to see), returning the result
 models of `core/results.py`. They are the whole retrieval path: the MCP tools (`server/tools.py`) validate
 arguments and render these results as text, the proxy stores large upstream results through `offload`, and the
 compaction API (`compact/`) stores tool results and answers the model's retrieval calls through the same functions.
 
-    from mcp_offload import Scope, Settings, build_services, offload, query, search   # the public names
+    from mcp_offload import SessionScope, Settings, build_services, offload, query, search   # the public names
 
     services = build_services(Settings())
-    scope = Scope.named("my-agent")                 # or Scope.new() for a private one
+    scope = SessionScope.named("my-agent")                 # or SessionScope.new() for a private one
     stored = await offload(services, scope, big_json, name="issues")
     hits = await search(services, scope, "timeout", handle=stored.handle)
     rows = await query(services, scope, stored.handle, ".items | length")
@@ -27,7 +27,7 @@ from typing import Literal
 
 import anyio
 
-from mcp_offload.core.ingest import offload_blob, offload_text
+from mcp_offload.core.ingest import ingest_blob, ingest_text
 from mcp_offload.core.progress import ProgressFn, heartbeat
 from mcp_offload.core.results import (
     ContextLine,
@@ -55,7 +55,7 @@ NOT_ENUMERABLE = (
 
 
 @dataclass(frozen=True, slots=True)
-class Scope:
+class SessionScope:
     """Whose outputs a call sees: a store scope key, and whether its outputs may be enumerated (listed, searched
     without a handle). Keys are hashes of a session identity, so a store never sees the identity itself."""
 
@@ -63,12 +63,12 @@ class Scope:
     enumerable: bool = True
 
     @classmethod
-    def new(cls) -> Scope:
+    def new(cls) -> SessionScope:
         """A private scope nobody else can name (one stdio server run, one compactor without a session name)."""
         return cls(scope_key("run:" + secrets.token_hex(16)))
 
     @classmethod
-    def named(cls, session: str) -> Scope:
+    def named(cls, session: str) -> SessionScope:
         """The scope of a named session: every process that names the same session on the same store shares it
         (`mcp-offload --session NAME`, `Compactor(session=NAME)`)."""
         if not session or len(session) > 200 or not session.isprintable():
@@ -78,7 +78,7 @@ class Scope:
 
 async def offload(
     services: Services,
-    scope: Scope,
+    scope: SessionScope,
     content: str,
     *,
     name: str | None = None,
@@ -91,13 +91,13 @@ async def offload(
     `handle`: store under this handle (a `store.handles.derived_handle`) instead of a fresh one; idempotent when
     that handle is already stored in the scope."""
     async with heartbeat(progress, f"storing {len(content):,} characters"):
-        offloaded = await offload_text(services, scope.key, content, name=name, source=source, handle=handle)
-    return offloaded.output()
+        ingested = await ingest_text(services, scope.key, content, name=name, source=source, handle=handle)
+    return ingested.output()
 
 
 async def offload_bytes(
     services: Services,
-    scope: Scope,
+    scope: SessionScope,
     data: bytes,
     *,
     mime_type: str | None,
@@ -105,13 +105,13 @@ async def offload_bytes(
     source: str | None = None,
 ) -> OffloadOutput:
     """Store binary content (an image, audio) as a blob: kept byte-exact, described by type and size only."""
-    offloaded = await offload_blob(services, scope.key, data, mime_type=mime_type, name=name, source=source)
-    return offloaded.output()
+    ingested = await ingest_blob(services, scope.key, data, mime_type=mime_type, name=name, source=source)
+    return ingested.output()
 
 
 async def read(
     services: Services,
-    scope: Scope,
+    scope: SessionScope,
     handle: str,
     *,
     start: int | None = None,
@@ -133,23 +133,12 @@ async def read(
                 counter=services.tokens,
             )
         )
-    return ReadOutput(
-        handle=handle,
-        mode=result.mode,
-        start=result.start,
-        end=result.end,
-        total=result.total,
-        tokens=result.tokens,
-        truncated=result.truncated,
-        next_start=result.next_start,
-        note=result.note,
-        text=result.text,
-    )
+    return ReadOutput(handle=handle, **asdict(result))  # the engine's result, field for field
 
 
 async def search(
     services: Services,
-    scope: Scope,
+    scope: SessionScope,
     pattern: str,
     *,
     handle: str | None = None,
@@ -158,14 +147,14 @@ async def search(
     max_results: int = 50,
     context_lines: int = 0,
     progress: ProgressFn | None = None,
-    result_scope: Literal["line", "record"] = "line",
+    unit: Literal["line", "record"] = "line",
 ) -> SearchOutput:
     """RE2 (or literal) search in one output, or in all of the scope's text outputs when `handle` is None.
 
-    Matches in JSON / JSON Lines outputs carry their jq path and breadcrumb. `result_scope="record"` (the tool's
-    `scope`) also returns the record holding each match (JSON: the element of the outermost array on its path;
+    Matches in JSON / JSON Lines outputs carry their jq path and breadcrumb. `unit="record"` (the tool's
+    `scope` argument) also returns the record holding each match (JSON: the element of the outermost array on its path;
     JSON Lines: its line), once per record, all together cut at `settings.read_max_tokens`."""
-    if result_scope not in ("line", "record"):
+    if unit not in ("line", "record"):
         raise SearchError('scope must be "line" (matching lines) or "record" (the JSON records holding them).')
     settings = services.settings
     compiled = compile_pattern(
@@ -193,7 +182,7 @@ async def search(
             except (UnknownHandle, ExpiredHandle):
                 if handle is not None:
                     raise
-        records = result_scope == "record"
+        records = unit == "record"
         if records and handle is not None:
             require_records(outputs[0])
 
@@ -237,7 +226,7 @@ async def search(
 
 async def query(
     services: Services,
-    scope: Scope,
+    scope: SessionScope,
     handle: str,
     program: str,
     *,
@@ -260,14 +249,14 @@ async def query(
     )
 
 
-async def list_outputs(services: Services, scope: Scope) -> ListOutput:
+async def list_outputs(services: Services, scope: SessionScope) -> ListOutput:
     """The scope's outputs, newest first."""
     if not scope.enumerable:
         raise NotEnumerable("list_outputs is unavailable: " + NOT_ENUMERABLE)
     return ListOutput(outputs=[info_of(meta) for meta in await services.store.list(scope.key)])
 
 
-async def known_handles(services: Services, scope: Scope) -> str:
+async def known_handles(services: Services, scope: SessionScope) -> str:
     """A hint for a model that named an unknown handle: the scope's handles, or what to do instead."""
     if not scope.enumerable:
         return "Check the handle you were given."

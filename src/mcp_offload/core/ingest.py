@@ -1,13 +1,18 @@
-"""Where an output goes: content → (kind, tokens, index, preview) → store.
+"""Ingest: where an output goes: content → (kind, tokens, index, preview) → store.
 
-The one entry point for storing, used by the `offload` tool and by the proxy for large upstream results.
-All CPU work (encoding, indexing, parsing, counting) runs in a worker thread so the server stays responsive.
+The one path for storing (`ingest_text`, `ingest_blob`), behind `api.offload`, which the `offload` tool, the
+proxy (for large upstream results) and the compactor call. All CPU work (encoding, indexing, parsing, counting)
+runs in a worker thread so the server stays responsive.
+
+`model_preview` is the one rule for the preview the model sees; `mcp-offload outputs show` rebuilds a stored
+output's preview with it (`stored_preview`), so it shows what the model saw.
 """
 
 from __future__ import annotations
 
 import time
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import anyio
@@ -18,7 +23,8 @@ from mcp_offload.errors import HandleExists, InvalidContent, TooLarge
 from mcp_offload.preview import Preview, build_preview
 from mcp_offload.preview.kinds import detect_kind, gc_paused
 from mcp_offload.retrieve.json_structure import warm_structure
-from mcp_offload.store.base import OutputMeta
+from mcp_offload.settings import Settings
+from mcp_offload.store.base import Kind, OutputMeta
 from mcp_offload.store.content_index import ContentIndex
 from mcp_offload.store.handles import new_handle, validate_handle
 
@@ -28,7 +34,7 @@ FRAME_TOKENS = 80
 
 
 @dataclass(frozen=True, slots=True)
-class Offloaded:
+class Ingested:
     """A stored output and the preview the model sees instead of it."""
 
     meta: OutputMeta
@@ -40,6 +46,35 @@ class Offloaded:
         return OffloadOutput(
             **facts_of(meta), notes=list(meta.notes), preview=self.preview.text, shape=self.preview.data
         )
+
+
+def model_preview(
+    text: str,
+    kind: Kind,
+    *,
+    settings: Settings,
+    count_tokens: Callable[[str], int],
+    total_lines: int,
+    parsed: object | None = None,
+) -> Preview:
+    """The preview the model sees of a text output: the reference's budget (`preview_tokens`) less its frame."""
+    return build_preview(
+        text,
+        kind,
+        parsed=parsed,
+        budget_tokens=max(100, settings.preview_tokens - FRAME_TOKENS),
+        count_tokens=count_tokens,
+        total_lines=total_lines,
+    )
+
+
+def stored_preview(meta: OutputMeta, content: bytes, settings: Settings, count_tokens: Callable[[str], int]) -> Preview:
+    """The preview the model saw of a stored output, rebuilt from its bytes with the same rule (and, as long as the
+    settings and tokenizer are the same, the same result)."""
+    if meta.kind == "blob":
+        return blob_preview(meta.mime_type, meta.size)
+    text = content.decode("utf-8", "surrogatepass")  # stored exactly as given, lone surrogates included
+    return model_preview(text, meta.kind, settings=settings, count_tokens=count_tokens, total_lines=meta.lines)
 
 
 def clean_name(name: str | None, max_chars: int) -> str | None:
@@ -61,7 +96,7 @@ def _encode(text: str) -> tuple[bytes, tuple[str, ...]]:
 
 def _prepare_text(
     services: Services, text: str, name: str | None, source: str | None, handle: str | None = None
-) -> tuple[Offloaded, ContentIndex, bytes]:
+) -> tuple[Ingested, ContentIndex, bytes]:
     settings = services.settings
     data, notes = _encode(text)
     if len(data) > settings.max_output_bytes:
@@ -74,13 +109,8 @@ def _prepare_text(
     # never traversed (one collection over a 100 MB document's objects costs about as much as parsing it).
     with gc_paused():
         kind, parsed = detect_kind(text, data)
-        preview = build_preview(
-            text,
-            kind,
-            parsed=parsed,
-            budget_tokens=max(100, settings.preview_tokens - FRAME_TOKENS),
-            count_tokens=services.tokens.count,
-            total_lines=index.lines,
+        preview = model_preview(
+            text, kind, settings=settings, count_tokens=services.tokens.count, total_lines=index.lines, parsed=parsed
         )
         del parsed
     if "\x00" in text and kind == "text":
@@ -99,10 +129,10 @@ def _prepare_text(
         source=source,
         notes=notes,
     )
-    return Offloaded(meta=meta, preview=preview), index, data
+    return Ingested(meta=meta, preview=preview), index, data
 
 
-async def offload_text(
+async def ingest_text(
     services: Services,
     scope: str,
     text: str,
@@ -110,7 +140,7 @@ async def offload_text(
     name: str | None = None,
     source: str | None = None,
     handle: str | None = None,
-) -> Offloaded:
+) -> Ingested:
     """Store `text` under `scope` and return its metadata and preview. Raises `OffloadError`s; stores nothing then.
 
     `handle`: publish under this (validated) handle instead of a fresh one, idempotently: a front end that derives
@@ -125,20 +155,20 @@ async def offload_text(
         )
     if handle is not None:
         validate_handle(handle)
-    offloaded, index, data = await anyio.to_thread.run_sync(_prepare_text, services, text, name, source, handle)
+    ingested, index, data = await anyio.to_thread.run_sync(_prepare_text, services, text, name, source, handle)
     try:
-        await services.store.put(scope, offloaded.meta, index, data)
+        await services.store.put(scope, ingested.meta, index, data)
     except HandleExists:
         if handle is None:
             raise
-        return offloaded
-    meta = offloaded.meta
+        return ingested
+    meta = ingested.meta
     if meta.kind in ("json", "jsonl"):
         warm_structure(meta.handle, meta.created, data)  # in the background: for the JSON paths of search hits
-    return offloaded
+    return ingested
 
 
-async def offload_blob(
+async def ingest_blob(
     services: Services,
     scope: str,
     data: bytes,
@@ -146,7 +176,7 @@ async def offload_blob(
     mime_type: str | None,
     name: str | None = None,
     source: str | None = None,
-) -> Offloaded:
+) -> Ingested:
     """Store binary content (an image, audio, a binary resource) as a blob: no text preview, size and type only."""
     if not data:
         raise InvalidContent("content is empty; there is nothing to offload.")
@@ -168,7 +198,7 @@ async def offload_blob(
     )
     preview = blob_preview(mime_type, len(data))
     await services.store.put(scope, meta, index, data)
-    return Offloaded(meta=meta, preview=preview)
+    return Ingested(meta=meta, preview=preview)
 
 
 def blob_preview(mime_type: str | None, size: int) -> Preview:

@@ -24,8 +24,6 @@ retrieval calls, upstream cache figures, session fingerprint. Credentials never 
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -39,6 +37,7 @@ from starlette.types import Message, Receive, Scope, Send
 
 from mcp_offload.core.services import Services
 from mcp_offload.errors import StoreUnavailable
+from mcp_offload.gateway.access import GatewayAccess
 from mcp_offload.gateway.accounting import TurnCounters
 from mcp_offload.gateway.accounting import add_usage as account
 from mcp_offload.gateway.compress_api import CompressApi, is_compress_path
@@ -46,6 +45,7 @@ from mcp_offload.gateway.errors import GatewayError, error_body, family_of
 from mcp_offload.gateway.loop import TurnReport, loop_json, loop_stream, relay_stream
 from mcp_offload.gateway.options import GatewayOptions
 from mcp_offload.gateway.record import open_record
+from mcp_offload.gateway.request_body import ClientGone, parse_json, read_body
 from mcp_offload.gateway.rewrite import Rewrite, RewriteUnavailable, rewrite_request
 from mcp_offload.gateway.session import GatewaySession, derive_session
 from mcp_offload.gateway.session_retriever import SessionRetriever
@@ -74,10 +74,6 @@ NO_RETRY = frozenset({401, 403, 408, 429})  # refusals about who or how often, n
 JSON_HEADERS = [(b"content-type", b"application/json")]
 
 
-class ClientGone(Exception):
-    """The client closed the connection: stop everything for this request."""
-
-
 @dataclass(slots=True)
 class Exchange:
     """One request's facts, for the log line and the accounting."""
@@ -103,8 +99,8 @@ class GatewayApp:
         self.upstream = upstream or Upstream(options.upstream)
         self.draining = False
         self.fail_open_events = 0  # since start (also on /healthz)
-        self._tokens = tuple(hashlib.sha256(t.encode()).digest() for t in options.tokens)
-        self.compress_api = CompressApi(services, options.policy, self._refusal)  # Headroom's contract (issue 18)
+        self.access = GatewayAccess(options.tokens, options.allowed_hosts, options.allowed_origins)
+        self.compress_api = CompressApi(services, options.policy, self.access.refusal)  # Headroom's contract
 
     async def aclose(self) -> None:
         await self.upstream.aclose()
@@ -134,7 +130,7 @@ class GatewayApp:
         if is_compress_path(path):  # its own token rule (Authorization: Bearer too) and error format
             await self._compress(method, path, scope, receive, send, header_map)
             return
-        refusal = self._refusal(header_map)
+        refusal = self.access.refusal(header_map)
         if refusal is not None:
             await _send_bytes(send, refusal.status, JSON_HEADERS, error_body(family, refusal))
             return
@@ -148,7 +144,7 @@ class GatewayApp:
         async def work() -> None:
             failure: Exception | None = None
             try:
-                body = await _read_body(receive, header_map, self.options.max_body_bytes)
+                body = await read_body(receive, header_map, self.options.max_body_bytes)
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(_watch_disconnect, receive, tg.cancel_scope, exchange)
                     try:
@@ -178,7 +174,7 @@ class GatewayApp:
         self, method: str, path: str, scope: Scope, receive: Receive, send: Send, headers: dict[str, str]
     ) -> None:
         try:
-            body = await _read_body(receive, headers, self.options.max_body_bytes)
+            body = await read_body(receive, headers, self.options.max_body_bytes)
         except GatewayError as exc:
             status, answer = exc.status, {"error": {"code": exc.code, "message": exc.message}}
         except ClientGone:
@@ -199,34 +195,6 @@ class GatewayApp:
         else:
             page = render_page(stats).encode()
             await _send_bytes(send, 200, [(b"content-type", b"text/html; charset=utf-8")], page)
-
-    def _refusal(self, headers: dict[str, str]) -> GatewayError | None:
-        if self._tokens and not self._authorized(headers):
-            return GatewayError(
-                401,
-                "gateway_unauthorized",
-                "This mcp-offload gateway needs its token: send 'x-mcp-offload-token: <token>' (or "
-                "'Proxy-Authorization: Bearer <token>'); Authorization and x-api-key go to the provider.",
-            )
-        if self.options.allowed_hosts and not _matches(headers.get("host"), self.options.allowed_hosts):
-            return GatewayError(421, "host_not_allowed", "Host header not allowed (DNS rebinding protection).")
-        origin = headers.get("origin")
-        if origin and not _matches(origin, self.options.allowed_origins):
-            return GatewayError(403, "origin_not_allowed", "Origin not allowed (DNS rebinding protection).")
-        return None
-
-    def _authorized(self, headers: dict[str, str]) -> bool:
-        presented = headers.get("x-mcp-offload-token")
-        if presented is None:
-            scheme, _, value = headers.get("proxy-authorization", "").partition(" ")
-            presented = value.strip() if scheme.lower() == "bearer" else None
-        if not presented:
-            return False
-        digest = hashlib.sha256(presented.encode()).digest()
-        found = False
-        for token in self._tokens:  # every token compared every time: constant time in the content
-            found |= hmac.compare_digest(digest, token)
-        return found
 
     async def _relay(
         self,
@@ -269,7 +237,7 @@ class GatewayApp:
         send: Send,
         exchange: Exchange,
     ) -> None:
-        request = _parse_json(header_map, raw)
+        request = parse_json(header_map, raw)
         exchange.stream = request.get("stream") is True
         exchange.model = str(request.get("model") or "")
         rewrite = await self._rewrite(api, request, header_map, exchange)
@@ -479,54 +447,6 @@ def _single_choice(request: dict[str, Any]) -> bool:
 def _query(scope: Scope) -> str:
     raw = scope.get("query_string", b"")
     return raw.decode("latin-1") if isinstance(raw, bytes) else str(raw)
-
-
-def _matches(value: str | None, patterns: tuple[str, ...]) -> bool:
-    if not value:
-        return False
-    return any(value == pattern or (pattern.endswith(":*") and value.startswith(pattern[:-1])) for pattern in patterns)
-
-
-def _parse_json(headers: dict[str, str], raw: bytes) -> dict[str, Any]:
-    content_type = headers.get("content-type", "")
-    if not content_type.lower().startswith("application/json"):
-        raise GatewayError(
-            415, "unsupported_content_type", f"Content-Type must be application/json, not {content_type or 'absent'!r}."
-        )
-    try:
-        parsed = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        raise GatewayError(400, "invalid_json", f"The request body is not valid JSON: {exc}.") from None
-    if not isinstance(parsed, dict):
-        raise GatewayError(400, "invalid_json", "The request body must be a JSON object.")
-    return parsed
-
-
-async def _read_body(receive: Receive, headers: dict[str, str], limit: int) -> bytes:
-    declared = headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise _too_large(int(declared), limit)
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            raise ClientGone
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > limit:
-            raise _too_large(size, limit)
-        chunks.append(chunk)
-        if not message.get("more_body", False):
-            return b"".join(chunks)
-
-
-def _too_large(size: int, limit: int) -> GatewayError:
-    return GatewayError(
-        413,
-        "request_too_large",
-        f"Request body too large: {size:,} bytes or more, the gateway's limit is {limit:,} (--max-body-bytes).",
-    )
 
 
 def _noting_completion(send: Send, exchange: Exchange) -> Send:

@@ -89,7 +89,7 @@ async def run_retrieval(services: Services, session: GatewaySession, name: str, 
     if isinstance(args, str):
         return answer(f"Invalid arguments for {name}: {args}", True)
     try:
-        result = await call_tool(TOOLS_BY_NAME[name], ToolCall(services, session.scope.key, True), args)
+        result = await call_tool(TOOLS_BY_NAME[name], ToolCall(services, session.scope), args)
         text = "".join(getattr(block, "text", "") for block in result.content)
         if result.is_error and "handle" in args:
             text += await _producer_note(services, session, args["handle"])

@@ -1,18 +1,24 @@
 """Rewrite one LLM API request cache-safely: large new tool results become references, the rest stays byte-identical.
 
     rewrite = await rewrite_request(services, "anthropic", body, headers, GatewayPolicy())
-    send(rewrite.session, rewrite.body)   # `body` itself (same object) when rewrite.changed is False
+    send(rewrite.body)   # `body` itself (the same object: forward the client's bytes) when rewrite.changed is False
+
+`rewrite_messages` is the same core over one message list (no body, no headers): what `rewrite_request` wraps, and
+what the `Compactor` can call.
 
 The rules, in the order they run on each request (pure functions over the message list + the session's record):
 
 1. Session (session.py) and its record state, one store round trip: the decisions of every tool result part in the
-   request (keyed by call id + part + SHA-256 of its text), the tools flag, the bypass flag.
+   request (keyed by call id + part + SHA-256 of its text), the tools flag, the bypass flag (a session the server
+   marked, `DecisionRecord.mark_bypass`, after the upstream refused a rewritten request, is forwarded as is).
 2. Expansions: a model response the client got from a transparent retrieval loop (or a mixed turn) is put back as
    the messages the upstream really saw (record/__init__.py: `record_expansion`), the same bytes every turn.
 3. Decisions, tail only. A part with a recorded decision gets that decision's exact replacement text. A part with
    none is inline, except in the tail (after the last model output: the results the client has just added), where
    a part of `threshold_tokens` or more is stored under a handle derived from the session key and its digest
-   (`derived_handle`) and replaced by the MCP tools' own reference text (`render_reference`). Decisions are recorded
+   (`derived_handle`) and replaced by the MCP tools' own reference text (`render_reference`), unless that reference
+   would not be at least 10 % smaller (a result just over a low threshold: its preview is nearly all of it), in
+   which case it stays inline. Decisions are recorded
    set-if-absent: two instances racing on one result agree on the first writer's decision and bytes.
 4. The prefix (inline parts before the tail) is rewritten only in batches, and only (a) under window pressure: the
    prompt (estimated at 4 chars a token) is over `clear_tool_uses.trigger_tokens`; then every inline result but the
@@ -31,7 +37,8 @@ compaction and server-tool blocks), results of the retrieval tools themselves an
 
 Failures: a request this module cannot read (no message list, a malformed message) is forwarded as is, for the
 upstream to answer. A store failure gives `Rewrite(changed=False, fail_open=reason)` (the original body, nothing
-recorded) or, with `fail_closed`, raises `RewriteUnavailable`. A result too large for the store stays inline.
+recorded) or, with `fail_closed`, raises `RewriteUnavailable`; a store refusing an output (full, over a quota) is
+such a failure. A result over the store's size cap for one output (`TooLarge`) just stays inline.
 """
 
 from __future__ import annotations
@@ -69,6 +76,7 @@ __all__ = [
 log = logging.getLogger("mcp_offload.gateway")
 CHARS_PER_TOKEN = 4  # the estimate used for positions and window pressure (exact counts only where they decide)
 REFERENCE_PREFIX = "Stored as " + PREFIX
+MAX_REFERENCE_SHARE = 0.9  # a reference must save at least 10 % of the tokens it stands for, or the text stays inline
 PASTE_CALL_ID = "user-text"  # the "call id" of a user's own text offloaded under offload_user_pastes_tokens
 
 
@@ -252,7 +260,9 @@ class _Turn:
 
         decided = await self._offload(new) if new else {}
         tools_on = policy.retrieval == "transparent" and (
-            state.tools or bool(decided) or any(p.decision is not None for p in parts)
+            state.tools
+            or any(p.decision is not None and p.decision.offloaded for p in parts)
+            or any(d.offloaded for d in decided.values())
         )
         if decided or (tools_on and not state.tools):
             winners = await self.record.decide(session, decided, tools=tools_on)
@@ -260,14 +270,16 @@ class _Turn:
                 if p.digest in winners:
                     p.decision = winners[p.digest]
 
-        applied = [p for p in parts if p.decision is not None and p.decision.text != p.part.text]
+        applied = [
+            p for p in parts if p.decision is not None and p.decision.offloaded and p.decision.text != p.part.text
+        ]
         if not applied and not restored:
             return MessagesRewrite(messages=self.messages, changed=False, tools_on=tools_on)
         return MessagesRewrite(
             messages=self._apply(messages, applied),
             changed=True,
             tools_on=tools_on,
-            offloaded=[d.handle for d in decided.values()],
+            offloaded=[d.handle for d in decided.values() if d.offloaded],
             tokens_kept_out=sum(p.decision.tokens_kept_out for p in applied if p.decision is not None),
             expanded=restored,
         )
@@ -349,7 +361,9 @@ class _Turn:
         for m in messages:
             starts.append(pos)
             pos += _chars(m)
-        total_chars = pos - sum(len(p.part.text) - len(p.decision.text) for p in parts if p.decision is not None)
+        total_chars = pos - sum(
+            len(p.part.text) - len(p.decision.text) for p in parts if p.decision is not None and p.decision.offloaded
+        )
         prefix_tokens = (starts[tail] if tail < len(starts) else pos) // CHARS_PER_TOKEN
         results_order = list(dict.fromkeys((p.part.message, p.part.result.slot) for p in parts if not p.paste))
         kept_recent = set(results_order[-clear.keep_tool_uses :]) if clear and clear.keep_tool_uses > 0 else set()
@@ -427,13 +441,19 @@ class _Turn:
             log.info("gateway: %s stays inline (%s)", label, exc)
             return
         text = render_reference(stored)
+        reference_tokens = self.services.tokens.count(text)
+        if reference_tokens > MAX_REFERENCE_SHARE * stored.tokens or len(text) >= len(part.text):
+            # a small result's reference (its preview is nearly all of it) would not be smaller: it stays inline,
+            # recorded so that no later turn tries again (the stored copy is harmless and expires)
+            found[digest] = Decision("", "", part.result.call_id, part.tool, stored.tokens, reference_tokens, reason)
+            return
         found[digest] = Decision(
             handle=stored.handle,
             text=text,
             call_id=part.result.call_id,
             tool=part.tool,
             tokens=stored.tokens,
-            reference_tokens=self.services.tokens.count(text),
+            reference_tokens=reference_tokens,
             reason=reason,
         )
 

@@ -2,7 +2,7 @@
 
 The LLM APIs carry no session id, so the gateway derives one from what every request of a conversation sends alike:
 
-1. An explicit header `x-mcp-offload-session: NAME` wins. Its scope is `Scope.named(NAME)`, the very scope of
+1. An explicit header `x-mcp-offload-session: NAME` wins. Its scope is `SessionScope.named(NAME)`, the very scope of
    `mcp-offload --session NAME` and `Compactor(session=NAME)`: in visible mode the agent's own mcp-offload MCP server
    started with that name reads the handles the gateway stored. A header that is not a valid session name
    (1-200 printable characters) is ignored, as if absent.
@@ -32,7 +32,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from mcp_offload.core.api import Scope
+from mcp_offload.core.api import SessionScope
 from mcp_offload.gateway.history import history_for
 from mcp_offload.gateway.history.base import canonical_bytes, normalized
 from mcp_offload.gateway.tool_text import ApiKind
@@ -47,13 +47,13 @@ class GatewaySession:
     """A conversation as the gateway knows it: `key` (32 hex chars, a hash; also the store scope key) and `scope`."""
 
     key: str
-    scope: Scope
+    scope: SessionScope
     explicit: bool = False  # named by the x-mcp-offload-session header
 
     @classmethod
     def of_key(cls, key: str) -> GatewaySession:
         """The session with this key (e.g. from `Rewrite.session.key`, kept by the server for a follow-up call)."""
-        return cls(key=key, scope=Scope(key))
+        return cls(key=key, scope=SessionScope(key))
 
 
 def _lowered(headers: Mapping[str, str]) -> dict[str, str]:
@@ -72,7 +72,7 @@ def derive_session(api: ApiKind, body: Mapping[str, Any], headers: Mapping[str, 
     name = _lowered(headers).get(SESSION_HEADER)
     if name is not None:
         try:
-            scope = Scope.named(name.strip())
+            scope = SessionScope.named(name.strip())
         except ValueError:
             pass
         else:
@@ -80,4 +80,4 @@ def derive_session(api: ApiKind, body: Mapping[str, Any], headers: Mapping[str, 
     opening = history_for(api).opening(body)
     digest = hashlib.sha256(canonical_bytes(normalized(opening))).hexdigest()
     key = scope_key(f"gateway:{api}:{credential_digest(headers)}:{digest}")
-    return GatewaySession(key=key, scope=Scope(key))
+    return GatewaySession(key=key, scope=SessionScope(key))

@@ -19,8 +19,6 @@ Error results are never touched.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
 import logging
 from dataclasses import dataclass, field
@@ -30,6 +28,7 @@ import mcp.types as types
 import orjson
 
 from mcp_offload.core import api
+from mcp_offload.core.encoded_bytes import decode_base64
 from mcp_offload.core.render import describe_size, render_reference
 from mcp_offload.core.results import OffloadOutput, OutputFacts
 from mcp_offload.core.services import Services
@@ -247,14 +246,14 @@ class OffloadPolicy:
                 inline.append(part)
                 continue
             name = label if part.kind == "text" else f"{label} {part.label}"
-            raw = _decode_base64(part.body) if part.binary else None
+            raw = decode_base64(part.body) if part.binary else None
             if raw is not None:
                 offloaded = await api.offload_bytes(
-                    services, api.Scope(scope), raw, mime_type=part.mime, name=name, source=source
+                    services, api.SessionScope(scope), raw, mime_type=part.mime, name=name, source=source
                 )
                 tokens_original += len(part.body) // BASE64_CHARS_PER_TOKEN
             else:  # text, or "binary" that is not base64 after all: kept as the text it is
-                offloaded = await api.offload(services, api.Scope(scope), part.body, name=name, source=source)
+                offloaded = await api.offload(services, api.SessionScope(scope), part.body, name=name, source=source)
                 tokens_original += offloaded.tokens
             stored.append((part, offloaded))
         reply = _render(public_name, threshold, stored)
@@ -281,13 +280,6 @@ def _label(public_name: str, arguments: dict[str, Any] | None) -> str:
     if len(args) > ARGS_IN_NAME_CHARS:
         args = args[: ARGS_IN_NAME_CHARS - 1] + "…"
     return f"{public_name} {args}"
-
-
-def _decode_base64(data: str) -> bytes | None:
-    try:
-        return base64.b64decode(data, validate=True)
-    except (binascii.Error, ValueError):
-        return None
 
 
 def _render(public_name: str, threshold: int, stored: list[tuple[_Part, OffloadOutput]]) -> str:

@@ -38,7 +38,7 @@ from mcp_offload.proxy.upstream import Catalog, Upstream
 from mcp_offload.server.change_notifier import ListChanged
 from mcp_offload.server.extension import Extension, NextTool
 from mcp_offload.server.savings_tap import count_text
-from mcp_offload.server.tools import RETRIEVAL_TOOLS, TOOLS_BY_NAME, ToolCall, error_result
+from mcp_offload.server.tools import READ_BACK_TOOLS, TOOLS_BY_NAME, ToolCall, error_result
 
 log = logging.getLogger(__name__)
 
@@ -336,7 +336,7 @@ class ProxyRouter(Extension):
             return result
         result, decision = await self.policy.apply(
             result,
-            scope=call.scope,
+            scope=call.session.key,
             server=spec.name,
             tool=route.name,
             public_name=route.public,
@@ -349,7 +349,7 @@ class ProxyRouter(Extension):
 
     async def _account(self, call: ToolCall, server: str, tool: str, decision: Decision) -> None:
         """One upstream result into this session's savings and into the durable record (savings/)."""
-        self.stats.record_result(call.scope, decision)
+        self.stats.record_result(call.session.key, decision)
         offloaded = decision.offloaded
         kept_out = decision.tokens_original - decision.tokens_reply if offloaded else 0
         await self.services.savings.add(
@@ -374,12 +374,12 @@ class ProxyRouter(Extension):
     ) -> types.CallToolResult:
         """Counts the tokens our retrieval tools pull back (the other side of the savings figure)."""
         result = await call_next()
-        if name in RETRIEVAL_TOOLS and not result.is_error:
+        if name in READ_BACK_TOOLS and not result.is_error:
             await self._count_retrieval(call, result)
         return result
 
     async def _count_retrieval(self, call: ToolCall, result: types.CallToolResult) -> None:
-        self.stats.record_retrieval(call.scope, await count_text(self.services.tokens, result))
+        self.stats.record_retrieval(call.session.key, await count_text(self.services.tokens, result))
 
     async def list_resources(self) -> list[types.Resource]:
         await self.settle()
@@ -450,7 +450,7 @@ class ProxyRouter(Extension):
         disabled = [spec.name for spec in self.config.upstreams if spec.options.disabled]
         if disabled:
             lines.append(f"Disabled in the config: {', '.join(disabled)}.")
-        lines.append(self.stats.render(call.scope))
+        lines.append(self.stats.render(call.session.key))
         structured = {
             "servers": [
                 {
@@ -464,7 +464,7 @@ class ProxyRouter(Extension):
                 }
                 for s in statuses
             ],
-            "savings": self.stats.session(call.scope).as_dict(),
+            "savings": self.stats.session(call.session.key).as_dict(),
         }
         return types.CallToolResult(
             content=[types.TextContent(type="text", text="\n".join(lines))], structured_content=structured

@@ -27,9 +27,9 @@ def open_savings(
     location: str, *, clock: Callable[[], float] = time.time, flush_interval_s: float = FLUSH_INTERVAL_S
 ) -> SavingsRecord:
     """The record kept beside the store at `location` (same location string as `open_store`)."""
-    from mcp_offload.store import REDIS_SCHEMES
+    from mcp_offload.store import is_redis_location
 
-    if location.startswith(REDIS_SCHEMES):
+    if is_redis_location(location):
         from mcp_offload.savings.redis import RedisSavings
 
         return RedisSavings(location, clock=clock, flush_interval_s=flush_interval_s)

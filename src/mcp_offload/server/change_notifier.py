@@ -17,7 +17,7 @@ from mcp.server.subscriptions import (
     ToolsListChanged,
 )
 
-from mcp_offload.server.scoping import MODERN_PROTOCOL
+from mcp_offload.server.scoping import MODERN_PROTOCOL, connection_of
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +38,7 @@ class ChangeNotifier:
     def track(self, ctx: ServerRequestContext[Any]) -> None:
         if ctx.protocol_version == MODERN_PROTOCOL:
             return
-        conn = ctx.session._connection  # no public accessor in mcp 2.3
+        conn = connection_of(ctx)
         if conn not in self._sessions:
             self._sessions[conn] = ctx.session
             conn.exit_stack.callback(self._sessions.pop, conn, None)

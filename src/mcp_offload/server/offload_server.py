@@ -17,7 +17,7 @@ from mcp.server.models import InitializationOptions
 from mcp.server.subscriptions import ListenHandler
 from mcp.shared.exceptions import MCPError
 
-from mcp_offload.core.api import Scope
+from mcp_offload.core.api import SessionScope
 from mcp_offload.core.output_uri import is_output_uri
 from mcp_offload.core.services import Services
 from mcp_offload.errors import OffloadError
@@ -88,19 +88,16 @@ def build_server(
 
     @asynccontextmanager
     async def lifespan(_: Server[RunState]) -> AsyncIterator[RunState]:
-        run_scope = Scope.named(session).key if session else new_scope()
+        run_scope = SessionScope.named(session).key if session else new_scope()
         yield RunState(services=services, run_scope=run_scope, extension=ext)
 
-    def scope_of(ctx: ServerRequestContext[RunState]) -> Scope:
+    def scope_of(ctx: ServerRequestContext[RunState]) -> SessionScope:
         return policy(ctx, ctx.lifespan_context.run_scope)
 
     def tool_call(ctx: ServerRequestContext[RunState]) -> ToolCall:
-        scope = scope_of(ctx)
         # report_progress is a no-op when the client sent no progress token (in-process clients pass a callback
         # instead of a token, so the token cannot be checked here); the heartbeat only calls it after ~1 s of work.
-        return ToolCall(
-            services=services, scope=scope.key, enumerable=scope.enumerable, progress=ctx.session.report_progress
-        )
+        return ToolCall(services=services, session=scope_of(ctx), progress=ctx.session.report_progress)
 
     async def list_tools(
         ctx: ServerRequestContext[RunState], params: types.PaginatedRequestParams | None

@@ -17,7 +17,7 @@ import mcp.types as types
 from mcp_offload.savings.record import DIRECT, SavingsRecord
 from mcp_offload.server.content_blocks import text_of
 from mcp_offload.server.extension import Extension, NextTool
-from mcp_offload.server.tools import RETRIEVAL_TOOLS, ToolCall
+from mcp_offload.server.tools import READ_BACK_TOOLS, ToolCall
 from mcp_offload.tokens import TokenCounter
 
 log = logging.getLogger(__name__)
@@ -57,7 +57,7 @@ class SavingsTap(Extension):
         self, call: ToolCall, name: str, arguments: dict[str, Any] | None, call_next: NextTool
     ) -> types.CallToolResult:
         result = await call_next()
-        if result.is_error or not self.record.enabled or (name != OFFLOAD_TOOL and name not in RETRIEVAL_TOOLS):
+        if result.is_error or not self.record.enabled or (name != OFFLOAD_TOOL and name not in READ_BACK_TOOLS):
             return result
         try:
             if name == OFFLOAD_TOOL:

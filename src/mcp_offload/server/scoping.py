@@ -24,26 +24,33 @@ from typing import Any
 
 from mcp.server import ServerRequestContext
 
-from mcp_offload.core.api import Scope
+from mcp_offload.core.api import SessionScope
 from mcp_offload.store.handles import scope_key
 
 MODERN_PROTOCOL = "2026-07-28"
 _STATE_KEY = "mcp_offload.server.scoping"
 
 
+def connection_of(ctx: ServerRequestContext[Any]) -> Any:
+    """The per-client `Connection` behind a request: its session id, its per-connection `state` dict and its
+    `exit_stack`. The MCP SDK (2.3) has no public accessor, so this is the one place that reads the private
+    attribute: an SDK that adds one (or renames it) changes this line only."""
+    return ctx.session._connection
+
+
 def new_scope() -> str:
-    return Scope.new().key
+    return SessionScope.new().key
 
 
-ANONYMOUS = Scope(scope_key("anonymous-capabilities"), enumerable=False)
+ANONYMOUS = SessionScope(scope_key("anonymous-capabilities"), enumerable=False)
 
 
 @dataclass(frozen=True, slots=True)
 class RunScope:
     """One scope per server run: stdio (one process per client) and in-memory clients."""
 
-    def __call__(self, ctx: ServerRequestContext[Any], run_scope: str) -> Scope:
-        return Scope(run_scope)
+    def __call__(self, ctx: ServerRequestContext[Any], run_scope: str) -> SessionScope:
+        return SessionScope(run_scope)
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,18 +60,18 @@ class ConnectionScope:
 
     principal: Callable[[ServerRequestContext[Any]], str | None]
 
-    def __call__(self, ctx: ServerRequestContext[Any], run_scope: str) -> Scope:
-        connection = ctx.session._connection  # the per-client Connection (no public accessor in mcp 2.3)
+    def __call__(self, ctx: ServerRequestContext[Any], run_scope: str) -> SessionScope:
+        connection = connection_of(ctx)
         if ctx.protocol_version == MODERN_PROTOCOL or connection.session_id is None:
             who = self.principal(ctx)
-            return Scope(scope_key("principal:" + who)) if who else ANONYMOUS
+            return SessionScope(scope_key("principal:" + who)) if who else ANONYMOUS
         state = connection.state  # per-connection scratch dict, lives as long as the session
         scope = state.get(_STATE_KEY)
         if scope is None:
             who = self.principal(ctx)
             scope = scope_key(f"session:{who or ''}:{secrets.token_hex(16)}")
             state[_STATE_KEY] = scope
-        return Scope(scope)
+        return SessionScope(scope)
 
 
-ScopePolicy = Callable[[ServerRequestContext[Any], str], Scope]
+ScopePolicy = Callable[[ServerRequestContext[Any], str], SessionScope]

@@ -53,8 +53,9 @@ class SearchArgs(ToolArgs):
     literal: bool = Field(default=False, description="Treat pattern as plain text, not a regex.")
     max_results: int = Field(default=50, ge=1, description="Matches to return (capped by the server).")
     context_lines: int = Field(default=0, ge=0, description="Lines of context before and after each match (0-10).")
-    scope: Literal["line", "record"] = Field(
+    unit: Literal["line", "record"] = Field(  # "scope" on the wire; not the session scope
         default="line",
+        alias="scope",
         description='"line": matching lines (default). "record": for JSON / JSON Lines, also the whole record holding '
         "each match (an element of the outermost array, e.g. one order; a JSON Lines line), once per record.",
     )
@@ -74,16 +75,11 @@ class NoArgs(ToolArgs):
 # -- the call context ---------------------------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class ToolCall:
-    """What a tool handler gets besides its arguments: the shared services and the caller's scope."""
+    """What a tool handler gets besides its arguments: the shared services and the caller's session scope."""
 
     services: Services
-    scope: str  # store scope key
-    enumerable: bool = True  # False: no session identity, so listing / search-all are refused
+    session: api.SessionScope  # whose outputs the call sees (its `.key` is the store's scope key)
     progress: ProgressFn | None = None  # set when the client asked for progress (sent a progress token)
-
-    @property
-    def session(self) -> api.Scope:
-        return api.Scope(self.scope, self.enumerable)
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,16 +102,19 @@ class ToolSpec:
     handler: Handler
     read_only: bool
 
-    def to_tool(self) -> types.Tool:
+    def input_schema(self) -> dict[str, Any]:
+        """The JSON Schema of the arguments, as every tool list (MCP, the compactor's SDK formats) shows it."""
         schema = self.args.model_json_schema()
         schema.pop("title", None)
-        out = output_schema(self.output)
+        return schema
+
+    def to_tool(self) -> types.Tool:
         return types.Tool(
             name=self.name,
             title=self.title,
             description=self.description,
-            input_schema=schema,
-            output_schema=out,
+            input_schema=self.input_schema(),
+            output_schema=output_schema(self.output),
             annotations=types.ToolAnnotations(
                 title=self.title,
                 read_only_hint=self.read_only,
@@ -157,7 +156,7 @@ async def search_tool(call: ToolCall, args: SearchArgs) -> ToolReply:
         max_results=args.max_results,
         context_lines=args.context_lines,
         progress=call.progress,
-        result_scope=args.scope,
+        unit=args.unit,
     )
     return ToolReply(render_search(out, args.handle), out)
 
@@ -258,7 +257,8 @@ TOOLS: tuple[ToolSpec, ...] = (
 )
 
 TOOLS_BY_NAME = {spec.name: spec for spec in TOOLS}
-RETRIEVAL_TOOLS = frozenset({"read_large_output", "search_large_output", "query_large_output"})  # they pull back
+# the tools whose results bring stored content back into the context (what the savings figure subtracts)
+READ_BACK_TOOLS = frozenset({"read_large_output", "search_large_output", "query_large_output"})
 
 
 def _validation_message(spec: ToolSpec, exc: ValidationError) -> str:
@@ -267,7 +267,7 @@ def _validation_message(spec: ToolSpec, exc: ValidationError) -> str:
         where = ".".join(str(p) for p in err["loc"]) or "arguments"
         msg = err["msg"]
         if err["type"] == "extra_forbidden":
-            allowed = ", ".join(spec.args.model_fields)
+            allowed = ", ".join(field.alias or name for name, field in spec.args.model_fields.items())
             msg = f"unknown parameter (this tool takes: {allowed})"
         problems.append(f"{where}: {msg}")
     return f"Invalid arguments for {spec.name}: " + "; ".join(problems)

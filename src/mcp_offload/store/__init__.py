@@ -16,10 +16,17 @@ __all__ = [
     "StoreLimits",
     "StoredOutput",
     "SweepReport",
+    "is_redis_location",
     "open_store",
 ]
 
 REDIS_SCHEMES = ("redis://", "rediss://", "valkey://", "valkeys://", "unix://")
+
+
+def is_redis_location(location: str) -> bool:
+    """The one rule for a location string (`--store`, MCP_OFFLOAD_STORE): a Redis/Valkey URL, else a directory.
+    The store and the savings record beside it both choose their backend by it."""
+    return location.startswith(REDIS_SCHEMES)
 
 
 def open_store(
@@ -32,7 +39,7 @@ def open_store(
     extra: dict[str, Any] = dict(options)
     if clock is not None:
         extra["clock"] = clock
-    if location.startswith(REDIS_SCHEMES):
+    if is_redis_location(location):
         from mcp_offload.store.redis import RedisStore
 
         return RedisStore(location, limits=limits, **extra)

@@ -16,11 +16,11 @@ from mcp_offload.compact.formats.base import (
     ToolCallRef,
     ToolResult,
     bad,
-    decode_base64,
     dump,
     dump_block,
     require_str,
 )
+from mcp_offload.core.encoded_bytes import decode_base64
 
 ROLES = ("user", "assistant")
 

@@ -9,8 +9,6 @@ to this interface, so a new format is one module.
 
 from __future__ import annotations
 
-import base64
-import binascii
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -107,21 +105,3 @@ def require_str(value: object, index: int, what: str) -> str:
     if not isinstance(value, str):
         raise bad(index, f"{what} must be a string, got {type(value).__name__}")
     return value
-
-
-def decode_data_url(url: str) -> tuple[bytes, str] | None:
-    """(bytes, mime type) of a base64 `data:` URL; None for anything else (a remote URL stays as it is)."""
-    if not url.startswith("data:") or ";base64," not in url:
-        return None
-    head, _, payload = url.partition(";base64,")
-    try:
-        return base64.b64decode(payload, validate=True), head[5:] or "application/octet-stream"
-    except (binascii.Error, ValueError):
-        return None
-
-
-def decode_base64(data: str) -> bytes | None:
-    try:
-        return base64.b64decode(data, validate=True)
-    except (binascii.Error, ValueError):
-        return None

@@ -16,10 +16,10 @@ from mcp_offload.compact.formats.base import (
     ToolCallRef,
     ToolResult,
     bad,
-    decode_data_url,
     dump,
     require_str,
 )
+from mcp_offload.core.encoded_bytes import decode_data_url
 
 ROLES = ("system", "developer", "user", "assistant")
 

@@ -28,7 +28,8 @@ Reason = Literal["threshold", "cost", "pressure"]
 
 @dataclass(frozen=True, slots=True)
 class Decision:
-    """A tool result part offloaded as `handle`, shown to the model as `text` (the exact replacement bytes)."""
+    """A tool result part offloaded as `handle`, shown to the model as `text` (the exact replacement bytes); or,
+    with an empty handle and text, kept inline for good (its reference would not have been smaller)."""
 
     handle: str
     text: str
@@ -39,8 +40,13 @@ class Decision:
     reason: Reason = "threshold"
 
     @property
+    def offloaded(self) -> bool:
+        """False for a decision to keep the part inline (its reference would not have been smaller)."""
+        return bool(self.handle)
+
+    @property
     def tokens_kept_out(self) -> int:
-        return max(self.tokens - self.reference_tokens, 0)
+        return max(self.tokens - self.reference_tokens, 0) if self.offloaded else 0
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), ensure_ascii=False, separators=(",", ":"))
@@ -165,7 +171,8 @@ class DecisionRecord:
         for digest, decision in decisions.items():
             raw = decision.to_json()
             items[f"d:{digest}"] = raw
-            items[f"h:{decision.handle}"] = digest  # the handle's decision, found by digest (no second copy)
+            if decision.offloaded:
+                items[f"h:{decision.handle}"] = digest  # the handle's decision, found by digest (no second copy)
         if tools:
             items[TOOLS_FIELD] = "1"
         held = await self.backend.put_if_absent(session.key, items)

@@ -4,7 +4,8 @@ A session's record is a map of fields to JSON texts, written only by set-if-abse
 changes: that is what makes decisions sticky across turns, restarts and instances), plus integer counters:
 
     d:<digest>   a tool result part's decision: offloaded as a handle, with the exact replacement text
-                 (absent: the part is inline; see rewrite.py for when an absent part may still be offloaded)
+                 or "kept inline" (empty handle: its reference would not be smaller); absent: inline for now
+                 (see rewrite.py for when an absent part may still be offloaded)
     h:<handle>   the digest of the decision that stored the handle (which tool call produced an output, for
                  the message of an expired handle)
     x:<digest>   an expansion: the upstream-true messages standing for a client's copy of a model response

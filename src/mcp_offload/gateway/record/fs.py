@@ -32,6 +32,7 @@ T = TypeVar("T")
 DIRECTORY = ("gateway", "v1")
 SUFFIX = ".jsonl"
 CACHED_SESSIONS = 256
+SWEEP_INTERVAL_S = 600.0
 _READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
 _LOG = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
 
@@ -52,6 +53,7 @@ class FilesystemRecord:
         self._parsed: OrderedDict[str, _Parsed] = OrderedDict()
         self._parsing = threading.Lock()  # the event loop (reads) and worker threads (writes) share the cache
         self._made = False
+        self._last_sweep = clock()
 
     # -- files ------------------------------------------------------------------------------------------
     def _path(self, session: str) -> Path:
@@ -158,7 +160,11 @@ class FilesystemRecord:
     async def put_if_absent(self, session: str, items: Mapping[str, str]) -> dict[str, str]:
         if not items:
             return {}
-        return await self._run(self._put_sync, session, items)
+        held = await self._run(self._put_sync, session, items)
+        if self.clock() - self._last_sweep >= SWEEP_INTERVAL_S:
+            self._last_sweep = self.clock()
+            await self._run(self._sessions_sync)  # removes the logs of sessions unused for ttl_s
+        return held
 
     def _add_sync(self, session: str, counts: Mapping[str, int]) -> None:
         line = json.dumps({"c": dict(counts)}, ensure_ascii=True, separators=(",", ":")).encode() + b"\n"

@@ -35,6 +35,7 @@ for i = 1, n, 2 do names[#names + 1] = ARGV[i] end
 local values = redis.call('HMGET', KEYS[1], unpack(names))
 redis.call('PEXPIRE', KEYS[1], ARGV[n + 1])
 redis.call('ZADD', KEYS[2], ARGV[n + 2], ARGV[n + 3])
+redis.call('ZREMRANGEBYSCORE', KEYS[2], 0, tonumber(ARGV[n + 2]) - tonumber(ARGV[n + 1]))
 return values
 """
 

@@ -1,0 +1,58 @@
+"""The request body: read once, capped while it streams in (a declared Content-Length over the cap is refused before
+anything is read), then checked as a JSON object for the three APIs. Failures are `GatewayError`s (413, 415, 400);
+a client gone while sending is `ClientGone`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from starlette.types import Receive
+
+from mcp_offload.gateway.errors import GatewayError
+
+
+class ClientGone(Exception):
+    """The client closed the connection: stop everything for this request."""
+
+
+def parse_json(headers: dict[str, str], raw: bytes) -> dict[str, Any]:
+    content_type = headers.get("content-type", "")
+    if not content_type.lower().startswith("application/json"):
+        raise GatewayError(
+            415, "unsupported_content_type", f"Content-Type must be application/json, not {content_type or 'absent'!r}."
+        )
+    try:
+        parsed = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise GatewayError(400, "invalid_json", f"The request body is not valid JSON: {exc}.") from None
+    if not isinstance(parsed, dict):
+        raise GatewayError(400, "invalid_json", "The request body must be a JSON object.")
+    return parsed
+
+
+async def read_body(receive: Receive, headers: dict[str, str], limit: int) -> bytes:
+    declared = headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise too_large(int(declared), limit)
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise ClientGone
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            raise too_large(size, limit)
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+def too_large(size: int, limit: int) -> GatewayError:
+    return GatewayError(
+        413,
+        "request_too_large",
+        f"Request body too large: {size:,} bytes or more, the gateway's limit is {limit:,} (--max-body-bytes).",
+    )
