@@ -51,7 +51,7 @@ from typing import Any
 import anyio
 import orjson
 
-from mcp_offload.core.api import Scope
+from mcp_offload.core.api import SessionScope
 from mcp_offload.core.services import Services
 from mcp_offload.errors import ExpiredHandle, UnknownHandle
 from mcp_offload.gateway.errors import GatewayError
@@ -260,7 +260,7 @@ class CompressApi:
             "is_error": answer.is_error,
         }
 
-    async def _original(self, scope: Scope, handle: str) -> str:
+    async def _original(self, scope: SessionScope, handle: str) -> str:
         async with self.services.store.open(scope.key, handle) as output:
             data = await anyio.to_thread.run_sync(lambda: bytes(output.contiguous()))
         return data.decode("utf-8", "replace")
