@@ -2,7 +2,9 @@
 # Install the real LiteLLM proxy the integration tests start (pinned), in its own venv, then say where it is.
 #
 #   pip:  litellm[proxy]==$LITELLM_VERSION -> $PREFIX (a venv of its own: LiteLLM pins many packages, some to
-#         exact versions, and must not move the project's own venv)
+#         exact versions, and must not move the project's own venv), and this repo's mcp-offload beside it (as a
+#         user installs `mcp-offload[litellm]` into LiteLLM's environment for the native guardrail; the tests put the
+#         in-tree src/ first on the proxy's PYTHONPATH). It adds packages there and changes none of LiteLLM's.
 #
 # Usage: export "$(bash .ci/litellm-deps.sh)"   (stdout is MCP_OFFLOAD_TEST_LITELLM=…/bin/litellm; progress on stderr)
 # PREFIX defaults to ${XDG_CACHE_HOME:-~/.cache}/mcp-offload/litellm-venv (outside the repo; the tests look there
@@ -23,5 +25,7 @@ installed=$("$prefix/bin/python" -m pip show litellm 2>/dev/null | awk '/^Versio
 if [ "$installed" != "$LITELLM_VERSION" ] || [ ! -x "$prefix/bin/litellm" ]; then
   "$prefix/bin/python" -m pip install --quiet --disable-pip-version-check "litellm[proxy]==$LITELLM_VERSION" >&2
 fi
+root="$(cd "$(dirname "$0")/.." && pwd)"
+"$prefix/bin/python" -m pip install --quiet --disable-pip-version-check "$root" >&2
 echo "litellm-deps: litellm $("$prefix/bin/python" -m pip show litellm | awk '/^Version:/ {print $2}') in $prefix" >&2
 echo "MCP_OFFLOAD_TEST_LITELLM=$prefix/bin/litellm"

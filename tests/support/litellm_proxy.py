@@ -25,6 +25,9 @@ MASTER_KEY = "sk-litellm-test-5f0c2a9e7b3d41c8a6e2f9d0b7c4a1e3"
 DEFAULT_BINARY = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "mcp-offload/litellm-venv/bin/litellm"
 
 
+SRC = Path(__file__).resolve().parents[2] / "src"  # the in-tree mcp_offload, first on the proxy's PYTHONPATH
+
+
 def litellm_binary() -> Path | None:
     found = Path(os.environ.get("MCP_OFFLOAD_TEST_LITELLM", DEFAULT_BINARY))
     return found if found.is_file() and os.access(found, os.X_OK) else None
@@ -38,7 +41,9 @@ def _free_port() -> int:
 
 
 class LiteLLMProxy:
-    def __init__(self, binary: Path, config: dict[str, Any], workdir: Path) -> None:
+    def __init__(
+        self, binary: Path, config: dict[str, Any], workdir: Path, extra_env: dict[str, str] | None = None
+    ) -> None:
         self.port = _free_port()
         self.workdir = workdir
         self.log_path = workdir / f"litellm-{self.port}.log"
@@ -47,6 +52,7 @@ class LiteLLMProxy:
         self.config_path.write_text(json.dumps(config, indent=1))  # JSON is YAML
         env = {k: v for k, v in os.environ.items() if not k.startswith(("LITELLM_", "OPENAI_", "ANTHROPIC_"))}
         env.update({"LITELLM_LOG": "INFO", "NO_PROXY": "127.0.0.1,localhost", "DISABLE_SCHEMA_UPDATE": "true"})
+        env.update(extra_env or {})
         self._log = self.log_path.open("wb")
         self.process = subprocess.Popen(
             [str(binary), "--config", str(self.config_path), "--host", "127.0.0.1", "--port", str(self.port)],
@@ -88,20 +94,21 @@ class LiteLLMProxy:
         self._log.close()
 
 
-StartLiteLLM = Callable[[dict[str, Any]], LiteLLMProxy]
+StartLiteLLM = Callable[..., LiteLLMProxy]
 
 
 @pytest.fixture(scope="module")
 def start_litellm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StartLiteLLM]:
-    """`start_litellm(config)`: a ready LiteLLM proxy for this config (the master key is added), stopped after."""
+    """`start_litellm(config, env=None)`: a ready LiteLLM proxy for this config (the master key is added; `env` adds
+    to its environment), stopped after."""
     binary = litellm_binary()
     if binary is None:
         pytest.skip('the pinned LiteLLM proxy is not installed: run export "$(bash .ci/litellm-deps.sh)"')
     workdir = tmp_path_factory.mktemp("litellm")
     started: list[LiteLLMProxy] = []
 
-    def start(config: dict[str, Any]) -> LiteLLMProxy:
-        proxy = LiteLLMProxy(binary, config, workdir)
+    def start(config: dict[str, Any], env: dict[str, str] | None = None) -> LiteLLMProxy:
+        proxy = LiteLLMProxy(binary, config, workdir, env)
         started.append(proxy)
         return proxy.wait_ready()
 

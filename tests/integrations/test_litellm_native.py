@@ -1,0 +1,90 @@
+"""mcp-offload's own LiteLLM guardrail (`mcp_offload.integrations.litellm.OffloadGuardrail`, configured by name in
+config.yaml) in the real LiteLLM proxy: the request reaching the scripted upstream is rewritten by the gateway core,
+the model's read/search/jq calls are answered in LiteLLM's agentic loop, and the next turn's prefix is unchanged."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import openai
+import pytest
+
+from llm_upstream import UpstreamServer
+from support.litellm_proxy import MASTER_KEY, SRC, LiteLLMProxy, StartLiteLLM
+from support.llm_conversations import BASH_CHAT, NEEDLE, build_log, chat_messages, search_then_answer
+from support.store import RedisServer, have_redis_server
+
+MODEL = "scripted"
+GUARDRAIL = "mcp_offload.integrations.litellm.OffloadGuardrail"
+
+
+@pytest.fixture(scope="module")
+def redis() -> Iterator[RedisServer]:
+    if not have_redis_server():
+        pytest.skip("redis-server is not installed: the guardrail's store is Redis here (.ci/redis.sh start)")
+    server = RedisServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def upstream() -> Iterator[UpstreamServer]:
+    with UpstreamServer(seed=0) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def proxy(start_litellm: StartLiteLLM, upstream: UpstreamServer, redis: RedisServer) -> LiteLLMProxy:
+    config = {
+        "model_list": [
+            {
+                "model_name": MODEL,
+                "litellm_params": {"model": "openai/gpt-5", "api_base": upstream.openai_url, "api_key": "sk-up"},
+            },
+        ],
+        "guardrails": [
+            {
+                "guardrail_name": "mcp-offload",
+                "litellm_params": {
+                    "guardrail": GUARDRAIL,
+                    "mode": "pre_call",
+                    "default_on": True,
+                    "store": redis.url,
+                    "threshold_tokens": 1000,
+                },
+            }
+        ],
+    }
+    return start_litellm(config, env={"PYTHONPATH": str(SRC)})
+
+
+def _client(proxy: LiteLLMProxy) -> openai.OpenAI:
+    return openai.OpenAI(base_url=proxy.base_url + "/v1", api_key=MASTER_KEY, max_retries=0, timeout=120)
+
+
+def test_chat_completions_rewritten_and_retrieved_in_litellms_loop(
+    proxy: LiteLLMProxy, upstream: UpstreamServer
+) -> None:
+    upstream.use(search_then_answer())
+    start = len(upstream.requests)
+    messages = chat_messages(build_log())
+    answer = _client(proxy).chat.completions.create(model=MODEL, messages=messages, tools=[BASH_CHAT])  # type: ignore[arg-type,list-item]
+    content = answer.choices[0].message.content or ""
+    assert NEEDLE in content, (content, proxy.log()[-4000:])
+    sent = [r.json for r in upstream.requests[start:]]
+    assert len(sent) == 2, [json.dumps(b)[:400] for b in sent]
+    assert sent[0]["messages"][3]["content"].startswith("Stored as out_")  # rewritten in this very request
+    names = [t["function"]["name"] for t in sent[0]["tools"]]
+    assert names[0] == "Bash" and {"read_large_output", "search_large_output", "query_large_output"} <= set(names)
+    assert NEEDLE in sent[1]["messages"][-1]["content"]  # the search ran against the store, in LiteLLM's loop
+
+    upstream.use(["Anything else?"])
+    again = [*messages, {"role": "assistant", "content": content}, {"role": "user", "content": "Thanks"}]
+    _client(proxy).chat.completions.create(model=MODEL, messages=again, tools=[BASH_CHAT])  # type: ignore[arg-type,list-item]
+    later = upstream.requests[-1].json
+    assert later["messages"][:4] == sent[0]["messages"][:4]  # sticky: the same bytes on the next turn
+    assert later["tools"] == sent[0]["tools"]  # byte-stable tools
