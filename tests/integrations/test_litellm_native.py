@@ -6,17 +6,28 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import Any
 
+import anthropic
 import openai
 import pytest
 
 from llm_upstream import UpstreamServer
 from support.litellm_proxy import MASTER_KEY, SRC, LiteLLMProxy, StartLiteLLM
-from support.llm_conversations import BASH_CHAT, NEEDLE, build_log, chat_messages, search_then_answer
+from support.llm_conversations import (
+    BASH_ANTHROPIC,
+    BASH_CHAT,
+    BASH_RESPONSES,
+    NEEDLE,
+    anthropic_messages,
+    build_log,
+    chat_messages,
+    responses_input,
+    search_then_answer,
+)
 from support.store import RedisServer, have_redis_server
 
 MODEL = "scripted"
+CLAUDE = "claude-sonnet-4-5"
 GUARDRAIL = "mcp_offload.integrations.litellm.OffloadGuardrail"
 
 
@@ -44,6 +55,10 @@ def proxy(start_litellm: StartLiteLLM, upstream: UpstreamServer, redis: RedisSer
             {
                 "model_name": MODEL,
                 "litellm_params": {"model": "openai/gpt-5", "api_base": upstream.openai_url, "api_key": "sk-up"},
+            },
+            {
+                "model_name": CLAUDE,
+                "litellm_params": {"model": f"anthropic/{CLAUDE}", "api_base": upstream.base_url, "api_key": "sk-up"},
             },
         ],
         "guardrails": [
@@ -88,3 +103,32 @@ def test_chat_completions_rewritten_and_retrieved_in_litellms_loop(
     later = upstream.requests[-1].json
     assert later["messages"][:4] == sent[0]["messages"][:4]  # sticky: the same bytes on the next turn
     assert later["tools"] == sent[0]["tools"]  # byte-stable tools
+
+
+def test_anthropic_messages_rewritten_and_retrieved(proxy: LiteLLMProxy, upstream: UpstreamServer) -> None:
+    upstream.use(search_then_answer())
+    start = len(upstream.requests)
+    client = anthropic.Anthropic(base_url=proxy.base_url, api_key=MASTER_KEY, max_retries=0, timeout=120)
+    messages = anthropic_messages(build_log(needle_at=900))
+    answer = client.messages.create(model=CLAUDE, max_tokens=512, messages=messages, tools=[BASH_ANTHROPIC])  # type: ignore[arg-type,list-item]
+    text = "".join(getattr(b, "text", "") for b in answer.content)
+    assert NEEDLE in text, (text, proxy.log()[-4000:])
+    sent = [r.json for r in upstream.requests[start:]]
+    assert len(sent) == 2, [json.dumps(b)[:400] for b in sent]
+    assert sent[0]["messages"][2]["content"][0]["content"].startswith("Stored as out_")
+    assert "search_large_output" in [t.get("name") for t in sent[0]["tools"]]
+    tool_result = sent[1]["messages"][-1]["content"][0]
+    assert tool_result["type"] == "tool_result" and NEEDLE in json.dumps(tool_result)
+
+
+def test_responses_rewritten_and_retrieved(proxy: LiteLLMProxy, upstream: UpstreamServer) -> None:
+    upstream.use(search_then_answer())
+    start = len(upstream.requests)
+    items = responses_input(build_log(needle_at=700))
+    answer = _client(proxy).responses.create(model=MODEL, input=items, tools=[BASH_RESPONSES])  # type: ignore[arg-type,list-item]
+    assert NEEDLE in answer.output_text, (answer.output_text, proxy.log()[-4000:])
+    sent = [r.json for r in upstream.requests[start:]]
+    assert len(sent) == 2, [json.dumps(b)[:400] for b in sent]
+    assert sent[0]["input"][2]["output"].startswith("Stored as out_")
+    assert "search_large_output" in [t.get("name") for t in sent[0]["tools"]]
+    assert sent[1]["input"][-1]["type"] == "function_call_output" and NEEDLE in sent[1]["input"][-1]["output"]
