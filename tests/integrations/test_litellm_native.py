@@ -132,3 +132,23 @@ def test_responses_rewritten_and_retrieved(proxy: LiteLLMProxy, upstream: Upstre
     assert sent[0]["input"][2]["output"].startswith("Stored as out_")
     assert "search_large_output" in [t.get("name") for t in sent[0]["tools"]]
     assert sent[1]["input"][-1]["type"] == "function_call_output" and NEEDLE in sent[1]["input"][-1]["output"]
+
+
+def test_streamed_chat_gets_the_loop_too(proxy: LiteLLMProxy, upstream: UpstreamServer) -> None:
+    """A streamed request in a session that has the tools: LiteLLM runs it unstreamed (its converted-stream path),
+    the loop answers the retrieval, and the client reads the final answer as a stream."""
+    upstream.use(search_then_answer())
+    start = len(upstream.requests)
+    messages = chat_messages(build_log(needle_at=1200))
+    stream = _client(proxy).chat.completions.create(
+        model=MODEL,
+        messages=messages,  # type: ignore[arg-type]
+        tools=[BASH_CHAT],  # type: ignore[list-item]
+        stream=True,
+    )
+    chunks = list(stream)
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert NEEDLE in text, (text, proxy.log()[-4000:])
+    calls = [c for c in chunks if c.choices and c.choices[0].delta.tool_calls]
+    assert calls == []  # the client never sees the retrieval call
+    assert len(upstream.requests[start:]) == 2
