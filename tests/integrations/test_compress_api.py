@@ -4,8 +4,14 @@ and every bad input answered with a clear JSON error."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
+import signal
+import socket
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +27,7 @@ from support.store import RedisServer, have_redis_server
 HASH = re.compile(r"Retrieve more: hash=([a-f0-9]{24})\]$")
 A = {"Authorization": "Bearer tenant-a"}
 B = {"Authorization": "Bearer tenant-b"}
+TOKEN = "compress-key-4f1e9a7c2b8d"
 ORDERS = json.dumps({"orders": [{"id": f"ord-{i}", "total": i * 3, "state": "open" if i % 9 else "held"}
                                 for i in range(900)]})  # fmt: skip
 
@@ -185,3 +192,33 @@ def test_two_instances_share_handles_and_a_dead_store_is_a_503(
     assert httpx2.get(f"{a.base_url}/v1/retrieve/{on_a['ccr_hashes'][0]}", headers=A).status_code == 503
     assert httpx2.get(a.base_url + "/readyz").status_code == 503
     assert httpx2.get(a.base_url + "/health").status_code == 200
+
+
+def test_served_by_the_mcp_offload_gateway_command(tmp_path: Path) -> None:
+    """`mcp-offload gateway` (the console entry, a real subprocess) serves the contract beside the LLM APIs."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = int(sock.getsockname()[1])
+    args = [sys.executable, "-m", "mcp_offload", "gateway", "--port", str(port), "--store", str(tmp_path / "store"),
+            "--threshold-tokens", "500", "--token", TOKEN]  # fmt: skip
+    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            assert proc.poll() is None and time.monotonic() < deadline, "the gateway did not start"
+            with contextlib.suppress(httpx2.HTTPError):
+                if httpx2.get(base + "/health", timeout=1).status_code == 200:
+                    break
+            time.sleep(0.1)
+        key = {"Authorization": f"Bearer {TOKEN}"}
+        assert compress(base, conversation()).status_code == 401  # not the gateway's token
+        body = compress(base, conversation(), headers=key).json()
+        assert len(body["ccr_hashes"]) == 2
+        got = httpx2.get(f"{base}/v1/retrieve/{body['ccr_hashes'][0]}", params={"query": "quota"}, headers=key)
+        assert NEEDLE in got.json()["original_content"]
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=20)
+    assert proc.returncode == 0, err.decode()
+    assert TOKEN not in err.decode() and "Traceback" not in err.decode()
