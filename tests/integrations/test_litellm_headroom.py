@@ -14,6 +14,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+import anthropic
 import openai
 import pytest
 
@@ -26,6 +27,7 @@ from support.llm_conversations import BASH_CHAT, NEEDLE, build_log
 from support.store import RedisServer, have_redis_server
 
 MODEL = "scripted"
+CLAUDE = "claude-sonnet-4-5"
 TENANT_KEY = "tenant-a-compress-key"
 SYSTEM = "You are a build assistant.\n" + "\n".join(
     f"Rule {i}: report the exact failing line, never a guess." for i in range(120)
@@ -130,7 +132,11 @@ def proxy(
                         "api_base": upstream.openai_url,
                         "api_key": "sk-up",
                     },
-                }
+                },
+                {
+                    "model_name": CLAUDE,
+                    "litellm_params": {"model": f"anthropic/{CLAUDE}", "api_base": upstream.base_url, "api_key": "k"},
+                },
             ],
             "guardrails": [
                 guardrail("mcp-offload", service),
@@ -280,3 +286,44 @@ def test_unknown_hash_from_the_model_is_an_answer_not_an_error(proxy: LiteLLMPro
     content = answer.choices[0].message.content or ""
     assert content.startswith("retrieval said: [Headroom: hash=abababababababababababab")
     assert "Traceback" not in content
+
+
+def test_anthropic_messages_and_a_jq_query_through_the_proxy(proxy: LiteLLMProxy, upstream: UpstreamServer) -> None:
+    """/v1/messages with the Anthropic SDK: LiteLLM translates for /v1/compress and writes the stubs back into
+    Anthropic blocks; the model's `headroom_retrieve` query `jq:…` (the superset) runs jq over the stored JSON."""
+    orders = json.dumps({"orders": [{"id": f"ord-{i}", "state": "held" if i == 613 else "open"} for i in range(800)]})
+
+    def script(turn: Turn) -> Step:
+        exchanges = turn.exchanges()
+        if exchanges and exchanges[-1].name == "headroom_retrieve" and exchanges[-1].result is not None:
+            return reply("Held: " + exchanges[-1].result.strip())
+        hashes = [h for e in exchanges if e.result for h in HASH.findall(e.result)]
+        if hashes and "headroom_retrieve" in turn.tool_names:
+            program = 'jq:.orders[] | select(.state == "held") | .id'
+            return reply(tool_call("headroom_retrieve", {"hash": hashes[0], "query": program}))
+        return reply("no stub seen")
+
+    upstream.use(script)
+    start = len(upstream.requests)
+    bash = {"name": "Bash", "description": "Run a shell command", "input_schema": {"type": "object"}}
+    messages = [
+        {"role": "user", "content": "Which order is held?"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": orders}]},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_2", "name": "Bash", "input": {}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_2", "content": "ok"}]},
+    ]
+    client = anthropic.Anthropic(base_url=proxy.base_url, api_key=MASTER_KEY, max_retries=0, timeout=120)
+    answer = client.messages.create(
+        model=CLAUDE,
+        max_tokens=256,
+        messages=messages,  # type: ignore[arg-type]
+        tools=[bash],  # type: ignore[list-item]
+        extra_body={"guardrails": ["mcp-offload"]},
+    )
+    text = "".join(getattr(b, "text", "") for b in answer.content)
+    assert text == 'Held: "ord-613"', (text, proxy.log()[-3000:])
+    sent = [r.json for r in upstream.requests[start:]]
+    assert len(sent) == 2
+    stub = json.dumps(sent[0]["messages"][2]["content"])
+    assert "Stored as out_" in stub and "Retrieve more: hash=" in stub and len(stub) < len(orders) / 4
