@@ -11,7 +11,7 @@ import anthropic
 import openai
 import pytest
 
-from llm_upstream import UpstreamServer
+from llm_upstream import UpstreamServer, tool_call
 from support.litellm_proxy import MASTER_KEY, SRC, LiteLLMProxy, StartLiteLLM
 from support.llm_conversations import (
     BASH_ANTHROPIC,
@@ -152,3 +152,17 @@ def test_streamed_chat_gets_the_loop_too(proxy: LiteLLMProxy, upstream: Upstream
     calls = [c for c in chunks if c.choices and c.choices[0].delta.tool_calls]
     assert calls == []  # the client never sees the retrieval call
     assert len(upstream.requests[start:]) == 2
+
+
+def test_mixed_turn_answers_the_retrieval_and_the_model_replans(proxy: LiteLLMProxy, upstream: UpstreamServer) -> None:
+    """The model calls search_large_output and the client's Bash in one turn: LiteLLM's loop answers the search
+    only (the follow-up echoes that call alone), and the client gets the re-planned answer, never our tool."""
+    upstream.use(search_then_answer(extra=tool_call("Bash", {"command": "make clean"})))
+    start = len(upstream.requests)
+    messages = chat_messages(build_log(needle_at=321))
+    answer = _client(proxy).chat.completions.create(model=MODEL, messages=messages, tools=[BASH_CHAT])  # type: ignore[arg-type,list-item]
+    assert NEEDLE in (answer.choices[0].message.content or "")
+    assert not answer.choices[0].message.tool_calls
+    follow_up = upstream.requests[start + 1].json["messages"]
+    echoed = [c["function"]["name"] for c in follow_up[-2]["tool_calls"]]
+    assert echoed == ["search_large_output"] and follow_up[-1]["role"] == "tool"

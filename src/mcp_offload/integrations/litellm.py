@@ -18,8 +18,10 @@ replaces large new tool results with mcp-offload's reference + preview and adds 
 (`read_large_output`, `search_large_output`, `query_large_output`) from the session's first offload on. When the
 model calls them, LiteLLM's agentic-loop hooks (`async_should_run_agentic_loop` / `async_build_agentic_loop_plan`)
 run the calls against the store (`run_retrieval`: the MCP tools' own text, errors as answers) and ask the model
-again; a turn that also calls the client's own tools is handed to the client as it is. Streaming requests that carry
-the tools are run unstreamed by LiteLLM and streamed back (its converted-stream path), so the loop covers them too.
+again; in a turn that also calls the client's own tools only the retrieval calls are echoed and answered, and the
+model re-plans the others with what they found (the client never receives a call to a tool it does not have).
+Streaming requests that carry the tools are run unstreamed by LiteLLM and streamed back (its converted-stream path),
+so the loop covers them too.
 
 Sessions are the gateway's (`x-mcp-offload-session`, else the credential + the conversation's opening). A store that
 fails leaves the request as it was (fail-open, logged); `fail_closed: true` refuses it instead.
@@ -145,9 +147,13 @@ class OffloadGuardrail(CustomGuardrail):  # type: ignore[misc]  # LiteLLM is unt
         if not _has_retrieval_tools(tools):
             return False, {}
         calls = [dict(c) for c in get_tool_calls_from_response(response)]
-        if not calls or any(c.get("name") not in RETRIEVAL_TOOL_NAMES for c in calls):
-            return False, {}  # none, or the client's own tools too: the client gets the turn as it is
-        return True, {"tool_calls": calls}
+        ours = [c for c in calls if c.get("name") in RETRIEVAL_TOOL_NAMES]
+        if not ours:
+            return False, {}
+        # A turn that also calls the client's own tools: only the retrieval calls are echoed and answered, and the
+        # model, asked again with what they found, re-plans the others (the client never gets a call to a tool it
+        # does not have)
+        return True, {"tool_calls": ours}
 
     async def async_build_agentic_loop_plan(
         self,
