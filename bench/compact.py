@@ -4,6 +4,13 @@ Cases: the first compaction of the whole history (boundary "all"); an incrementa
 appended, the rest already compacted) shown next to its yardstick, `api.offload` of the same content in the same
 run, so `ours - yardstick` is what compaction adds on top of storing the new result (target < 20 ms); and the
 compacted history's tokens over the original's (target < 5 %).
+
+Cache and cost per boundary and mode: an agent loop of REQUESTS requests (one tool result more each, a new user turn
+every 5), sent as each mode compacts it, against a prompt cache that hits on the longest unchanged message prefix
+(tools + system included, unchanged). Cacheable share = cached input tokens / input tokens. Cost at the providers'
+cache prices (gateway/cost.py: Anthropic 5-minute cache write 1.25x read 0.1x; OpenAI gpt-4.1 read 0.25x, no write
+premium), in base-input-token units, next to the yardstick of sending the history uncompacted (`x direct`).
+"keep-last 6 (per request)" is the old behaviour (every request rewrites the message that left the kept ones).
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ import anyio
 
 from mcp_offload.compact import AsyncCompactor
 from mcp_offload.core import api
+from mcp_offload.gateway.cost import CachePrices, cost_of_request, prices_for
 
 TURNS, CALLS_PER_TURN, RESULT_BYTES = 50, 4, 250_000
 
@@ -129,12 +137,115 @@ async def measure(repeat: int) -> list[dict[str, object]]:
     return rows
 
 
+REQUESTS, HEAD_TOKENS = 60, 3_000  # the loop's length; tools + system prompt, the same bytes on every request
+RESULT_CHARS = (400, 4_000, 40_000, 120_000)
+
+
+def loop_history(rng: random.Random, requests: int) -> list[list[dict[str, Any]]]:
+    """The client's raw history as sent at each request of the loop."""
+    history: list[dict[str, Any]] = []
+    sent: list[list[dict[str, Any]]] = []
+    for n in range(requests):
+        if n % 5 == 0:
+            if history:
+                history.append({"role": "assistant", "content": [{"type": "text", "text": f"part {n // 5} done"}]})
+            history.append({"role": "user", "content": f"next: look into part {n // 5 + 1}"})
+        call_id = f"toolu_{n:04d}"
+        result = json.dumps({"n": n, "rows": ["x" * 60 + str(i) for i in range(rng.choice(RESULT_CHARS) // 64)]})
+        history.append(
+            {"role": "assistant", "content": [{"type": "tool_use", "id": call_id, "name": "fetch", "input": {"n": n}}]}
+        )
+        history.append(
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call_id, "content": result}]}
+        )
+        sent.append(list(history))
+    return sent
+
+
+def _tokens(message: dict[str, Any]) -> int:
+    return len(json.dumps(message)) // 4 + 4
+
+
+def cache_figures(requests: list[list[dict[str, Any]]], prices: CachePrices) -> tuple[float, int, float]:
+    """(cacheable share, input tokens, cost) of sending `requests` in order through a prefix cache."""
+    previous: list[dict[str, Any]] = []
+    cached_total = input_total = 0
+    cost = 0.0
+    for messages in requests:
+        same = 0
+        while same < min(len(previous), len(messages)) and previous[same] == messages[same]:
+            same += 1
+        tokens = [_tokens(m) for m in messages]
+        cached = (HEAD_TOKENS if previous else 0) + sum(tokens[:same])
+        total = HEAD_TOKENS + sum(tokens)
+        cost += cost_of_request(prices, uncached=0, cache_read=cached, cache_write=total - cached)
+        cached_total, input_total, previous = cached_total + cached, input_total + total, messages
+    return cached_total / input_total, input_total, cost
+
+
+MODES: list[tuple[str, Any, int | None]] = [
+    ("last-turn (default)", "last-turn", None),
+    ("all", "all", None),
+    ("keep-first 3", ("keep-first", 3), None),
+    ("keep-last 6 (per request)", ("keep-last", 6), None),
+    ("keep-last 6", ("keep-last", 6), None),
+    ("last-turn, window 50k", "last-turn", 50_000),
+    ("keep-last 6, window 50k", ("keep-last", 6), 50_000),
+]
+
+
+async def measure_cache(requests: int) -> list[dict[str, object]]:
+    raw = loop_history(random.Random(18), requests)
+    anthropic, openai = prices_for("anthropic", "claude-sonnet-4-5"), prices_for("openai_chat", "gpt-4.1")
+    direct = {p.provider: cache_figures(raw, p) for p in (anthropic, openai)}
+    rows: list[dict[str, object]] = []
+    share, tokens, _ = direct[anthropic.provider]
+    rows.append(_cache_row("direct (uncompacted)", share, tokens, direct, direct))
+    for name, boundary, window in MODES:
+        batch_due = AsyncCompactor._batch_due
+        if name.endswith("(per request)"):  # the old behaviour: every request offloads what left the kept ones
+            AsyncCompactor._batch_due = lambda *_: True  # type: ignore[method-assign]
+        try:
+            with tempfile.TemporaryDirectory(prefix="bench-compact-cache-") as store:
+                async with AsyncCompactor(store=store, session="cache") as compactor:
+                    sent = [
+                        await compactor.compact(m, boundary=boundary, context_window=window, retrieval_tools=False)
+                        for m in raw
+                    ]
+        finally:
+            AsyncCompactor._batch_due = batch_due  # type: ignore[method-assign]
+        ours = {p.provider: cache_figures(sent, p) for p in (anthropic, openai)}
+        share, tokens, _ = ours[anthropic.provider]
+        rows.append(_cache_row(name, share, tokens, ours, direct))
+    return rows
+
+
+def _cache_row(
+    name: str,
+    share: float,
+    tokens: int,
+    ours: dict[str, tuple[float, int, float]],
+    direct: dict[str, tuple[float, int, float]],
+) -> dict[str, object]:
+    costs = ", ".join(
+        f"{provider}: {ours[provider][2]:,.0f} ({ours[provider][2] / direct[provider][2]:.3f}x direct)"
+        for provider in ours
+    )
+    return {
+        "suite": "compact",
+        "case": f"cache: {name}",
+        "size": f"{tokens:,} input tokens",
+        "ours_ms": None,
+        "cacheable_share": round(share, 4),
+        "note": f"cacheable {100 * share:.1f}%; cost {costs}",
+    }
+
+
 def run(args: Any) -> list[dict[str, object]]:
-    return anyio.run(measure, max(3, getattr(args, "repeat", 5)))
+    rows = anyio.run(measure, max(3, getattr(args, "repeat", 5)))
+    return rows + anyio.run(measure_cache, 30 if getattr(args, "quick", False) else REQUESTS)
 
 
 if __name__ == "__main__":
-    import types
-
-    for row in run(types.SimpleNamespace(repeat=5)):
+    for row in anyio.run(measure_cache, REQUESTS):
         print(row)

@@ -14,7 +14,13 @@ from mcp_offload.settings import Settings
 
 # Fixtures shared across folders live beside their helpers in the `support` package, registered here once;
 # llm_upstream is the scripted LLM API (tests/llm_upstream/) for the gateway tests.
-pytest_plugins = ["support.store", "support.jq_runner", "llm_upstream.plugin", "support.gateway_server"]
+pytest_plugins = [
+    "support.store",
+    "support.jq_runner",
+    "llm_upstream.plugin",
+    "support.gateway_server",
+    "support.litellm_proxy",
+]
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -38,6 +38,7 @@ EXPECTED = {
     "ReadOutput",
     "SearchOutput",
     # its errors
+    "ContextWindowExceeded",
     "ExpiredHandle",
     "InvalidContent",
     "InvalidHandle",
@@ -72,7 +73,15 @@ def test_every_name_is_its_definition(name: str) -> None:
 
 
 def test_errors_share_one_base() -> None:
-    errors = ["ExpiredHandle", "InvalidContent", "InvalidHandle", "QueryError", "RangeError", "SearchError"]
+    errors = [
+        "ContextWindowExceeded",
+        "ExpiredHandle",
+        "InvalidContent",
+        "InvalidHandle",
+        "QueryError",
+        "RangeError",
+        "SearchError",
+    ]
     errors += ["NotEnumerable", "StoreFull", "StoreUnavailable", "TooLarge", "UnknownHandle"]
     assert all(issubclass(getattr(mcp_offload, name), mcp_offload.OffloadError) for name in errors)
     assert issubclass(mcp_offload.SettingsError, mcp_offload.OperatorError)

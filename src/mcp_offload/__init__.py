@@ -7,7 +7,8 @@ The supported library API, importable from here (everything else is internal and
   `Services` (`build_services(Settings(...))`) and a `SessionScope` (whose outputs a call sees)
 - the result models those return: `OffloadOutput`, `ReadOutput`, `SearchOutput`, `QueryOutput`, `ListOutput`,
   `OutputInfo`
-- the errors: `OffloadError` and its subclasses (for the model, with stable codes) and `OperatorError` (settings);
+- the errors: `OffloadError` and its subclasses (for the model, with stable codes; `ContextWindowExceeded` when
+  a compaction cannot fit the window) and `OperatorError` (settings);
   `mcp_offload.errors` draws the tree
 
 Names load on first use, so `import mcp_offload` stays cheap for the server and the jq worker processes.
@@ -44,6 +45,7 @@ _EXPORTS: dict[str, str] = {
     "ListOutput": "mcp_offload.core.results",
     "OutputInfo": "mcp_offload.core.results",
     "OffloadError": "mcp_offload.errors",
+    "ContextWindowExceeded": "mcp_offload.errors",
     "InvalidHandle": "mcp_offload.errors",
     "UnknownHandle": "mcp_offload.errors",
     "ExpiredHandle": "mcp_offload.errors",
@@ -64,6 +66,7 @@ __all__ = [
     "Boundary",
     "CompactReport",
     "Compactor",
+    "ContextWindowExceeded",
     "ExpiredHandle",
     "InvalidContent",
     "InvalidHandle",
@@ -111,6 +114,7 @@ if TYPE_CHECKING:
     )
     from mcp_offload.core.services import Services, build_services
     from mcp_offload.errors import (
+        ContextWindowExceeded,
         ExpiredHandle,
         InvalidContent,
         InvalidHandle,

@@ -13,7 +13,8 @@ Exception
  │    ├── TooLarge                  too_large          -32602 invalid params
  │    ├── NotEnumerable             not_enumerable     -32602 invalid params
  │    ├── StoreFull                 store_full         -32603 internal error
- │    └── StoreUnavailable          store_unavailable  -32603 internal error
+ │    ├── StoreUnavailable          store_unavailable  -32603 internal error
+ │    └── ContextWindowExceeded     context_window_exceeded (Compactor: the request cannot fit its window)
  └── OperatorError .............. for the operator: flags, environment, config files, refused exposure
       ├── SettingsError             a setting that cannot work (bad number, unknown encoding, bad store location)
       ├── proxy.config.ConfigError  the proxied servers' config file
@@ -116,6 +117,23 @@ class StoreFull(OffloadError):
 class HandleExists(OffloadError):
     """A put under a handle that is already published in that scope (deterministic handles: someone else stored the
     same content first; the caller may treat the stored output as its own)."""
+
+
+class ContextWindowExceeded(OffloadError):
+    """`Compactor.compact(..., context_window=W)` could not bring the request under W: every step ran (compact/
+    budget.py lists them) and what is left cannot be reduced. The message names it: the fixed part (system prompt,
+    tool definitions, the room reserved for the output) and the largest messages that stay. `tokens` is what the
+    request still costs, `context_window` the window, `irreducible` one line per part that could not be reduced."""
+
+    code = "context_window_exceeded"
+
+    def __init__(self, tokens: int, context_window: int, irreducible: list[str]) -> None:
+        self.tokens, self.context_window, self.irreducible = tokens, context_window, irreducible
+        super().__init__(
+            f"the request needs {tokens:,} tokens after compaction, over the context window of {context_window:,}; "
+            f"what could not be reduced: {'; '.join(irreducible)}. Raise context_window, lower max_output_tokens, "
+            "or shorten what is listed."
+        )
 
 
 class StoreUnavailable(OffloadError):

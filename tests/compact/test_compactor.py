@@ -174,18 +174,19 @@ async def test_budget_policy_escalates(compactor: AsyncCompactor) -> None:
     messages = history(anthropic_turn, results)
     total = (await compactor.usage(messages))["tokens"]
     assert isinstance(total, int) and total > 50_000
-    # under the trigger: untouched
-    out = await compactor.compact(messages, context_window=total * 2, boundary="all")
+    # under the trigger and under the threshold: untouched
+    out = await compactor.compact(messages, context_window=total * 2, boundary="all", threshold_tokens=50_000)
     assert out == messages and compactor.last_report.fits  # type: ignore[union-attr]
-    # over it: the oldest results go first, and only as many as needed
+    # over it (results under the threshold, so only the budget moves them): the oldest go first, in one batch down
+    # to 3/4 of the trigger, not all of them
     window = int(total / 0.8 * 0.7)
-    out = await compactor.compact(messages, context_window=window, boundary="all", threshold_tokens=2000)
+    out = await compactor.compact(messages, context_window=window, boundary="all", threshold_tokens=50_000)
     report = compactor.last_report
     assert report is not None and report.fits and 0 < len(report.offloaded) < 6
     stored = [str(out[4 * i + 2]["content"][0]["content"]).startswith("Stored as") for i in range(6)]
     assert stored == sorted(stored, reverse=True)  # oldest first
     usage = await compactor.usage(out, context_window=window)
-    assert usage["tokens"] == report.tokens_after and usage["tokens"] <= 0.8 * window
+    assert usage["tokens"] == report.tokens_after and usage["tokens"] <= 0.75 * 0.8 * window
     ANTHROPIC.validate_python(out)
 
 
@@ -199,8 +200,10 @@ async def test_budget_transcript_step_is_lossless(compactor: AsyncCompactor) -> 
     out = await compactor.compact(chat, context_window=5000)
     report = compactor.last_report
     assert report is not None and report.transcript and report.fits
-    assert out[0]["role"] == "user" and out[0]["content"].startswith("[Earlier conversation: messages 0–57")
-    assert out[1:] == chat[58:]
+    # the note joins the user message that opens the kept turn: no two user messages in a row
+    note, kept = out[0]["content"]
+    assert out[0]["role"] == "user" and note["text"].startswith("[Earlier conversation: messages 0–57")
+    assert kept == {"type": "text", "text": chat[58]["content"]} and out[1:] == chat[59:]
     stored = await read_whole(compactor, report.transcript)
     assert [json.loads(line) for line in stored.splitlines()] == chat[:58]
     CHAT.validate_python(out)
@@ -221,7 +224,8 @@ async def test_summary_with_handle(compactor: AsyncCompactor) -> None:
         ]
     out = await compactor.compact(chat, context_window=5000, summarize=summarize)
     handle = compactor.last_report.transcript  # type: ignore[union-attr]
-    assert handle and "The user asked 29 questions" in out[0]["content"] and handle in out[0]["content"]
+    note = out[0]["content"][0]["text"]
+    assert handle and "The user asked 29 questions" in note and handle in note
     assert seen and seen[0].startswith("[0] user: question 0")
     hits = await compactor.run_tool("search_large_output", {"pattern": "question 17 ", "handle": handle})
     assert "1 match" in hits
@@ -307,7 +311,7 @@ def test_sync_twin_and_lazy_import(tmp_path: Path) -> None:
     with Compactor(store=str(tmp_path / "store"), session="sync", jq_workers=1) as c:
         out = c.compact(anthropic_turn("t1", big_json(2000), question="q"))
         assert out[2]["content"][0]["content"].startswith("Stored as out_")
-        assert c.usage(out)["tokens"] < 1000
+        assert c.usage(out, retrieval_tools=False)["tokens"] < 1000
     code = (
         "import sys, mcp_offload; assert 'mcp_offload.compact' not in sys.modules; "
         "print(mcp_offload.Compactor.__name__)"

@@ -3,6 +3,7 @@ offloaded result reads back byte-exact; plus the MCP server over stdio sharing a
 
 from __future__ import annotations
 
+import json
 import shutil
 import sys
 from collections.abc import Iterator
@@ -17,10 +18,10 @@ from mcp import Client, StdioServerParameters
 from openai.types.chat import ChatCompletionMessageParam
 from pydantic import TypeAdapter
 
-from mcp_offload import Compactor
+from mcp_offload import Compactor, ContextWindowExceeded
 from mcp_offload.core import api
 from mcp_offload.server.tools import result_of
-from support.compact import anthropic_turn, big_json, chat_turn, handle_in, responses_turn
+from support.compact import anthropic_turn, big_json, chat_turn, handle_in, responses_turn, validate
 
 TURNS = {"anthropic": anthropic_turn, "openai": chat_turn, "responses": responses_turn}
 TEXT = st.text(st.characters(codec="utf-8"), min_size=0, max_size=60)
@@ -111,3 +112,52 @@ async def test_stdio_server_shares_the_compactors_session(tmp_path: Path) -> Non
     async with Client(other, read_timeout_seconds=30) as client:
         r = await client.call_tool("read_large_output", {"handle": handle})
         assert r.is_error
+
+
+SIZES = st.sampled_from([0, 1, 50, 400, 3000])  # lines of ~8 tokens: nothing, a line, small, over, huge
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    fmt=st.sampled_from(sorted(TURNS)),
+    turns=st.lists(st.tuples(SIZES, SIZES, SIZES), min_size=1, max_size=5),  # (user text, call args, result)
+    boundary=st.sampled_from(["all", "last-turn", ("keep-first", 3), ("keep-last", 6), ("keep-first", 100)]),
+    window=st.integers(1_500, 60_000),
+    system=SIZES,
+    reserve=st.sampled_from([0, 500, 4000]),
+)
+def test_with_a_window_it_fits_or_raises(
+    compactor: Compactor,
+    fmt: str,
+    turns: list[tuple[int, int, int]],
+    boundary: Any,
+    window: int,
+    system: int,
+    reserve: int,
+) -> None:
+    messages: list[dict[str, Any]] = []
+    for i, (user_lines, arg_lines, result_lines) in enumerate(turns):
+        turn = TURNS[fmt](f"call_{i}", f"result line {i}\n" * result_lines, question=f"ask {i}\n" * (user_lines + 1))
+        arguments = json.dumps({"patch": f"+ line {i}\n" * arg_lines})
+        call = turn[1]
+        if fmt == "anthropic":
+            call["content"][0]["input"] = json.loads(arguments)
+        elif fmt == "openai":
+            call["tool_calls"][0]["function"]["arguments"] = arguments
+        else:
+            call["arguments"] = arguments
+        messages += turn
+    messages.append({"role": "user", "content": "and now?"})
+    prompt = "system rule\n" * system
+    try:
+        out = compactor.compact(
+            messages, boundary=boundary, context_window=window, system=prompt, max_output_tokens=reserve, format=fmt
+        )
+    except ContextWindowExceeded as error:
+        assert error.tokens > window == error.context_window and error.irreducible
+        return
+    used = compactor.usage(out, system=prompt, max_output_tokens=reserve, format=fmt)["tokens"]
+    assert used <= window
+    report = compactor.last_report
+    assert report is not None and report.tokens_after == used
+    validate(fmt, out, compactor.tools(fmt))

@@ -7,10 +7,18 @@ from collections.abc import Iterator
 
 import anthropic
 import pytest
+from anthropic.types import MessageParam
 
 from llm_upstream import ApiError, Turn, UpstreamServer, reply
 from support.gateway_server import StartGateway
-from support.llm_conversations import BASH_ANTHROPIC, HANDLE, anthropic_messages, build_log, search_then_answer
+from support.llm_conversations import (
+    BASH_ANTHROPIC,
+    HANDLE,
+    anthropic_messages,
+    build_log,
+    echo_assistant,
+    search_then_answer,
+)
 from support.store import RedisServer, have_redis_server
 
 MODEL = "claude-sonnet-4-5"
@@ -39,8 +47,7 @@ def test_loop_on_one_instance_restored_on_the_other(
     )
     follow = upstream.received("anthropic", ok_only=True)[-1]
     upstream.use([reply("ok")])
-    messages = [*messages, {"role": "assistant", "content": [c.model_dump() for c in first.content]},
-                {"role": "user", "content": "thanks"}]  # fmt: skip
+    messages = [*messages, echo_assistant(first.content), {"role": "user", "content": "thanks"}]
     anthropic.Anthropic(base_url=b.base_url, api_key="k", max_retries=0).messages.create(
         model=MODEL, max_tokens=256, messages=messages, tools=[BASH_ANTHROPIC]
     )
@@ -65,7 +72,7 @@ def test_bypass_recorded_by_one_instance_holds_on_the_other(
         model=MODEL, max_tokens=64, messages=messages, tools=[BASH_ANTHROPIC]
     )
     assert [r.status for r in upstream.received("anthropic")] == [400, 200]
-    more = [{"role": "assistant", "content": "fine"}, {"role": "user", "content": "more?"}]
+    more: list[MessageParam] = [{"role": "assistant", "content": "fine"}, {"role": "user", "content": "more?"}]
     answer = anthropic.Anthropic(base_url=b.base_url, api_key="k", max_retries=0).messages.create(
         model=MODEL, max_tokens=64, messages=[*messages, *more], tools=[BASH_ANTHROPIC]
     )

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any
+from typing import Any, cast
 
 import anthropic
 import httpx2
 import openai
 import pytest
+from anthropic.types import MessageParam
+from openai.types.chat import ChatCompletionToolMessageParam
 
 from llm_upstream import ApiError, Turn, UpstreamServer, reply
 from mcp_offload.gateway.rewrite import GatewayPolicy
@@ -161,7 +163,7 @@ def test_rejected_rewrite_is_retried_unmodified_and_the_session_bypassed(
     statuses = [r.status for r in upstream.received("anthropic")]
     assert statuses == [400, 200]
     before = len(upstream.requests)
-    more = [{"role": "assistant", "content": "fine"}, {"role": "user", "content": "and now?"}]
+    more: list[MessageParam] = [{"role": "assistant", "content": "fine"}, {"role": "user", "content": "and now?"}]
     client.messages.create(model=MODEL, max_tokens=64, messages=[*messages, *more], tools=[BASH_ANTHROPIC])
     after = upstream.requests[before:]
     assert [r.status for r in after] == [200]  # bypassed: sent unmodified at once, no second refusal
@@ -183,8 +185,8 @@ def test_store_down_fails_open(upstream: UpstreamServer, start_gateway: StartGat
         redis.stop()  # Redis killed
     upstream.use([reply("still here")])
     started = time.monotonic()
-    completion = client.chat.completions.create(model="gpt-5", messages=[*messages[:3], {**messages[3],
-                                                "content": build_log(needle_at=5)}])  # fmt: skip
+    changed = cast(ChatCompletionToolMessageParam, {**messages[3], "content": build_log(needle_at=5)})
+    completion = client.chat.completions.create(model="gpt-5", messages=[*messages[:3], changed])
     assert completion.choices[0].message.content == "still here"
     assert upstream.requests[-1].body["messages"][3]["content"] == build_log(needle_at=5)  # the original, inline
     assert time.monotonic() - started < 15

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from mcp_offload.gateway.rewrite import GatewayPolicy, rewrite_request
+from mcp_offload.gateway.stream.base import ApiKind
 from mcp_offload.gateway.tool_text import retrieval_tools
 from support.gateway_core import APIS, Conversation, headers_for, open_services, validate_body, wire
 
@@ -30,13 +31,13 @@ def check(path: Path, value: Any) -> None:
 
 
 @pytest.mark.parametrize("api", APIS)
-def test_retrieval_tool_text_is_golden(api: str) -> None:
+def test_retrieval_tool_text_is_golden(api: ApiKind) -> None:
     tools = retrieval_tools(api)
     check(GOLDEN / f"tools_{api}.json", tools)
     validate_body(api, {**_minimal(api), "tools": tools})
 
 
-def _minimal(api: str) -> dict[str, Any]:
+def _minimal(api: ApiKind) -> dict[str, Any]:
     if api == "anthropic":
         return {"model": "m", "max_tokens": 1, "messages": [{"role": "user", "content": "x"}]}
     if api == "openai_chat":
@@ -45,7 +46,7 @@ def _minimal(api: str) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("api", APIS)
-async def test_a_fixed_conversation_rewrites_to_golden_bytes(tmp_path: Path, api: str) -> None:
+async def test_a_fixed_conversation_rewrites_to_golden_bytes(tmp_path: Path, api: ApiKind) -> None:
     async with open_services(tmp_path / "store") as services:
         conv = Conversation(api, seed=2024, large_every=2, large_tokens=260)
         body: dict[str, Any] = {}
@@ -64,5 +65,5 @@ def test_the_retrieval_tool_names_and_how_they_are_recognised() -> None:
         assert names == RETRIEVAL_TOOL_NAMES
     for name in ("read_large_output", "mcp__offload__search_large_output", "offload.list_outputs"):
         assert is_retrieval_tool(name), name
-    for name in (None, "", "offload", "bash", "read_large_output_v2", "my_read_large_outputs"):
-        assert not is_retrieval_tool(name), name
+    for other in (None, "", "offload", "bash", "read_large_output_v2", "my_read_large_outputs"):
+        assert not is_retrieval_tool(other), other

@@ -21,13 +21,14 @@ from mcp_offload.gateway.history import history_for
 from mcp_offload.gateway.record import record_expansion
 from mcp_offload.gateway.retrieval import run_retrieval
 from mcp_offload.gateway.rewrite import GatewayPolicy, rewrite_request
+from mcp_offload.gateway.stream.base import ApiKind
 from support.gateway_core import APIS, Conversation, headers_for, model_turn, results_turn, settings_for, wire
 
 POLICY = GatewayPolicy(threshold_tokens=200)
 TURNS = 30
 
 
-def final_answer(api: str, text: str, n: int) -> dict[str, Any]:
+def final_answer(api: ApiKind, text: str, n: int) -> dict[str, Any]:
     if api == "anthropic":
         return {"role": "assistant", "content": [{"type": "text", "text": text}]}
     if api == "openai_chat":
@@ -41,7 +42,7 @@ def final_answer(api: str, text: str, n: int) -> dict[str, Any]:
     }
 
 
-def client_copy(api: str, call_output: list[dict[str, Any]], final: dict[str, Any]) -> Any:
+def client_copy(api: ApiKind, call_output: list[dict[str, Any]], final: dict[str, Any]) -> Any:
     """What the server hands the client for call + final: one response without the retrieval call."""
     if api == "anthropic":
         blocks = [b for b in call_output[0]["content"] if b["type"] != "tool_use"] + final["content"]
@@ -51,7 +52,7 @@ def client_copy(api: str, call_output: list[dict[str, Any]], final: dict[str, An
     return [item for item in call_output if item.get("type") != "function_call"] + [final]
 
 
-async def simulate(api: str, seed: int, store: Path, loop_every: int) -> list[list[dict[str, Any]]]:
+async def simulate(api: ApiKind, seed: int, store: Path, loop_every: int) -> list[list[dict[str, Any]]]:
     """The upstream requests' message lists, in order."""
     rng = random.Random(seed)
     conv = Conversation(api, seed=seed, large_every=2)
@@ -100,7 +101,9 @@ async def simulate(api: str, seed: int, store: Path, loop_every: int) -> list[li
 @pytest.mark.parametrize("api", APIS)
 @settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 2**31), loop_every=st.integers(1, 4))
-def test_every_upstream_request_extends_the_previous_one_through_loops(api: str, seed: int, loop_every: int) -> None:
+def test_every_upstream_request_extends_the_previous_one_through_loops(
+    api: ApiKind, seed: int, loop_every: int
+) -> None:
     async def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             sent = await simulate(api, seed, Path(tmp) / "store", loop_every)

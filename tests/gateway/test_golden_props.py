@@ -11,7 +11,7 @@ import tempfile
 from collections.abc import Callable
 from contextlib import AsyncExitStack
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import anyio
 import pytest
@@ -21,13 +21,14 @@ from hypothesis import strategies as st
 from mcp_offload.core.services import Services
 from mcp_offload.gateway.history import history_for
 from mcp_offload.gateway.rewrite import GatewayPolicy, rewrite_request
+from mcp_offload.gateway.stream.base import ApiKind
 from support.gateway_core import APIS, Conversation, headers_for, open_services, validate_body, wire
 
 TURNS = 40
 POLICY = GatewayPolicy(threshold_tokens=200)  # default cost rule and window pressure rule on
 
 
-def assert_prefix_chain(api: str, bodies: list[dict[str, Any]]) -> None:
+def assert_prefix_chain(api: ApiKind, bodies: list[dict[str, Any]]) -> None:
     key = history_for(api).messages_key
     tools_on_at: int | None = None
     for n in range(1, len(bodies)):
@@ -53,7 +54,7 @@ def differing_leaves(a: Any, b: Any, path: str = "") -> list[tuple[str, Any, Any
     return [] if a == b else [(path, a, b)]
 
 
-def assert_only_result_texts_changed(api: str, original: dict[str, Any], rewritten: dict[str, Any]) -> None:
+def assert_only_result_texts_changed(api: ApiKind, original: dict[str, Any], rewritten: dict[str, Any]) -> None:
     key = history_for(api).messages_key
     for path, before, after in differing_leaves(original[key], rewritten[key]):
         assert isinstance(before, str) and isinstance(after, str), path
@@ -66,7 +67,7 @@ def assert_only_result_texts_changed(api: str, original: dict[str, Any], rewritt
 
 
 async def run_conversation(
-    api: str, conv: Conversation, pick: Callable[[int], Services], credential: str, turns: int = TURNS
+    api: ApiKind, conv: Conversation, pick: Callable[[int], Services], credential: str, turns: int = TURNS
 ) -> list[dict[str, Any]]:
     bodies = []
     offloaded = 0
@@ -84,8 +85,16 @@ async def run_conversation(
     return bodies
 
 
+class ConversationShape(TypedDict):
+    """The Conversation knobs the property tests vary."""
+
+    seed: int
+    large_every: int
+    large_tokens: int
+
+
 conversations = st.builds(
-    dict,
+    ConversationShape,
     seed=st.integers(0, 2**31),
     large_every=st.integers(1, 4),
     large_tokens=st.integers(220, 900),
@@ -95,7 +104,7 @@ conversations = st.builds(
 @pytest.mark.parametrize("api", APIS)
 @settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(shape=conversations)
-def test_turn_n_plus_1_extends_turn_n_byte_for_byte_across_a_restart(api: str, shape: dict[str, int]) -> None:
+def test_turn_n_plus_1_extends_turn_n_byte_for_byte_across_a_restart(api: ApiKind, shape: ConversationShape) -> None:
     async def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             store = Path(tmp) / "store"
@@ -110,7 +119,7 @@ def test_turn_n_plus_1_extends_turn_n_byte_for_byte_across_a_restart(api: str, s
 
 
 @pytest.mark.parametrize("api", APIS)
-async def test_two_instances_on_one_redis_taking_turns_keep_the_prefix(api: str, redis_url: str) -> None:
+async def test_two_instances_on_one_redis_taking_turns_keep_the_prefix(api: ApiKind, redis_url: str) -> None:
     async with AsyncExitStack() as stack:
         a = await stack.enter_async_context(open_services(redis_url))
         b = await stack.enter_async_context(open_services(redis_url))
@@ -126,7 +135,7 @@ async def test_two_instances_on_one_redis_taking_turns_keep_the_prefix(api: str,
 
 
 @pytest.mark.parametrize("api", APIS)
-async def test_two_instances_racing_on_the_same_result_record_one_decision(api: str, redis_url: str) -> None:
+async def test_two_instances_racing_on_the_same_result_record_one_decision(api: ApiKind, redis_url: str) -> None:
     async with AsyncExitStack() as stack:
         # different preview sizes: the two would write different replacement texts, so agreeing proves set-if-absent
         instances = [

@@ -17,16 +17,17 @@ from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessa
 
 from mcp_offload.gateway.history import history_for
 from mcp_offload.gateway.record import unit_digest
+from mcp_offload.gateway.stream.base import ApiKind
 
 
-def views(api: str, messages: list[dict[str, Any]]) -> list[Any]:
+def views(api: ApiKind, messages: list[dict[str, Any]]) -> list[Any]:
     history = history_for(api)
     return [history.view(m, i) for i, m in enumerate(messages)]
 
 
 def test_anthropic_result_parts_in_every_shape() -> None:
-    api = "anthropic"
-    messages = [
+    api: ApiKind = "anthropic"
+    messages: list[dict[str, Any]] = [
         {"role": "user", "content": "q"},
         {
             "role": "assistant",
@@ -61,8 +62,8 @@ def test_anthropic_result_parts_in_every_shape() -> None:
 
 
 def test_responses_custom_tool_outputs_are_results_and_units_are_runs() -> None:
-    api = "responses"
-    items = [
+    api: ApiKind = "responses"
+    items: list[dict[str, Any]] = [
         {"role": "user", "content": "q"},
         {"type": "reasoning", "id": "rs", "summary": []},
         {"type": "custom_tool_call", "call_id": "p1", "name": "apply_patch", "input": "*** Begin Patch"},
@@ -82,8 +83,8 @@ def test_responses_custom_tool_outputs_are_results_and_units_are_runs() -> None:
 
 
 def test_chat_units_and_results() -> None:
-    api = "openai_chat"
-    messages = [
+    api: ApiKind = "openai_chat"
+    messages: list[dict[str, Any]] = [
         {"role": "system", "content": "s"},
         {"role": "user", "content": "q"},
         {
@@ -142,14 +143,14 @@ SAMPLES: dict[str, list[dict[str, Any]]] = {
 @pytest.mark.parametrize("api", list(SAMPLES))
 @settings(max_examples=60, deadline=None)
 @given(seed=st.integers(0, 2**32), nulls=st.booleans())
-def test_key_order_and_null_fields_do_not_change_the_digest(api: str, seed: int, nulls: bool) -> None:
+def test_key_order_and_null_fields_do_not_change_the_digest(api: ApiKind, seed: int, nulls: bool) -> None:
     sample = SAMPLES[api]
     variant = shuffled(sample, random.Random(seed), nulls)
     assert unit_digest(api, variant) == unit_digest(api, sample)
 
 
 @pytest.mark.parametrize("api", list(SAMPLES))
-def test_content_changes_do_change_the_digest(api: str) -> None:
+def test_content_changes_do_change_the_digest(api: ApiKind) -> None:
     sample = SAMPLES[api]
     changed = json.loads(json.dumps(sample).replace("bash", "bosh"))
     assert unit_digest(api, changed) != unit_digest(api, sample)
@@ -223,7 +224,7 @@ def test_sdk_dumps_match_what_the_gateway_recorded() -> None:
             }
         ).model_dump(),
     ]
-    bare = [
+    bare: list[dict[str, Any]] = [
         {"type": "reasoning", "summary": []},
         {"role": "assistant", "content": "hi"},
         {"type": "function_call", "call_id": "c", "name": "bash", "arguments": "{}"},

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import anthropic
 import openai
+from openai.types.chat import ChatCompletion
 
 from llm_upstream import Turn, UpstreamServer, reply, tool_call
 from mcp_offload.gateway.loop import LoopLimits
@@ -19,6 +20,7 @@ from support.llm_conversations import (
     anthropic_messages,
     build_log,
     chat_messages,
+    echo_assistant,
     handles_in,
     search_then_answer,
 )
@@ -61,7 +63,7 @@ def test_mixed_turn_passes_only_the_client_tool_and_restores_next_turn(
     assert len(upstream.received("anthropic", ok_only=True)) == 1  # no follow-up: the client runs its tool
     # the next turn: the client answers its own tool; the gateway puts the retrieval exchange back in
     upstream.use([reply("all clear")])
-    messages = [*messages, {"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in message.content]},
+    messages = [*messages, echo_assistant(message.content, exclude_none=True),
                 {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_client",
                                               "content": "/dev/sda1 91%"}]}]  # fmt: skip
     again = client.messages.create(model=MODEL, max_tokens=256, messages=messages, tools=[BASH_ANTHROPIC])
@@ -83,8 +85,7 @@ def test_expansion_restores_the_loop_on_the_next_turn(upstream: UpstreamServer, 
     message = client.messages.create(model=MODEL, max_tokens=256, messages=messages, tools=[BASH_ANTHROPIC])
     follow = upstream.received("anthropic", ok_only=True)[1]
     upstream.use([reply("you're welcome")])
-    messages = [*messages, {"role": "assistant", "content": [b.model_dump() for b in message.content]},
-                {"role": "user", "content": "thanks"}]  # fmt: skip
+    messages = [*messages, echo_assistant(message.content), {"role": "user", "content": "thanks"}]
     client.messages.create(model=MODEL, max_tokens=256, messages=messages, tools=[BASH_ANTHROPIC])
     nxt = upstream.received("anthropic", ok_only=True)[-1]
     # upstream-true: the follow-up's messages (with the retrieval exchange) are the next request's prefix
@@ -148,7 +149,7 @@ def test_a_model_that_ignores_tool_choice_none_still_ends(
         if stream:
             with client.chat.completions.stream(model="gpt-5", messages=chat_messages(build_log()),
                                                 tools=[BASH_CHAT]) as s:  # fmt: skip
-                completion = s.get_final_completion()
+                completion: ChatCompletion = s.get_final_completion()
         else:
             completion = client.chat.completions.create(model="gpt-5", messages=chat_messages(build_log()),
                                                         tools=[BASH_CHAT])  # fmt: skip

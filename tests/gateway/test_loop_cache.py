@@ -7,6 +7,7 @@ it (then the client's last one is moved, and the request stays within the API's 
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import anthropic
@@ -22,9 +23,9 @@ CACHED = {"type": "ephemeral"}
 SYSTEM = "You are a careful build engineer. " + " ".join(f"Rule {i}: read the whole log first." for i in range(300))
 
 
-def marked(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def marked(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """The messages with a breakpoint on the last block (as Claude Code and the SDK docs do)."""
-    out = copy.deepcopy(messages)
+    out = [copy.deepcopy(dict(m)) for m in messages]
     last = out[-1]
     if isinstance(last["content"], str):
         last["content"] = [{"type": "text", "text": last["content"]}]
@@ -67,8 +68,11 @@ def test_the_turn_after_a_loop_reads_the_whole_follow_up_from_the_cache(
     assert breakpoints(follow.body) == min(system_breakpoints + 2, 4)
 
     upstream.use([reply("you're welcome")])
-    history = [*history, {"role": "assistant", "content": [b.model_dump() for b in message.content]}]
-    call(client, stream=stream, messages=marked([*history, {"role": "user", "content": "thanks"}]), **kwargs)
+    answered: list[Mapping[str, Any]] = [
+        *history,
+        {"role": "assistant", "content": [b.model_dump() for b in message.content]},
+    ]
+    call(client, stream=stream, messages=marked([*answered, {"role": "user", "content": "thanks"}]), **kwargs)
     nxt = upstream.received("anthropic", ok_only=True)[-1]
     assert nxt.usage is not None and follow.usage is not None and first.usage is not None
     assert follow.usage.cache_read == first.usage.prompt_tokens  # the loop's own call read the first call's prompt

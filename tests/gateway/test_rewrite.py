@@ -14,6 +14,7 @@ from mcp_offload.core import api as core
 from mcp_offload.core.services import Services
 from mcp_offload.gateway.record import open_record
 from mcp_offload.gateway.rewrite import ClearToolUses, GatewayPolicy, RewriteUnavailable, rewrite_request
+from mcp_offload.gateway.stream.base import ApiKind
 from mcp_offload.gateway.tool_text import RETRIEVAL_TOOL_NAMES, retrieval_tools
 from support.gateway_core import (
     APIS,
@@ -36,11 +37,11 @@ LARGE = big_text(RNG, 800, "large")
 SMALL = "exit 0: 3 tests passed"
 
 
-def _tool_names(api: str, tools: list[dict[str, Any]]) -> list[str]:
+def _tool_names(api: ApiKind, tools: list[dict[str, Any]]) -> list[str]:
     return [t["function"]["name"] if "function" in t else t["name"] for t in tools]
 
 
-def conversation(api: str, results: list[tuple[str, str]], *, user: str | None = None) -> list[dict[str, Any]]:
+def conversation(api: ApiKind, results: list[tuple[str, str]], *, user: str | None = None) -> list[dict[str, Any]]:
     calls = [(cid, "bash", {"cmd": cid}) for cid, _ in results]
     return [user_text(api, "Please look."), *model_turn(api, calls, "Looking.", 1), *results_turn(api, results, user)]
 
@@ -52,7 +53,7 @@ async def services(tmp_path: Path) -> Any:
 
 
 @pytest.mark.parametrize("api", APIS)
-async def test_a_session_that_never_offloads_gets_its_body_object_back(services: Services, api: str) -> None:
+async def test_a_session_that_never_offloads_gets_its_body_object_back(services: Services, api: ApiKind) -> None:
     body = make_body(api, "sys", conversation(api, [("c1", SMALL)]), client_tools(api))
     before = copy.deepcopy(body)
     rewrite = await rewrite_request(services, api, body, headers_for(api, "k1"), POLICY)
@@ -62,7 +63,7 @@ async def test_a_session_that_never_offloads_gets_its_body_object_back(services:
 
 @pytest.mark.parametrize("api", APIS)
 async def test_a_large_new_result_becomes_the_mcp_reference_and_the_tools_are_appended(
-    services: Services, api: str
+    services: Services, api: ApiKind
 ) -> None:
     body = make_body(api, "sys", conversation(api, [("c1", LARGE), ("c2", SMALL)]), client_tools(api))
     validate_body(api, body)
@@ -84,7 +85,7 @@ async def test_a_large_new_result_becomes_the_mcp_reference_and_the_tools_are_ap
 
 
 @pytest.mark.parametrize("api", APIS)
-async def test_the_same_request_twice_gives_the_same_bytes_and_handle(services: Services, api: str) -> None:
+async def test_the_same_request_twice_gives_the_same_bytes_and_handle(services: Services, api: ApiKind) -> None:
     body = make_body(api, "sys", conversation(api, [("c1", LARGE)]), client_tools(api))
     first = await rewrite_request(services, api, copy.deepcopy(body), headers_for(api, "k3"), POLICY)
     second = await rewrite_request(services, api, copy.deepcopy(body), headers_for(api, "k3"), POLICY)
@@ -93,7 +94,7 @@ async def test_the_same_request_twice_gives_the_same_bytes_and_handle(services: 
 
 
 @pytest.mark.parametrize("api", APIS)
-async def test_visible_mode_offloads_but_injects_no_tools(services: Services, api: str) -> None:
+async def test_visible_mode_offloads_but_injects_no_tools(services: Services, api: ApiKind) -> None:
     body = make_body(api, "sys", conversation(api, [("c1", LARGE)]), client_tools(api))
     policy = GatewayPolicy(threshold_tokens=200, retrieval="visible", clear_tool_uses=None, cost_rule=False)
     rewrite = await rewrite_request(services, api, body, headers_for(api, "k4"), policy)
@@ -102,7 +103,7 @@ async def test_visible_mode_offloads_but_injects_no_tools(services: Services, ap
 
 
 @pytest.mark.parametrize("api", APIS)
-async def test_results_already_in_the_prefix_stay_inline(services: Services, api: str) -> None:
+async def test_results_already_in_the_prefix_stay_inline(services: Services, api: ApiKind) -> None:
     """A large result the gateway never decided on (sent before, e.g. while the store was down) is prefix: it stays
     inline, because the provider has cached it that way."""
     messages = conversation(api, [("c1", LARGE)]) + model_turn(api, [("c2", "bash", {})], "More.", 2)
@@ -113,7 +114,7 @@ async def test_results_already_in_the_prefix_stay_inline(services: Services, api
 
 
 @pytest.mark.parametrize("api", APIS)
-async def test_results_of_the_retrieval_tools_are_never_offloaded(services: Services, api: str) -> None:
+async def test_results_of_the_retrieval_tools_are_never_offloaded(services: Services, api: ApiKind) -> None:
     for name in ("read_large_output", "mcp__offload__search_large_output"):
         calls = [("r1", name, {"handle": "out_" + "a" * 26})]
         messages = [user_text(api, "q"), *model_turn(api, calls, "Reading.", 1), *results_turn(api, [("r1", LARGE)])]
@@ -125,7 +126,7 @@ async def test_results_of_the_retrieval_tools_are_never_offloaded(services: Serv
 async def test_anthropic_never_touches_system_user_text_thinking_and_server_tools(
     services: Services,
 ) -> None:
-    api = "anthropic"
+    api: ApiKind = "anthropic"
     server_blocks = [
         {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "x"}},
         {
@@ -176,7 +177,7 @@ async def test_anthropic_never_touches_system_user_text_thinking_and_server_tool
 
 
 async def test_anthropic_beta_compaction_blocks_are_never_touched(services: Services) -> None:
-    api = "anthropic"
+    api: ApiKind = "anthropic"
     compaction = {"type": "compaction", "content": "Summary: " + LARGE, "encrypted_content": "C" * 3000}
     messages: list[dict[str, Any]] = [
         {"role": "user", "content": "start"},
@@ -192,7 +193,7 @@ async def test_anthropic_beta_compaction_blocks_are_never_touched(services: Serv
 
 
 async def test_responses_never_touches_reasoning_compaction_and_builtin_calls(services: Services) -> None:
-    api = "responses"
+    api: ApiKind = "responses"
     items: list[dict[str, Any]] = [
         {"role": "user", "content": "go"},
         {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": LARGE},
@@ -210,7 +211,7 @@ async def test_responses_never_touches_reasoning_compaction_and_builtin_calls(se
 
 
 async def test_chat_custom_roles_untouched(services: Services) -> None:
-    api = "openai_chat"
+    api: ApiKind = "openai_chat"
     messages = [{"role": "developer", "content": LARGE}, *conversation(api, [("c1", LARGE)])]
     body = {"model": "gpt-4o", "messages": messages}
     rewrite = await rewrite_request(services, api, body, headers_for(api, "k9"), POLICY)
@@ -220,7 +221,7 @@ async def test_chat_custom_roles_untouched(services: Services) -> None:
     assert _tool_names(api, rewrite.body["tools"]) == sorted(RETRIEVAL_TOOL_NAMES, key=_order(api))
 
 
-def _order(api: str) -> Any:
+def _order(api: ApiKind) -> Any:
     names = _tool_names(api, retrieval_tools(api))
     return names.index
 
@@ -236,7 +237,7 @@ def _order(api: str) -> Any:
     ],
 )
 async def test_bodies_the_gateway_cannot_read_are_forwarded_as_they_are(
-    services: Services, api: str, body: dict[str, Any]
+    services: Services, api: ApiKind, body: dict[str, Any]
 ) -> None:
     rewrite = await rewrite_request(services, api, body, {}, POLICY)
     assert rewrite.body is body and not rewrite.changed and rewrite.fail_open is None
@@ -249,7 +250,7 @@ async def test_a_string_responses_input_is_forwarded_as_is(services: Services) -
 
 
 @pytest.mark.parametrize("api", APIS)
-async def test_bypassed_sessions_are_forwarded_unmodified(services: Services, api: str) -> None:
+async def test_bypassed_sessions_are_forwarded_unmodified(services: Services, api: ApiKind) -> None:
     body = make_body(api, "sys", conversation(api, [("c1", LARGE)]), client_tools(api))
     headers = headers_for(api, "k10")
     first = await rewrite_request(services, api, copy.deepcopy(body), headers, POLICY)
@@ -260,7 +261,7 @@ async def test_bypassed_sessions_are_forwarded_unmodified(services: Services, ap
 
 
 @pytest.mark.parametrize("api", APIS)
-async def test_store_down_fails_open_or_closed(tmp_path: Path, api: str) -> None:
+async def test_store_down_fails_open_or_closed(tmp_path: Path, api: ApiKind) -> None:
     (tmp_path / "file").write_text("x")
     blocked = tmp_path / "file" / "store"  # cannot be created: a path under a regular file
     body = make_body(api, "sys", conversation(api, [("c1", LARGE)]), client_tools(api))
@@ -291,7 +292,9 @@ def test_conversation_builder_is_valid_for_every_api() -> None:
 
 
 @pytest.mark.parametrize("api", APIS)
-async def test_rewrite_messages_is_the_message_level_core_the_compactor_can_call(services: Services, api: str) -> None:
+async def test_rewrite_messages_is_the_message_level_core_the_compactor_can_call(
+    services: Services, api: ApiKind
+) -> None:
     from mcp_offload.gateway.rewrite import rewrite_messages
     from mcp_offload.gateway.session import GatewaySession
 
@@ -312,7 +315,7 @@ async def test_rewrite_messages_is_the_message_level_core_the_compactor_can_call
 
 
 @pytest.mark.parametrize("api", APIS)
-async def test_a_store_refusing_the_outputs_fails_open_with_nothing_recorded(tmp_path: Path, api: str) -> None:
+async def test_a_store_refusing_the_outputs_fails_open_with_nothing_recorded(tmp_path: Path, api: ApiKind) -> None:
     """Two large results stored concurrently, both refused (over the session quota): one clear fail-open reason,
     the original body, and no decision recorded (the next turn sends them inline, as this one did)."""
     body = make_body(api, "sys", conversation(api, [("c1", LARGE), ("c2", LARGE + "!")]), client_tools(api))
@@ -326,7 +329,7 @@ async def test_a_store_refusing_the_outputs_fails_open_with_nothing_recorded(tmp
 
 @pytest.mark.parametrize("api", APIS)
 async def test_a_result_whose_reference_would_not_be_smaller_stays_inline_for_good(
-    services: Services, api: str
+    services: Services, api: ApiKind
 ) -> None:
     result = big_text(random.Random(5), 80, "short")  # over a 50-token threshold, but its preview is all of it
     body = make_body(api, "sys", conversation(api, [("c1", result)]), client_tools(api))

@@ -20,6 +20,7 @@ from mcp_offload.core.services import Services
 from mcp_offload.gateway.history import history_for
 from mcp_offload.gateway.record import record_expansion
 from mcp_offload.gateway.rewrite import GatewayPolicy, rewrite_request
+from mcp_offload.gateway.stream.base import ApiKind
 from support.gateway_core import big_text, client_tools, headers_for, make_body, open_services, validate_body, wire
 
 POLICY = GatewayPolicy(threshold_tokens=200)
@@ -52,10 +53,10 @@ def sdk_anthropic_copy(content: list[dict[str, Any]]) -> dict[str, Any]:
     return {"content": [dict(reversed(list(block.items()))) for block in dumped["content"]], "role": "assistant"}
 
 
-async def first_turn(services: Services, api: str, credential: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+async def first_turn(services: Services, api: ApiKind, credential: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Turn 1: a bash call with a big result, offloaded. Returns the client's messages and the rewritten ones."""
     if api == "anthropic":
-        messages = [
+        messages: list[dict[str, Any]] = [
             {"role": "user", "content": "Check the log."},
             {"role": "assistant", "content": [{"type": "tool_use", "id": "c1", "name": "bash", "input": {}}]},
             {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "c1", "content": BIG}]},
@@ -82,11 +83,11 @@ async def first_turn(services: Services, api: str, credential: str) -> tuple[dic
     return body, rewrite.body[history_for(api).messages_key]
 
 
-def loop_messages(api: str, handle: str) -> tuple[list[dict[str, Any]], Any]:
+def loop_messages(api: ApiKind, handle: str) -> tuple[list[dict[str, Any]], Any]:
     """(what the upstream saw in the loop: call + result + final answer, the client's copy of the response)."""
     args = {"handle": handle, "start_line": 1, "end_line": 3}
     if api == "anthropic":
-        upstream = [
+        upstream: list[dict[str, Any]] = [
             {
                 "role": "assistant",
                 "content": [
@@ -97,7 +98,7 @@ def loop_messages(api: str, handle: str) -> tuple[list[dict[str, Any]], Any]:
             {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "r1", "content": "[out_… lines 1–3]"}]},
             {"role": "assistant", "content": [{"type": "text", "text": "The log shows three lines."}]},
         ]
-        client = sdk_anthropic_copy(
+        client: Any = sdk_anthropic_copy(
             [
                 {"type": "thinking", "thinking": "I need the log lines.", "signature": SIG},
                 {"type": "text", "text": "The log shows three lines.", "citations": None},
@@ -153,7 +154,7 @@ def loop_messages(api: str, handle: str) -> tuple[list[dict[str, Any]], Any]:
 
 @pytest.mark.parametrize("api", ["anthropic", "openai_chat", "responses"])
 async def test_transparent_loop_is_restored_so_the_next_prefix_is_the_follow_up_prefix(
-    services: Services, api: str, tmp_path: Path
+    services: Services, api: ApiKind, tmp_path: Path
 ) -> None:
     credential = "loop-" + api
     body, rewritten = await first_turn(services, api, credential)
@@ -183,12 +184,12 @@ async def test_transparent_loop_is_restored_so_the_next_prefix_is_the_follow_up_
         assert wire(after.body) == wire(out.body)
 
 
-def mixed(api: str) -> tuple[list[dict[str, Any]], Any, list[dict[str, Any]]]:
+def mixed(api: ApiKind) -> tuple[list[dict[str, Any]], Any, list[dict[str, Any]]]:
     """(upstream: response with a retrieval call + a client call, then the retrieval result; the client's copy
     without the retrieval call; the client's own result)."""
     read = {"handle": "out_" + "a" * 26}
     if api == "anthropic":
-        upstream = [
+        upstream: list[dict[str, Any]] = [
             {
                 "role": "assistant",
                 "content": [
@@ -199,7 +200,7 @@ def mixed(api: str) -> tuple[list[dict[str, Any]], Any, list[dict[str, Any]]]:
             },
             {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "r1", "content": "lines"}]},
         ]
-        client = {
+        client: Any = {
             "role": "assistant",
             "content": [
                 {"signature": SIG, "thinking": "Both.", "type": "thinking"},
@@ -244,7 +245,7 @@ def mixed(api: str) -> tuple[list[dict[str, Any]], Any, list[dict[str, Any]]]:
 
 
 @pytest.mark.parametrize("api", ["anthropic", "openai_chat", "responses"])
-async def test_mixed_turn_is_restored_to_what_the_model_produced(services: Services, api: str) -> None:
+async def test_mixed_turn_is_restored_to_what_the_model_produced(services: Services, api: ApiKind) -> None:
     credential = "mixed-" + api
     body, rewritten = await first_turn(services, api, credential)
     upstream, client_copy, client_result = mixed(api)
@@ -285,7 +286,7 @@ async def test_record_expansion_refuses_results_only(services: Services) -> None
 
 
 async def test_an_unknown_assistant_message_is_left_alone(services: Services) -> None:
-    api = "anthropic"
+    api: ApiKind = "anthropic"
     body, _ = await first_turn(services, api, "nothing-recorded")
     upstream, client_copy = loop_messages(api, "out_" + "b" * 26)
     session = (
@@ -299,7 +300,7 @@ async def test_an_unknown_assistant_message_is_left_alone(services: Services) ->
 
 
 async def test_identical_short_answers_are_restored_each_to_their_own_exchange(services: Services) -> None:
-    api = "openai_chat"
+    api: ApiKind = "openai_chat"
     credential = "twice"
     body, _ = await first_turn(services, api, credential)
     session = (await rewrite_request(services, api, copy.deepcopy(body), headers_for(api, credential), POLICY)).session

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
 from mcp_offload.gateway.retrieval import run_retrieval
 from mcp_offload.gateway.rewrite import GatewayPolicy, rewrite_request
 from mcp_offload.gateway.session import GatewaySession
+from mcp_offload.gateway.stream.base import ApiKind
+from mcp_offload.store.fs import FilesystemStore
 from support.gateway_core import big_text, client_tools, headers_for, make_body, model_turn, open_services, results_turn
 from support.store import FakeClock
 
@@ -20,7 +22,7 @@ TEXT = big_text(random.Random(2), 600, "log") + "\nNEEDLE-42 found here\n"
 
 
 async def offloaded(services: Any, credential: str = "r") -> tuple[GatewaySession, str]:
-    api = "anthropic"
+    api: ApiKind = "anthropic"
     messages = [{"role": "user", "content": "go"}, *model_turn(api, [("toolu_9", "bash", {})], "run", 1)]
     messages += results_turn(api, [("toolu_9", TEXT)])
     rewrite = await rewrite_request(
@@ -87,7 +89,7 @@ async def test_another_sessions_handle_is_unknown_here(services: Any) -> None:
 async def test_an_expired_handle_names_the_tool_call_that_produced_it(tmp_path: Path) -> None:
     clock = FakeClock()
     async with open_services(tmp_path / "store", store_ttl_s=60) as services:
-        services.store.clock = clock  # the store's lifecycle clock
+        cast(FilesystemStore, services.store).clock = clock  # the store's lifecycle clock
         session, handle = await offloaded(services)
         clock.advance(3600)
         await services.store.sweep()

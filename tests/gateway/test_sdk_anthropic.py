@@ -44,7 +44,7 @@ def test_sync_json_loop_is_one_message(upstream: UpstreamServer, start_gateway: 
     message = client.messages.create(**_request(log))
     assert message.stop_reason == "end_turn"
     assert [b.type for b in message.content] == ["text", "text"]
-    assert message.content[-1].text == f"Found it: {NEEDLE}"  # type: ignore[union-attr]
+    assert message.content[-1].text == f"Found it: {NEEDLE}"
     _check_loop(upstream, log)
     calls = upstream.received("anthropic", ok_only=True)
     assert message.usage.output_tokens == sum(r.output_tokens for r in calls)

@@ -14,6 +14,7 @@ import anthropic
 import httpx2
 import openai
 import pytest
+from anthropic.types import MessageParam, ThinkingConfigParam
 
 from llm_upstream import ApiError, Thinking, Turn, UpstreamServer, reply, tool_call
 from mcp_offload.gateway.loop import LoopLimits
@@ -64,14 +65,14 @@ def test_thinking_blocks_survive_the_loop_and_the_next_turn(
     upstream.use([reply(Thinking("Run the build."), tool_call("Bash", {"command": "make"})),
                   lambda turn: reply(Thinking("I should search the log."), _search(turn)),
                   reply(Thinking("Found the line."), f"Found it: {NEEDLE}"), reply("bye")])  # fmt: skip
-    thinking = {"type": "enabled", "budget_tokens": 1024}
-    question = {"role": "user", "content": "Build the project and tell me what failed."}
+    thinking: ThinkingConfigParam = {"type": "enabled", "budget_tokens": 1024}
+    question: MessageParam = {"role": "user", "content": "Build the project and tell me what failed."}
     direct = anthropic.Anthropic(base_url=upstream.base_url, api_key="k", max_retries=0).messages.create(
         model=MODEL, max_tokens=2048, thinking=thinking, messages=[question], tools=[BASH_ANTHROPIC]
     )
     call = direct.content[-1]
     assert call.type == "tool_use"
-    messages = [question, {"role": "assistant", "content": [b.model_dump() for b in direct.content]},
+    messages: list[Any] = [question, {"role": "assistant", "content": [b.model_dump() for b in direct.content]},
                 {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call.id,
                                               "content": build_log()}]}]  # fmt: skip
     gateway = start_gateway(upstream)
@@ -80,13 +81,13 @@ def test_thinking_blocks_survive_the_loop_and_the_next_turn(
     with client.messages.stream(**body) as stream:
         final = stream.get_final_message()
     assert [b.type for b in final.content] == ["thinking", "thinking", "text"]
-    assert all(b.signature for b in final.content if b.type == "thinking")  # type: ignore[union-attr]
+    assert all(b.signature for b in final.content if b.type == "thinking")
     follow = upstream.received("anthropic", ok_only=True)[2].body
     assert follow["messages"][-2]["content"][0]["type"] == "thinking"  # sent back as produced, signature and all
     messages = [*messages, {"role": "assistant", "content": [b.model_dump() for b in final.content]},
                 {"role": "user", "content": "thanks"}]  # fmt: skip
     answer = client.messages.create(**{**body, "messages": messages})
-    assert answer.content[-1].text == "bye"  # type: ignore[union-attr]  (the upstream accepted every signature)
+    assert answer.content[-1].text == "bye"  # the upstream accepted every signature
     assert [r.status for r in upstream.received("anthropic")] == [200, 200, 200, 200]
 
 
@@ -112,9 +113,9 @@ def test_chat_parallel_calls_renumbered(upstream: UpstreamServer, start_gateway:
         final = s.get_final_completion()
     choice = final.choices[0]
     assert choice.finish_reason == "tool_calls"
-    assert [c.function.name for c in choice.message.tool_calls or []] == ["Bash"]  # type: ignore[union-attr]
+    assert [c.function.name for c in choice.message.tool_calls or []] == ["Bash"]
     call = (choice.message.tool_calls or [])[0]
-    assert json.loads(call.function.arguments) == {"command": "df -h"}  # type: ignore[union-attr]
+    assert json.loads(call.function.arguments) == {"command": "df -h"}
     assert final.choices[0].message.content is not None and "Searching" in final.choices[0].message.content
 
 

@@ -4,33 +4,46 @@ constructed cases, and the real SDKs parse what it streams."""
 from __future__ import annotations
 
 import time
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, TypeVar, cast
 
 import anthropic
 import httpx2
 import openai
 import pytest
+from anthropic.types import MessageParam, TextBlock, ThinkingBlock, ThinkingConfigParam, ToolParam, ToolUseBlock
+from openai.types.chat import ChatCompletion, ChatCompletionFunctionToolParam, ChatCompletionMessageParam
+from openai.types.responses import FunctionToolParam, ResponseFunctionToolCall, ResponseInputParam
 
 from llm_upstream import ApiError, PromptCache, Thinking, UpstreamServer, reply, tool_call
 from llm_upstream.prompt import TokenCache, render_anthropic, render_chat
 
 MODEL = "claude-sonnet-4-6"
-TOOLS = [
+BlockT = TypeVar("BlockT")
+TOOLS: list[ToolParam] = [
     {
         "name": "Bash",
         "description": "run",
         "input_schema": {"type": "object", "properties": {"command": {"type": "string"}}},
     }
 ]
-CHAT_TOOLS = [
+CHAT_TOOLS: list[ChatCompletionFunctionToolParam] = [
     {
         "type": "function",
         "function": {"name": "shell", "parameters": {"type": "object", "properties": {"cmd": {"type": "string"}}}},
     }
 ]
-RESP_TOOLS = [
-    {"type": "function", "name": "shell", "parameters": {"type": "object", "properties": {"cmd": {"type": "string"}}}}
-]
+# the SDK's TypedDict requires `strict`; these tools leave it out, as clients may (the wire body stays as sent)
+RESP_TOOLS = cast(
+    list[FunctionToolParam],
+    [
+        {
+            "type": "function",
+            "name": "shell",
+            "parameters": {"type": "object", "properties": {"cmd": {"type": "string"}}},
+        }
+    ],
+)
 
 
 class Clock:
@@ -61,6 +74,19 @@ def post(upstream: UpstreamServer, path: str, body: dict[str, Any], **headers: s
     return httpx2.post(upstream.base_url + path, json=body, headers={**base, **headers}, timeout=30)
 
 
+def block_at(content: Sequence[object], index: int, kind: type[BlockT]) -> BlockT:
+    """`content[index]` as the block type the test expects there (a response's content/output is a union)."""
+    found = content[index]
+    assert isinstance(found, kind), f"item {index} is a {type(found).__name__}, not a {kind.__name__}"
+    return found
+
+
+def cached_chat_tokens(completion: ChatCompletion) -> int | None:
+    """The cached prompt tokens a chat completion reports (its usage and details are optional in the SDK)."""
+    assert completion.usage is not None and completion.usage.prompt_tokens_details is not None
+    return completion.usage.prompt_tokens_details.cached_tokens
+
+
 def use(id_: str, name: str = "Bash") -> dict[str, Any]:
     return {"type": "tool_use", "id": id_, "name": name, "input": {"command": "ls"}}
 
@@ -69,14 +95,15 @@ def result(id_: str, text: str = "out") -> dict[str, Any]:
     return {"type": "tool_result", "tool_use_id": id_, "content": text}
 
 
-def user(*content: Any) -> dict[str, Any]:
+def user(*content: Any) -> MessageParam:
+    """A user message: one string as is, else the blocks (any JSON: the validation cases send invalid ones too)."""
     return {
         "role": "user",
         "content": list(content) if len(content) != 1 or not isinstance(content[0], str) else content[0],
     }
 
 
-def assistant(*content: Any) -> dict[str, Any]:
+def assistant(*content: Any) -> MessageParam:
     return {"role": "assistant", "content": list(content)}
 
 
@@ -220,12 +247,12 @@ def test_anthropic_system_turns_need_the_per_turn_beta(upstream: UpstreamServer)
 def test_anthropic_thinking_rules(upstream: UpstreamServer) -> None:
     """Signed thinking comes back unmodified: accepted; with thinking on, the continued turn must start with it."""
     client = anthropic.Anthropic(base_url=upstream.base_url, api_key="k", max_retries=0)
-    thinking = {"type": "enabled", "budget_tokens": 1024}
+    thinking: ThinkingConfigParam = {"type": "enabled", "budget_tokens": 1024}
     upstream.push(reply(tool_call("Bash", {"command": "ls"})))  # the upstream adds a signed thinking block itself
     first = client.messages.create(model=MODEL, max_tokens=2000, messages=[user("a")], tools=TOOLS, thinking=thinking)
     assert [b.type for b in first.content] == ["thinking", "tool_use"]
     turn = [b.model_dump(exclude_none=True, exclude={"caller"}) for b in first.content]
-    answer = user(result(first.content[1].id))
+    answer = user(result(block_at(first.content, 1, ToolUseBlock).id))
     ok = client.messages.create(
         model=MODEL, max_tokens=2000, messages=[user("a"), assistant(*turn), answer], tools=TOOLS, thinking=thinking
     )
@@ -253,12 +280,12 @@ def test_anthropic_omitted_thinking_is_sealed(upstream: UpstreamServer) -> None:
     """`thinking.display: "omitted"` (Claude Code sends it): empty thinking text, a signature that seals the hidden
     text; sent back as it came it is accepted, filled in or with another block's signature it is not."""
     client = anthropic.Anthropic(base_url=upstream.base_url, api_key="k", max_retries=0)
-    thinking = {"type": "adaptive", "display": "omitted"}
+    thinking: ThinkingConfigParam = {"type": "adaptive", "display": "omitted"}
     upstream.push(reply(Thinking("secret plan"), tool_call("Bash", {"command": "ls"})))
-    first = client.messages.create(model=MODEL, max_tokens=2000, messages=[user("a")], tools=TOOLS, thinking=thinking)  # type: ignore[arg-type]
+    first = client.messages.create(model=MODEL, max_tokens=2000, messages=[user("a")], tools=TOOLS, thinking=thinking)
     block = first.content[0].model_dump(exclude_none=True)
     assert block["thinking"] == "" and block["signature"]
-    answer = user(result(first.content[1].id))  # type: ignore[union-attr]
+    answer = user(result(block_at(first.content, 1, ToolUseBlock).id))
     call = first.content[1].model_dump(exclude_none=True, exclude={"caller"})
     ok = post(
         upstream,
@@ -419,7 +446,7 @@ def test_responses_previous_response_id_chains_and_unknown_ids_fail(upstream: Up
     client = openai.OpenAI(base_url=upstream.openai_url, api_key="k", max_retries=0)
     upstream.push(reply(tool_call("shell", {"cmd": "ls"})), reply("listed"))
     first = client.responses.create(model="gpt-5", input="list files", tools=RESP_TOOLS)
-    call = first.output[0]
+    call = block_at(first.output, 0, ResponseFunctionToolCall)
     second = client.responses.create(
         model="gpt-5",
         previous_response_id=first.id,
@@ -462,7 +489,7 @@ def test_anthropic_cache_reads_and_writes_at_breakpoints(upstream: UpstreamServe
         assistant({"type": "text", "text": "ok"}),
         user({"type": "text", "text": filler(300, "v"), "cache_control": {"type": "ephemeral"}}),
     ]
-    body = {"model": MODEL, "max_tokens": 100, "system": system, "messages": history, "tools": TOOLS}
+    body: dict[str, Any] = {"model": MODEL, "max_tokens": 100, "system": system, "messages": history, "tools": TOOLS}
     t = tokens_of("anthropic", body)  # segments: tool, system, u, ok, v
     assert t[2] >= 1024  # the system breakpoint is cacheable
     first = client.messages.create(**body).usage
@@ -470,7 +497,7 @@ def test_anthropic_cache_reads_and_writes_at_breakpoints(upstream: UpstreamServe
     second = client.messages.create(**body).usage
     assert (second.cache_read_input_tokens, second.cache_creation_input_tokens, second.input_tokens) == (t[5], 0, 0)
     # a new turn with the breakpoint moved to its end: reads the old prefix, writes the new part
-    longer = {
+    longer: dict[str, Any] = {
         **body,
         "messages": [
             *history[:2],
@@ -487,7 +514,7 @@ def test_anthropic_cache_reads_and_writes_at_breakpoints(upstream: UpstreamServe
     fourth = client.messages.create(**longer).usage
     assert (fourth.cache_read_input_tokens, fourth.cache_creation_input_tokens) == (0, t2[7])
     # a change in the prefix (the first user message) misses from there on; the system breakpoint still hits
-    changed = {**longer, "messages": [user(filler(400, "w")), *longer["messages"][1:]]}
+    changed: dict[str, Any] = {**longer, "messages": [user(filler(400, "w")), *longer["messages"][1:]]}
     fifth = client.messages.create(**changed).usage
     assert fifth.cache_read_input_tokens == t[2]
     stats = upstream.stats(upstream.requests[-1].session or "")
@@ -496,7 +523,7 @@ def test_anthropic_cache_reads_and_writes_at_breakpoints(upstream: UpstreamServe
 
 def test_anthropic_no_write_below_the_minimum_and_no_read_beyond_the_lookback(upstream: UpstreamServer) -> None:
     client = anthropic.Anthropic(base_url=upstream.base_url, api_key="k", max_retries=0)
-    small = {
+    small: dict[str, Any] = {
         "model": MODEL,
         "max_tokens": 100,
         "messages": [user({"type": "text", "text": "short", "cache_control": {"type": "ephemeral"}})],
@@ -505,10 +532,10 @@ def test_anthropic_no_write_below_the_minimum_and_no_read_beyond_the_lookback(up
     assert client.messages.create(**small).usage.cache_read_input_tokens == 0
     # 25 blocks after the cached prefix, breakpoint only on the last one: the 20-block lookback does not reach
     head = [user({"type": "text", "text": filler(1500, "h"), "cache_control": {"type": "ephemeral"}})]
-    body = {"model": MODEL, "max_tokens": 100, "messages": head}
+    body: dict[str, Any] = {"model": MODEL, "max_tokens": 100, "messages": head}
     assert client.messages.create(**body).usage.cache_creation_input_tokens > 1024
     blocks = [{"type": "text", "text": f"block {i}"} for i in range(25)]
-    far = {
+    far: dict[str, Any] = {
         **body,
         "messages": [
             user(
@@ -519,7 +546,7 @@ def test_anthropic_no_write_below_the_minimum_and_no_read_beyond_the_lookback(up
         ],
     }
     assert client.messages.create(**far).usage.cache_read_input_tokens == 0
-    near = {
+    near: dict[str, Any] = {
         **body,
         "messages": [
             user(
@@ -541,23 +568,23 @@ def test_automatic_caching_places_the_breakpoint_on_the_last_block(upstream: Ups
 
 def test_openai_cache_in_128_token_steps_from_1024(upstream: UpstreamServer, clock: Clock) -> None:
     client = openai.OpenAI(base_url=upstream.openai_url, api_key="k", max_retries=0)
-    short = [{"role": "user", "content": filler(300, "a")}]
+    short: list[ChatCompletionMessageParam] = [{"role": "user", "content": filler(300, "a")}]
     client.chat.completions.create(model="gpt-5", messages=short)
-    assert client.chat.completions.create(model="gpt-5", messages=short).usage.prompt_tokens_details.cached_tokens == 0
+    assert cached_chat_tokens(client.chat.completions.create(model="gpt-5", messages=short)) == 0
     messages = [{"role": "system", "content": filler(1000, "s")}, {"role": "user", "content": filler(500, "u")}]
-    body = {"model": "gpt-5", "messages": messages}
+    body: dict[str, Any] = {"model": "gpt-5", "messages": messages}
     t = tokens_of("openai_chat", body)
     assert client.chat.completions.create(**body).usage.prompt_tokens_details.cached_tokens == 0
     again = client.chat.completions.create(**body).usage
     assert again.prompt_tokens == t[-1] and again.prompt_tokens_details.cached_tokens == t[-1] // 128 * 128
     # the next turn extends the prompt: the whole previous prompt is read (in 128-token steps)
-    longer = {
+    longer: dict[str, Any] = {
         **body,
         "messages": [*messages, {"role": "assistant", "content": "ok"}, {"role": "user", "content": "more"}],
     }
     assert client.chat.completions.create(**longer).usage.prompt_tokens_details.cached_tokens == t[-1] // 128 * 128
     # a change in the user message: only the system message's steps are read
-    changed = {**body, "messages": [messages[0], {"role": "user", "content": filler(500, "x")}]}
+    changed: dict[str, Any] = {**body, "messages": [messages[0], {"role": "user", "content": filler(500, "x")}]}
     assert client.chat.completions.create(**changed).usage.prompt_tokens_details.cached_tokens == t[1] // 128 * 128
     clock.now += 301
     assert client.chat.completions.create(**body).usage.prompt_tokens_details.cached_tokens == 0
@@ -565,7 +592,7 @@ def test_openai_cache_in_128_token_steps_from_1024(upstream: UpstreamServer, clo
 
 def test_responses_usage_reports_cached_tokens(upstream: UpstreamServer) -> None:
     client = openai.OpenAI(base_url=upstream.openai_url, api_key="k", max_retries=0)
-    body = {"model": "gpt-5", "instructions": filler(1200, "i"), "input": "hello"}
+    body: dict[str, Any] = {"model": "gpt-5", "instructions": filler(1200, "i"), "input": "hello"}
     first = client.responses.create(**body).usage
     second = client.responses.create(**body).usage
     assert first.input_tokens_details.cached_tokens == 0
@@ -605,9 +632,10 @@ def test_anthropic_sdk_accumulates_the_stream(upstream: UpstreamServer) -> None:
         final = stream.get_final_message()
     assert kinds[0] == "message_start" and kinds[-1] == "message_stop" and "message_delta" in kinds
     assert [b.type for b in final.content] == ["thinking", "text", "tool_use"]
-    assert final.content[0].thinking == "let me look" and final.content[0].signature
-    assert final.content[1].text == "Looking " * 20
-    assert final.content[2].input == {"command": "cat f.json", "n": [1, 2]}
+    thought = block_at(final.content, 0, ThinkingBlock)
+    assert thought.thinking == "let me look" and thought.signature
+    assert block_at(final.content, 1, TextBlock).text == "Looking " * 20
+    assert block_at(final.content, 2, ToolUseBlock).input == {"command": "cat f.json", "n": [1, 2]}
     assert final.stop_reason == "tool_use" and final.usage.output_tokens > 1
     assert final.usage.input_tokens == upstream.requests[-1].usage.uncached  # type: ignore[union-attr]
 
@@ -618,7 +646,7 @@ async def test_async_sdks_parse_all_three_streams(upstream: UpstreamServer) -> N
     upstream.push(reply("hi there", tool_call("Bash", {"command": "ls"})))
     async with a.messages.stream(model=MODEL, max_tokens=100, messages=[user("a")], tools=TOOLS) as s:
         message = await s.get_final_message()
-    assert message.content[1].input == {"command": "ls"}
+    assert block_at(message.content, 1, ToolUseBlock).input == {"command": "ls"}
     upstream.push(
         reply("calling", tool_call("shell", {"cmd": "ls"}), tool_call("shell", {"cmd": "pwd"}), chunk_chars=3)
     )
@@ -643,14 +671,23 @@ async def test_async_sdks_parse_all_three_streams(upstream: UpstreamServer) -> N
     ) as s:
         response = await s.get_final_response()
     assert [i.type for i in response.output] == ["reasoning", "message", "function_call"]
-    assert response.output_text == "text out" and response.output[2].arguments == '{"cmd": "ls"}'
+    assert response.output_text == "text out" and block_at(response.output, 2, ResponseFunctionToolCall).arguments == (
+        '{"cmd": "ls"}'
+    )
     assert response.usage and response.usage.input_tokens_details.cached_tokens == 0
     # the reasoning item goes back as it came (encrypted_content verified) with the call's output
-    items = [
-        {"role": "user", "content": "a"},
-        *[i.model_dump(exclude_none=True) for i in response.output],
-        {"type": "function_call_output", "call_id": response.output[2].call_id, "output": "f"},
-    ]
+    items = cast(
+        ResponseInputParam,
+        [
+            {"role": "user", "content": "a"},
+            *[i.model_dump(exclude_none=True) for i in response.output],
+            {
+                "type": "function_call_output",
+                "call_id": block_at(response.output, 2, ResponseFunctionToolCall).call_id,
+                "output": "f",
+            },
+        ],
+    )
     assert (await o.responses.create(model="gpt-5", input=items, tools=RESP_TOOLS)).output_text
 
 
@@ -679,8 +716,9 @@ def test_scripted_errors_and_faults(upstream: UpstreamServer) -> None:
     with pytest.raises(anthropic.RateLimitError) as caught:
         a.messages.create(model=MODEL, max_tokens=10, messages=[user("a")])
     assert (
-        caught.value.response.headers["retry-after"] == "7" and caught.value.body["error"]["type"] == "rate_limit_error"
-    )  # type: ignore[index]
+        caught.value.response.headers["retry-after"] == "7"
+        and cast(dict[str, Any], caught.value.body)["error"]["type"] == "rate_limit_error"
+    )
     upstream.push(ApiError(529, "overloaded"))
     with pytest.raises(anthropic.APIStatusError) as status:
         a.messages.create(model=MODEL, max_tokens=10, messages=[user("a")])
@@ -700,12 +738,12 @@ def test_scripted_errors_and_faults(upstream: UpstreamServer) -> None:
     with a.messages.stream(model=MODEL, max_tokens=10, messages=[user("a")]) as s:
         next(iter(s))
         waited = time.monotonic() - started
-        assert s.get_final_message().content[0].text == "late"  # type: ignore[union-attr]
+        assert block_at(s.get_final_message().content, 0, TextBlock).text == "late"
     assert waited >= 0.4
 
 
 def test_count_tokens_and_models(upstream: UpstreamServer) -> None:
-    body = {"model": MODEL, "messages": [user(filler(100, "a"))], "tools": TOOLS}
+    body: dict[str, Any] = {"model": MODEL, "messages": [user(filler(100, "a"))], "tools": TOOLS}
     counted = anthropic.Anthropic(base_url=upstream.base_url, api_key="k").messages.count_tokens(**body)
     assert counted.input_tokens == tokens_of("anthropic", body)[-1]
     assert upstream.requests[-1].usage is None  # counting is not a cached request
@@ -717,13 +755,13 @@ def test_count_tokens_and_models(upstream: UpstreamServer) -> None:
 # -- the default agent script --------------------------------------------------------------------------------------
 def test_agent_script_follows_directives_across_apis(upstream: UpstreamServer) -> None:
     prompt = "Find the key.\n@run cat big.json\n@search PLANTED\n@answer PLANTED-[0-9a-f]+"
-    search_tool = {
+    search_tool: ToolParam = {
         "name": "search_large_output",
         "description": "s",
         "input_schema": {"type": "object", "properties": {"pattern": {"type": "string"}}},
     }
     a = anthropic.Anthropic(base_url=upstream.base_url, api_key="k", max_retries=0)
-    messages: list[dict[str, Any]] = [user(prompt)]
+    messages: list[MessageParam] = [user(prompt)]
     results = ["Stored as out_1 (json; 300,000 bytes)", 'line 77: "key": "PLANTED-c0ffee"']
     for expected_tool, text in zip(["Bash", "search_large_output"], results, strict=True):
         m = a.messages.create(model=MODEL, max_tokens=500, messages=messages, tools=[*TOOLS, search_tool])
@@ -736,19 +774,22 @@ def test_agent_script_follows_directives_across_apis(upstream: UpstreamServer) -
             user(result(call.id, text)),
         ]
     final = a.messages.create(model=MODEL, max_tokens=500, messages=messages, tools=[*TOOLS, search_tool])
-    assert final.content[0].text == "ANSWER: PLANTED-c0ffee"  # type: ignore[union-attr]
+    assert block_at(final.content, 0, TextBlock).text == "ANSWER: PLANTED-c0ffee"
     # Codex-shaped shell tool (argv array) on Responses
     o = openai.OpenAI(base_url=upstream.openai_url, api_key="k", max_retries=0)
-    argv_tool = {
-        "type": "function",
-        "name": "shell",
-        "parameters": {"type": "object", "properties": {"command": {"type": "array", "items": {"type": "string"}}}},
-    }
+    argv_tool = cast(  # no `strict`, as Codex sends it
+        FunctionToolParam,
+        {
+            "type": "function",
+            "name": "shell",
+            "parameters": {"type": "object", "properties": {"command": {"type": "array", "items": {"type": "string"}}}},
+        },
+    )
     r = o.responses.create(model="gpt-5", input=prompt, tools=[argv_tool])
     assert (
         r.output[-1].type == "function_call"
         and r.output[-1].arguments == '{"command": ["bash", "-lc", "cat big.json"]}'
-    )  # type: ignore[union-attr]
+    )
 
 
 def test_request_log_endpoint_for_other_processes(upstream: UpstreamServer) -> None:

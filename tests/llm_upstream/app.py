@@ -46,8 +46,11 @@ def build_app(state: UpstreamState) -> Starlette:
         headers = {k.lower(): v for k, v in request.headers.items()}
         state.record(ReceivedRequest(None, request.url.path, headers, None))
         if "anthropic-version" in headers:
-            data = [{"type": "model", "id": m, "display_name": m, "created_at": "2025-09-29T00:00:00Z"}
-                    for m in MODELS if m.startswith("claude")]  # fmt: skip
+            data: list[dict[str, Any]] = [
+                {"type": "model", "id": m, "display_name": m, "created_at": "2025-09-29T00:00:00Z"}
+                for m in MODELS
+                if m.startswith("claude")
+            ]
             return JSONResponse({"data": data, "has_more": False, "first_id": data[0]["id"], "last_id": data[-1]["id"]})
         data = [{"id": m, "object": "model", "created": 1_750_000_000, "owned_by": "llm-upstream"} for m in MODELS]
         return JSONResponse({"object": "list", "data": data})
@@ -174,9 +177,8 @@ async def _handle(state: UpstreamState, request: Request, api: ApiKind, *, count
         if not stream:
             return await _answer(entry, reply, emit_anthropic.message(msg_id, model, blocks, reply, usage, out_tokens),
                                  {"request-id": request_id()})  # fmt: skip
-        events = emit_anthropic.stream_events(msg_id, model, blocks, reply, usage, out_tokens)
-        lines = (f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in events)
-        return _stream(state, entry, reply, lines, {"request-id": request_id()})
+        sse = emit_anthropic.stream_events(msg_id, model, blocks, reply, usage, out_tokens)
+        return _stream(state, entry, reply, _event_lines(sse), {"request-id": request_id()})
     if api == "openai_chat":
         text, calls = emit_chat.parts_of(reply, state.mint_id)
         cid = state.mint_id("chatcmpl-")
@@ -185,8 +187,7 @@ async def _handle(state: UpstreamState, request: Request, api: ApiKind, *, count
                                  {"x-request-id": request_id()})  # fmt: skip
         include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
         chunks = emit_chat.stream_chunks(cid, model, reply, text, calls, usage, out_tokens, include_usage)
-        lines = _chat_lines(chunks)
-        return _stream(state, entry, reply, lines, {"x-request-id": request_id()})
+        return _stream(state, entry, reply, _chat_lines(chunks), {"x-request-id": request_id()})
     encrypted = "reasoning.encrypted_content" in (body.get("include") or [])
     items = emit_responses.items_of(reply, state.signer, state.mint_id, encrypted)
     rid = state.mint_id("resp_")
@@ -200,8 +201,7 @@ async def _handle(state: UpstreamState, request: Request, api: ApiKind, *, count
                                        int(time.time()))  # fmt: skip
         return await _answer(entry, reply, full, {"x-request-id": request_id()})
     events = emit_responses.stream_events(rid, body, items, reply, usage, out_tokens)
-    lines = (f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events)
-    return _stream(state, entry, reply, lines, {"x-request-id": request_id()})
+    return _stream(state, entry, reply, _responses_lines(events), {"x-request-id": request_id()})
 
 
 def _knobs(reply: Reply) -> dict[str, Any]:
@@ -219,6 +219,18 @@ def _output_tokens(state: UpstreamState, reply: Reply) -> int:
         else:
             total += state.tokens.count(block.text)
     return max(total, 1)
+
+
+def _event_lines(events: Iterator[emit_anthropic.SseEvent]) -> Iterator[str]:
+    """Anthropic's SSE framing: a named event per line pair."""
+    for name, data in events:
+        yield f"event: {name}\ndata: {json.dumps(data)}\n\n"
+
+
+def _responses_lines(events: Iterator[dict[str, Any]]) -> Iterator[str]:
+    """The Responses API's SSE framing: the event name is the payload's type."""
+    for event in events:
+        yield f"event: {event['type']}\ndata: {json.dumps(event)}\n\n"
 
 
 def _chat_lines(chunks: Iterator[dict[str, Any]]) -> Iterator[str]:

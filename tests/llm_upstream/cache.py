@@ -29,11 +29,19 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TypedDict
 
 from llm_upstream.prompt import TTL_SECONDS, Segment
 
 OPENAI_MIN_TOKENS = 1024
 OPENAI_STEP_TOKENS = 128
+
+
+class _Diagnosis(TypedDict):
+    """How a request relates to the session's previous ones (the tail of a CacheUsage)."""
+
+    extends_previous: bool
+    seen_prefix_tokens: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,7 +187,7 @@ class PromptCache:
             return usage
 
     @staticmethod
-    def _diagnose(state: _Session, hashes: list[bytes], totals: list[int]) -> dict[str, object]:
+    def _diagnose(state: _Session, hashes: list[bytes], totals: list[int]) -> _Diagnosis:
         extends = state.previous_end is None or state.previous_end in hashes
         seen = 0
         for k in range(1, len(hashes)):
@@ -188,7 +196,7 @@ class PromptCache:
             seen = totals[k]
         state.seen.update(hashes[1:])
         state.previous_end = hashes[-1]
-        return {"extends_previous": extends, "seen_prefix_tokens": seen}
+        return _Diagnosis(extends_previous=extends, seen_prefix_tokens=seen)
 
     @staticmethod
     def _count(state: _Session, usage: CacheUsage) -> None:

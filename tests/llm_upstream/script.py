@@ -291,8 +291,8 @@ class AgentScript:
             name, _, raw = arg.partition(" ")
             return ToolCall(name, json.loads(raw) if raw.strip() else {}) if name in turn.tool_names else None
         if verb == "search":
-            name = next((names[n] for n in SEARCH_TOOLS if n in names), None)
-            return ToolCall(name, {"pattern": arg, "literal": True}) if name else None
+            search = next((names[n] for n in SEARCH_TOOLS if n in names), None)
+            return ToolCall(search, {"pattern": arg, "literal": True}) if search else None
         if verb == "read":
             for candidate in READ_TOOLS[:3]:
                 if candidate in names:

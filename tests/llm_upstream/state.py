@@ -8,6 +8,7 @@ import string
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,11 +57,11 @@ class UpstreamState:
         self.cache = cache or PromptCache()
         self.signer = Signer()
         self.tokens = TokenCache()
-        self.default_script: Script = AgentScript()
+        self.default_script: Callable[[Turn], Step] = AgentScript()
         self.requests: list[ReceivedRequest] = []
         self.responses: dict[str, list[dict[str, Any]]] = {}  # Responses API: id -> items (input + output)
         self.active_streams = 0
-        self._script: Script | None = None
+        self._script: Callable[[Turn], Step] | None = None  # a list script goes to the queue
         self._queue: deque[Step] = deque()
         self._lock = threading.Lock()
         self._rng = random.Random(seed)

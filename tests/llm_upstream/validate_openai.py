@@ -308,7 +308,8 @@ def validate_responses_request(
                 )
         elif kind in ("function_call_output", "custom_tool_call_output"):
             call_kind = kind.removesuffix("_output")
-            if calls.get(item.get("call_id")) != call_kind:
+            call_id = item.get("call_id")
+            if (calls.get(call_id) if isinstance(call_id, str) else None) != call_kind:
                 label = "function call" if kind == "function_call_output" else "custom tool call"
                 raise InvalidRequest(
                     f"No tool call found for {label} output with call_id {item.get('call_id')}.", param="input"

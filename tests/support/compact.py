@@ -5,6 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from llm_upstream.signing import Signer
+from llm_upstream.validate_anthropic import validate_messages_request
+from llm_upstream.validate_openai import validate_chat_request, validate_responses_request
 from mcp_offload.compact import AsyncCompactor
 from mcp_offload.core import api
 
@@ -65,3 +68,14 @@ async def read_whole(compactor: AsyncCompactor, handle: str) -> str:
 def handle_in(text: str) -> str:
     assert text.startswith("Stored as out_"), text[:80]
     return text.split()[2]
+
+
+def validate(fmt: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> None:
+    """The scripted upstream's request validation, the same code that answers 400 to a real SDK."""
+    if fmt == "anthropic":
+        body = {"model": "claude-sonnet-4-5", "max_tokens": 100, "messages": messages, "tools": tools}
+        validate_messages_request(body, Signer())
+    elif fmt == "openai":
+        validate_chat_request({"model": "gpt-4.1", "messages": messages, "tools": tools})
+    else:
+        validate_responses_request({"model": "gpt-4.1", "input": messages, "tools": tools}, Signer(), lambda _: None)

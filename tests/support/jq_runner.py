@@ -23,7 +23,7 @@ from mcp_offload.store.content_index import ContentIndex
 from mcp_offload.store.fs import FilesystemStore
 from mcp_offload.store.handles import new_handle, scope_key
 
-WORKER_MARK = b"jq_worker.main"  # in every worker's command line (see `jq_pool.worker_command`)
+WORKER_MARK = b"jq_worker.main"  # in every worker's command line (see `jq_process.worker_command`)
 JQ = shutil.which("jq")
 needs_jq_cli = pytest.mark.skipif(JQ is None, reason="the jq CLI is not installed (apt-get install jq): no yardstick")
 

@@ -4,7 +4,13 @@ same exchange in the three APIs' shapes, and scripts that make the model use the
 from __future__ import annotations
 
 import re
-from typing import Any
+from collections.abc import Iterable
+from typing import Any, cast
+
+from anthropic.types import MessageParam, ToolParam
+from openai.types.chat import ChatCompletionFunctionToolParam, ChatCompletionMessageParam
+from openai.types.responses import FunctionToolParam, ResponseInputParam
+from pydantic import BaseModel
 
 from llm_upstream import Turn, reply, tool_call
 from llm_upstream.script import Reply, Step
@@ -12,15 +18,19 @@ from llm_upstream.script import Reply, Step
 NEEDLE = "FATAL: disk quota exceeded on /var/cache/build-7731"
 HANDLE = re.compile(r"Stored as (out_[A-Za-z0-9_-]+)")
 
-BASH_ANTHROPIC = {
-    "name": "Bash",
-    "description": "Run a shell command",
-    "input_schema": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]},
+_BASH_SCHEMA: dict[str, object] = {
+    "type": "object",
+    "properties": {"command": {"type": "string"}},
+    "required": ["command"],
 }
-BASH_CHAT = {"type": "function", "function": {"name": "Bash", "description": "Run a shell command",
-                                              "parameters": BASH_ANTHROPIC["input_schema"]}}  # fmt: skip
-BASH_RESPONSES = {"type": "function", "name": "Bash", "description": "Run a shell command",
-                  "parameters": BASH_ANTHROPIC["input_schema"]}  # fmt: skip
+BASH_ANTHROPIC: ToolParam = {"name": "Bash", "description": "Run a shell command", "input_schema": _BASH_SCHEMA}
+BASH_CHAT: ChatCompletionFunctionToolParam = {
+    "type": "function",
+    "function": {"name": "Bash", "description": "Run a shell command", "parameters": _BASH_SCHEMA},
+}
+# the SDK's TypedDict requires `strict`; this tool leaves it out, as clients may (the wire body stays as sent)
+BASH_RESPONSES = cast(FunctionToolParam, {"type": "function", "name": "Bash", "description": "Run a shell command",
+                                          "parameters": _BASH_SCHEMA})  # fmt: skip
 
 
 def build_log(lines: int = 1500, needle_at: int = 1100) -> str:
@@ -29,7 +39,7 @@ def build_log(lines: int = 1500, needle_at: int = 1100) -> str:
     return "\n".join(out)
 
 
-def anthropic_messages(log: str) -> list[dict[str, Any]]:
+def anthropic_messages(log: str) -> list[MessageParam]:
     return [
         {"role": "user", "content": "Build the project and tell me what failed."},
         {
@@ -40,7 +50,7 @@ def anthropic_messages(log: str) -> list[dict[str, Any]]:
     ]
 
 
-def chat_messages(log: str) -> list[dict[str, Any]]:
+def chat_messages(log: str) -> list[ChatCompletionMessageParam]:
     return [
         {"role": "system", "content": "You are a build assistant."},
         {"role": "user", "content": "Build the project and tell me what failed."},
@@ -50,12 +60,18 @@ def chat_messages(log: str) -> list[dict[str, Any]]:
     ]  # fmt: skip
 
 
-def responses_input(log: str) -> list[dict[str, Any]]:
+def responses_input(log: str) -> ResponseInputParam:
     return [
         {"role": "user", "content": "Build the project and tell me what failed."},
         {"type": "function_call", "call_id": "call_01", "name": "Bash", "arguments": '{"command": "make"}'},
         {"type": "function_call_output", "call_id": "call_01", "output": log},
     ]
+
+
+def echo_assistant(content: Iterable[BaseModel], **dump: Any) -> MessageParam:
+    """The assistant message a client sends back on its next turn: the response's blocks dumped to JSON (the SDK's
+    response models and its request TypedDicts describe the same shapes, which the type checker cannot see)."""
+    return cast(MessageParam, {"role": "assistant", "content": [block.model_dump(**dump) for block in content]})
 
 
 def handles_in(turn: Turn) -> list[str]:

@@ -6,23 +6,51 @@ supplies `count_tokens(text) -> int` for another model. A message costs its text
 tool result text) plus `MESSAGE_OVERHEAD` tokens, and `IMAGE_TOKENS` per image: an estimate, close to what the APIs
 bill, good enough to decide when to compact.
 
-The policy (`compact(..., context_window=W, trigger=0.8)`): nothing happens while the list uses at most `trigger × W`
-tokens. Above that, steps of increasing strength run until it fits: (1) offload tool results over the threshold,
-oldest first; (2) offload any tool result larger than a reference, oldest first; (3) move whole older turns into one
-stored transcript, replaced by its reference + preview, or by a summary + its handle when a `summarize` callback is
-given. Without `context_window` only step (1) runs, on every call, inside the boundary.
+The policy (`compact(..., context_window=W, trigger=0.8)`). The request is counted whole: the messages, plus the
+fixed part they share the window with: `system` (the system prompt when the API takes it beside the messages),
+`tools` (the caller's tool definitions), the five retrieval tools (unless `retrieval_tools=False`) and
+`max_output_tokens` reserved for the answer. Step (1) runs on every call, at first sight, window or not (a big
+result never rides inline waiting for the trigger); nothing more happens while the request uses at most
+`trigger × W` tokens. Above that, steps of increasing strength run: (1) and (2) until the request is under
+`0.75 × trigger × W` (a batch: each rewrite of already-sent messages is a prompt-cache miss from there on, so it
+should not recur on the next request), (3) until it is under `trigger × W`:
 
-`MessageLedger` remembers, per message object (by identity, bounded LRU, holding a reference so an id is never
-reused while remembered), its plain-dict form, its `MessageView`, its token count and the threshold it was already
-compacted at: a call over a long history only reads, counts and compacts the messages it has not seen.
+1. tool results over `threshold_tokens` inside the boundary, oldest first;
+2. tool results larger than a reference (`preview_tokens`) inside the boundary, oldest first;
+3. whole older turns (outside kept messages) into one stored transcript; the note that stands for them (reference +
+   preview, or a `summarize` callback's summary + the handle) is the first part of the user message that opens the
+   next turn, so user and assistant still alternate.
+
+Only if the request is then still over `W` itself (it would not fit), the last resort, boundaries notwithstanding:
+
+4. tool results larger than a reference anywhere (kept messages and the current turn too), oldest first;
+5. tool-call arguments larger than a reference, oldest first (the call keeps its id and name; its arguments become
+   `{"offloaded_arguments": reference}`, still the shape the API takes);
+6. the user's own messages more than twice a reference, oldest first, except the last user turn: each is stored
+   whole (one JSON message) and replaced by a user message holding its reference + preview;
+7. the last user message the same way, only when nothing else is left to reduce.
+
+If the request is still over `W`, `ContextWindowExceeded` is raised (mcp_offload.errors), naming what could not be
+reduced: the fixed part by part, and the largest messages left (system messages, assistant text and references are
+never reduced). So with a window, `compact` returns a list that fits, or raises: never a silent overflow. Without
+`context_window` only step (1) runs, inside the boundary (`keep-last`: in batches, compactor.py `_batch_due`).
+
+`MessageLedger` remembers, per message content (keyed by the SHA-256 of its canonical JSON, bounded LRU), its
+`MessageView`, its token count and the threshold it was already compacted at: a call over a long history only reads,
+counts and compacts the messages whose content it has not seen. Keying by content, not by object identity, means an
+edit in place (a result appended to a message already seen) is new content and is compacted like any other.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypedDict
+
+import orjson
 
 from mcp_offload.compact.formats import Message, MessageFormat, MessageView
 
@@ -37,7 +65,7 @@ CountTokens = Callable[[str], int]
 class Entry:
     """What the ledger knows about one message object."""
 
-    source: object  # the object the caller passed (kept alive so its id stays unique)
+    source: object  # the object the caller passed
     out: Message  # the plain dict returned for it
     view: MessageView
     tokens: int | None = None
@@ -55,23 +83,26 @@ class Entry:
 class MessageLedger:
     count_text: CountTokens
     size: int = LEDGER_SIZE
-    _entries: OrderedDict[tuple[int, str], Entry] = field(default_factory=OrderedDict)
+    _entries: OrderedDict[tuple[str, bytes], Entry] = field(default_factory=OrderedDict)
 
     def entry(self, fmt: MessageFormat, message: object, index: int) -> Entry:
-        """The entry for `message` (read and validated only the first time it is seen)."""
-        key = (id(message), fmt.name)
+        """The entry for `message`'s content (read and validated only the first time that content is seen)."""
+        out = fmt.to_dict(message, index)
+        key = (fmt.name, content_key(out))
         found = self._entries.get(key)
-        if found is not None and found.source is message:
+        if found is not None:
             self._entries.move_to_end(key)
             return found
-        out = fmt.to_dict(message, index)
         entry = Entry(source=message, out=out, view=fmt.view(out, index))
-        self.remember(fmt, entry)
+        self._store(key, entry)
         return entry
 
     def remember(self, fmt: MessageFormat, entry: Entry) -> None:
-        self._entries[(id(entry.source), fmt.name)] = entry
-        self._entries.move_to_end((id(entry.source), fmt.name))
+        self._store((fmt.name, content_key(entry.out)), entry)
+
+    def _store(self, key: tuple[str, bytes], entry: Entry) -> None:
+        self._entries[key] = entry
+        self._entries.move_to_end(key)
         while len(self._entries) > self.size:
             self._entries.popitem(last=False)
 
@@ -81,22 +112,37 @@ class MessageLedger:
         return entry.tokens
 
 
+def content_key(message: Message) -> bytes:
+    """SHA-256 of the message's canonical JSON: equal content, equal key, whatever object carries it (a message
+    edited in place, say a result appended to it, is new content)."""
+    try:
+        data = orjson.dumps(message, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
+    except TypeError:  # lone surrogates, values JSON has no type for: the slower encoder takes them all
+        data = json.dumps(message, sort_keys=True, default=repr).encode()
+    return hashlib.sha256(data).digest()
+
+
 def message_tokens(view: MessageView, count_text: CountTokens) -> int:
     return count_text(view.text) + MESSAGE_OVERHEAD + IMAGE_TOKENS * view.images
 
 
 class Usage(TypedDict):
-    """`Compactor.usage()`'s answer: tokens counted, messages, and the share of the window when one is given."""
+    """`Compactor.usage()`'s answer: tokens counted (the messages + the fixed part), the fixed part alone (system
+    prompt, tool definitions, room reserved for the output), messages, and the share of the window when one is
+    given."""
 
     tokens: int
+    fixed_tokens: int
     messages: int
     context_window: int | None
     share: float | None
 
 
-def usage_report(tokens: int, messages: int, context_window: int | None) -> Usage:
+def usage_report(message_tokens: int, fixed_tokens: int, messages: int, context_window: int | None) -> Usage:
+    tokens = message_tokens + fixed_tokens
     return {
         "tokens": tokens,
+        "fixed_tokens": fixed_tokens,
         "messages": messages,
         "context_window": context_window,
         "share": round(tokens / context_window, 4) if context_window else None,
@@ -119,6 +165,12 @@ class BudgetPolicy:
     @property
     def limit(self) -> int | None:
         return None if self.context_window is None else int(self.context_window * self.trigger)
+
+    @property
+    def target(self) -> int | None:
+        """Where steps 1-2 stop once triggered: a quarter of the limit under it, so that the rewrite of the
+        already-sent prefix (a cache miss from the first message changed) comes in batches, not on every request."""
+        return None if self.limit is None else self.limit - self.limit // 4
 
     def fits(self, tokens: int) -> bool:
         return self.limit is None or tokens <= self.limit

@@ -40,6 +40,7 @@ from mcp_offload.errors import StoreUnavailable
 from mcp_offload.gateway.access import GatewayAccess
 from mcp_offload.gateway.accounting import TurnCounters
 from mcp_offload.gateway.accounting import add_usage as account
+from mcp_offload.gateway.compress_api import CompressApi, is_compress_path
 from mcp_offload.gateway.errors import GatewayError, error_body, family_of
 from mcp_offload.gateway.loop import TurnReport, loop_json, loop_stream, relay_stream
 from mcp_offload.gateway.options import GatewayOptions
@@ -99,6 +100,7 @@ class GatewayApp:
         self.draining = False
         self.fail_open_events = 0  # since start (also on /healthz)
         self.access = GatewayAccess(options.tokens, options.allowed_hosts, options.allowed_origins)
+        self.compress_api = CompressApi(services, options.policy, self.access.refusal)  # Headroom's contract
 
     async def aclose(self) -> None:
         await self.upstream.aclose()
@@ -124,6 +126,9 @@ class GatewayApp:
                 "fail_open_events": self.fail_open_events,
             }
             await _send_bytes(send, status, JSON_HEADERS, orjson.dumps(body))
+            return
+        if is_compress_path(path):  # its own token rule (Authorization: Bearer too) and error format
+            await self._compress(method, path, scope, receive, send, header_map)
             return
         refusal = self.access.refusal(header_map)
         if refusal is not None:
@@ -164,6 +169,19 @@ class GatewayApp:
             with anyio.CancelScope(shield=True):
                 await self._account(exchange)
             _log(method, path, exchange, started)
+
+    async def _compress(
+        self, method: str, path: str, scope: Scope, receive: Receive, send: Send, headers: dict[str, str]
+    ) -> None:
+        try:
+            body = await read_body(receive, headers, self.options.max_body_bytes)
+        except GatewayError as exc:
+            status, answer = exc.status, {"error": {"code": exc.code, "message": exc.message}}
+        except ClientGone:
+            return
+        else:
+            status, answer = await self.compress_api.respond(method, path, _query(scope), headers, body)
+        await _send_bytes(send, status, JSON_HEADERS, orjson.dumps(answer))
 
     async def _status(self, path: str, send: Send) -> None:
         try:

@@ -16,71 +16,39 @@ lists its cache in every reply, so the pool's picture is exact.
 Results look exactly like the jq CLI's: pretty (2-space indent) by default, `compact` like `jq -c`, `raw` like
 `jq -r`, one result per line/block joined with "\\n" (no trailing newline). The numbers are formatted by jq itself.
 
-The program and the input are vetted first (`jq_program`); this module holds the pool, one worker process
-(`_Worker`: start-up, the non-blocking side of the wire in `jq_worker.protocol`, death reasons) and how a worker is
-started (`worker_command`).
+The program and the input are vetted first (`jq_program`). This module holds the pool and its queueing: at most
+`workers` queries at once (the rest wait on a semaphore), which idle worker takes a query (`_pick`), how the input
+travels (the stored file's descriptor, else its bytes), the deadline, and the one retry without other cached
+inputs after running out of memory next to them. Invariant: a worker goes back to the idle list only after a
+complete reply; any other ending (deadline, crash, cancellation, shutdown) kills and reaps it. One worker process's
+life (start, liveness, kill, death reasons) is `jq_process`; the non-blocking side of the wire is `jq_wire`; what a
+reply means (a `JqResult` or the `QueryError` a model reads) is `jq_reply`.
 """
 
 from __future__ import annotations
 
-import contextlib
-import importlib.util
-import logging
 import os
 import signal
-import socket
 import stat
-import subprocess
-import sys
 import time
-from array import array
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import anyio
 
 from mcp_offload.errors import QueryError
 from mcp_offload.os_support import O_CLOEXEC, O_NOFOLLOW, O_NONBLOCK
+from mcp_offload.retrieve.jq_process import JqWorker, libjq_path, worker_command
 from mcp_offload.retrieve.jq_program import check_kind, check_program
-from mcp_offload.retrieve.jq_worker.protocol import FRAME, MAX_FRAME, cache_serves, decode_frame, encode_frame
+from mcp_offload.retrieve.jq_reply import OUT_OF_MEMORY, JqResult, result_of
+from mcp_offload.retrieve.jq_wire import WorkerGone
+from mcp_offload.retrieve.jq_worker.protocol import MAX_FRAME
 from mcp_offload.store.base import OutputMeta, StoredOutput
 
-log = logging.getLogger(__name__)
+__all__ = ["JqResult", "JqRunner", "worker_command"]
 
-# The worker imports its package as the top-level `jq_worker` from this directory, never as part of mcp_offload
-# (whose imports would slow its start-up and reach past its sandbox): stdlib first on its path, then this directory.
-_WORKER_HOME = Path(__file__).parent
-_WORKER_BOOTSTRAP = (
-    "import sys; sys.path.append(sys.argv[1]); from jq_worker.main import main; sys.exit(main(sys.argv[2:]))"
-)
-_PROCFS = Path("/proc/self/stat").exists()
 _OPEN_FLAGS = os.O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK  # a planted FIFO must not block us
-_SOCKET_BUFFER = 4 * 1024 * 1024
-_START_TIMEOUT_S = 30.0
-_REAP_TIMEOUT_S = 5.0
 _MIN_RETRY_S = 0.1  # the least time a retry without cached inputs gets (after running out of memory next to them)
 _MIB = 1024 * 1024
-_OUT_OF_MEMORY = "the jq program ran out of memory and was stopped. Narrow it or process less data."
-
-
-@dataclass(frozen=True)
-class JqResult:
-    text: str
-    results: int
-    truncated: bool
-    elapsed_s: float
-    cached: bool = False  # the input was already parsed in the worker (no parse this time)
-
-
-# -- one worker process --------------------------------------------------------------------------------------------
-def worker_command(libjq: str, parent_pid: int, fd: int) -> list[str]:
-    """The worker's command line: stdlib only (`-I -S`), the `jq_worker` package found in `_WORKER_HOME`."""
-    return [sys.executable, "-I", "-S", "-c", _WORKER_BOOTSTRAP, str(_WORKER_HOME), libjq, str(parent_pid), str(fd)]
-
-
-class _WorkerGone(Exception):
-    """The worker closed its socket: it exited, crashed or was killed."""
 
 
 class _Deadline(QueryError):
@@ -95,192 +63,6 @@ class _CrowdedOut(Exception):
         self.error = error  # what to report if the retry cannot finish in time either
 
 
-def _libjq_path() -> str:
-    """jq.py's extension module, which carries (and exports) libjq; found without importing it here."""
-    spec = importlib.util.find_spec("jq")
-    if spec is None or not spec.origin:
-        raise QueryError("jq is not available on this server (the `jq` Python package is not installed).")
-    return spec.origin
-
-
-async def _send_all(sock: socket.socket, data: bytes | memoryview) -> None:
-    with memoryview(data) as whole, whole.cast("B") as view:  # released on exit: the store may close an mmap
-        offset, size = 0, len(view)
-        while offset < size:
-            try:
-                offset += sock.send(view[offset:])
-            except BlockingIOError:
-                await anyio.wait_writable(sock)
-            except OSError as exc:
-                raise _WorkerGone(str(exc)) from exc
-
-
-async def _send_with_fd(sock: socket.socket, data: bytes, fd: int) -> None:
-    """Send a frame with a descriptor attached (SCM_RIGHTS) to its first byte."""
-    fds = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array("i", [fd]))]
-    while True:
-        try:
-            sent = sock.sendmsg([data], fds)
-            break
-        except BlockingIOError:
-            await anyio.wait_writable(sock)
-        except OSError as exc:
-            raise _WorkerGone(str(exc)) from exc
-    await _send_all(sock, data[sent:])
-
-
-async def _recv_exact(sock: socket.socket, size: int) -> bytes:
-    parts: list[bytes] = []
-    left = size
-    while left:
-        try:
-            chunk = sock.recv(min(left, 1 << 20))
-        except BlockingIOError:
-            await anyio.wait_readable(sock)
-            continue
-        except OSError as exc:
-            raise _WorkerGone(str(exc)) from exc
-        if not chunk:
-            raise _WorkerGone("end of stream")
-        parts.append(chunk)
-        left -= len(chunk)
-    return b"".join(parts)
-
-
-async def _recv_frame(sock: socket.socket, limit: int = MAX_FRAME) -> dict[str, Any]:
-    (length,) = FRAME.unpack(await _recv_exact(sock, FRAME.size))
-    if length > limit:
-        raise _WorkerGone("oversized frame")
-    return decode_frame(await _recv_exact(sock, length))
-
-
-class _Worker:
-    def __init__(self, proc: subprocess.Popen[bytes], sock: socket.socket) -> None:
-        self.proc = proc
-        self.sock = sock
-        self.landlock = False
-        self.cache: dict[str, tuple[int, int]] = {}  # key -> (records, heap bytes), as the worker last listed it
-
-    def note_cache(self, reply: dict[str, Any]) -> None:
-        listing = reply.get("cache")
-        if isinstance(listing, list):
-            self.cache = {str(key): (int(records), int(cost)) for key, records, cost in listing}
-
-    def serves(self, key: str | None, program: str) -> bool:
-        """Whether this worker can answer `program` on input `key` from its cache."""
-        cached = self.cache.get(key) if key is not None else None
-        return cached is not None and cache_serves(program, cached[0])
-
-    def cached_bytes(self, besides: str | None = None) -> int:
-        return sum(cost for key, (_, cost) in self.cache.items() if key != besides)
-
-    @classmethod
-    async def start(cls, libjq: str) -> _Worker:
-        """Spawn a worker. Called from the event-loop thread: PR_SET_PDEATHSIG follows the spawning thread."""
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        for sock, option in ((ours, socket.SO_SNDBUF), (theirs, socket.SO_RCVBUF)):
-            with contextlib.suppress(OSError):
-                sock.setsockopt(socket.SOL_SOCKET, option, _SOCKET_BUFFER)
-        try:  # a plain Popen (vfork + exec, milliseconds) in this thread; the worker's start-up is awaited below
-            proc = subprocess.Popen(  # noqa: ASYNC220
-                worker_command(libjq, os.getpid(), theirs.fileno()),
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,  # stdout is the MCP wire: a worker never writes to it
-                stderr=subprocess.DEVNULL,  # `debug`/`stderr` output and crash messages go nowhere
-                env={},
-                cwd="/",
-                pass_fds=(theirs.fileno(),),
-                start_new_session=True,  # its own process group, killed as a whole
-                close_fds=True,
-            )
-        except OSError as exc:
-            ours.close()
-            raise QueryError(f"jq could not be started on this server ({exc.strerror}).") from exc
-        finally:
-            theirs.close()
-        ours.setblocking(False)
-        worker = cls(proc, ours)
-        try:
-            with anyio.fail_after(_START_TIMEOUT_S):
-                hello = await _recv_frame(ours)
-        except (TimeoutError, _WorkerGone, ValueError) as exc:
-            await worker.discard()
-            raise QueryError("jq could not be started on this server (its worker did not come up).") from exc
-        except BaseException:
-            await worker.discard()
-            raise
-        if not hello.get("ready"):
-            await worker.discard()
-            log.error("jq worker failed to start: %s", hello.get("message"))
-            raise QueryError("jq could not be started on this server (libjq could not be loaded).")
-        worker.landlock = bool(hello.get("landlock"))
-        log.debug("jq worker %d started (landlock=%s)", proc.pid, worker.landlock)
-        return worker
-
-    def alive(self) -> bool:
-        """False if the process is gone or going, e.g. killed while idle.
-
-        A killed worker's main thread turns zombie first; until its other threads have exited too, `waitpid`
-        reports nothing and its socket stays open, so the process state is read as well.
-        """
-        if self.proc.poll() is not None:
-            return False
-        if _PROCFS:
-            try:
-                state = Path(f"/proc/{self.proc.pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
-            except (OSError, IndexError):
-                return False
-            if state in (b"Z", b"X"):
-                return False
-        try:
-            return self.sock.recv(1, socket.MSG_PEEK) != b""
-        except BlockingIOError:
-            return True
-        except OSError:
-            return False
-
-    async def request(self, header: dict[str, Any], fd: int | None, payload: Any, reply_limit: int) -> dict[str, Any]:
-        """Send one query (with the stored file's descriptor, or followed by the bytes) and await the reply."""
-        frame = encode_frame(header)
-        if fd is not None:
-            await _send_with_fd(self.sock, frame, fd)
-        else:
-            await _send_all(self.sock, frame)
-            if len(payload):
-                await _send_all(self.sock, payload)
-        return await _recv_frame(self.sock, reply_limit)
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:  # never signal a reaped pid: it may belong to someone else by now
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(self.proc.pid, signal.SIGKILL)
-        self.sock.close()
-
-    async def discard(self) -> None:
-        """Kill and reap, without blocking the event loop; safe to await while being cancelled."""
-        self.kill()
-        with anyio.CancelScope(shield=True), anyio.move_on_after(_REAP_TIMEOUT_S):
-            await anyio.to_thread.run_sync(self.proc.wait, abandon_on_cancel=True)
-
-    async def exit_status(self) -> int | None:
-        """The worker's exit status once it has gone away mid-query (awaited briefly, never forced)."""
-        with anyio.move_on_after(1.0):
-            await anyio.to_thread.run_sync(self.proc.wait, abandon_on_cancel=True)
-        return self.proc.poll()
-
-    async def death_reason(self, memory_mb: int) -> str:
-        """Why the worker went away mid-query, from its exit status."""
-        code = await self.exit_status()
-        if code == -signal.SIGABRT:  # libjq aborts when an allocation fails under RLIMIT_AS
-            return f"ran out of memory (limit {memory_mb} MB)"
-        if code == -signal.SIGKILL:
-            return "was killed (the machine may be out of memory)"
-        if code in (-signal.SIGSEGV, -signal.SIGBUS):
-            return "crashed (for example on a value nested too deeply)"
-        return "stopped unexpectedly"
-
-
-# -- the pool ------------------------------------------------------------------------------------------------------
 class JqRunner:
     """Runs jq programs in a small pool of warm, sandboxed worker processes that cache parsed inputs.
 
@@ -319,8 +101,8 @@ class JqRunner:
         self.cache_inputs = cache_inputs
         self.cache_input_bytes = int(cache_input_mb * _MIB)
         self.cache_memory_bytes = int(cache_memory_mb * _MIB)
-        self._idle: list[_Worker] = []
-        self._all: set[_Worker] = set()
+        self._idle: list[JqWorker] = []
+        self._all: set[JqWorker] = set()
         self._slots: anyio.Semaphore | None = None
         self._libjq: str | None = libjq or None
         self._closed = False
@@ -367,7 +149,7 @@ class JqRunner:
                     reply = await self._attempt(output, {**header, "clear_cache": True}, reply_limit, left)
                 except _Deadline:
                     raise crowded.error from None
-        return self._result(reply, output, time.perf_counter() - started)
+        return result_of(reply, output, time.perf_counter() - started)
 
     async def _attempt(
         self, output: StoredOutput, header: dict[str, Any], reply_limit: int, timeout_s: float
@@ -403,7 +185,7 @@ class JqRunner:
                 f"the jq program ran longer than {self.timeout_s:g} s and was stopped. Narrow it (select fields "
                 "early, use limit(n; ...) or first(...)) and check for endless loops (repeat, recurse, while)."
             ) from None
-        except _WorkerGone:
+        except WorkerGone:
             if self._closed:
                 raise QueryError("jq is shutting down on this server; try again later.") from None
             reason = await worker.death_reason(self.memory_mb)
@@ -422,10 +204,10 @@ class JqRunner:
                 self._all.discard(worker)
                 await worker.discard()
         if crowded and reply.get("error") == "memory":
-            raise _CrowdedOut(QueryError(_OUT_OF_MEMORY))
+            raise _CrowdedOut(QueryError(OUT_OF_MEMORY))
         return reply
 
-    async def _checkout(self, key: str | None, program: str) -> _Worker:
+    async def _checkout(self, key: str | None, program: str) -> JqWorker:
         while self._idle:
             worker = self._pick(key, program)
             self._idle.remove(worker)
@@ -434,15 +216,15 @@ class JqRunner:
             self._all.discard(worker)
             await worker.discard()
         if self._libjq is None:
-            self._libjq = _libjq_path()
-        worker = await _Worker.start(self._libjq)
+            self._libjq = libjq_path()
+        worker = await JqWorker.start(self._libjq)
         if self._closed:
             await worker.discard()
             raise QueryError("jq is shutting down on this server; try again later.")
         self._all.add(worker)
         return worker
 
-    def _pick(self, key: str | None, program: str) -> _Worker:
+    def _pick(self, key: str | None, program: str) -> JqWorker:
         """An idle worker that has this input parsed, else the one holding the least (hot inputs stay where they
         are); ties go to the most recently used, which keeps a lightly used pool on one warm worker."""
         recent_first = self._idle[::-1]
@@ -469,38 +251,6 @@ class JqRunner:
             os.close(fd)
             return None
         return fd
-
-    @staticmethod
-    def _result(reply: dict[str, Any], output: StoredOutput, elapsed: float) -> JqResult:
-        if reply.get("ok"):
-            return JqResult(
-                text=str(reply["text"]),
-                results=int(reply["results"]),
-                truncated=bool(reply["truncated"]),
-                elapsed_s=elapsed,
-                cached=bool(reply.get("cached")),
-            )
-        error, message = reply.get("error"), str(reply.get("message", ""))
-        if error == "compile":
-            raise QueryError(message)
-        if error == "runtime":
-            shown = f"jq: error: {message}" if reply.get("string") else f"jq: error (not a string): {message}"
-            if message == "break":
-                shown += " (this is how jq says that input/inputs read past the last JSON value)"
-            raise QueryError(shown)
-        if error == "halt":
-            detail = f": {message.rstrip()}" if message.strip() else ""
-            raise QueryError(f"the jq program stopped with halt_error, exit status {reply.get('exit_code')}{detail}")
-        if error == "input":
-            raise QueryError(
-                f"jq could not parse output {output.meta.handle} as JSON ({message}). "
-                "Use read_large_output or search_large_output on it instead."
-            )
-        if error == "memory":
-            raise QueryError(_OUT_OF_MEMORY)
-        if error == "too_large":
-            raise QueryError(f"output {output.meta.handle} is too large for jq (over 2 GiB).")
-        raise QueryError("jq failed unexpectedly on this output.")
 
     async def aclose(self) -> None:
         """Kill every worker (idle or busy). Workers also die on their own if this process dies."""

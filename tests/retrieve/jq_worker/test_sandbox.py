@@ -95,11 +95,11 @@ def test_workers_die_with_their_parent() -> None:
 
 async def test_worker_cannot_read_files_even_past_the_directive_check(tmp_path: Path) -> None:
     """Defense in depth: a request that skips `check_program` still cannot load a file (Landlock)."""
-    from mcp_offload.retrieve import jq_pool
+    from mcp_offload.retrieve import jq_process
 
     (tmp_path / "secret.json").write_text('{"token": "s3cr3t"}')
     program = f'import "secret" as $s {{search: "{tmp_path}"}}; $s'
-    worker = await jq_pool._Worker.start(jq_pool._libjq_path())
+    worker = await jq_process.JqWorker.start(jq_process.libjq_path())
     try:
         if not worker.landlock:
             pytest.skip("Landlock is not available on this kernel: file access is blocked by the other layers only")
@@ -115,11 +115,11 @@ async def test_worker_cannot_read_files_even_past_the_directive_check(tmp_path: 
 def test_worker_imports_stdlib_and_its_own_package_only() -> None:
     """The worker, started as the pool starts it, imports no `mcp_offload` module (nor anything outside the stdlib)
     over its whole life: start-up, a query, exit. `-X importtime` makes it list every import on its stderr."""
-    from mcp_offload.retrieve import jq_pool
+    from mcp_offload.retrieve import jq_process
     from mcp_offload.retrieve.jq_worker.protocol import FRAME, decode_frame, encode_frame
 
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-    command = jq_pool.worker_command(jq_pool._libjq_path(), os.getpid(), theirs.fileno())
+    command = jq_process.worker_command(jq_process.libjq_path(), os.getpid(), theirs.fileno())
     assert command[1:3] == ["-I", "-S"]
     proc = subprocess.Popen(
         [command[0], "-X", "importtime", *command[1:]],

@@ -7,9 +7,11 @@ Tool calls are `tool_use` blocks (`id`, `name`) in assistant messages; their res
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from mcp_offload.compact.formats.base import (
+    OFFLOADED_ARGUMENTS,
     Message,
     MessageView,
     Part,
@@ -58,7 +60,8 @@ class AnthropicFormat:
                 images += 1
             elif kind == "tool_use" and role == "assistant":
                 call_id = require_str(block.get("id"), index, f"tool_use block {slot} id")
-                calls.append(ToolCallRef(call_id, str(block.get("name", ""))))
+                arguments = json.dumps(block.get("input"), ensure_ascii=False)
+                calls.append(ToolCallRef(call_id, str(block.get("name", "")), arguments))
                 texts.append(f"[called {block.get('name')} {block.get('input')!r}]")
             elif kind == "tool_result":
                 if role != "user":
@@ -109,6 +112,20 @@ class AnthropicFormat:
 
     def note_message(self, text: str) -> Message:
         return {"role": "user", "content": text}
+
+    def prepend_note(self, message: Message, text: str) -> Message:
+        content = message.get("content")
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else list(content or [])
+        return {**message, "content": [{"type": "text", "text": text}, *blocks]}
+
+    def replace_call_arguments(self, message: Message, call_id: str, text: str) -> Message:
+        content = [
+            {**b, "input": {OFFLOADED_ARGUMENTS: text}}
+            if isinstance(b, dict) and b.get("type") == "tool_use" and b.get("id") == call_id
+            else b
+            for b in message["content"]
+        ]
+        return {**message, "content": content}
 
 
 def _with_text(part: dict[str, Any], text: str) -> dict[str, Any]:

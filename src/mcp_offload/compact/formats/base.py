@@ -38,6 +38,7 @@ class ToolResult:
 class ToolCallRef:
     call_id: str
     name: str
+    arguments: str = ""  # the call's arguments as sent (JSON text; a custom tool's raw input)
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,8 +72,21 @@ class MessageFormat(Protocol):
         ...
 
     def note_message(self, text: str) -> Message:
-        """A user message holding `text` (stands for older turns stored as a transcript)."""
+        """A user message holding `text` (stands for one user message stored whole)."""
         ...
+
+    def prepend_note(self, message: Message, text: str) -> Message:
+        """`message` (a user message opening a turn) with `text` as its first content part: the note for older
+        turns joins the next user message, so roles still alternate (Anthropic requires it)."""
+        ...
+
+    def replace_call_arguments(self, message: Message, call_id: str, text: str) -> Message:
+        """`message` with the arguments of call `call_id` replaced by `{"offloaded_arguments": text}` (still the
+        shape the API takes for arguments)."""
+        ...
+
+
+OFFLOADED_ARGUMENTS = "offloaded_arguments"
 
 
 def bad(index: int, problem: str) -> ValueError:
@@ -83,6 +97,12 @@ def dump(message: object, index: int) -> Message:
     """A plain dict from a dict or an SDK (pydantic) object; anything else is a ValueError naming the index."""
     if isinstance(message, dict):
         return message
+    if type(message).__module__.startswith("langchain_core.messages"):  # a BaseMessage: no role, dumps misleadingly
+        raise bad(
+            index,
+            f"a LangChain {type(message).__name__} is not an API message: compact LangChain messages with "
+            "mcp_offload.integrations.langchain (OffloadMessages, OffloadMiddleware or offload_pre_model_hook)",
+        )
     model_dump = getattr(message, "model_dump", None)
     if callable(model_dump):
         dumped = model_dump(mode="json", exclude_none=True)

@@ -7,7 +7,19 @@ into a transcript); a `user` message opens a turn. SDK objects (`ChatCompletionM
 
 from __future__ import annotations
 
-from mcp_offload.compact.formats.base import Message, MessageView, Part, ToolCallRef, ToolResult, bad, dump, require_str
+import json
+
+from mcp_offload.compact.formats.base import (
+    OFFLOADED_ARGUMENTS,
+    Message,
+    MessageView,
+    Part,
+    ToolCallRef,
+    ToolResult,
+    bad,
+    dump,
+    require_str,
+)
 
 ROLES = ("system", "developer", "user", "assistant", "tool", "function")
 
@@ -69,7 +81,9 @@ class OpenAIChatFormat:
                 function: dict[str, object] = raw_function if isinstance(raw_function, dict) else {}
                 calls.append(
                     ToolCallRef(
-                        require_str(call.get("id"), index, f"tool_calls[{i}].id"), str(function.get("name", ""))
+                        require_str(call.get("id"), index, f"tool_calls[{i}].id"),
+                        str(function.get("name", "")),
+                        str(function.get("arguments") or ""),
                     )
                 )
                 text += f"\n[called {function.get('name')} {function.get('arguments')}]"
@@ -99,3 +113,16 @@ class OpenAIChatFormat:
 
     def note_message(self, text: str) -> Message:
         return {"role": "user", "content": text}
+
+    def prepend_note(self, message: Message, text: str) -> Message:
+        content = message.get("content")
+        parts = [{"type": "text", "text": content}] if isinstance(content, str) else list(content or [])
+        return {**message, "content": [{"type": "text", "text": text}, *parts]}
+
+    def replace_call_arguments(self, message: Message, call_id: str, text: str) -> Message:
+        arguments = json.dumps({OFFLOADED_ARGUMENTS: text}, ensure_ascii=False)
+        calls = [
+            {**c, "function": {**c["function"], "arguments": arguments}} if c.get("id") == call_id else c
+            for c in message["tool_calls"]
+        ]
+        return {**message, "tool_calls": calls}

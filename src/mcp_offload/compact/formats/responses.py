@@ -9,7 +9,10 @@ are passed through untouched. SDK output items (`response.output`) are accepted 
 
 from __future__ import annotations
 
+import json
+
 from mcp_offload.compact.formats.base import (
+    OFFLOADED_ARGUMENTS,
     Message,
     MessageView,
     Part,
@@ -43,7 +46,7 @@ class ResponsesFormat:
             return MessageView(
                 role="assistant",
                 opens_turn=False,
-                calls=(ToolCallRef(call_id, name),),
+                calls=(ToolCallRef(call_id, name, arguments if isinstance(arguments, str) else ""),),
                 text=f"[called {name} {arguments}]",
             )
         if kind in ("function_call_output", "custom_tool_call_output"):
@@ -101,3 +104,13 @@ class ResponsesFormat:
 
     def note_message(self, text: str) -> Message:
         return {"role": "user", "content": text}
+
+    def prepend_note(self, message: Message, text: str) -> Message:
+        content = message.get("content")
+        parts = [{"type": "input_text", "text": content}] if isinstance(content, str) else list(content or [])
+        return {**message, "content": [{"type": "input_text", "text": text}, *parts]}
+
+    def replace_call_arguments(self, message: Message, call_id: str, text: str) -> Message:
+        if message.get("type") == "custom_tool_call":  # freeform input: the reference is the input
+            return {**message, "input": text}
+        return {**message, "arguments": json.dumps({OFFLOADED_ARGUMENTS: text}, ensure_ascii=False)}

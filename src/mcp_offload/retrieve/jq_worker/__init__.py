@@ -2,7 +2,7 @@
 
 Why a separate process: jq is Turing-complete, so a program may loop forever, print forever or allocate until the
 machine swaps. A process can be killed at a deadline and capped with `RLIMIT_AS`; a thread cannot. The pool
-(`retrieve.jq_pool`) starts it as `python -I -S -c <bootstrap> <dir> <libjq> <parent pid> <fd>`, where the
+(`retrieve.jq_process`) starts it as `python -I -S -c <bootstrap> <dir> <libjq> <parent pid> <fd>`, where the
 bootstrap puts `<dir>` (the directory holding this package) on `sys.path` and calls `jq_worker.main.main`: the
 package is imported as the top-level `jq_worker`, never as part of `mcp_offload`. It runs with an empty
 environment, /dev/null on stdin/stdout/stderr (stdout is the MCP wire in the server: nothing of ours may reach it)

@@ -3,7 +3,7 @@
 Both directions: 4-byte big-endian length + a JSON object. A request may carry one descriptor (the stored file)
 or be followed by `size` raw bytes, or neither when it says `cached` (the server knows the worker holds that
 input: every reply lists the cache); a reply is one frame. The worker's side reads blocking; the pool has its own
-non-blocking reads and writes (`jq_pool`) on the same frames.
+non-blocking reads and writes (`jq_wire`) on the same frames.
 
 Also here, because both sides must agree on it: which programs cached values can serve (`cache_serves`).
 """

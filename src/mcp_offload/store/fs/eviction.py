@@ -1,0 +1,177 @@
+"""Quota scan and LRU eviction: which outputs exist, how big and how recently used, and unpublishing them.
+
+Invariants: an output is removed only while this process holds an exclusive non-blocking flock on its
+directory, so an output any reader has open is never evicted (it is skipped as pinned). Removal writes the
+tombstone first, then renames the directory into `tmp/` (the rmtree happens after the store lock is released,
+in `_finish_removals`). Sizes and store times are cached per (scope, handle): outputs are immutable and handles
+never reused.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+from dataclasses import dataclass
+
+from mcp_offload.errors import OffloadError
+from mcp_offload.store.fs.tombstones import TombstoneKeeping
+from mcp_offload.store.fs.tree import CONTENT, DIR_FLAGS, try_lock
+from mcp_offload.store.handles import validate_handle, validate_scope
+from mcp_offload.store.lifecycle import Candidate, Usage, fits, is_expired, plan_eviction
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    """One published output as a quota scan sees it."""
+
+    scope: str
+    handle: str
+    size: int
+    stored_at: float  # content mtime
+    last_used: float  # content atime
+
+
+class Eviction(TombstoneKeeping):
+    """Scan the published outputs and remove expired or least recently used ones to make room."""
+
+    _facts: dict[tuple[str, str], tuple[int, float]]
+
+    def _scan(self) -> list[_Entry]:
+        """Every published output with its size and store time (`last_used` left at 0: see `_with_recency`).
+
+        Outputs are immutable and handles never reused, so sizes and times come from a cache after the first
+        sighting: a scan costs one directory listing per scope plus one stat per output not seen before.
+        """
+        entries: list[_Entry] = []
+        seen: dict[tuple[str, str], tuple[int, float]] = {}
+        with self._dir("scopes") as scopes_fd:
+            scopes = [e.name for e in os.scandir(scopes_fd) if e.is_dir(follow_symlinks=False)]
+        for scope in scopes:
+            try:
+                validate_scope(scope)
+                with self._dir("scopes", scope) as scope_fd:
+                    for item in os.scandir(scope_fd):
+                        key = (scope, item.name)
+                        facts = self._facts.get(key)
+                        if facts is None:
+                            if not item.is_dir(follow_symlinks=False):
+                                continue
+                            try:
+                                validate_handle(item.name)
+                                st = os.stat(f"{item.name}/{CONTENT}", dir_fd=scope_fd, follow_symlinks=False)
+                            except (OffloadError, OSError):
+                                continue
+                            facts = (st.st_size, st.st_mtime)
+                        seen[key] = facts
+                        entries.append(_Entry(scope, item.name, facts[0], facts[1], 0.0))
+            except (ValueError, OSError):
+                continue
+        self._facts = seen
+        return entries
+
+    def _with_recency(self, entries: list[_Entry]) -> list[_Entry]:
+        """The entries with `last_used` (content atime), least recently used first: one stat each."""
+        out: list[_Entry] = []
+        by_scope: dict[str, list[_Entry]] = {}
+        for entry in entries:
+            by_scope.setdefault(entry.scope, []).append(entry)
+        for scope, group in by_scope.items():
+            try:
+                with self._dir("scopes", scope) as scope_fd:
+                    for entry in group:
+                        try:
+                            st = os.stat(f"{entry.handle}/{CONTENT}", dir_fd=scope_fd, follow_symlinks=False)
+                        except OSError:
+                            continue  # removed meanwhile (an explicit delete): its bytes are already free
+                        out.append(_Entry(entry.scope, entry.handle, entry.size, entry.stored_at, st.st_atime))
+            except OSError:
+                continue
+        out.sort(key=lambda e: e.last_used)
+        return out
+
+    def _lock_for_removal(self, scope: str, handle: str) -> int | None:
+        """An exclusive-locked fd of a published output, or None if a reader has it open (or it is gone)."""
+        try:
+            with self._dir("scopes", scope) as scope_fd:
+                fd = os.open(handle, DIR_FLAGS, dir_fd=scope_fd)
+        except OSError:
+            return None
+        if try_lock(fd, exclusive=True):
+            return fd
+        os.close(fd)
+        return None
+
+    def _remove_locked(self, scope: str, handle: str, reason: str | None, tmp_fd: int) -> str | None:
+        """Unpublish an output we hold locked: tombstone first, then rename into tmp/. Returns the trash name."""
+        if reason:
+            self._write_tombstone(scope, handle, reason)
+        trash = "d-" + secrets.token_hex(12)
+        try:
+            with self._dir("scopes", scope) as scope_fd:
+                os.rename(handle, trash, src_dir_fd=scope_fd, dst_dir_fd=tmp_fd)
+        except FileNotFoundError:
+            return None
+        return trash
+
+    def _make_room(self, scope: str, size: int, tmp_fd: int) -> list[tuple[str, int]]:
+        """Under the store lock: drop expired outputs, then evict LRU outputs until `size` more bytes fit.
+
+        Returns (trash name, locked fd) pairs to delete after the store lock is released.
+        """
+        now = self.clock()
+        removed: list[tuple[str, int]] = []
+        live: list[_Entry] = []
+        for entry in self._scan():
+            if is_expired(entry.stored_at, now, self.limits):
+                fd = self._lock_for_removal(entry.scope, entry.handle)
+                if fd is not None:
+                    removed.append((self._remove_locked(entry.scope, entry.handle, "expired", tmp_fd) or "", fd))
+                    continue
+            live.append(entry)
+        mine = [e for e in live if e.scope == scope]
+        scope_usage = Usage(sum(e.size for e in mine), len(mine))
+        total_usage = Usage(sum(e.size for e in live), len(live))
+        if fits(size, scope_usage, total_usage, self.limits):
+            return removed
+        by_lru = self._with_recency(live)
+        held: dict[tuple[str, str], int] = {}
+
+        def pinned(cand: Candidate) -> bool:
+            fd = self._lock_for_removal(cand.scope, cand.handle)
+            if fd is None:
+                return True
+            held[(cand.scope, cand.handle)] = fd
+            return False
+
+        try:
+            victims = plan_eviction(
+                size,
+                scope,
+                scope_usage,
+                total_usage,
+                (Candidate(e.scope, e.handle, e.size, e.last_used) for e in by_lru if e.scope == scope),
+                (Candidate(e.scope, e.handle, e.size, e.last_used) for e in by_lru),
+                self.limits,
+                pinned=pinned,
+            )
+            for victim in victims:
+                fd = held.pop((victim.scope, victim.handle))
+                removed.append((self._remove_locked(victim.scope, victim.handle, "evicted", tmp_fd) or "", fd))
+        except BaseException:
+            self._finish_removals(removed)
+            raise
+        finally:
+            for fd in held.values():
+                os.close(fd)
+        if removed:
+            log.info("store: removed %d output(s) to stay within limits", len(removed))
+        return removed
+
+    def _finish_removals(self, removed: list[tuple[str, int]]) -> None:
+        for trash, fd in removed:
+            if trash:
+                self._remove_tmp(trash)
+            os.close(fd)

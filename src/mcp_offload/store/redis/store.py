@@ -1,0 +1,91 @@
+"""`RedisStore`: the `Store` protocol on Redis/Valkey, composed of the concepts of this package.
+
+This module makes the clients (timeouts and the retry policy of the package docstring), registers the scripts,
+and holds the small operations of no concept of their own: sweep (reap expired outputs), ping and close.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import redis
+import redis.asyncio
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+
+from mcp_offload.errors import StoreUnavailable
+from mcp_offload.store.base import CHUNK
+from mcp_offload.store.lifecycle import StoreLimits, SweepReport
+from mcp_offload.store.redis.admin_scan import AdminScan
+from mcp_offload.store.redis.connection import normalise_url, redis_errors
+from mcp_offload.store.redis.publish import Publishing
+from mcp_offload.store.redis.reading import Reading
+from mcp_offload.store.redis.scripts import LUA_DELETE, LUA_OPEN, LUA_PUBLISH, LUA_REAP, LUA_UNPIN
+
+
+class RedisStore(Publishing, Reading, AdminScan):
+    """A `Store` on Redis/Valkey, shared by every instance that points at the same server and prefix."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        limits: StoreLimits | None = None,
+        clock: Callable[[], float] = time.time,
+        prefix: str = "mcp-offload:v1",
+        connect_timeout_s: float = 2.0,
+        socket_timeout_s: float = 5.0,
+        eager_bytes: int = CHUNK,
+        read_lease_s: float = 600.0,
+    ) -> None:
+        self.url = normalise_url(url)
+        self.limits = limits or StoreLimits()
+        self.clock = clock
+        self.prefix = prefix
+        self.eager_bytes = eager_bytes
+        self.read_lease_ms = int(read_lease_s * 1000)
+        self._options: dict[str, Any] = {
+            "socket_connect_timeout": connect_timeout_s,
+            "socket_timeout": socket_timeout_s,
+            # one immediate retry on a broken connection (a restarted server), none on a timeout (a hung one)
+            "retry": Retry(NoBackoff(), 1, supported_errors=(redis.exceptions.ConnectionError,)),
+            "retry_on_timeout": False,
+        }
+        try:
+            self._client = redis.asyncio.Redis.from_url(self.url, **self._options)
+        except ValueError as exc:
+            raise StoreUnavailable(f"the store location is not a valid Redis URL ({exc})") from exc
+        self._sync: redis.Redis | None = None
+        self._sync_lock = threading.Lock()
+        self._reap = self._client.register_script(LUA_REAP)
+        self._publish = self._client.register_script(LUA_PUBLISH)
+        self._open = self._client.register_script(LUA_OPEN)
+        self._unpin = self._client.register_script(LUA_UNPIN)
+        self._delete = self._client.register_script(LUA_DELETE)
+
+    async def sweep(self) -> SweepReport:
+        """Reap expired outputs (staging debris and tombstones expire by themselves in Redis)."""
+        expired = 0
+        with redis_errors():
+            while True:
+                removed, examined = await self._reap(args=[self.prefix, self._now_ms(), self._tomb_ms, 500])
+                expired += int(removed)
+                if int(examined) < 500 or not removed:
+                    break
+        return SweepReport(expired=expired)
+
+    async def ping(self) -> None:
+        """Raise `StoreUnavailable` unless Redis answers (for health checks and startup)."""
+        with redis_errors():
+            await self._client.ping()
+
+    async def aclose(self) -> None:
+        with contextlib.suppress(Exception):
+            await self._client.aclose()
+        if self._sync is not None:
+            with contextlib.suppress(Exception):
+                self._sync.close()

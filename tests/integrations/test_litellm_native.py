@@ -1,0 +1,168 @@
+"""mcp-offload's own LiteLLM guardrail (`mcp_offload.integrations.litellm.OffloadGuardrail`, configured by name in
+config.yaml) in the real LiteLLM proxy: the request reaching the scripted upstream is rewritten by the gateway core,
+the model's read/search/jq calls are answered in LiteLLM's agentic loop, and the next turn's prefix is unchanged."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import anthropic
+import openai
+import pytest
+
+from llm_upstream import UpstreamServer, tool_call
+from support.litellm_proxy import MASTER_KEY, SRC, LiteLLMProxy, StartLiteLLM
+from support.llm_conversations import (
+    BASH_ANTHROPIC,
+    BASH_CHAT,
+    BASH_RESPONSES,
+    NEEDLE,
+    anthropic_messages,
+    build_log,
+    chat_messages,
+    responses_input,
+    search_then_answer,
+)
+from support.store import RedisServer, have_redis_server
+
+MODEL = "scripted"
+CLAUDE = "claude-sonnet-4-5"
+GUARDRAIL = "mcp_offload.integrations.litellm.OffloadGuardrail"
+
+
+@pytest.fixture(scope="module")
+def redis() -> Iterator[RedisServer]:
+    if not have_redis_server():
+        pytest.skip("redis-server is not installed: the guardrail's store is Redis here (.ci/redis.sh start)")
+    server = RedisServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def upstream() -> Iterator[UpstreamServer]:
+    with UpstreamServer(seed=0) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def proxy(start_litellm: StartLiteLLM, upstream: UpstreamServer, redis: RedisServer) -> LiteLLMProxy:
+    config = {
+        "model_list": [
+            {
+                "model_name": MODEL,
+                "litellm_params": {"model": "openai/gpt-5", "api_base": upstream.openai_url, "api_key": "sk-up"},
+            },
+            {
+                "model_name": CLAUDE,
+                "litellm_params": {"model": f"anthropic/{CLAUDE}", "api_base": upstream.base_url, "api_key": "sk-up"},
+            },
+        ],
+        "guardrails": [
+            {
+                "guardrail_name": "mcp-offload",
+                "litellm_params": {
+                    "guardrail": GUARDRAIL,
+                    "mode": "pre_call",
+                    "default_on": True,
+                    "store": redis.url,
+                    "threshold_tokens": 1000,
+                },
+            }
+        ],
+    }
+    return start_litellm(config, env={"PYTHONPATH": str(SRC)})
+
+
+def _client(proxy: LiteLLMProxy) -> openai.OpenAI:
+    return openai.OpenAI(base_url=proxy.base_url + "/v1", api_key=MASTER_KEY, max_retries=0, timeout=120)
+
+
+def test_chat_completions_rewritten_and_retrieved_in_litellms_loop(
+    proxy: LiteLLMProxy, upstream: UpstreamServer
+) -> None:
+    upstream.use(search_then_answer())
+    start = len(upstream.requests)
+    messages = chat_messages(build_log())
+    answer = _client(proxy).chat.completions.create(model=MODEL, messages=messages, tools=[BASH_CHAT])  # type: ignore[arg-type,list-item]
+    content = answer.choices[0].message.content or ""
+    assert NEEDLE in content, (content, proxy.log()[-4000:])
+    sent = [r.json for r in upstream.requests[start:]]
+    assert len(sent) == 2, [json.dumps(b)[:400] for b in sent]
+    assert sent[0]["messages"][3]["content"].startswith("Stored as out_")  # rewritten in this very request
+    names = [t["function"]["name"] for t in sent[0]["tools"]]
+    assert names[0] == "Bash" and {"read_large_output", "search_large_output", "query_large_output"} <= set(names)
+    assert NEEDLE in sent[1]["messages"][-1]["content"]  # the search ran against the store, in LiteLLM's loop
+
+    upstream.use(["Anything else?"])
+    again = [*messages, {"role": "assistant", "content": content}, {"role": "user", "content": "Thanks"}]
+    _client(proxy).chat.completions.create(model=MODEL, messages=again, tools=[BASH_CHAT])  # type: ignore[arg-type,list-item]
+    later = upstream.requests[-1].json
+    assert later["messages"][:4] == sent[0]["messages"][:4]  # sticky: the same bytes on the next turn
+    assert later["tools"] == sent[0]["tools"]  # byte-stable tools
+
+
+def test_anthropic_messages_rewritten_and_retrieved(proxy: LiteLLMProxy, upstream: UpstreamServer) -> None:
+    upstream.use(search_then_answer())
+    start = len(upstream.requests)
+    client = anthropic.Anthropic(base_url=proxy.base_url, api_key=MASTER_KEY, max_retries=0, timeout=120)
+    messages = anthropic_messages(build_log(needle_at=900))
+    answer = client.messages.create(model=CLAUDE, max_tokens=512, messages=messages, tools=[BASH_ANTHROPIC])  # type: ignore[arg-type,list-item]
+    text = "".join(getattr(b, "text", "") for b in answer.content)
+    assert NEEDLE in text, (text, proxy.log()[-4000:])
+    sent = [r.json for r in upstream.requests[start:]]
+    assert len(sent) == 2, [json.dumps(b)[:400] for b in sent]
+    assert sent[0]["messages"][2]["content"][0]["content"].startswith("Stored as out_")
+    assert "search_large_output" in [t.get("name") for t in sent[0]["tools"]]
+    tool_result = sent[1]["messages"][-1]["content"][0]
+    assert tool_result["type"] == "tool_result" and NEEDLE in json.dumps(tool_result)
+
+
+def test_responses_rewritten_and_retrieved(proxy: LiteLLMProxy, upstream: UpstreamServer) -> None:
+    upstream.use(search_then_answer())
+    start = len(upstream.requests)
+    items = responses_input(build_log(needle_at=700))
+    answer = _client(proxy).responses.create(model=MODEL, input=items, tools=[BASH_RESPONSES])  # type: ignore[arg-type,list-item]
+    assert NEEDLE in answer.output_text, (answer.output_text, proxy.log()[-4000:])
+    sent = [r.json for r in upstream.requests[start:]]
+    assert len(sent) == 2, [json.dumps(b)[:400] for b in sent]
+    assert sent[0]["input"][2]["output"].startswith("Stored as out_")
+    assert "search_large_output" in [t.get("name") for t in sent[0]["tools"]]
+    assert sent[1]["input"][-1]["type"] == "function_call_output" and NEEDLE in sent[1]["input"][-1]["output"]
+
+
+def test_streamed_chat_gets_the_loop_too(proxy: LiteLLMProxy, upstream: UpstreamServer) -> None:
+    """A streamed request in a session that has the tools: LiteLLM runs it unstreamed (its converted-stream path),
+    the loop answers the retrieval, and the client reads the final answer as a stream."""
+    upstream.use(search_then_answer())
+    start = len(upstream.requests)
+    messages = chat_messages(build_log(needle_at=1200))
+    stream = _client(proxy).chat.completions.create(
+        model=MODEL,
+        messages=messages,  # type: ignore[arg-type]
+        tools=[BASH_CHAT],  # type: ignore[list-item]
+        stream=True,
+    )
+    chunks = list(stream)
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert NEEDLE in text, (text, proxy.log()[-4000:])
+    calls = [c for c in chunks if c.choices and c.choices[0].delta.tool_calls]
+    assert calls == []  # the client never sees the retrieval call
+    assert len(upstream.requests[start:]) == 2
+
+
+def test_mixed_turn_answers_the_retrieval_and_the_model_replans(proxy: LiteLLMProxy, upstream: UpstreamServer) -> None:
+    """The model calls search_large_output and the client's Bash in one turn: LiteLLM's loop answers the search
+    only (the follow-up echoes that call alone), and the client gets the re-planned answer, never our tool."""
+    upstream.use(search_then_answer(extra=tool_call("Bash", {"command": "make clean"})))
+    start = len(upstream.requests)
+    messages = chat_messages(build_log(needle_at=321))
+    answer = _client(proxy).chat.completions.create(model=MODEL, messages=messages, tools=[BASH_CHAT])  # type: ignore[arg-type,list-item]
+    assert NEEDLE in (answer.choices[0].message.content or "")
+    assert not answer.choices[0].message.tool_calls
+    follow_up = upstream.requests[start + 1].json["messages"]
+    echoed = [c["function"]["name"] for c in follow_up[-2]["tool_calls"]]
+    assert echoed == ["search_large_output"] and follow_up[-1]["role"] == "tool"
