@@ -141,7 +141,7 @@ def test_bypass_header_and_anthropic_format(upstream: UpstreamServer, start_gate
     messages = conversation()
     bypassed = compress(gw.base_url, messages, headers={**A, "x-headroom-bypass": "true"}).json()
     assert bypassed["messages"] == messages and bypassed["ccr_hashes"] == [] and bypassed["bypassed"] is True
-    anthropic = [
+    anthropic: list[dict[str, Any]] = [
         {"role": "user", "content": "Build it."},
         {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {}}]},
         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": build_log()}]},
