@@ -141,7 +141,7 @@ def test_bypass_header_and_anthropic_format(upstream: UpstreamServer, start_gate
     messages = conversation()
     bypassed = compress(gw.base_url, messages, headers={**A, "x-headroom-bypass": "true"}).json()
     assert bypassed["messages"] == messages and bypassed["ccr_hashes"] == [] and bypassed["bypassed"] is True
-    anthropic = [
+    anthropic: list[dict[str, Any]] = [
         {"role": "user", "content": "Build it."},
         {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {}}]},
         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": build_log()}]},
@@ -150,8 +150,12 @@ def test_bypass_header_and_anthropic_format(upstream: UpstreamServer, start_gate
     assert len(body["messages"]) == 3 and len(body["ccr_hashes"]) == 1
     assert body["messages"][2]["content"][0]["content"].startswith("Stored as out_")
     # a result the model has already answered is the cached prefix: left as it is (the gateway's cost rule decides)
-    answered = [*anthropic[:2], {**anthropic[2], "content": [{**anthropic[2]["content"][0], "tool_use_id": "toolu_2",
-                "content": build_log(needle_at=3)}]}, {"role": "assistant", "content": "Looking."}]  # fmt: skip
+    answered_result = {**anthropic[2]["content"][0], "tool_use_id": "toolu_2", "content": build_log(needle_at=3)}
+    answered: list[dict[str, Any]] = [
+        *anthropic[:2],
+        {**anthropic[2], "content": [answered_result]},
+        {"role": "assistant", "content": "Looking."},
+    ]
     assert compress(gw.base_url, answered, format="anthropic").json()["ccr_hashes"] == []
 
 

@@ -158,7 +158,7 @@ def chat(client: openai.OpenAI, messages: list[dict[str, Any]], guardrail: str =
     return client.chat.completions.create(
         model=MODEL,
         messages=messages,  # type: ignore[arg-type]
-        tools=[BASH_CHAT],  # type: ignore[list-item]
+        tools=[BASH_CHAT],
         extra_body={"guardrails": [guardrail]},
     )
 
@@ -185,10 +185,10 @@ def test_compacted_retrieved_and_sticky_through_the_real_litellm_proxy(
     ]
     start = len(upstream.requests)
     first = chat(client, messages)
-    call = first.choices[0].message.tool_calls[0]  # type: ignore[index]
+    call = first.choices[0].message.tool_calls[0]
     messages += [_as_dict(first.choices[0].message), {"role": "tool", "tool_call_id": call.id, "content": log_text}]
     second = chat(client, messages)
-    call = second.choices[0].message.tool_calls[0]  # type: ignore[index]
+    call = second.choices[0].message.tool_calls[0]
     messages += [_as_dict(second.choices[0].message), {"role": "tool", "tool_call_id": call.id, "content": "12 passed"}]
 
     third = chat(client, messages)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from typing import Any
 
 import anthropic
 import openai
@@ -87,7 +88,7 @@ def test_chat_completions_rewritten_and_retrieved_in_litellms_loop(
     upstream.use(search_then_answer())
     start = len(upstream.requests)
     messages = chat_messages(build_log())
-    answer = _client(proxy).chat.completions.create(model=MODEL, messages=messages, tools=[BASH_CHAT])  # type: ignore[arg-type,list-item]
+    answer = _client(proxy).chat.completions.create(model=MODEL, messages=messages, tools=[BASH_CHAT])
     content = answer.choices[0].message.content or ""
     assert NEEDLE in content, (content, proxy.log()[-4000:])
     sent = [r.json for r in upstream.requests[start:]]
@@ -98,8 +99,8 @@ def test_chat_completions_rewritten_and_retrieved_in_litellms_loop(
     assert NEEDLE in sent[1]["messages"][-1]["content"]  # the search ran against the store, in LiteLLM's loop
 
     upstream.use(["Anything else?"])
-    again = [*messages, {"role": "assistant", "content": content}, {"role": "user", "content": "Thanks"}]
-    _client(proxy).chat.completions.create(model=MODEL, messages=again, tools=[BASH_CHAT])  # type: ignore[arg-type,list-item]
+    again: list[Any] = [*messages, {"role": "assistant", "content": content}, {"role": "user", "content": "Thanks"}]
+    _client(proxy).chat.completions.create(model=MODEL, messages=again, tools=[BASH_CHAT])
     later = upstream.requests[-1].json
     assert later["messages"][:4] == sent[0]["messages"][:4]  # sticky: the same bytes on the next turn
     assert later["tools"] == sent[0]["tools"]  # byte-stable tools
@@ -110,7 +111,7 @@ def test_anthropic_messages_rewritten_and_retrieved(proxy: LiteLLMProxy, upstrea
     start = len(upstream.requests)
     client = anthropic.Anthropic(base_url=proxy.base_url, api_key=MASTER_KEY, max_retries=0, timeout=120)
     messages = anthropic_messages(build_log(needle_at=900))
-    answer = client.messages.create(model=CLAUDE, max_tokens=512, messages=messages, tools=[BASH_ANTHROPIC])  # type: ignore[arg-type,list-item]
+    answer = client.messages.create(model=CLAUDE, max_tokens=512, messages=messages, tools=[BASH_ANTHROPIC])
     text = "".join(getattr(b, "text", "") for b in answer.content)
     assert NEEDLE in text, (text, proxy.log()[-4000:])
     sent = [r.json for r in upstream.requests[start:]]
@@ -125,7 +126,7 @@ def test_responses_rewritten_and_retrieved(proxy: LiteLLMProxy, upstream: Upstre
     upstream.use(search_then_answer())
     start = len(upstream.requests)
     items = responses_input(build_log(needle_at=700))
-    answer = _client(proxy).responses.create(model=MODEL, input=items, tools=[BASH_RESPONSES])  # type: ignore[arg-type,list-item]
+    answer = _client(proxy).responses.create(model=MODEL, input=items, tools=[BASH_RESPONSES])
     assert NEEDLE in answer.output_text, (answer.output_text, proxy.log()[-4000:])
     sent = [r.json for r in upstream.requests[start:]]
     assert len(sent) == 2, [json.dumps(b)[:400] for b in sent]
@@ -142,8 +143,8 @@ def test_streamed_chat_gets_the_loop_too(proxy: LiteLLMProxy, upstream: Upstream
     messages = chat_messages(build_log(needle_at=1200))
     stream = _client(proxy).chat.completions.create(
         model=MODEL,
-        messages=messages,  # type: ignore[arg-type]
-        tools=[BASH_CHAT],  # type: ignore[list-item]
+        messages=messages,
+        tools=[BASH_CHAT],
         stream=True,
     )
     chunks = list(stream)
@@ -160,7 +161,7 @@ def test_mixed_turn_answers_the_retrieval_and_the_model_replans(proxy: LiteLLMPr
     upstream.use(search_then_answer(extra=tool_call("Bash", {"command": "make clean"})))
     start = len(upstream.requests)
     messages = chat_messages(build_log(needle_at=321))
-    answer = _client(proxy).chat.completions.create(model=MODEL, messages=messages, tools=[BASH_CHAT])  # type: ignore[arg-type,list-item]
+    answer = _client(proxy).chat.completions.create(model=MODEL, messages=messages, tools=[BASH_CHAT])
     assert NEEDLE in (answer.choices[0].message.content or "")
     assert not answer.choices[0].message.tool_calls
     follow_up = upstream.requests[start + 1].json["messages"]

@@ -61,8 +61,8 @@ def test_store_down_fails_open_or_closed(proxy: LiteLLMProxy, upstream: Upstream
     start = len(upstream.requests)
     opened = client.chat.completions.create(
         model=MODEL,
-        messages=chat_messages(log_text),  # type: ignore[arg-type]
-        tools=[BASH_CHAT],  # type: ignore[list-item]
+        messages=chat_messages(log_text),
+        tools=[BASH_CHAT],
         extra_body={"guardrails": ["offload-open"]},
     )
     assert opened.choices[0].message.content == "answered unmodified"
@@ -73,8 +73,8 @@ def test_store_down_fails_open_or_closed(proxy: LiteLLMProxy, upstream: Upstream
     with pytest.raises(openai.APIStatusError) as refused:
         client.chat.completions.create(
             model=MODEL,
-            messages=chat_messages(log_text),  # type: ignore[arg-type]
-            tools=[BASH_CHAT],  # type: ignore[list-item]
+            messages=chat_messages(log_text),
+            tools=[BASH_CHAT],
             extra_body={"guardrails": ["offload-closed"]},
         )
     assert refused.value.status_code == 503

@@ -26,6 +26,7 @@ import anyio
 
 from mcp_offload.errors import StoreUnavailable
 from mcp_offload.gateway.record.base import RECORD_TTL_S
+from mcp_offload.os_support import O_CLOEXEC, O_NOFOLLOW
 from mcp_offload.store.handles import validate_scope
 
 T = TypeVar("T")
@@ -33,8 +34,9 @@ DIRECTORY = ("gateway", "v1")
 SUFFIX = ".jsonl"
 CACHED_SESSIONS = 256
 SWEEP_INTERVAL_S = 600.0
-_READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
-_LOG = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+# the flags from os_support: the package imports where one is missing (the filesystem store then refuses to start)
+_READ = os.O_RDONLY | O_NOFOLLOW | O_CLOEXEC
+_LOG = os.O_RDWR | os.O_APPEND | os.O_CREAT | O_NOFOLLOW | O_CLOEXEC
 
 
 @dataclass(slots=True)
