@@ -25,14 +25,13 @@ shorter paths, never to errors.
 from __future__ import annotations
 
 import logging
-import threading
-from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
+from mcp_offload.retrieve.build_once_cache import BuildOnceCache, OutputKey
 from mcp_offload.store.content_index import Buffer
 
 log = logging.getLogger(__name__)
@@ -184,46 +183,19 @@ def build_structure(data: Buffer) -> JsonStructure:
     )
 
 
-Key = tuple[str, float, int]  # (handle, created, size): one stored output's bytes
-
-
-class _StructureCache:
+class _StructureCache(BuildOnceCache[JsonStructure]):
     """A small LRU of structure indexes, shared by the worker threads of one process. One build per key at a
     time: a search that wants an index being built (say, by the warm-up after offload) waits for it."""
 
     def __init__(self, entries: int) -> None:
-        self.entries = entries
-        self.lock = threading.Lock()
-        self.items: OrderedDict[Key, JsonStructure] = OrderedDict()
-        self.building: dict[Key, threading.Event] = {}
+        super().__init__(entries, weigh=lambda _: 1)
         self.warming = 0  # warm-ups queued or running
         self._warmer: ThreadPoolExecutor | None = None
 
-    def get(self, key: Key, data: Buffer) -> JsonStructure:
-        while True:
-            with self.lock:
-                found = self.items.get(key)
-                if found is not None:
-                    self.items.move_to_end(key)
-                    return found
-                running = self.building.get(key)
-                if running is None:
-                    done = self.building[key] = threading.Event()
-                    break
-            running.wait()  # then take its result (or build it here if that build failed)
-        try:
-            built = build_structure(data)  # outside the lock
-            with self.lock:
-                self.items[key] = built
-                while len(self.items) > self.entries:
-                    self.items.popitem(last=False)
-            return built
-        finally:
-            with self.lock:
-                del self.building[key]
-            done.set()
+    def get(self, key: OutputKey, data: Buffer) -> JsonStructure:
+        return self.get_or_build(key, lambda: build_structure(data))
 
-    def warm(self, key: Key, data: Buffer) -> bool:
+    def warm(self, key: OutputKey, data: Buffer) -> bool:
         """Build the index of `data` in a background thread, so the first search with JSON paths finds it ready
         (a model's next call comes seconds later). At most `WARM_QUEUE` at a time; False when skipped."""
         with self.lock:
@@ -236,7 +208,7 @@ class _StructureCache:
         warmer.submit(self._warm, key, data)
         return True
 
-    def _warm(self, key: Key, data: Buffer) -> None:
+    def _warm(self, key: OutputKey, data: Buffer) -> None:
         try:
             self.get(key, data)
         except Exception:  # e.g. MemoryError: the first search builds it instead, and reports what goes wrong
@@ -244,10 +216,6 @@ class _StructureCache:
         finally:
             with self.lock:
                 self.warming -= 1
-
-    def clear(self) -> None:
-        with self.lock:
-            self.items.clear()
 
 
 STRUCTURES = _StructureCache(CACHE_ENTRIES)

@@ -9,56 +9,24 @@ that build instead of starting its own. An index evicted while a query holds it 
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Callable
 
+from mcp_offload.retrieve.build_once_cache import BuildOnceCache, OutputKey
 from mcp_offload.retrieve.ranked.fts_index import PassageIndex, build_index
 from mcp_offload.store.content_index import Buffer
 
-Key = tuple[str, float, int]  # (handle, created, size)
 DEFAULT_BUDGET = 512 << 20
 
 
-class IndexCache:
+class IndexCache(BuildOnceCache[PassageIndex]):
+    """Bounded by the bytes the indexes hold; one evicted while a query holds it is closed when that query lets go."""
+
     def __init__(self, budget_bytes: int = DEFAULT_BUDGET) -> None:
-        self.budget = budget_bytes
-        self.lock = threading.Lock()
-        self.items: OrderedDict[Key, PassageIndex] = OrderedDict()
-        self.held = 0
-        self.building: dict[Key, threading.Event] = {}
+        super().__init__(budget_bytes, weigh=lambda index: index.nbytes)
 
-    def get(self, key: Key, load: Callable[[], Buffer]) -> PassageIndex:
+    def get(self, key: OutputKey, load: Callable[[], Buffer]) -> PassageIndex:
         """The index of the output `key` names, built from `load()` (its bytes) unless cached."""
-        while True:
-            with self.lock:
-                found = self.items.get(key)
-                if found is not None:
-                    self.items.move_to_end(key)
-                    return found
-                running = self.building.get(key)
-                if running is None:
-                    done = self.building[key] = threading.Event()
-                    break
-            running.wait()
-        try:
-            built = build_index(load())  # outside the lock
-            with self.lock:
-                self.items[key] = built
-                self.held += built.nbytes
-                while self.held > self.budget and len(self.items) > 1:
-                    _, old = self.items.popitem(last=False)
-                    self.held -= old.nbytes  # closed when the last query holding it lets go
-            return built
-        finally:
-            with self.lock:
-                del self.building[key]
-            done.set()
-
-    def clear(self) -> None:
-        with self.lock:
-            self.items.clear()
-            self.held = 0
+        return self.get_or_build(key, lambda: build_index(load()))
 
 
 INDEXES = IndexCache()
