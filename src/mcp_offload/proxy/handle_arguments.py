@@ -84,7 +84,7 @@ async def substitute_outputs(
         return Substitution(arguments)
     done = Substitution(None)
     root = input_schema or {}
-    substituted = await _walk(store, scope, arguments, root, root, "", done, tool, max_bytes)
+    substituted = await _walk(_Call(store, scope, root, done, tool, max_bytes), arguments, root, "")
     done.arguments = substituted
     return done
 
@@ -97,50 +97,41 @@ def _mentions_output(value: Any) -> bool:
     return names_output(value)
 
 
-async def _walk(
-    store: Store,
-    scope: str,
-    value: Any,
-    schema: dict[str, Any],
-    root: dict[str, Any],
-    where: str,
-    done: Substitution,
-    tool: str,
-    max_bytes: int,
-) -> Any:
-    schema = _resolved(schema, root)
+@dataclass(frozen=True, slots=True)
+class _Call:
+    """What stays the same while one call's arguments are walked: where outputs come from, the tool's whole input
+    schema (the root of its `$ref`s), what was substituted so far and the byte budget."""
+
+    store: Store
+    scope: str
+    root: dict[str, Any]
+    done: Substitution
+    tool: str
+    max_bytes: int
+
+
+async def _walk(call: _Call, value: Any, schema: dict[str, Any], where: str) -> Any:
+    schema = _resolved(schema, call.root)
     if isinstance(value, dict):
-        properties = _properties(schema, root)
+        properties = _properties(schema, call.root)
         extra = schema.get("additionalProperties")
         out = {}
         for key, inner in value.items():
             sub = properties.get(key, extra if isinstance(extra, dict) else {})
             path = f"{where}.{key}" if where else key
-            out[key] = await _walk(store, scope, inner, sub, root, path, done, tool, max_bytes)
+            out[key] = await _walk(call, inner, sub, path)
         return out
     if isinstance(value, list):
         items = schema.get("items")
         items = items if isinstance(items, dict) else {}
-        return [
-            await _walk(store, scope, inner, items, root, f"{where}[{n}]", done, tool, max_bytes)
-            for n, inner in enumerate(value)
-        ]
+        return [await _walk(call, inner, items, f"{where}[{n}]") for n, inner in enumerate(value)]
     if not names_output(value):
         return value
-    return await _content_for(store, scope, value, schema, root, where or "arguments", done, tool, max_bytes)
+    return await _content_for(call, value, schema, where or "arguments")
 
 
-async def _content_for(
-    store: Store,
-    scope: str,
-    uri: str,
-    schema: dict[str, Any],
-    root: dict[str, Any],
-    where: str,
-    done: Substitution,
-    tool: str,
-    max_bytes: int,
-) -> Any:
+async def _content_for(call: _Call, uri: str, schema: dict[str, Any], where: str) -> Any:
+    store, scope, root, done, tool, max_bytes = call.store, call.scope, call.root, call.done, call.tool, call.max_bytes
     handle = validate_handle(uri[len(RESOURCE_PREFIX) :])
     try:
         async with store.open(scope, handle) as output:
