@@ -17,6 +17,7 @@ from mcp_offload.compact.formats.base import (
     Part,
     ToolCallRef,
     ToolResult,
+    UserTextNotes,
     bad,
     dump,
     dump_block,
@@ -27,8 +28,9 @@ from mcp_offload.core.encoded_bytes import decode_base64
 ROLES = ("user", "assistant")
 
 
-class AnthropicFormat:
+class AnthropicFormat(UserTextNotes):
     name = "anthropic"
+    text_part_type = "text"
 
     def to_dict(self, message: object, index: int) -> Message:
         msg = dump(message, index)
@@ -109,14 +111,6 @@ class AnthropicFormat:
             block["content"] = [_with_text(part, texts[i]) if i in texts else part for i, part in enumerate(inner)]
         content[result.slot] = block
         return {**message, "content": content}
-
-    def note_message(self, text: str) -> Message:
-        return {"role": "user", "content": text}
-
-    def prepend_note(self, message: Message, text: str) -> Message:
-        content = message.get("content")
-        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else list(content or [])
-        return {**message, "content": [{"type": "text", "text": text}, *blocks]}
 
     def replace_call_arguments(self, message: Message, call_id: str, text: str) -> Message:
         content = [

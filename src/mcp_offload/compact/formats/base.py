@@ -10,7 +10,7 @@ to this interface, so a new format is one module.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 Message = dict[str, Any]
 
@@ -87,6 +87,32 @@ class MessageFormat(Protocol):
 
 
 OFFLOADED_ARGUMENTS = "offloaded_arguments"
+
+
+class UserTextNotes:
+    """`note_message` and `prepend_note` of a `MessageFormat` whose notes are user text parts of `text_part_type`
+    (the rule is the same for every API; only the part's type name differs)."""
+
+    text_part_type: ClassVar[str]
+
+    def note_message(self, text: str) -> Message:
+        return {"role": "user", "content": text}
+
+    def prepend_note(self, message: Message, text: str) -> Message:
+        content = message.get("content")
+        kind = self.text_part_type
+        parts = [{"type": kind, "text": content}] if isinstance(content, str) else list(content or [])
+        return {**message, "content": [{"type": kind, "text": text}, *parts]}
+
+
+def with_text_parts(message: Message, key: str, part_type: str, texts: dict[int, str]) -> Message:
+    """`message` whose `key` (a string, or a list of parts) has the parts named in `texts` (part index → text)
+    replaced by text parts of `part_type`; a string is part 0."""
+    value = message.get(key)
+    if isinstance(value, str):
+        return {**message, key: texts[0]}
+    assert isinstance(value, list)
+    return {**message, key: [{"type": part_type, "text": texts[i]} if i in texts else p for i, p in enumerate(value)]}
 
 
 def bad(index: int, problem: str) -> ValueError:

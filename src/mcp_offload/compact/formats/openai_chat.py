@@ -16,9 +16,11 @@ from mcp_offload.compact.formats.base import (
     Part,
     ToolCallRef,
     ToolResult,
+    UserTextNotes,
     bad,
     dump,
     require_str,
+    with_text_parts,
 )
 
 ROLES = ("system", "developer", "user", "assistant", "tool", "function")
@@ -34,8 +36,9 @@ def _text_of(content: object, index: int) -> str:
     raise bad(index, "content must be a string, a list of parts or null")
 
 
-class OpenAIChatFormat:
+class OpenAIChatFormat(UserTextNotes):
     name = "openai"
+    text_part_type = "text"
 
     def to_dict(self, message: object, index: int) -> Message:
         msg = dump(message, index)
@@ -102,22 +105,7 @@ class OpenAIChatFormat:
         )
 
     def replace_parts(self, message: Message, result: ToolResult, texts: dict[int, str]) -> Message:
-        content = message.get("content")
-        if isinstance(content, str):
-            return {**message, "content": texts[0]}
-        assert isinstance(content, list)
-        return {
-            **message,
-            "content": [{"type": "text", "text": texts[i]} if i in texts else p for i, p in enumerate(content)],
-        }
-
-    def note_message(self, text: str) -> Message:
-        return {"role": "user", "content": text}
-
-    def prepend_note(self, message: Message, text: str) -> Message:
-        content = message.get("content")
-        parts = [{"type": "text", "text": content}] if isinstance(content, str) else list(content or [])
-        return {**message, "content": [{"type": "text", "text": text}, *parts]}
+        return with_text_parts(message, "content", self.text_part_type, texts)
 
     def replace_call_arguments(self, message: Message, call_id: str, text: str) -> Message:
         arguments = json.dumps({OFFLOADED_ARGUMENTS: text}, ensure_ascii=False)

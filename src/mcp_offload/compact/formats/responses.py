@@ -18,17 +18,20 @@ from mcp_offload.compact.formats.base import (
     Part,
     ToolCallRef,
     ToolResult,
+    UserTextNotes,
     bad,
     dump,
     require_str,
+    with_text_parts,
 )
 from mcp_offload.core.encoded_bytes import decode_data_url
 
 ROLES = ("system", "developer", "user", "assistant")
 
 
-class ResponsesFormat:
+class ResponsesFormat(UserTextNotes):
     name = "responses"
+    text_part_type = "input_text"
 
     def to_dict(self, message: object, index: int) -> Message:
         msg = dump(message, index)
@@ -93,22 +96,7 @@ class ResponsesFormat:
         )
 
     def replace_parts(self, message: Message, result: ToolResult, texts: dict[int, str]) -> Message:
-        output = message.get("output")
-        if isinstance(output, str):
-            return {**message, "output": texts[0]}
-        assert isinstance(output, list)
-        return {
-            **message,
-            "output": [{"type": "input_text", "text": texts[i]} if i in texts else p for i, p in enumerate(output)],
-        }
-
-    def note_message(self, text: str) -> Message:
-        return {"role": "user", "content": text}
-
-    def prepend_note(self, message: Message, text: str) -> Message:
-        content = message.get("content")
-        parts = [{"type": "input_text", "text": content}] if isinstance(content, str) else list(content or [])
-        return {**message, "content": [{"type": "input_text", "text": text}, *parts]}
+        return with_text_parts(message, "output", self.text_part_type, texts)
 
     def replace_call_arguments(self, message: Message, call_id: str, text: str) -> Message:
         if message.get("type") == "custom_tool_call":  # freeform input: the reference is the input
