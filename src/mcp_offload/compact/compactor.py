@@ -19,14 +19,15 @@ unreachable, content over the size cap) leaves that result inline: the call stil
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
 import secrets
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
@@ -475,6 +476,25 @@ def _call_names(entries: Sequence[Entry]) -> dict[str, str]:
     return {c.call_id: c.name for e in entries for c in e.view.calls}
 
 
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _blocking(
+    method: Callable[Concatenate[AsyncCompactor, P], Awaitable[R]],
+) -> Callable[Concatenate[Compactor, P], R]:
+    """`method` of `AsyncCompactor` as a blocking method of `Compactor`, run on its event loop thread: one signature
+    and docstring for both (type checkers and IDEs see the async method's parameters, `help()` its text)."""
+
+    def blocking(self: Compactor, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        result: R = self._call(method, self._async, *args, **kwargs)
+        return result
+
+    functools.update_wrapper(blocking, method)
+    blocking.__qualname__ = f"Compactor.{method.__name__}"
+    return blocking
+
+
 class Compactor:
     """The sync twin of `AsyncCompactor` (same methods, same arguments), over its own event loop thread."""
 
@@ -519,66 +539,12 @@ class Compactor:
 
         return self._portal.call(run)
 
-    def compact(
-        self,
-        messages: Sequence[object],
-        *,
-        boundary: BoundarySpec | Boundary = "last-turn",
-        threshold_tokens: int = 2000,
-        context_window: int | None = None,
-        trigger: float = 0.8,
-        summarize: Summarize | None = None,
-        format: str | None = None,
-        system: object = None,
-        tools: Sequence[object] | None = None,
-        max_output_tokens: int = 0,
-        retrieval_tools: bool = True,
-    ) -> list[Message]:
-        result: list[Message] = self._call(
-            self._async.compact,
-            messages,
-            boundary=boundary,
-            threshold_tokens=threshold_tokens,
-            context_window=context_window,
-            trigger=trigger,
-            summarize=summarize,
-            format=format,
-            system=system,
-            tools=tools,
-            max_output_tokens=max_output_tokens,
-            retrieval_tools=retrieval_tools,
-        )
-        return result
-
-    def usage(
-        self,
-        messages: Sequence[object],
-        *,
-        context_window: int | None = None,
-        format: str | None = None,
-        system: object = None,
-        tools: Sequence[object] | None = None,
-        max_output_tokens: int = 0,
-        retrieval_tools: bool = True,
-    ) -> Usage:
-        result: Usage = self._call(
-            self._async.usage,
-            messages,
-            context_window=context_window,
-            format=format,
-            system=system,
-            tools=tools,
-            max_output_tokens=max_output_tokens,
-            retrieval_tools=retrieval_tools,
-        )
-        return result
+    compact = _blocking(AsyncCompactor.compact)
+    usage = _blocking(AsyncCompactor.usage)
+    run_tool = _blocking(AsyncCompactor.run_tool)
 
     def tools(self, format: str) -> list[dict[str, Any]]:
         return self._async.tools(format)
-
-    def run_tool(self, name: str, arguments: dict[str, Any] | None = None) -> str:
-        result: str = self._call(self._async.run_tool, name, arguments)
-        return result
 
     def close(self) -> None:
         if self._closed:
