@@ -35,8 +35,9 @@ import httpx2
 import orjson
 
 from mcp_offload.gateway.errors import GatewayError
-from mcp_offload.gateway.stream.base import Answer, CallOutcome, Dialect, Round, ToolCall, add_usage
+from mcp_offload.gateway.stream.base import Answer, CallOutcome, Dialect, Round, ToolCall
 from mcp_offload.gateway.stream.sse import SseParser
+from mcp_offload.gateway.stream.usage import add_usage, usage_of
 
 Emit = Callable[[bytes], Awaitable[None]]
 OpenCall = Callable[[dict[str, Any]], Awaitable[httpx2.Response]]
@@ -161,7 +162,7 @@ async def loop_json(
     merged = dialect.merged(responses, names, stop)
     report.usage = {}
     for answered in responses:
-        add_usage(report.usage, dialect.usage_of(answered))
+        add_usage(report.usage, usage_of(answered))
     if rounds:
         last = None if report.mixed else (dialect.without_retrieval(outcome, names) if stop else outcome)
         await _record(dialect, retriever, dialect.client_output_of(merged), rounds, last)
