@@ -162,6 +162,20 @@ async def test_idempotent_and_incremental(compactor: AsyncCompactor, tmp_path: P
     assert len(await compactor.services.store.list(compactor.scope.key)) == 3
 
 
+async def test_untouched_messages_come_back_as_the_objects_handed_in(compactor: AsyncCompactor) -> None:
+    # frameworks rebuild equal dicts every turn; the ledger knows their content from the first call, yet what is left
+    # untouched must be the caller's object of this call (adapters map the result back by identity), in order
+    messages = [*history(chat_turn, [big_json(1500, "a"), "small"]), {"role": "user", "content": "question 0"}]
+    first = await compactor.compact(messages, boundary="all")
+    assert [a is b for a, b in zip(first, messages, strict=True)] == [True, True, False, *[True] * 6]
+    for rebuilt in (copy.deepcopy(first), copy.deepcopy(messages)):
+        out = await compactor.compact(rebuilt, boundary="all")
+        assert out == first and compactor.last_report.offloaded == []  # type: ignore[union-attr]
+        untouched = [i for i in range(len(out)) if rebuilt[i] == first[i]]
+        assert untouched == list(range(len(out))) if rebuilt[2] == first[2] else [0, 1, 3, 4, 5, 6, 7, 8]
+        assert all(out[i] is rebuilt[i] for i in untouched)  # the same content twice (0 and 8): each its own object
+
+
 async def test_retrieval_tool_results_are_not_offloaded_again(compactor: AsyncCompactor) -> None:
     page = "x" * 20_000
     messages = anthropic_turn("r1", page, question="read it", tool="read_large_output")

@@ -85,17 +85,20 @@ class MessageLedger:
     size: int = LEDGER_SIZE
     _entries: OrderedDict[tuple[str, bytes], Entry] = field(default_factory=OrderedDict)
 
-    def entry(self, fmt: MessageFormat, message: object, index: int) -> Entry:
-        """The entry for `message`'s content (read and validated only the first time that content is seen)."""
+    def entry(self, fmt: MessageFormat, message: object, index: int) -> tuple[Entry, Message]:
+        """The entry for `message`'s content (read and validated only the first time that content is seen), and
+        `message` as a plain dict (the caller's own dict as is). A known entry's `out` is the dict of the call that
+        first brought that content, so it is not the caller's object now: `compact` returns the second one when the
+        message is left untouched."""
         out = fmt.to_dict(message, index)
         key = (fmt.name, content_key(out))
         found = self._entries.get(key)
         if found is not None:
             self._entries.move_to_end(key)
-            return found
+            return found, out
         entry = Entry(source=message, out=out, view=fmt.view(out, index))
         self._store(key, entry)
-        return entry
+        return entry, out
 
     def remember(self, fmt: MessageFormat, entry: Entry) -> None:
         self._store((fmt.name, content_key(entry.out)), entry)

@@ -23,6 +23,7 @@ import hashlib
 import json
 import logging
 import secrets
+from collections import defaultdict, deque
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -141,7 +142,9 @@ class AsyncCompactor:
         fmt = get_format(format) if format else detect_format(messages)
         bound = Boundary.parse(boundary)
         policy = BudgetPolicy(context_window, trigger)
-        entries = [e.latest() for e in self._read(fmt, messages)]  # all validated before anything is stored
+        read = self._read(fmt, messages)  # all validated before anything is stored
+        entries = [e.latest() for e, _ in read]
+        passed = _passed_objects(read)
         report = CompactReport(format=fmt.name, messages_in=len(entries))
         self.last_report = report
         fixed = (
@@ -172,7 +175,8 @@ class AsyncCompactor:
             if total > context_window:
                 raise ContextWindowExceeded(total, context_window, self._irreducible(fixed, entries))
         report.messages_out = len(entries)
-        return [e.out for e in entries]
+        # a message left as it came is the caller's own object (adapters map the result back by identity)
+        return [queue.popleft() if (queue := passed.get(id(e))) else e.out for e in entries]
 
     def _batch_due(self, entries: list[Entry], eligible: Sequence[int], threshold: int) -> bool:
         """Whether the results that left the kept-last messages add up to a batch worth a prefix rewrite: every
@@ -321,17 +325,18 @@ class AsyncCompactor:
         lines.append(f"{len(entries)} messages in all")
         return lines
 
-    def _read(self, fmt: MessageFormat, messages: Sequence[object]) -> list[Entry]:
-        entries = [self._ledger.entry(fmt, m, i) for i, m in enumerate(messages)]
+    def _read(self, fmt: MessageFormat, messages: Sequence[object]) -> list[tuple[Entry, Message]]:
+        """Each message's ledger entry and its plain dict, checked: every tool result answers an earlier call."""
+        read = [self._ledger.entry(fmt, m, i) for i, m in enumerate(messages)]
         declared: set[str] = set()
-        for i, e in enumerate(entries):
+        for i, (e, _) in enumerate(read):
             for result in e.view.results:
                 if result.call_id not in declared:
                     raise ValueError(
                         f"message {i}: tool result for call id {result.call_id!r}, which no earlier message calls"
                     )
             declared.update(c.call_id for c in e.view.calls)
-        return entries
+        return read
 
     async def _offload_results(
         self, fmt: MessageFormat, entry: Entry, names: dict[str, str], threshold: int, report: CompactReport
@@ -436,7 +441,7 @@ class AsyncCompactor:
         """Tokens the request costs, counted as `compact` counts them (budget.py): the messages plus the fixed part
         (`system`, `tools`, the retrieval tools, `max_output_tokens`), and its share of `context_window`."""
         fmt = get_format(format) if format else detect_format(messages)
-        entries = self._read(fmt, messages)
+        entries = [e for e, _ in self._read(fmt, messages)]
         fixed = sum(self._fixed_parts(fmt, system, tools, retrieval_tools, max_output_tokens).values())
         return usage_report(sum(self._ledger.tokens(e) for e in entries), fixed, len(entries), context_window)
 
@@ -469,6 +474,18 @@ class AsyncCompactor:
 
 def _json(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def _passed_objects(read: Sequence[tuple[Entry, Message]]) -> dict[int, deque[Message]]:
+    """Per entry read as final (not compacted before), the caller's dicts with its content, in order. `compact`
+    returns those for the entries it leaves alone, not the equal dict the content-keyed ledger kept from the call
+    that first brought that content: an adapter maps the result back to its framework's messages by identity, so
+    an untouched message must come back as the very object handed in."""
+    passed: dict[int, deque[Message]] = defaultdict(deque)
+    for entry, message in read:
+        if entry.compacted is None:
+            passed[id(entry)].append(message)
+    return passed
 
 
 def _call_names(entries: Sequence[Entry]) -> dict[str, str]:
