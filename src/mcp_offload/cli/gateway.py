@@ -20,15 +20,13 @@ import anyio
 
 from mcp_offload.cli.event_loop import loop_options
 from mcp_offload.cli.exit_status import exit_status
-from mcp_offload.errors import OperatorError
 from mcp_offload.gateway.loop import LoopLimits
 from mcp_offload.gateway.options import DEFAULT_PORT, GatewayOptions
 from mcp_offload.gateway.rewrite import GatewayPolicy
 from mcp_offload.gateway.run import run_gateway
 from mcp_offload.gateway.upstream import ANTHROPIC_DEFAULT, OPENAI_DEFAULT, UpstreamConfig
 from mcp_offload.logs import log_to_stderr
-from mcp_offload.serve.http.auth import parse_tokens
-from mcp_offload.serve.http.options import HttpOptions, check_exposure, transport_security
+from mcp_offload.serve.http.options import exposure_from_args, transport_security
 from mcp_offload.settings import Settings
 
 TOKEN_ENV = "MCP_OFFLOAD_GATEWAY_TOKEN"
@@ -111,26 +109,13 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:  # argparse's _SubPa
 
 
 def options_from_args(args: argparse.Namespace, environ: dict[str, str] | None = None) -> GatewayOptions:
-    env = os.environ if environ is None else environ
-    try:
-        tokens = parse_tokens([*args.token, env.get(TOKEN_ENV, "")])
-    except ValueError as exc:
-        raise OperatorError(str(exc)) from None
-    http = HttpOptions(
-        host=args.host,
-        port=args.port,
-        tokens=tokens,
-        allow_open=args.allow_open,
-        allowed_hosts=_split(args.allowed_hosts),
-        allowed_origins=_split(args.allowed_origins),
-    )
-    check_exposure(http)
+    http = exposure_from_args(args, TOKEN_ENV, environ)
     security = transport_security(http)
     checks = security.enable_dns_rebinding_protection
     return GatewayOptions(
         host=args.host,
         port=args.port,
-        tokens=tokens,
+        tokens=http.tokens,
         allowed_hosts=tuple(security.allowed_hosts) if checks else (),
         allowed_origins=tuple(security.allowed_origins) if checks else ("*",),
         max_body_bytes=args.max_body_bytes,
@@ -144,10 +129,6 @@ def options_from_args(args: argparse.Namespace, environ: dict[str, str] | None =
         ),
         limits=LoopLimits(max_loops=args.max_loops, ping_interval_s=args.ping_interval),
     )
-
-
-def _split(value: str | None) -> tuple[str, ...]:
-    return tuple(v.strip() for v in (value or "").split(",") if v.strip())
 
 
 def run(args: argparse.Namespace) -> int:

@@ -54,6 +54,7 @@ from mcp_offload.gateway.stream.anthropic import AnthropicDialect
 from mcp_offload.gateway.stream.base import ApiKind, Dialect
 from mcp_offload.gateway.stream.openai_chat import ChatDialect
 from mcp_offload.gateway.stream.responses import ResponsesDialect
+from mcp_offload.gateway.stream.usage import usage_of
 from mcp_offload.gateway.tool_text import RETRIEVAL_TOOL_NAMES
 from mcp_offload.gateway.upstream import Upstream, family_for_request, request_headers, response_headers
 from mcp_offload.version import __version__
@@ -299,7 +300,7 @@ class GatewayApp:
                     )
                     exchange.status = status
                 else:
-                    exchange.report.usage = dialect.usage_of(parsed)
+                    exchange.report.usage = usage_of(parsed)
         await _send_bytes(send, exchange.status, headers_out, answer)
 
     async def _stream(

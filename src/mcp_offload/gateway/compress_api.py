@@ -56,6 +56,7 @@ from mcp_offload.core.services import Services
 from mcp_offload.errors import ExpiredHandle, UnknownHandle
 from mcp_offload.gateway.errors import GatewayError
 from mcp_offload.gateway.record import open_record
+from mcp_offload.gateway.request_body import json_object
 from mcp_offload.gateway.retrieval import run_retrieval
 from mcp_offload.gateway.rewrite import REFERENCE_PREFIX, STORE_FAILURES, GatewayPolicy, rewrite_messages
 from mcp_offload.gateway.session import GatewaySession, credential_digest
@@ -132,7 +133,7 @@ class CompressApi:
             if path == "/readyz" and method == "GET":
                 return await self._ready()
             if path == "/v1/compress" and method == "POST":
-                return await self._compress(headers, _json_object(body))
+                return await self._compress(headers, json_object(body))
             if path.startswith("/v1/retrieve"):
                 return await self._retrieve(method, path, query, headers, body)
             raise GatewayError(405, "method_not_allowed", f"{method} {path} is not a route of this service.")
@@ -199,7 +200,7 @@ class CompressApi:
             hash_value = path.removeprefix("/v1/retrieve/") if path.startswith("/v1/retrieve/") else ""
             wanted = params.get("query", [""])[0]
         elif method == "POST":
-            data = _json_object(body) if body.strip() else {}
+            data = json_object(body) if body.strip() else {}
             hash_value = path.removeprefix("/v1/retrieve/") if path != "/v1/retrieve" else data.get("hash", "")
             wanted = data.get("query") or ""
         else:
@@ -272,16 +273,6 @@ def caller_for(headers: Mapping[str, str]) -> Caller:
     affinity = next((headers[h].strip() for h in AFFINITY_HEADERS if headers.get(h, "").strip()), "")
     key = scope_key(f"compress:{tenant}:{affinity[:200]}")
     return Caller(tenant=tenant, session=GatewaySession.of_key(key), index_key=scope_key(f"compress-index:{tenant}"))
-
-
-def _json_object(raw: bytes) -> dict[str, Any]:
-    try:
-        parsed = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        raise GatewayError(400, "invalid_json", f"The request body is not valid JSON: {exc}.") from None
-    if not isinstance(parsed, dict):
-        raise GatewayError(400, "invalid_json", "The request body must be a JSON object.")
-    return parsed
 
 
 def _format_of(value: object) -> ApiKind:

@@ -35,8 +35,9 @@ import httpx2
 import orjson
 
 from mcp_offload.gateway.errors import GatewayError
-from mcp_offload.gateway.stream.base import Answer, CallOutcome, Dialect, Round, ToolCall, add_usage
+from mcp_offload.gateway.stream.base import Answer, CallOutcome, Dialect, Round, ToolCall
 from mcp_offload.gateway.stream.sse import SseParser
+from mcp_offload.gateway.stream.usage import add_usage, usage_of
 
 Emit = Callable[[bytes], Awaitable[None]]
 OpenCall = Callable[[dict[str, Any]], Awaitable[httpx2.Response]]
@@ -104,6 +105,30 @@ async def _plan(
     return _Plan(answers, done=False)
 
 
+@dataclass(slots=True)
+class _Rounds:
+    """One turn's retrieval rounds so far, and the follow-up request each one adds (JSON and streams alike)."""
+
+    dialect: Dialect
+    request: dict[str, Any]
+    names: frozenset[str]
+    retriever: Retriever
+    limits: LoopLimits
+    report: TurnReport
+    rounds: list[Round] = field(default_factory=list)
+    final_sent: bool = False  # the last follow-up asked for no tools (tool_choice "none")
+
+    async def next_request(self, outcome: CallOutcome) -> tuple[_Plan, dict[str, Any] | None]:
+        """Answer `outcome`'s retrieval calls: (the plan, the follow-up request; None when the turn is done)."""
+        plan = await _plan(outcome, self.names, self.retriever, self.report, self.final_sent)
+        if plan.done:
+            return plan, None
+        self.rounds.append(Round(outcome, plan.answers))
+        self.report.loops += 1
+        self.final_sent = self.report.loops > self.limits.max_loops
+        return plan, self.dialect.follow_up(self.request, self.rounds, final=self.final_sent)
+
+
 async def _record(
     dialect: Dialect,
     retriever: Retriever,
@@ -127,17 +152,13 @@ async def loop_json(
 ) -> tuple[int, bytes]:
     """Run the loop on a JSON answer; (status, body) for the client."""
     responses = [first]
-    rounds: list[Round] = []
+    turn = _Rounds(dialect, request, names, retriever, limits, report)
+    rounds = turn.rounds
     outcome = dialect.outcome(first, names)
-    final_sent = False
     while True:
-        plan = await _plan(outcome, names, retriever, report, final_sent)
-        if plan.done:
+        plan, body = await turn.next_request(outcome)
+        if body is None:
             break
-        rounds.append(Round(outcome, plan.answers))
-        report.loops += 1
-        final_sent = report.loops > limits.max_loops
-        body = dialect.follow_up(request, rounds, final=final_sent)
         follow = await open_call(body)
         report.upstream_calls += 1
         try:
@@ -161,7 +182,7 @@ async def loop_json(
     merged = dialect.merged(responses, names, stop)
     report.usage = {}
     for answered in responses:
-        add_usage(report.usage, dialect.usage_of(answered))
+        add_usage(report.usage, usage_of(answered))
     if rounds:
         last = None if report.mixed else (dialect.without_retrieval(outcome, names) if stop else outcome)
         await _record(dialect, retriever, dialect.client_output_of(merged), rounds, last)
@@ -209,9 +230,8 @@ async def loop_stream(
     async with anyio.create_task_group() as tg:
         tg.start_soon(keepalive.run)
         try:
-            await _splice(
-                dialect, request, first, open_call, retriever, names, limits, report, emit, splicer, keepalive
-            )
+            turn = _Rounds(dialect, request, names, retriever, limits, report)
+            await _splice(turn, first, open_call, emit, splicer, keepalive)
         except Exception as exc:  # raised out of the task group it would be wrapped in an ExceptionGroup
             failure = exc
         finally:
@@ -221,20 +241,9 @@ async def loop_stream(
 
 
 async def _splice(
-    dialect: Dialect,
-    request: dict[str, Any],
-    response: httpx2.Response,
-    open_call: OpenCall,
-    retriever: Retriever,
-    names: frozenset[str],
-    limits: LoopLimits,
-    report: TurnReport,
-    emit: Emit,
-    splicer: Any,
-    keepalive: Keepalive,
+    turn: _Rounds, response: httpx2.Response, open_call: OpenCall, emit: Emit, splicer: Any, keepalive: Keepalive
 ) -> None:
-    rounds: list[Round] = []
-    final_sent = False
+    dialect, names, retriever, report, rounds = turn.dialect, turn.names, turn.retriever, turn.report, turn.rounds
     usage: dict[str, Any] = {}
     while True:
         if not await _relay_call(response, splicer, emit, keepalive, report):
@@ -243,14 +252,11 @@ async def _splice(
         add_usage(usage, outcome.usage)
         report.usage = usage
         keepalive.waiting = True
-        plan = await _plan(outcome, names, retriever, report, final_sent)
-        if plan.done:
+        plan, body = await turn.next_request(outcome)
+        if body is None:
             break
-        rounds.append(Round(outcome, plan.answers))
-        report.loops += 1
-        final_sent = report.loops > limits.max_loops
         try:
-            response = await open_call(dialect.follow_up(request, rounds, final=final_sent))
+            response = await open_call(body)
         except GatewayError as exc:
             report.problem = exc.code
             await emit(splicer.error(exc.code, exc.message))

@@ -22,6 +22,11 @@ def parse_json(headers: dict[str, str], raw: bytes) -> dict[str, Any]:
         raise GatewayError(
             415, "unsupported_content_type", f"Content-Type must be application/json, not {content_type or 'absent'!r}."
         )
+    return json_object(raw)
+
+
+def json_object(raw: bytes) -> dict[str, Any]:
+    """The body parsed as a JSON object (400 `invalid_json` when it is not JSON, or not an object)."""
     try:
         parsed = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:

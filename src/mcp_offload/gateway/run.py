@@ -7,11 +7,7 @@ accepting and lets the requests in flight (streams included) finish, bounded by 
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import signal
-import threading
-from collections.abc import Iterator
 
 import anyio
 import uvicorn
@@ -20,29 +16,18 @@ from mcp_offload.core.services import build_services
 from mcp_offload.gateway.app import GatewayApp
 from mcp_offload.gateway.options import GatewayConfigError, GatewayOptions
 from mcp_offload.settings import Settings
+from mcp_offload.uvicorn_server import ExitZeroServer
 from mcp_offload.version import __version__
 
 log = logging.getLogger("mcp_offload.gateway")
 
 
-class _GatewayServer(uvicorn.Server):
+class _GatewayServer(ExitZeroServer):
     """uvicorn that says "draining" on /healthz while it shuts down, and exits 0 on SIGTERM (no re-raised signal)."""
 
     def __init__(self, config: uvicorn.Config, app: GatewayApp) -> None:
         super().__init__(config)
         self._gateway = app
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        if threading.current_thread() is not threading.main_thread():
-            yield
-            return
-        previous = {sig: signal.signal(sig, self.handle_exit) for sig in (signal.SIGINT, signal.SIGTERM)}
-        try:
-            yield
-        finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
 
     async def shutdown(self, sockets: list[object] | None = None) -> None:  # type: ignore[override]
         self._gateway.draining = True

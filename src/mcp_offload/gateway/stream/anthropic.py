@@ -17,18 +17,10 @@ from typing import Any
 import orjson
 
 from mcp_offload.gateway.errors import stream_error_event
-from mcp_offload.gateway.stream.base import (
-    Answer,
-    ApiKind,
-    CallOutcome,
-    Round,
-    ToolCall,
-    UsageFigures,
-    add_usage,
-    as_int,
-)
+from mcp_offload.gateway.stream.base import Answer, ApiKind, CallOutcome, Round, ToolCall, replayed_rounds
 from mcp_offload.gateway.stream.breakpoint import with_end_breakpoint
 from mcp_offload.gateway.stream.sse import SseEvent, encode_event
+from mcp_offload.gateway.stream.usage import UsageFigures, add_usage, as_int
 
 PING = b'event: ping\ndata: {"type": "ping"}\n\n'
 
@@ -75,13 +67,12 @@ class AnthropicDialect:
         return with_end_breakpoint(body, len(appended))  # the next turn reads what the loop added from the cache
 
     def upstream_messages(self, rounds: list[Round], last: CallOutcome | None) -> list[dict[str, Any]]:
-        messages: list[dict[str, Any]] = []
-        for trip in rounds:
-            messages.append({"role": "assistant", "content": trip.outcome.output})
-            messages.append({"role": "user", "content": [tool_result(a) for a in trip.answers]})
-        if last is not None:
-            messages.append({"role": "assistant", "content": last.output})
-        return messages
+        return replayed_rounds(
+            rounds,
+            last,
+            lambda said: [{"role": "assistant", "content": said.output}],
+            lambda answers: [{"role": "user", "content": [tool_result(a) for a in answers]}],
+        )
 
     def without_retrieval(self, outcome: CallOutcome, retrieval_names: frozenset[str]) -> CallOutcome:
         blocks = [b for b in outcome.output if not _is_retrieval(b, retrieval_names)]
@@ -109,10 +100,6 @@ class AnthropicDialect:
 
     def splicer(self, retrieval_names: frozenset[str], *, client_usage: bool = True) -> AnthropicSplicer:
         return AnthropicSplicer(retrieval_names)  # the usage is part of the terminal event: always there
-
-    def usage_of(self, response: dict[str, Any]) -> dict[str, Any]:
-        usage = response.get("usage")
-        return dict(usage) if isinstance(usage, dict) else {}
 
     def usage_of_event(self, event: SseEvent, usage: dict[str, Any]) -> bool:
         if event.name in ("message_stop", "error"):

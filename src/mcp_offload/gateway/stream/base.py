@@ -1,4 +1,5 @@
-"""What the retrieval loop needs from each API, response side: the `Dialect` protocol and the shapes it speaks in.
+"""What the retrieval loop needs from each API, response side: the `Dialect` protocol and the shapes it speaks in
+(usage objects and their figures: usage.py).
 
 A dialect reads one upstream answer into a `CallOutcome` (the assistant output to send back, its tool calls, why it
 stopped, its usage), writes the follow-up request (the original request plus each `Round`: the assistant output and
@@ -11,10 +12,12 @@ except the retrieval tool calls and the terminal events, renumbered so the clien
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from mcp_offload.gateway.stream.sse import SseEvent
+from mcp_offload.gateway.stream.usage import UsageFigures
 
 ApiKind = Literal["anthropic", "openai_chat", "responses"]
 
@@ -52,16 +55,6 @@ class Round:
 
     outcome: CallOutcome
     answers: list[Answer] = field(default_factory=list)
-
-
-@dataclass(frozen=True, slots=True)
-class UsageFigures:
-    """The upstream's own usage figures for a turn, summed over its calls (API-neutral, for the accounting)."""
-
-    input_tokens: int = 0  # every prompt token, cached or not
-    output_tokens: int = 0
-    cache_read_tokens: int = 0  # cache_read_input_tokens / cached_tokens
-    cache_write_tokens: int = 0  # cache_creation_input_tokens (Anthropic only)
 
 
 class Splicer(Protocol):
@@ -117,27 +110,21 @@ class Dialect(Protocol):
         """Update `usage` from one streamed event (for streams relayed without a splice); True at the terminal."""
         ...
 
-    def usage_of(self, response: dict[str, Any]) -> dict[str, Any]: ...
-
     def figures(self, usage: dict[str, Any]) -> UsageFigures: ...
 
 
-def add_usage(total: dict[str, Any], more: dict[str, Any] | None) -> dict[str, Any]:
-    """`total` plus `more`, field by field: numbers add up (nested objects too), anything else takes the newer
-    value. Used to report one turn's usage over several upstream calls."""
-    if not more:
-        return total
-    for key, value in more.items():
-        old = total.get(key)
-        if isinstance(value, bool) or not isinstance(value, int | float | dict):
-            if value is not None or key not in total:
-                total[key] = value
-        elif isinstance(value, dict):
-            total[key] = add_usage(dict(old) if isinstance(old, dict) else {}, value)
-        else:
-            total[key] = (old if isinstance(old, int | float) and not isinstance(old, bool) else 0) + value
-    return total
-
-
-def as_int(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+def replayed_rounds(
+    rounds: list[Round],
+    last: CallOutcome | None,
+    said: Callable[[CallOutcome], list[dict[str, Any]]],
+    answered: Callable[[list[Answer]], list[dict[str, Any]]],
+) -> list[dict[str, Any]]:
+    """What the loop added to the conversation, in request form: each round's output (`said`) followed by its answers
+    (`answered`), then the `last` output if given. The dialects differ only in how they wrap the two."""
+    messages: list[dict[str, Any]] = []
+    for trip in rounds:
+        messages.extend(said(trip.outcome))
+        messages.extend(answered(trip.answers))
+    if last is not None:
+        messages.extend(said(last))
+    return messages

@@ -18,17 +18,9 @@ from typing import Any
 import orjson
 
 from mcp_offload.gateway.errors import stream_error_event
-from mcp_offload.gateway.stream.base import (
-    Answer,
-    ApiKind,
-    CallOutcome,
-    Round,
-    ToolCall,
-    UsageFigures,
-    add_usage,
-    as_int,
-)
+from mcp_offload.gateway.stream.base import Answer, ApiKind, CallOutcome, Round, ToolCall, replayed_rounds
 from mcp_offload.gateway.stream.sse import COMMENT_PING, SseEvent, encode_event
+from mcp_offload.gateway.stream.usage import UsageFigures, add_usage, openai_figures, usage_of
 
 DONE = b"data: [DONE]\n\n"
 
@@ -97,7 +89,7 @@ class ChatDialect:
             output=assistant_message(message.get("content"), tool_calls),
             calls=_calls(message),
             stop=choice.get("finish_reason"),
-            usage=self.usage_of(response),
+            usage=usage_of(response),
             response_id=response.get("id"),
         )
 
@@ -109,13 +101,9 @@ class ChatDialect:
         return body
 
     def upstream_messages(self, rounds: list[Round], last: CallOutcome | None) -> list[dict[str, Any]]:
-        messages: list[dict[str, Any]] = []
-        for trip in rounds:
-            messages.append(trip.outcome.output)
-            messages.extend(tool_message(a) for a in trip.answers)
-        if last is not None:
-            messages.append(last.output)
-        return messages
+        return replayed_rounds(
+            rounds, last, lambda said: [said.output], lambda answers: [tool_message(a) for a in answers]
+        )
 
     def without_retrieval(self, outcome: CallOutcome, retrieval_names: frozenset[str]) -> CallOutcome:
         kept = [c for c in outcome.output.get("tool_calls") or [] if not _is_retrieval(c, retrieval_names)]
@@ -156,10 +144,6 @@ class ChatDialect:
     def splicer(self, retrieval_names: frozenset[str], *, client_usage: bool = True) -> ChatSplicer:
         return ChatSplicer(retrieval_names, client_usage=client_usage)
 
-    def usage_of(self, response: dict[str, Any]) -> dict[str, Any]:
-        usage = response.get("usage")
-        return dict(usage) if isinstance(usage, dict) else {}
-
     def usage_of_event(self, event: SseEvent, usage: dict[str, Any]) -> bool:
         if event.data == "[DONE]":
             return True
@@ -173,12 +157,7 @@ class ChatDialect:
         return False
 
     def figures(self, usage: dict[str, Any]) -> UsageFigures:
-        details = usage.get("prompt_tokens_details") or {}
-        return UsageFigures(
-            input_tokens=as_int(usage.get("prompt_tokens")),
-            output_tokens=as_int(usage.get("completion_tokens")),
-            cache_read_tokens=as_int(details.get("cached_tokens")) if isinstance(details, dict) else 0,
-        )
+        return openai_figures(usage, input_key="prompt_tokens", output_key="completion_tokens")
 
 
 class ChatSplicer:

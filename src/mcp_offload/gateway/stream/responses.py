@@ -26,17 +26,9 @@ from typing import Any
 import orjson
 
 from mcp_offload.gateway.errors import stream_error_event
-from mcp_offload.gateway.stream.base import (
-    Answer,
-    ApiKind,
-    CallOutcome,
-    Round,
-    ToolCall,
-    UsageFigures,
-    add_usage,
-    as_int,
-)
+from mcp_offload.gateway.stream.base import Answer, ApiKind, CallOutcome, Round, ToolCall, replayed_rounds
 from mcp_offload.gateway.stream.sse import COMMENT_PING, SseEvent, encode_event
+from mcp_offload.gateway.stream.usage import UsageFigures, add_usage, openai_figures, usage_of
 
 _TERMINAL = ("response.completed", "response.incomplete")
 
@@ -78,7 +70,7 @@ class ResponsesDialect:
             output=items,
             calls=_calls(items),
             stop=response.get("status"),
-            usage=self.usage_of(response),
+            usage=usage_of(response),
             response_id=response.get("id"),
         )
 
@@ -94,13 +86,9 @@ class ResponsesDialect:
         return body
 
     def upstream_messages(self, rounds: list[Round], last: CallOutcome | None) -> list[dict[str, Any]]:
-        items: list[dict[str, Any]] = []
-        for trip in rounds:
-            items.extend(trip.outcome.output)
-            items.extend(call_output(a) for a in trip.answers)
-        if last is not None:
-            items.extend(last.output)
-        return items
+        return replayed_rounds(
+            rounds, last, lambda said: said.output, lambda answers: [call_output(a) for a in answers]
+        )
 
     def without_retrieval(self, outcome: CallOutcome, retrieval_names: frozenset[str]) -> CallOutcome:
         items = [i for i in outcome.output if not _is_retrieval(i, retrieval_names)]
@@ -129,10 +117,6 @@ class ResponsesDialect:
     def splicer(self, retrieval_names: frozenset[str], *, client_usage: bool = True) -> ResponsesSplicer:
         return ResponsesSplicer(retrieval_names)  # the usage is part of the terminal event: always there
 
-    def usage_of(self, response: dict[str, Any]) -> dict[str, Any]:
-        usage = response.get("usage")
-        return dict(usage) if isinstance(usage, dict) else {}
-
     def usage_of_event(self, event: SseEvent, usage: dict[str, Any]) -> bool:
         if event.name == "error":
             return True
@@ -144,12 +128,7 @@ class ResponsesDialect:
         return False
 
     def figures(self, usage: dict[str, Any]) -> UsageFigures:
-        details = usage.get("input_tokens_details") or {}
-        return UsageFigures(
-            input_tokens=as_int(usage.get("input_tokens")),
-            output_tokens=as_int(usage.get("output_tokens")),
-            cache_read_tokens=as_int(details.get("cached_tokens")) if isinstance(details, dict) else 0,
-        )
+        return openai_figures(usage, input_key="input_tokens", output_key="output_tokens")
 
 
 class ResponsesSplicer:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import ipaddress
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -92,24 +92,36 @@ def _unique(values: Sequence[str]) -> list[str]:
 
 def http_options_from_args(args: Any, environ: dict[str, str] | None = None) -> HttpOptions:
     """HttpOptions from the CLI flags (cli/dispatch.py) and MCP_OFFLOAD_TOKEN (comma-separated tokens)."""
+    return exposure_from_args(
+        args,
+        "MCP_OFFLOAD_TOKEN",
+        environ,
+        transport=args.transport,
+        stateless=args.stateless,
+        json_response=args.json_response,
+        max_body_bytes=args.max_body_bytes,
+        max_sessions=args.max_sessions,
+        session_idle_timeout=args.session_idle_timeout,
+    )
+
+
+def exposure_from_args(args: Any, token_env: str, environ: Mapping[str, str] | None = None, **more: Any) -> HttpOptions:
+    """HttpOptions from the exposure flags every HTTP server of this package takes (--host, --port, --token,
+    --allow-open, --allowed-hosts, --allowed-origins) and the tokens in `token_env` (comma-separated), plus the
+    `more` fields; refused (RefusedConfig) when a token is malformed or the exposure is not opted into."""
     env = os.environ if environ is None else environ
     try:
-        tokens = parse_tokens([*args.token, env.get("MCP_OFFLOAD_TOKEN", "")])
+        tokens = parse_tokens([*args.token, env.get(token_env, "")])
     except ValueError as exc:
         raise RefusedConfig(str(exc)) from None
     options = HttpOptions(
-        transport=args.transport,
         host=args.host,
         port=args.port,
         tokens=tokens,
         allow_open=args.allow_open,
         allowed_hosts=_split(args.allowed_hosts),
         allowed_origins=_split(args.allowed_origins),
-        stateless=args.stateless,
-        json_response=args.json_response,
-        max_body_bytes=args.max_body_bytes,
-        max_sessions=args.max_sessions,
-        session_idle_timeout=args.session_idle_timeout,
+        **more,
     )
     check_exposure(options)
     return options

@@ -7,11 +7,8 @@ stop. `run_http` (the CLI entry) also owns the services and the proxy's upstream
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import signal
-import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import anyio
@@ -27,12 +24,13 @@ from mcp_offload.serve.http.options import HttpOptions, RefusedConfig, check_exp
 from mcp_offload.serve.http.shutdown_gate import ShutdownGate
 from mcp_offload.server.extension import Extension
 from mcp_offload.settings import Settings
+from mcp_offload.uvicorn_server import ExitZeroServer
 from mcp_offload.version import __version__
 
 log = logging.getLogger(__name__)
 
 
-class GracefulServer(uvicorn.Server):
+class GracefulServer(ExitZeroServer):
     """uvicorn with a drain phase before its own shutdown, and no re-raised signal afterwards (exit code 0)."""
 
     def __init__(self, config: uvicorn.Config, gate: ShutdownGate, in_flight: InFlight, grace_s: float) -> None:
@@ -40,18 +38,6 @@ class GracefulServer(uvicorn.Server):
         self._gate = gate
         self._in_flight = in_flight
         self._grace_s = grace_s
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        if threading.current_thread() is not threading.main_thread():
-            yield
-            return
-        previous = {sig: signal.signal(sig, self.handle_exit) for sig in (signal.SIGINT, signal.SIGTERM)}
-        try:
-            yield
-        finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
 
     async def shutdown(self, sockets: list[Any] | None = None) -> None:
         for server in self.servers:

@@ -1,0 +1,55 @@
+"""Usage objects, API-neutral: copy one from a JSON answer, add several calls' up, read the figures the accounting
+needs (`UsageFigures`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class UsageFigures:
+    """The upstream's own usage figures for a turn, summed over its calls (API-neutral, for the accounting)."""
+
+    input_tokens: int = 0  # every prompt token, cached or not
+    output_tokens: int = 0
+    cache_read_tokens: int = 0  # cache_read_input_tokens / cached_tokens
+    cache_write_tokens: int = 0  # cache_creation_input_tokens (Anthropic only)
+
+
+def add_usage(total: dict[str, Any], more: dict[str, Any] | None) -> dict[str, Any]:
+    """`total` plus `more`, field by field: numbers add up (nested objects too), anything else takes the newer
+    value. Used to report one turn's usage over several upstream calls."""
+    if not more:
+        return total
+    for key, value in more.items():
+        old = total.get(key)
+        if isinstance(value, bool) or not isinstance(value, int | float | dict):
+            if value is not None or key not in total:
+                total[key] = value
+        elif isinstance(value, dict):
+            total[key] = add_usage(dict(old) if isinstance(old, dict) else {}, value)
+        else:
+            total[key] = (old if isinstance(old, int | float) and not isinstance(old, bool) else 0) + value
+    return total
+
+
+def as_int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def openai_figures(usage: dict[str, Any], *, input_key: str, output_key: str) -> UsageFigures:
+    """The figures of an OpenAI usage object (Chat: prompt_tokens/completion_tokens, Responses: input_tokens/
+    output_tokens); the cached prompt tokens stand in `<input_key>_details.cached_tokens` in both."""
+    details = usage.get(f"{input_key}_details") or {}
+    return UsageFigures(
+        input_tokens=as_int(usage.get(input_key)),
+        output_tokens=as_int(usage.get(output_key)),
+        cache_read_tokens=as_int(details.get("cached_tokens")) if isinstance(details, dict) else 0,
+    )
+
+
+def usage_of(response: dict[str, Any]) -> dict[str, Any]:
+    """A copy of a JSON answer's usage object ({} when it has none); every dialect's `usage_of`."""
+    usage = response.get("usage")
+    return dict(usage) if isinstance(usage, dict) else {}
