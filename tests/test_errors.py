@@ -33,6 +33,8 @@ EXPECTED_RPC = {
     "NotEnumerable": types.INVALID_PARAMS,
     "StoreFull": types.INTERNAL_ERROR,
     "StoreUnavailable": types.INTERNAL_ERROR,
+    "HandleExists": types.INVALID_PARAMS,
+    "ContextWindowExceeded": types.INVALID_PARAMS,
 }
 
 

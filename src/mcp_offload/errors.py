@@ -14,7 +14,10 @@ Exception
  │    ├── NotEnumerable             not_enumerable     -32602 invalid params
  │    ├── StoreFull                 store_full         -32603 internal error
  │    ├── StoreUnavailable          store_unavailable  -32603 internal error
- │    └── ContextWindowExceeded     context_window_exceeded (Compactor: the request cannot fit its window)
+ │    ├── HandleExists              handle_exists      -32602 invalid params (a put under a derived handle already
+ │    │                                                 published: the same content stored first by someone else)
+ │    └── ContextWindowExceeded     context_window_exceeded -32602 invalid params (Compactor: the request cannot
+ │                                                      fit its window)
  └── OperatorError .............. for the operator: flags, environment, config files, refused exposure
       ├── SettingsError             a setting that cannot work (bad number, unknown encoding, bad store location)
       ├── proxy.config.ConfigError  the proxied servers' config file
@@ -117,6 +120,8 @@ class StoreFull(OffloadError):
 class HandleExists(OffloadError):
     """A put under a handle that is already published in that scope (deterministic handles: someone else stored the
     same content first; the caller may treat the stored output as its own)."""
+
+    code = "handle_exists"
 
 
 class ContextWindowExceeded(OffloadError):
