@@ -8,7 +8,7 @@ compacted history's tokens over the original's (target < 5 %).
 Cache and cost per boundary and mode: an agent loop of REQUESTS requests (one tool result more each, a new user turn
 every 5), sent as each mode compacts it, against a prompt cache that hits on the longest unchanged message prefix
 (tools + system included, unchanged). Cacheable share = cached input tokens / input tokens. Cost at the providers'
-cache prices (gateway/cost.py: Anthropic 5-minute cache write 1.25x read 0.1x; OpenAI gpt-4.1 read 0.25x, no write
+cache prices (cachesafe/cost.py: Anthropic 5-minute cache write 1.25x read 0.1x; OpenAI gpt-4.1 read 0.25x, no write
 premium), in base-input-token units, next to the yardstick of sending the history uncompacted (`x direct`).
 "keep-last 6 (per request)" is the old behaviour (every request rewrites the message that left the kept ones).
 """
@@ -24,9 +24,9 @@ from typing import Any
 
 import anyio
 
+from mcp_offload.cachesafe.cost import CachePrices, cost_of_request, prices_for
 from mcp_offload.compact import AsyncCompactor
 from mcp_offload.core import api
-from mcp_offload.gateway.cost import CachePrices, cost_of_request, prices_for
 
 TURNS, CALLS_PER_TURN, RESULT_BYTES = 50, 4, 250_000
 

@@ -49,7 +49,7 @@ sys.path.append(str(HERE.parent / "tests"))
 
 from llm_upstream import CacheUsage, Turn, UpstreamServer, reply, session_key, tool_call  # noqa: E402
 from llm_upstream.errors import ApiKind  # noqa: E402
-from mcp_offload.gateway.cost import prices_for  # noqa: E402
+from mcp_offload.cachesafe.cost import prices_for  # noqa: E402
 
 MODES = ("direct", "gateway", "clear-old", "naive")
 MODELS: dict[ApiKind, str] = {"anthropic": "claude-sonnet-4-6", "openai_chat": "gpt-4o", "responses": "gpt-5"}

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from mcp_offload import AsyncCompactor, Compactor, ContextWindowExceeded, OffloadError
-from mcp_offload.compact.formats.base import OFFLOADED_ARGUMENTS
+from mcp_offload.messages.base import OFFLOADED_ARGUMENTS
 from support.compact import anthropic_turn, big_json, chat_turn, read_whole, responses_turn, validate
 
 TURNS = {"anthropic": anthropic_turn, "openai": chat_turn, "responses": responses_turn}

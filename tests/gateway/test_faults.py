@@ -18,7 +18,7 @@ from anthropic.types import MessageParam
 from openai.types.chat import ChatCompletionToolMessageParam
 
 from llm_upstream import ApiError, Turn, UpstreamServer, reply
-from mcp_offload.gateway.rewrite import GatewayPolicy
+from mcp_offload.cachesafe.rewrite import RewritePolicy
 from support.gateway_server import StartGateway
 from support.llm_conversations import BASH_ANTHROPIC, HANDLE, anthropic_messages, build_log, chat_messages
 from support.store import RedisServer, have_redis_server
@@ -176,7 +176,7 @@ def test_store_down_fails_open(upstream: UpstreamServer, start_gateway: StartGat
     redis = RedisServer().start()
     try:
         gateway = start_gateway(upstream, store=redis.url)
-        closed = start_gateway(upstream, store=redis.url, policy=GatewayPolicy(fail_closed=True))
+        closed = start_gateway(upstream, store=redis.url, policy=RewritePolicy(fail_closed=True))
         client = openai.OpenAI(base_url=gateway.openai_url, api_key="k", max_retries=0)
         messages = chat_messages(build_log())
         client.chat.completions.create(model="gpt-5", messages=messages)

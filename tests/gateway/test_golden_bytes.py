@@ -12,14 +12,15 @@ from typing import Any
 
 import pytest
 
-from mcp_offload.gateway.rewrite import GatewayPolicy, rewrite_request
+from mcp_offload.cachesafe.rewrite import RewritePolicy
+from mcp_offload.cachesafe.tool_text import retrieval_tools
+from mcp_offload.gateway.rewrite import rewrite_request
 from mcp_offload.gateway.stream.base import ApiKind
-from mcp_offload.gateway.tool_text import retrieval_tools
 from support.gateway_core import APIS, Conversation, headers_for, open_services, validate_body, wire
 
 GOLDEN = Path(__file__).parent / "golden"
 REGEN = os.environ.get("MCP_OFFLOAD_REGEN_GOLDEN") == "1"
-POLICY = GatewayPolicy(threshold_tokens=200)
+POLICY = RewritePolicy(threshold_tokens=200)
 
 
 def check(path: Path, value: Any) -> None:
@@ -57,7 +58,7 @@ async def test_a_fixed_conversation_rewrites_to_golden_bytes(tmp_path: Path, api
 
 
 def test_the_retrieval_tool_names_and_how_they_are_recognised() -> None:
-    from mcp_offload.gateway.tool_text import RETRIEVAL_TOOL_NAMES, is_retrieval_tool
+    from mcp_offload.cachesafe.tool_text import RETRIEVAL_TOOL_NAMES, is_retrieval_tool
 
     assert {"read_large_output", "search_large_output", "query_large_output", "list_outputs"} == RETRIEVAL_TOOL_NAMES
     for api in APIS:

@@ -16,15 +16,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from mcp_offload.cachesafe.history import history_for
+from mcp_offload.cachesafe.record import record_expansion
+from mcp_offload.cachesafe.rewrite import RewritePolicy
 from mcp_offload.core.services import Services, build_services
-from mcp_offload.gateway.history import history_for
-from mcp_offload.gateway.record import record_expansion
 from mcp_offload.gateway.retrieval import run_retrieval
-from mcp_offload.gateway.rewrite import GatewayPolicy, rewrite_request
+from mcp_offload.gateway.rewrite import rewrite_request
 from mcp_offload.gateway.stream.base import ApiKind
 from support.gateway_core import APIS, Conversation, headers_for, model_turn, results_turn, settings_for, wire
 
-POLICY = GatewayPolicy(threshold_tokens=200)
+POLICY = RewritePolicy(threshold_tokens=200)
 TURNS = 30
 
 

@@ -18,14 +18,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from mcp_offload.cachesafe.history import history_for
+from mcp_offload.cachesafe.rewrite import RewritePolicy
 from mcp_offload.core.services import Services
-from mcp_offload.gateway.history import history_for
-from mcp_offload.gateway.rewrite import GatewayPolicy, rewrite_request
+from mcp_offload.gateway.rewrite import rewrite_request
 from mcp_offload.gateway.stream.base import ApiKind
 from support.gateway_core import APIS, Conversation, headers_for, open_services, validate_body, wire
 
 TURNS = 40
-POLICY = GatewayPolicy(threshold_tokens=200)  # default cost rule and window pressure rule on
+POLICY = RewritePolicy(threshold_tokens=200)  # default cost rule and window pressure rule on
 
 
 def assert_prefix_chain(api: ApiKind, bodies: list[dict[str, Any]]) -> None:

@@ -15,12 +15,13 @@ import pytest
 from llm_upstream.errors import InvalidRequest
 from llm_upstream.signing import Signer
 from llm_upstream.validate_anthropic import validate_messages_request
+from mcp_offload.cachesafe.rewrite import RewritePolicy
 from mcp_offload.core.services import Services
-from mcp_offload.gateway.rewrite import GatewayPolicy, rewrite_request
+from mcp_offload.gateway.rewrite import rewrite_request
 from support.gateway_core import headers_for, open_services, wire
 
 CAPTURED = Path(__file__).parent / "captured" / "claude_code_2.1.328.json"
-POLICY = GatewayPolicy(threshold_tokens=200, clear_tool_uses=None, cost_rule=False)
+POLICY = RewritePolicy(threshold_tokens=200, clear_tool_uses=None, cost_rule=False)
 LARGE = "\n".join(f"line {i}: status ok, latency {i * 7 % 900} ms, note routine check {i * 31}" for i in range(400))
 SIGNER = Signer(b"k" * 32)
 

@@ -9,8 +9,8 @@ import openai
 from openai.types.chat import ChatCompletion
 
 from llm_upstream import Turn, UpstreamServer, reply, tool_call
+from mcp_offload.cachesafe.rewrite import RewritePolicy
 from mcp_offload.gateway.loop import LoopLimits
-from mcp_offload.gateway.rewrite import GatewayPolicy
 from support.gateway_server import StartGateway
 from support.llm_conversations import (
     BASH_ANTHROPIC,
@@ -123,7 +123,7 @@ def test_visible_mode_sends_retrieval_calls_to_the_client(
     upstream: UpstreamServer, start_gateway: StartGateway
 ) -> None:
     upstream.use(search_then_answer())
-    gateway = start_gateway(upstream, policy=GatewayPolicy(retrieval="visible"))
+    gateway = start_gateway(upstream, policy=RewritePolicy(retrieval="visible"))
     client = openai.OpenAI(base_url=gateway.openai_url, api_key="sk-test", max_retries=0)
     completion = client.chat.completions.create(model="gpt-5", messages=chat_messages(build_log()), tools=[BASH_CHAT])
     calls = completion.choices[0].message.tool_calls or []

@@ -10,12 +10,13 @@ from typing import Any
 
 import pytest
 
+from mcp_offload.cachesafe.record import open_record
+from mcp_offload.cachesafe.rewrite import ClearToolUses, RewritePolicy
+from mcp_offload.cachesafe.tool_text import RETRIEVAL_TOOL_NAMES, retrieval_tools
 from mcp_offload.core import api as core
 from mcp_offload.core.services import Services
-from mcp_offload.gateway.record import open_record
-from mcp_offload.gateway.rewrite import ClearToolUses, GatewayPolicy, RewriteUnavailable, rewrite_request
+from mcp_offload.gateway.rewrite import RewriteUnavailable, rewrite_request
 from mcp_offload.gateway.stream.base import ApiKind
-from mcp_offload.gateway.tool_text import RETRIEVAL_TOOL_NAMES, retrieval_tools
 from support.gateway_core import (
     APIS,
     Conversation,
@@ -31,7 +32,7 @@ from support.gateway_core import (
     wire,
 )
 
-POLICY = GatewayPolicy(threshold_tokens=200, clear_tool_uses=None, cost_rule=False)
+POLICY = RewritePolicy(threshold_tokens=200, clear_tool_uses=None, cost_rule=False)
 RNG = random.Random(7)
 LARGE = big_text(RNG, 800, "large")
 SMALL = "exit 0: 3 tests passed"
@@ -96,7 +97,7 @@ async def test_the_same_request_twice_gives_the_same_bytes_and_handle(services: 
 @pytest.mark.parametrize("api", APIS)
 async def test_visible_mode_offloads_but_injects_no_tools(services: Services, api: ApiKind) -> None:
     body = make_body(api, "sys", conversation(api, [("c1", LARGE)]), client_tools(api))
-    policy = GatewayPolicy(threshold_tokens=200, retrieval="visible", clear_tool_uses=None, cost_rule=False)
+    policy = RewritePolicy(threshold_tokens=200, retrieval="visible", clear_tool_uses=None, cost_rule=False)
     rewrite = await rewrite_request(services, api, body, headers_for(api, "k4"), policy)
     assert rewrite.changed and rewrite.offloaded and not rewrite.tools_injected
     assert rewrite.body["tools"] == client_tools(api)
@@ -271,13 +272,13 @@ async def test_store_down_fails_open_or_closed(tmp_path: Path, api: ApiKind) -> 
         assert rewrite.body is body and not rewrite.changed
         assert rewrite.fail_open is not None and "store" in rewrite.fail_open
         with pytest.raises(RewriteUnavailable) as raised:
-            closed = GatewayPolicy(threshold_tokens=200, clear_tool_uses=None, cost_rule=False, fail_closed=True)
+            closed = RewritePolicy(threshold_tokens=200, clear_tool_uses=None, cost_rule=False, fail_closed=True)
             await rewrite_request(services, api, body, headers_for(api, "k11"), closed)
         assert "store" in raised.value.reason
 
 
 def test_policy_defaults_are_the_documented_ones() -> None:
-    policy = GatewayPolicy()
+    policy = RewritePolicy()
     assert policy.threshold_tokens == 1_000 and policy.retrieval == "transparent" and policy.cost_rule
     assert policy.clear_tool_uses == ClearToolUses(100_000, 3, 20_000, ())
     assert json.dumps(retrieval_tools("anthropic")) == json.dumps(retrieval_tools("anthropic"))
@@ -295,8 +296,8 @@ def test_conversation_builder_is_valid_for_every_api() -> None:
 async def test_rewrite_messages_is_the_message_level_core_the_compactor_can_call(
     services: Services, api: ApiKind
 ) -> None:
-    from mcp_offload.gateway.rewrite import rewrite_messages
-    from mcp_offload.gateway.session import GatewaySession
+    from mcp_offload.cachesafe.rewrite import rewrite_messages
+    from mcp_offload.cachesafe.session import GatewaySession
 
     session = GatewaySession.of_key("ab" * 16)
     messages = conversation(api, [("c1", LARGE)])
@@ -333,7 +334,7 @@ async def test_a_result_whose_reference_would_not_be_smaller_stays_inline_for_go
 ) -> None:
     result = big_text(random.Random(5), 80, "short")  # over a 50-token threshold, but its preview is all of it
     body = make_body(api, "sys", conversation(api, [("c1", result)]), client_tools(api))
-    policy = GatewayPolicy(threshold_tokens=50, clear_tool_uses=None, cost_rule=False)
+    policy = RewritePolicy(threshold_tokens=50, clear_tool_uses=None, cost_rule=False)
     first = await rewrite_request(services, api, body, headers_for(api, "short"), policy)
     assert first.body is body and not first.changed and first.offloaded == []
     stored = await core.list_outputs(services, first.session.scope)

@@ -16,14 +16,15 @@ from anthropic.types import Message as AnthropicMessage
 from openai.types.chat import ChatCompletionMessage
 from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseReasoningItem
 
+from mcp_offload.cachesafe.history import history_for
+from mcp_offload.cachesafe.record import record_expansion
+from mcp_offload.cachesafe.rewrite import RewritePolicy
 from mcp_offload.core.services import Services
-from mcp_offload.gateway.history import history_for
-from mcp_offload.gateway.record import record_expansion
-from mcp_offload.gateway.rewrite import GatewayPolicy, rewrite_request
+from mcp_offload.gateway.rewrite import rewrite_request
 from mcp_offload.gateway.stream.base import ApiKind
 from support.gateway_core import big_text, client_tools, headers_for, make_body, open_services, validate_body, wire
 
-POLICY = GatewayPolicy(threshold_tokens=200)
+POLICY = RewritePolicy(threshold_tokens=200)
 BIG = big_text(random.Random(1), 900, "log")
 SIG = "EqQBCkgIARABGAIiQL" + "x" * 60
 
@@ -273,7 +274,7 @@ async def test_mixed_turn_is_restored_to_what_the_model_produced(services: Servi
 
 
 async def test_record_expansion_refuses_results_only(services: Services) -> None:
-    from mcp_offload.gateway.session import GatewaySession
+    from mcp_offload.cachesafe.session import GatewaySession
 
     with pytest.raises(ValueError):
         await record_expansion(

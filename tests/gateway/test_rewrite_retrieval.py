@@ -9,15 +9,16 @@ from typing import Any, cast
 
 import pytest
 
+from mcp_offload.cachesafe.rewrite import RewritePolicy
+from mcp_offload.cachesafe.session import GatewaySession
 from mcp_offload.gateway.retrieval import run_retrieval
-from mcp_offload.gateway.rewrite import GatewayPolicy, rewrite_request
-from mcp_offload.gateway.session import GatewaySession
+from mcp_offload.gateway.rewrite import rewrite_request
 from mcp_offload.gateway.stream.base import ApiKind
 from mcp_offload.store.fs import FilesystemStore
 from support.gateway_core import big_text, client_tools, headers_for, make_body, model_turn, open_services, results_turn
 from support.store import FakeClock
 
-POLICY = GatewayPolicy(threshold_tokens=200)
+POLICY = RewritePolicy(threshold_tokens=200)
 TEXT = big_text(random.Random(2), 600, "log") + "\nNEEDLE-42 found here\n"
 
 

@@ -10,13 +10,14 @@ from typing import Any
 
 import pytest
 
+from mcp_offload.cachesafe.rewrite import RewritePolicy
+from mcp_offload.cachesafe.session import SESSION_HEADER, derive_session
 from mcp_offload.core.api import SessionScope
-from mcp_offload.gateway.rewrite import GatewayPolicy, rewrite_request
-from mcp_offload.gateway.session import SESSION_HEADER, derive_session
+from mcp_offload.gateway.rewrite import rewrite_request
 from mcp_offload.gateway.stream.base import ApiKind
 from support.gateway_core import APIS, Conversation, big_text, headers_for, open_services, wire
 
-POLICY = GatewayPolicy(threshold_tokens=200)
+POLICY = RewritePolicy(threshold_tokens=200)
 
 
 @pytest.mark.parametrize("api", APIS)

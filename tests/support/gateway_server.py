@@ -18,11 +18,11 @@ import pytest
 import uvicorn
 
 from llm_upstream import UpstreamServer
+from mcp_offload.cachesafe.rewrite import RewritePolicy
 from mcp_offload.core.services import build_services
 from mcp_offload.gateway.app import GatewayApp
 from mcp_offload.gateway.loop import LoopLimits
 from mcp_offload.gateway.options import GatewayOptions
-from mcp_offload.gateway.rewrite import GatewayPolicy
 from mcp_offload.gateway.upstream import UpstreamConfig
 from mcp_offload.settings import Settings
 
@@ -90,7 +90,7 @@ class GatewayServer:
 
 def gateway_options(upstream: UpstreamServer | str, **changes: Any) -> GatewayOptions:
     base = upstream if isinstance(upstream, str) else upstream.base_url
-    policy = changes.pop("policy", GatewayPolicy())
+    policy = changes.pop("policy", RewritePolicy())
     limits = changes.pop("limits", LoopLimits(max_loops=4, ping_interval_s=0.2))
     return dataclasses.replace(
         GatewayOptions(

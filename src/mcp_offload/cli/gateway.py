@@ -18,11 +18,11 @@ from typing import Any
 
 import anyio
 
+from mcp_offload.cachesafe.rewrite import RewritePolicy
 from mcp_offload.cli.event_loop import loop_options
 from mcp_offload.cli.exit_status import exit_status
 from mcp_offload.gateway.loop import LoopLimits
 from mcp_offload.gateway.options import DEFAULT_PORT, GatewayOptions
-from mcp_offload.gateway.rewrite import GatewayPolicy
 from mcp_offload.gateway.run import run_gateway
 from mcp_offload.gateway.upstream import ANTHROPIC_DEFAULT, OPENAI_DEFAULT, UpstreamConfig
 from mcp_offload.logs import log_to_stderr
@@ -30,7 +30,7 @@ from mcp_offload.serve.http.options import exposure_from_args, transport_securit
 from mcp_offload.settings import Settings
 
 TOKEN_ENV = "MCP_OFFLOAD_GATEWAY_TOKEN"
-_DEFAULT_POLICY, _DEFAULT_LIMITS, _DEFAULT_UPSTREAM = GatewayPolicy(), LoopLimits(), UpstreamConfig()
+_DEFAULT_POLICY, _DEFAULT_LIMITS, _DEFAULT_UPSTREAM = RewritePolicy(), LoopLimits(), UpstreamConfig()
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:  # argparse's _SubParsersAction is private
@@ -124,7 +124,7 @@ def options_from_args(args: argparse.Namespace, environ: dict[str, str] | None =
             openai_base=args.openai_upstream,
             read_timeout_s=args.upstream_timeout,
         ),
-        policy=GatewayPolicy(
+        policy=RewritePolicy(
             threshold_tokens=args.threshold_tokens, retrieval=args.retrieval, fail_closed=args.fail_closed
         ),
         limits=LoopLimits(max_loops=args.max_loops, ping_interval_s=args.ping_interval),

@@ -52,7 +52,7 @@ from typing import TypedDict
 
 import orjson
 
-from mcp_offload.compact.formats import Message, MessageFormat, MessageView
+from mcp_offload.messages import Message, MessageFormat, MessageView
 
 MESSAGE_OVERHEAD = 4
 IMAGE_TOKENS = 1_000

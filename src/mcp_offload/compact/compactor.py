@@ -32,11 +32,9 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
+from mcp_offload.cachesafe.tool_defs import tool_definitions
 from mcp_offload.compact.boundary import Boundary, BoundarySpec
 from mcp_offload.compact.budget import BudgetPolicy, CountTokens, Entry, MessageLedger, Usage, usage_report
-from mcp_offload.compact.formats import Message, MessageFormat, ToolResult, detect_format, get_format
-from mcp_offload.compact.formats.base import dump_block
-from mcp_offload.compact.tool_defs import tool_definitions
 from mcp_offload.compact.transcript import (
     NOTE_PREFIX,
     Summarize,
@@ -50,6 +48,8 @@ from mcp_offload.core.render import render_reference
 from mcp_offload.core.results import OffloadOutput
 from mcp_offload.core.services import Services, build_services
 from mcp_offload.errors import ContextWindowExceeded
+from mcp_offload.messages import Message, MessageFormat, ToolResult, detect_format, get_format
+from mcp_offload.messages.base import dump_block
 from mcp_offload.server.tools import TOOLS_BY_NAME, ToolCall, call_tool
 from mcp_offload.settings import Settings
 from mcp_offload.store.handles import derived_handle

@@ -19,10 +19,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
+from mcp_offload.cachesafe.cost import prices_for
+from mcp_offload.cachesafe.record import open_record
+from mcp_offload.cachesafe.session import GatewaySession
 from mcp_offload.core.services import Services
-from mcp_offload.gateway.cost import prices_for
-from mcp_offload.gateway.record import open_record
-from mcp_offload.gateway.session import GatewaySession
 
 MILLI = 1000
 

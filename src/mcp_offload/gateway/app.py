@@ -35,6 +35,9 @@ import httpx2
 import orjson
 from starlette.types import Message, Receive, Scope, Send
 
+from mcp_offload.cachesafe.record import open_record
+from mcp_offload.cachesafe.session import GatewaySession, derive_session
+from mcp_offload.cachesafe.tool_text import RETRIEVAL_TOOL_NAMES
 from mcp_offload.core.services import Services
 from mcp_offload.errors import StoreUnavailable
 from mcp_offload.gateway.access import GatewayAccess
@@ -44,10 +47,8 @@ from mcp_offload.gateway.compress_api import CompressApi, is_compress_path
 from mcp_offload.gateway.errors import GatewayError, error_body, family_of
 from mcp_offload.gateway.loop import TurnReport, loop_json, loop_stream, relay_stream
 from mcp_offload.gateway.options import GatewayOptions
-from mcp_offload.gateway.record import open_record
 from mcp_offload.gateway.request_body import ClientGone, parse_json, read_body
 from mcp_offload.gateway.rewrite import Rewrite, RewriteUnavailable, rewrite_request
-from mcp_offload.gateway.session import GatewaySession, derive_session
 from mcp_offload.gateway.session_retriever import SessionRetriever
 from mcp_offload.gateway.status import gateway_stats, render_page
 from mcp_offload.gateway.stream.anthropic import AnthropicDialect
@@ -55,7 +56,6 @@ from mcp_offload.gateway.stream.base import ApiKind, Dialect
 from mcp_offload.gateway.stream.openai_chat import ChatDialect
 from mcp_offload.gateway.stream.responses import ResponsesDialect
 from mcp_offload.gateway.stream.usage import usage_of
-from mcp_offload.gateway.tool_text import RETRIEVAL_TOOL_NAMES
 from mcp_offload.gateway.upstream import Upstream, family_for_request, request_headers, response_headers
 from mcp_offload.version import __version__
 

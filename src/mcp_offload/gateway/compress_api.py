@@ -51,16 +51,16 @@ from typing import Any
 import anyio
 import orjson
 
+from mcp_offload.cachesafe.record import open_record
+from mcp_offload.cachesafe.rewrite import REFERENCE_PREFIX, STORE_FAILURES, RewritePolicy, rewrite_messages
+from mcp_offload.cachesafe.session import GatewaySession, credential_digest
+from mcp_offload.cachesafe.tool_text import ApiKind
 from mcp_offload.core.api import SessionScope
 from mcp_offload.core.services import Services
 from mcp_offload.errors import ExpiredHandle, UnknownHandle
 from mcp_offload.gateway.errors import GatewayError
-from mcp_offload.gateway.record import open_record
 from mcp_offload.gateway.request_body import json_object
 from mcp_offload.gateway.retrieval import run_retrieval
-from mcp_offload.gateway.rewrite import REFERENCE_PREFIX, STORE_FAILURES, GatewayPolicy, rewrite_messages
-from mcp_offload.gateway.session import GatewaySession, credential_digest
-from mcp_offload.gateway.tool_text import ApiKind
 from mcp_offload.store.handles import scope_key
 
 __all__ = ["COMPRESS_PATHS", "Caller", "CompressApi", "caller_for", "is_compress_path", "marker"]
@@ -110,7 +110,7 @@ class CompressApi:
     guardrails send."""
 
     def __init__(
-        self, services: Services, policy: GatewayPolicy, refusal: Callable[[dict[str, str]], GatewayError | None]
+        self, services: Services, policy: RewritePolicy, refusal: Callable[[dict[str, str]], GatewayError | None]
     ) -> None:
         self.services = services
         self.policy = replace(policy, retrieval="visible")  # the caller injects its own retrieval tool

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from mcp_offload.cachesafe.rewrite import RewritePolicy
 from mcp_offload.errors import OperatorError
 from mcp_offload.gateway.loop import LoopLimits
-from mcp_offload.gateway.rewrite import GatewayPolicy
 from mcp_offload.gateway.upstream import UpstreamConfig
 
 DEFAULT_PORT = 8788
@@ -26,7 +26,7 @@ class GatewayOptions:
     allowed_origins: tuple[str, ...] = ()  # Origin patterns; a request without Origin always passes
     max_body_bytes: int = 32 * 1024 * 1024  # the Messages API's own request limit
     upstream: UpstreamConfig = field(default_factory=UpstreamConfig)
-    policy: GatewayPolicy = field(default_factory=GatewayPolicy)
+    policy: RewritePolicy = field(default_factory=RewritePolicy)
     limits: LoopLimits = field(default_factory=LoopLimits)
     shutdown_grace_s: float = 10.0
 

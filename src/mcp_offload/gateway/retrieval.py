@@ -15,12 +15,12 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
+from mcp_offload.cachesafe.record import open_record
+from mcp_offload.cachesafe.rewrite import PASTE_CALL_ID
+from mcp_offload.cachesafe.session import GatewaySession
+from mcp_offload.cachesafe.tool_text import RETRIEVAL_TOOL_NAMES
 from mcp_offload.core.services import Services
 from mcp_offload.errors import ExpiredHandle, InvalidHandle, OffloadError, UnknownHandle
-from mcp_offload.gateway.record import open_record
-from mcp_offload.gateway.rewrite import PASTE_CALL_ID
-from mcp_offload.gateway.session import GatewaySession
-from mcp_offload.gateway.tool_text import RETRIEVAL_TOOL_NAMES
 from mcp_offload.server.tools import TOOLS_BY_NAME, ToolCall, call_tool
 from mcp_offload.store.handles import validate_handle
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from mcp_offload.cachesafe.record import record_expansion
+from mcp_offload.cachesafe.session import GatewaySession
 from mcp_offload.core.services import Services
-from mcp_offload.gateway.record import record_expansion
 from mcp_offload.gateway.retrieval import run_retrieval
-from mcp_offload.gateway.session import GatewaySession
 from mcp_offload.gateway.stream.base import Answer, ApiKind, ToolCall
 
 log = logging.getLogger("mcp_offload.gateway")

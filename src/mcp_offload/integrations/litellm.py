@@ -48,11 +48,12 @@ from litellm.types.integrations.custom_logger import (
     as_converted_stream,
 )
 
+from mcp_offload.cachesafe.rewrite import RewritePolicy
+from mcp_offload.cachesafe.session import GatewaySession
+from mcp_offload.cachesafe.tool_text import RETRIEVAL_TOOL_NAMES, ApiKind
 from mcp_offload.core.services import Services, build_services
 from mcp_offload.gateway.retrieval import run_retrieval
-from mcp_offload.gateway.rewrite import GatewayPolicy, RewriteUnavailable, rewrite_request
-from mcp_offload.gateway.session import GatewaySession
-from mcp_offload.gateway.tool_text import RETRIEVAL_TOOL_NAMES, ApiKind
+from mcp_offload.gateway.rewrite import RewriteUnavailable, rewrite_request
 from mcp_offload.settings import Settings
 
 __all__ = ["OffloadGuardrail"]
@@ -88,8 +89,8 @@ class OffloadGuardrail(CustomGuardrail):  # type: ignore[misc]  # LiteLLM is unt
         base = {k: kwargs[k] for k in ("guardrail_name", "event_hook", "default_on") if k in kwargs}
         super().__init__(**base)
         self.store = store
-        self.policy = GatewayPolicy(
-            threshold_tokens=int(threshold_tokens) if threshold_tokens else GatewayPolicy().threshold_tokens,
+        self.policy = RewritePolicy(
+            threshold_tokens=int(threshold_tokens) if threshold_tokens else RewritePolicy().threshold_tokens,
             fail_closed=bool(fail_closed),
         )
         self._services = services

@@ -32,10 +32,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from mcp_offload.cachesafe.history import history_for
+from mcp_offload.cachesafe.history.base import canonical_bytes, normalized
+from mcp_offload.cachesafe.tool_text import ApiKind
 from mcp_offload.core.api import SessionScope
-from mcp_offload.gateway.history import history_for
-from mcp_offload.gateway.history.base import canonical_bytes, normalized
-from mcp_offload.gateway.tool_text import ApiKind
 from mcp_offload.store.handles import scope_key
 
 SESSION_HEADER = "x-mcp-offload-session"

@@ -16,7 +16,7 @@ import functools
 import json
 from typing import Any, Literal
 
-from mcp_offload.compact.tool_defs import tool_definitions
+from mcp_offload.cachesafe.tool_defs import tool_definitions
 
 ApiKind = Literal["anthropic", "openai_chat", "responses"]
 API_KINDS: tuple[ApiKind, ...] = ("anthropic", "openai_chat", "responses")

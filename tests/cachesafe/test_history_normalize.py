@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from openai.types.chat import ChatCompletionMessage
 from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseReasoningItem
 
-from mcp_offload.gateway.history import history_for
-from mcp_offload.gateway.record import unit_digest
+from mcp_offload.cachesafe.history import history_for
+from mcp_offload.cachesafe.record import unit_digest
 from mcp_offload.gateway.stream.base import ApiKind
 
 

@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from mcp_offload.compact.formats import Message, MessageFormat, MessageView, Part, ToolResult
+from mcp_offload.messages import Message, MessageFormat, MessageView, Part, ToolResult
 
 DROPPED_KEYS = frozenset({"cache_control"})  # markers clients move from turn to turn: not content
 

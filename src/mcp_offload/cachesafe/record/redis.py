@@ -19,8 +19,8 @@ import redis.asyncio
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
+from mcp_offload.cachesafe.record.base import RECORD_TTL_S
 from mcp_offload.errors import StoreUnavailable
-from mcp_offload.gateway.record.base import RECORD_TTL_S
 from mcp_offload.store.handles import validate_scope
 from mcp_offload.store.redis import normalise_url
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from mcp_offload.compact.formats.base import (
+from mcp_offload.messages.base import (
     OFFLOADED_ARGUMENTS,
     Message,
     MessageView,

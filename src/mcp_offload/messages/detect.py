@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from mcp_offload.compact.formats.anthropic import AnthropicFormat
-from mcp_offload.compact.formats.base import MessageFormat
-from mcp_offload.compact.formats.openai_chat import OpenAIChatFormat
-from mcp_offload.compact.formats.responses import ResponsesFormat
+from mcp_offload.messages.anthropic import AnthropicFormat
+from mcp_offload.messages.base import MessageFormat
+from mcp_offload.messages.openai_chat import OpenAIChatFormat
+from mcp_offload.messages.responses import ResponsesFormat
 
 FORMATS: dict[str, MessageFormat] = {
     "anthropic": AnthropicFormat(),

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from mcp_offload.compact.formats import Message
-from mcp_offload.compact.formats.responses import ResponsesFormat
-from mcp_offload.gateway.history.base import History, normalized
+from mcp_offload.cachesafe.history.base import History, normalized
+from mcp_offload.messages import Message
+from mcp_offload.messages.responses import ResponsesFormat
 
 RESULT_TYPES = frozenset(
     {

@@ -24,8 +24,8 @@ from typing import Any, TypeVar
 
 import anyio
 
+from mcp_offload.cachesafe.record.base import RECORD_TTL_S
 from mcp_offload.errors import StoreUnavailable
-from mcp_offload.gateway.record.base import RECORD_TTL_S
 from mcp_offload.os_support import O_CLOEXEC, O_NOFOLLOW
 from mcp_offload.store.handles import validate_scope
 

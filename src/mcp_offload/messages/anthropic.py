@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from mcp_offload.compact.formats.base import (
+from mcp_offload.core.encoded_bytes import decode_base64
+from mcp_offload.messages.base import (
     OFFLOADED_ARGUMENTS,
     Message,
     MessageView,
@@ -23,7 +24,6 @@ from mcp_offload.compact.formats.base import (
     dump_block,
     require_str,
 )
-from mcp_offload.core.encoded_bytes import decode_base64
 
 ROLES = ("user", "assistant")
 

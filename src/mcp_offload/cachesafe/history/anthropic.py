@@ -13,9 +13,9 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from mcp_offload.compact.formats import Message, MessageView, ToolCallRef, ToolResult
-from mcp_offload.compact.formats.anthropic import ROLES, AnthropicFormat
-from mcp_offload.gateway.history.base import OPAQUE, History, normalized
+from mcp_offload.cachesafe.history.base import OPAQUE, History, normalized
+from mcp_offload.messages import Message, MessageView, ToolCallRef, ToolResult
+from mcp_offload.messages.anthropic import ROLES, AnthropicFormat
 
 
 def _blocks(content: Any) -> list[Any]:

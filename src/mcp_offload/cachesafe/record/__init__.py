@@ -14,12 +14,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Literal
 
-from mcp_offload.compact.formats import Message
+from mcp_offload.cachesafe.history import canonical_bytes, history_for
+from mcp_offload.cachesafe.record.base import RECORD_TTL_S, RecordBackend
+from mcp_offload.cachesafe.session import GatewaySession
+from mcp_offload.cachesafe.tool_text import ApiKind
 from mcp_offload.core.services import Services
-from mcp_offload.gateway.history import canonical_bytes, history_for
-from mcp_offload.gateway.record.base import RECORD_TTL_S, RecordBackend
-from mcp_offload.gateway.session import GatewaySession
-from mcp_offload.gateway.tool_text import ApiKind
+from mcp_offload.messages import Message
 
 ATTACHMENT = "gateway.record"
 TOOLS_FIELD, EXPANDED_FIELD, BYPASS_FIELD = "tools", "expanded", "bypass"
@@ -211,10 +211,10 @@ def _open_backend(location: str) -> RecordBackend:
     from mcp_offload.store import REDIS_SCHEMES
 
     if location.startswith(REDIS_SCHEMES):
-        from mcp_offload.gateway.record.redis import RedisRecord
+        from mcp_offload.cachesafe.record.redis import RedisRecord
 
         return RedisRecord(location)
-    from mcp_offload.gateway.record.fs import FilesystemRecord
+    from mcp_offload.cachesafe.record.fs import FilesystemRecord
 
     return FilesystemRecord(location)
 

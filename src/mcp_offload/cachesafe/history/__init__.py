@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from mcp_offload.gateway.history.anthropic import AnthropicHistory
-from mcp_offload.gateway.history.base import History, ResultPart, UserText, canonical_bytes, normalized
-from mcp_offload.gateway.history.openai_chat import OpenAIChatHistory
-from mcp_offload.gateway.history.responses import ResponsesHistory
+from mcp_offload.cachesafe.history.anthropic import AnthropicHistory
+from mcp_offload.cachesafe.history.base import History, ResultPart, UserText, canonical_bytes, normalized
+from mcp_offload.cachesafe.history.openai_chat import OpenAIChatHistory
+from mcp_offload.cachesafe.history.responses import ResponsesHistory
 
 HISTORIES: dict[str, History] = {
     "anthropic": AnthropicHistory(),

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import json
 
-from mcp_offload.compact.formats.base import (
+from mcp_offload.core.encoded_bytes import decode_data_url
+from mcp_offload.messages.base import (
     OFFLOADED_ARGUMENTS,
     Message,
     MessageView,
@@ -24,7 +25,6 @@ from mcp_offload.compact.formats.base import (
     require_str,
     with_text_parts,
 )
-from mcp_offload.core.encoded_bytes import decode_data_url
 
 ROLES = ("system", "developer", "user", "assistant")
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from mcp_offload.compact.formats import Message
-from mcp_offload.compact.formats.openai_chat import OpenAIChatFormat
-from mcp_offload.gateway.history.base import History, normalized
+from mcp_offload.cachesafe.history.base import History, normalized
+from mcp_offload.messages import Message
+from mcp_offload.messages.openai_chat import OpenAIChatFormat
 
 PINNED_ROLES = ("system", "developer")
 

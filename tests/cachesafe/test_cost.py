@@ -10,8 +10,7 @@ from typing import Any
 
 import pytest
 
-from mcp_offload.core.services import Services
-from mcp_offload.gateway.cost import (
+from mcp_offload.cachesafe.cost import (
     ANTHROPIC_5M,
     OPENAI_DEFAULT,
     Candidate,
@@ -21,7 +20,9 @@ from mcp_offload.gateway.cost import (
     remaining_requests,
     rewrite_gain,
 )
-from mcp_offload.gateway.rewrite import CHARS_PER_TOKEN, ClearToolUses, GatewayPolicy, rewrite_request
+from mcp_offload.cachesafe.rewrite import CHARS_PER_TOKEN, ClearToolUses, RewritePolicy
+from mcp_offload.core.services import Services
+from mcp_offload.gateway.rewrite import rewrite_request
 from mcp_offload.gateway.stream.base import ApiKind
 from support.gateway_core import (
     Conversation,
@@ -116,7 +117,7 @@ def first_difference(a: str, b: str) -> int:
 
 async def test_cost_rule_rewrites_the_prefix_only_when_the_numbers_say_it_pays(services: Services) -> None:
     api: ApiKind = "anthropic"
-    policy = GatewayPolicy(threshold_tokens=1_000, clear_tool_uses=ClearToolUses(10**9, 3, 2_000, ()), cost_rule=True)
+    policy = RewritePolicy(threshold_tokens=1_000, clear_tool_uses=ClearToolUses(10**9, 3, 2_000, ()), cost_rule=True)
     # A: one large result near the end of a long conversation (30 requests so far): the rewrite pays
     late = history(api, [300] * 8 + [4_000], turns_after=21)
     body = make_body(api, "sys", late, client_tools(api))
@@ -148,7 +149,7 @@ async def test_cost_rule_rewrites_the_prefix_only_when_the_numbers_say_it_pays(s
 async def test_cost_rule_off_leaves_the_prefix_alone(services: Services) -> None:
     api: ApiKind = "openai_chat"
     body = make_body(api, "sys", history(api, [300] * 8 + [4_000], turns_after=21), client_tools(api))
-    policy = GatewayPolicy(threshold_tokens=1_000, clear_tool_uses=None, cost_rule=False)
+    policy = RewritePolicy(threshold_tokens=1_000, clear_tool_uses=None, cost_rule=False)
     assert (await rewrite_request(services, api, body, headers_for(api, "off"), policy)).body is body
 
 
@@ -157,7 +158,7 @@ async def test_window_pressure_clears_all_but_keep_and_excluded_in_one_batch(ser
     sizes = [1_500] * 8  # 12k tokens of results, all inline in the prefix
     messages = history(api, sizes, tool="grep")
     clear = ClearToolUses(trigger_tokens=8_000, keep_tool_uses=2, clear_at_least_tokens=3_000, exclude_tools=("grep",))
-    policy = GatewayPolicy(threshold_tokens=5_000, clear_tool_uses=clear, cost_rule=False)
+    policy = RewritePolicy(threshold_tokens=5_000, clear_tool_uses=clear, cost_rule=False)
     body = make_body(api, "sys", messages, client_tools(api))
     rewrite = await rewrite_request(services, api, copy.deepcopy(body), headers_for(api, "pressure"), policy)
     text = wire(rewrite.body)
@@ -178,12 +179,12 @@ async def test_window_pressure_does_nothing_when_it_cannot_clear_at_least(servic
     api: ApiKind = "anthropic"
     messages = history(api, [1_500] * 4)
     clear = ClearToolUses(trigger_tokens=1_000, keep_tool_uses=3, clear_at_least_tokens=3_000)
-    policy = GatewayPolicy(threshold_tokens=5_000, clear_tool_uses=clear, cost_rule=False)
+    policy = RewritePolicy(threshold_tokens=5_000, clear_tool_uses=clear, cost_rule=False)
     body = make_body(api, "sys", messages, client_tools(api))
     # only result 0 may go (3 kept): ~1,000 tokens saved < 3,000 -> no rewrite at all
     assert (await rewrite_request(services, api, body, headers_for(api, "weak"), policy)).body is body
     # below the trigger: nothing, whatever could be cleared
-    calm = GatewayPolicy(threshold_tokens=5_000, clear_tool_uses=ClearToolUses(10**7, 0, 1), cost_rule=False)
+    calm = RewritePolicy(threshold_tokens=5_000, clear_tool_uses=ClearToolUses(10**7, 0, 1), cost_rule=False)
     assert (await rewrite_request(services, api, body, headers_for(api, "calm"), calm)).body is body
 
 
@@ -197,9 +198,9 @@ async def test_user_pastes_join_the_prefix_rules_but_never_the_last_user_turn(se
     messages += model_turn(api, [("b", "bash", {})], "ok", 2) + results_turn(api, [("b", "fine")])
     body = make_body(api, "sys", messages, client_tools(api))
     clear = ClearToolUses(trigger_tokens=2_000, keep_tool_uses=0, clear_at_least_tokens=1_000)
-    off = GatewayPolicy(threshold_tokens=1_000, clear_tool_uses=clear, cost_rule=False)
+    off = RewritePolicy(threshold_tokens=1_000, clear_tool_uses=clear, cost_rule=False)
     assert (await rewrite_request(services, api, body, headers_for(api, "paste-off"), off)).body is body
-    policy = GatewayPolicy(
+    policy = RewritePolicy(
         threshold_tokens=1_000, clear_tool_uses=clear, cost_rule=False, offload_user_pastes_tokens=1_000
     )
     rewrite = await rewrite_request(services, api, copy.deepcopy(body), headers_for(api, "paste"), policy)
@@ -246,7 +247,7 @@ async def test_simulated_cache_cost_against_going_direct(
     for _ in range(40):
         conv.advance()
         body = conv.body()
-        rewrite = await rewrite_request(services, api, copy.deepcopy(body), headers_for(api, "sim"), GatewayPolicy())
+        rewrite = await rewrite_request(services, api, copy.deepcopy(body), headers_for(api, "sim"), RewritePolicy())
         direct.append(wire([body["tools"], body["system"], body["messages"]]))
         gateway.append(wire([rewrite.body["tools"], rewrite.body["system"], rewrite.body["messages"]]))
     ratio = prompt_cost(gateway) / prompt_cost(direct)

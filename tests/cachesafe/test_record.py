@@ -13,14 +13,15 @@ from typing import Any
 import anyio
 import pytest
 
+from mcp_offload.cachesafe.record import Decision, DecisionRecord, open_record, part_digest
+from mcp_offload.cachesafe.record.base import RecordBackend
+from mcp_offload.cachesafe.record.fs import FilesystemRecord
+from mcp_offload.cachesafe.record.redis import RedisRecord
+from mcp_offload.cachesafe.rewrite import RewritePolicy
+from mcp_offload.cachesafe.session import GatewaySession
 from mcp_offload.errors import StoreUnavailable
 from mcp_offload.gateway.accounting import TurnCounters, add_usage, session_summary
-from mcp_offload.gateway.record import Decision, DecisionRecord, open_record, part_digest
-from mcp_offload.gateway.record.base import RecordBackend
-from mcp_offload.gateway.record.fs import FilesystemRecord
-from mcp_offload.gateway.record.redis import RedisRecord
-from mcp_offload.gateway.rewrite import GatewayPolicy, RewriteUnavailable, rewrite_request
-from mcp_offload.gateway.session import GatewaySession
+from mcp_offload.gateway.rewrite import RewriteUnavailable, rewrite_request
 from mcp_offload.store.handles import scope_key
 from support.gateway_core import Conversation, headers_for, open_services
 from support.store import FakeClock, RedisServer, have_redis_server
@@ -155,7 +156,7 @@ async def test_redis_killed_means_fail_open_and_recovery(tmp_path: Path) -> None
             conv = Conversation("anthropic", seed=2, large_every=1)
             conv.advance()
             headers = headers_for("anthropic", "k-" + secrets.token_hex(4))
-            policy = GatewayPolicy(threshold_tokens=200)
+            policy = RewritePolicy(threshold_tokens=200)
             assert (await rewrite_request(services, "anthropic", conv.body(), headers, policy)).changed
             server.stop()
             conv.advance()
@@ -166,7 +167,7 @@ async def test_redis_killed_means_fail_open_and_recovery(tmp_path: Path) -> None
             assert time.monotonic() - started < 10  # no hang
             with pytest.raises(RewriteUnavailable):
                 await rewrite_request(
-                    services, "anthropic", body, headers, GatewayPolicy(threshold_tokens=200, fail_closed=True)
+                    services, "anthropic", body, headers, RewritePolicy(threshold_tokens=200, fail_closed=True)
                 )
             with pytest.raises(StoreUnavailable):
                 await open_record(services).backend.get(SESSION, ["x"])
