@@ -11,7 +11,7 @@ import anthropic
 import openai
 import pytest
 
-from llm_upstream import UpstreamServer, tool_call
+from llm_upstream import ReceivedRequest, UpstreamServer, tool_call
 from support.litellm_proxy import MASTER_KEY, SRC, LiteLLMProxy, StartLiteLLM
 from support.litellm_stack import CLAUDE, MODEL, OFFLOAD_GUARDRAIL, StartRedis, scripted_models
 from support.llm_conversations import (
@@ -22,6 +22,7 @@ from support.llm_conversations import (
     anthropic_messages,
     build_log,
     chat_messages,
+    echo_assistant,
     responses_input,
     search_then_answer,
 )
@@ -138,3 +139,108 @@ def test_mixed_turn_answers_the_retrieval_and_the_model_replans(
     follow_up = litellm_upstream.requests[start + 1].json["messages"]
     echoed = [c["function"]["name"] for c in follow_up[-2]["tool_calls"]]
     assert echoed == ["search_large_output"] and follow_up[-1]["role"] == "tool"
+
+
+# -- the turn after a loop: cache-safe ---------------------------------------------------------------------------
+# The client receives only the loop's final answer; its next request carries that answer alone. The guardrail must
+# put back what the upstream saw (the retrieval calls and their results), byte for byte, so the provider's prompt
+# cache reads the whole previous prompt.
+
+
+def _turn_after_the_loop(upstream: UpstreamServer, start: int, key: str) -> tuple[ReceivedRequest, ReceivedRequest]:
+    """(the loop's last follow-up, the next turn's request) among the requests since `start`, checked to be the
+    cache-safe pair: the follow-up's messages are the next request's prefix, the same JSON (key order included), and
+    the simulated provider cache has the whole follow-up prompt as the next request's prefix."""
+    *loop, follow, nxt = upstream.requests[start:]
+    assert loop and all(r.status == 200 for r in (*loop, follow, nxt)), [r.error for r in (*loop, follow, nxt)]
+    prefix = follow.json[key]
+    assert json.dumps(nxt.json[key][: len(prefix)]) == json.dumps(prefix)  # the loop's messages, restored
+    assert len(nxt.json[key]) == len(prefix) + 2  # + the final answer (restored) and the user's "Thanks"
+    assert json.dumps(nxt.json["tools"]) == json.dumps(follow.json["tools"])
+    assert nxt.usage is not None and follow.usage is not None
+    assert nxt.usage.extends_previous, (nxt.usage, follow.usage)
+    assert nxt.usage.seen_prefix_tokens == follow.usage.prompt_tokens  # no gateway-caused miss
+    return follow, nxt
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
+def test_chat_next_turn_restores_the_loop_and_reads_the_whole_prompt_from_cache(
+    proxy: LiteLLMProxy, litellm_upstream: UpstreamServer, stream: bool
+) -> None:
+    """Two retrieval rounds (LiteLLM nests the second follow-up one depth deeper); then the client's next turn."""
+    litellm_upstream.use(search_then_answer(rounds=2))
+    start = len(litellm_upstream.requests)
+    messages: list[Any] = chat_messages(build_log(needle_at=1401 if stream else 1400))
+    client = _client(proxy)
+    if stream:
+        chunks = list(client.chat.completions.create(model=MODEL, messages=messages, tools=[BASH_CHAT], stream=True))
+        content = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    else:
+        answer = client.chat.completions.create(model=MODEL, messages=messages, tools=[BASH_CHAT])
+        content = answer.choices[0].message.content or ""
+    assert content == f"Found it: {NEEDLE}", (content, proxy.log()[-4000:])
+    assert len(litellm_upstream.requests[start:]) == 3  # the turn and two follow-ups
+
+    litellm_upstream.use(["You're welcome."])
+    again = [*messages, {"role": "assistant", "content": content}, {"role": "user", "content": "Thanks"}]
+    thanks = client.chat.completions.create(model=MODEL, messages=again, tools=[BASH_CHAT])
+    assert thanks.choices[0].message.content == "You're welcome."
+    follow, nxt = _turn_after_the_loop(litellm_upstream, start, "messages")
+    restored = nxt.json["messages"][4:-1]
+    assert [m["role"] for m in restored] == ["assistant", "tool", "assistant", "tool", "assistant"]
+    assert [c["function"]["name"] for m in restored[:-1:2] for c in m["tool_calls"]] == ["search_large_output"] * 2
+    assert NEEDLE in restored[3]["content"] and restored[-1] == {"role": "assistant", "content": content}
+    # OpenAI's cache: the whole previous prompt read, reported in 128-token steps
+    assert nxt.usage is not None and follow.usage is not None
+    assert nxt.usage.cache_read == follow.usage.prompt_tokens // 128 * 128 > 1024, nxt.usage
+
+
+def test_anthropic_next_turn_restores_the_loop_and_reads_the_whole_prompt_from_cache(
+    proxy: LiteLLMProxy, litellm_upstream: UpstreamServer
+) -> None:
+    """/v1/messages with automatic caching (top-level `cache_control`: a breakpoint on each request's last block)."""
+    litellm_upstream.use(search_then_answer())
+    start = len(litellm_upstream.requests)
+    client = anthropic.Anthropic(base_url=proxy.base_url, api_key=MASTER_KEY, max_retries=0, timeout=120)
+    caching = {"cache_control": {"type": "ephemeral"}}
+    messages: list[Any] = anthropic_messages(build_log(needle_at=1402))
+    answer = client.messages.create(
+        model=CLAUDE, max_tokens=512, messages=messages, tools=[BASH_ANTHROPIC], extra_body=caching
+    )
+    text = "".join(getattr(b, "text", "") for b in answer.content)
+    assert text == f"Found it: {NEEDLE}", (text, proxy.log()[-4000:])
+
+    litellm_upstream.use(["You're welcome."])
+    again = [*messages, echo_assistant(answer.content), {"role": "user", "content": "Thanks"}]
+    client.messages.create(model=CLAUDE, max_tokens=512, messages=again, tools=[BASH_ANTHROPIC], extra_body=caching)
+    follow, nxt = _turn_after_the_loop(litellm_upstream, start, "messages")
+    restored = nxt.json["messages"][3:-1]
+    assert [m["role"] for m in restored] == ["assistant", "user", "assistant"]
+    assert [b["name"] for b in restored[0]["content"] if b["type"] == "tool_use"] == ["search_large_output"]
+    assert NEEDLE in json.dumps(restored[1]["content"])
+    assert nxt.usage is not None and follow.usage is not None
+    assert nxt.usage.cache_read == follow.usage.prompt_tokens, nxt.usage  # Anthropic: read to the block
+
+
+def test_responses_next_turn_restores_the_loop_and_reads_the_whole_prompt_from_cache(
+    proxy: LiteLLMProxy, litellm_upstream: UpstreamServer
+) -> None:
+    litellm_upstream.use(search_then_answer())
+    start = len(litellm_upstream.requests)
+    client = _client(proxy)
+    items: list[Any] = list(responses_input(build_log(needle_at=1403)))
+    answer = client.responses.create(model=MODEL, input=items, tools=[BASH_RESPONSES])
+    assert answer.output_text == f"Found it: {NEEDLE}", (answer.output_text, proxy.log()[-4000:])
+
+    litellm_upstream.use(["You're welcome."])
+    echoed = [item.model_dump(exclude_none=True) for item in answer.output]  # the client's copy: the output items
+    again = [*items, *echoed, {"role": "user", "content": "Thanks"}]
+    client.responses.create(model=MODEL, input=again, tools=[BASH_RESPONSES])
+    follow, nxt = _turn_after_the_loop(litellm_upstream, start, "input")
+    restored = nxt.json["input"][3:-1]
+    assert [i.get("type", "message") for i in restored] == ["message", "function_call", "function_call_output"] + [
+        i.get("type", "message") for i in echoed
+    ]
+    assert NEEDLE in restored[2]["output"]
+    assert nxt.usage is not None and follow.usage is not None
+    assert nxt.usage.cache_read == follow.usage.prompt_tokens // 128 * 128 > 1024, nxt.usage
