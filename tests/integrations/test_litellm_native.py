@@ -195,18 +195,52 @@ def test_chat_next_turn_restores_the_loop_and_reads_the_whole_prompt_from_cache(
     assert nxt.usage.cache_read == follow.usage.prompt_tokens // 128 * 128 > 1024, nxt.usage
 
 
-def test_anthropic_next_turn_restores_the_loop_and_reads_the_whole_prompt_from_cache(
+def test_chat_client_on_an_anthropic_deployment_next_turn_extends_the_loops_prompt(
     proxy: LiteLLMProxy, litellm_upstream: UpstreamServer
+) -> None:
+    """/v1/chat/completions to a Claude deployment: the loop and its expansion are in Chat form (the client's), and
+    LiteLLM translates both the follow-up and the restored next turn to Anthropic Messages the same way."""
+    litellm_upstream.use(search_then_answer())
+    start = len(litellm_upstream.requests)
+    messages: list[Any] = chat_messages(build_log(needle_at=1406))
+    client = _client(proxy)
+    answer = client.chat.completions.create(model=CLAUDE, messages=messages, tools=[BASH_CHAT], max_tokens=512)
+    content = answer.choices[0].message.content or ""
+    assert content == f"Found it: {NEEDLE}", (content, proxy.log()[-4000:])
+    assert [r.api for r in litellm_upstream.requests[start:]] == ["anthropic", "anthropic"]
+
+    litellm_upstream.use(["You're welcome."])
+    again = [*messages, {"role": "assistant", "content": content}, {"role": "user", "content": "Thanks"}]
+    client.chat.completions.create(model=CLAUDE, messages=again, tools=[BASH_CHAT], max_tokens=512)
+    _, nxt = _turn_after_the_loop(litellm_upstream, start, "messages")
+    tool_use = [
+        b for m in nxt.json["messages"] for b in m["content"] if isinstance(b, dict) and b["type"] == "tool_use"
+    ]
+    assert [b["name"] for b in tool_use] == ["Bash", "search_large_output"]
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
+def test_anthropic_next_turn_restores_the_loop_and_reads_the_whole_prompt_from_cache(
+    proxy: LiteLLMProxy, litellm_upstream: UpstreamServer, stream: bool
 ) -> None:
     """/v1/messages with automatic caching (top-level `cache_control`: a breakpoint on each request's last block)."""
     litellm_upstream.use(search_then_answer())
     start = len(litellm_upstream.requests)
     client = anthropic.Anthropic(base_url=proxy.base_url, api_key=MASTER_KEY, max_retries=0, timeout=120)
     caching = {"cache_control": {"type": "ephemeral"}}
-    messages: list[Any] = anthropic_messages(build_log(needle_at=1402))
-    answer = client.messages.create(
-        model=CLAUDE, max_tokens=512, messages=messages, tools=[BASH_ANTHROPIC], extra_body=caching
-    )
+    messages: list[Any] = anthropic_messages(build_log(needle_at=1403 if stream else 1402))
+    answer: anthropic.types.Message
+    if stream:
+        with client.messages.stream(
+            model=CLAUDE, max_tokens=512, messages=messages, tools=[BASH_ANTHROPIC], extra_body=caching
+        ) as events:
+            kinds = [e.type for e in events]
+            answer = events.get_final_message()
+        assert kinds[0] == "message_start" and kinds[-1] == "message_stop"  # an SSE stream, as asked
+    else:
+        answer = client.messages.create(
+            model=CLAUDE, max_tokens=512, messages=messages, tools=[BASH_ANTHROPIC], extra_body=caching
+        )
     text = "".join(getattr(b, "text", "") for b in answer.content)
     assert text == f"Found it: {NEEDLE}", (text, proxy.log()[-4000:])
 
@@ -222,14 +256,19 @@ def test_anthropic_next_turn_restores_the_loop_and_reads_the_whole_prompt_from_c
     assert nxt.usage.cache_read == follow.usage.prompt_tokens, nxt.usage  # Anthropic: read to the block
 
 
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
 def test_responses_next_turn_restores_the_loop_and_reads_the_whole_prompt_from_cache(
-    proxy: LiteLLMProxy, litellm_upstream: UpstreamServer
+    proxy: LiteLLMProxy, litellm_upstream: UpstreamServer, stream: bool
 ) -> None:
     litellm_upstream.use(search_then_answer())
     start = len(litellm_upstream.requests)
     client = _client(proxy)
-    items: list[Any] = list(responses_input(build_log(needle_at=1403)))
-    answer = client.responses.create(model=MODEL, input=items, tools=[BASH_RESPONSES])
+    items: list[Any] = list(responses_input(build_log(needle_at=1405 if stream else 1404)))
+    if stream:
+        events = list(client.responses.create(model=MODEL, input=items, tools=[BASH_RESPONSES], stream=True))
+        answer = next(e.response for e in events if e.type == "response.completed")
+    else:
+        answer = client.responses.create(model=MODEL, input=items, tools=[BASH_RESPONSES])
     assert answer.output_text == f"Found it: {NEEDLE}", (answer.output_text, proxy.log()[-4000:])
 
     litellm_upstream.use(["You're welcome."])

@@ -20,8 +20,9 @@ model calls them, LiteLLM's agentic-loop hooks (`async_should_run_agentic_loop` 
 run the calls against the store (`run_retrieval`: the MCP tools' own text, errors as answers) and ask the model
 again; in a turn that also calls the client's own tools only the retrieval calls are echoed and answered, and the
 model re-plans the others with what they found (the client never receives a call to a tool it does not have).
-Streaming requests that carry the tools are run unstreamed by LiteLLM and streamed back (its converted-stream path),
-so the loop covers them too.
+Streaming requests that carry the tools are run unstreamed by LiteLLM and streamed back (its converted-stream path:
+an SSE stream of the whole answer, for Anthropic Messages under the flag LiteLLM's replay reads there), so the loop
+covers them too; the client sees the final answer arrive at once, not token by token.
 
 Cache safety after a loop: the client receives only the final answer, so its next request would lack the retrieval
 calls and results the upstream saw and miss the provider's prompt cache from there on. When the loop is over
@@ -30,7 +31,7 @@ calls and results the upstream saw and miss the provider's prompt cache from the
 answer and the message it answered), and the next request's rewrite puts those exact messages back. This holds for
 the three APIs, streamed or not (a streamed request's loop runs unstreamed, so the final answer is whole). Not
 recorded (the next turn then sends the client's copy: a cache miss, nothing lost): a loop LiteLLM ran in another
-API than the client's (e.g. `/v1/messages` in front of a Chat-only deployment, translated by LiteLLM), a final
+API than the client's (`/v1/messages` in front of an OpenAI deployment: LiteLLM bridges it to Responses), a final
 answer that still calls a retrieval tool (LiteLLM's `max_agentic_loops` ended the loop), and a store that fails.
 
 Sessions are the gateway's (`x-mcp-offload-session`, else the credential + the conversation's opening). A store that

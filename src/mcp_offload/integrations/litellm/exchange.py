@@ -70,7 +70,12 @@ def round_messages(api: ApiKind, text: str, answered: Answered) -> list[Message]
 
 def final_answer(api: ApiKind, response: Any) -> FinalAnswer | None:
     """The loop's last response as the client holds it and as it goes upstream; None when it is not one the client
-    can send back as it is (a stream, an unknown shape, or one that still calls a retrieval tool)."""
+    can send back as it is (a stream, an unknown shape, or one that still calls a retrieval tool). A whole answer
+    LiteLLM replays as a stream (Anthropic Messages: `FakeAnthropicMessagesStreamIterator`) is read from the answer it
+    holds (`.response`)."""
+    replayed = None if isinstance(response, dict) else getattr(response, "response", None)
+    if isinstance(replayed, dict):
+        response = replayed
     if api == "openai_chat":
         choices = _get(response, "choices")
         if not isinstance(choices, list) or not choices:
@@ -83,12 +88,16 @@ def final_answer(api: ApiKind, response: Any) -> FinalAnswer | None:
         said = assistant_message(content if isinstance(content, str) else None, calls)
         return FinalAnswer(client_copy=said, messages=[said])
     if api == "anthropic":
-        blocks = [_plain(b) for b in _get(response, "content") or []]
+        content = _get(response, "content")
+        if not isinstance(content, list) or not content:
+            return None
+        blocks = [_plain(b) for b in content]
         if any(b.get("type") == "tool_use" and b.get("name") in RETRIEVAL_TOOL_NAMES for b in blocks):
             return None
         said = {"role": "assistant", "content": blocks}
         return FinalAnswer(client_copy=said, messages=[said])
-    items = [_plain(i) for i in _get(response, "output") or []]
+    output = _get(response, "output")
+    items = [_plain(i) for i in output] if isinstance(output, list) else []
     if not items or any(i.get("type") == "function_call" and i.get("name") in RETRIEVAL_TOOL_NAMES for i in items):
         return None
     return FinalAnswer(client_copy=items, messages=items)

@@ -18,6 +18,7 @@ from litellm.integrations.custom_guardrail import CustomGuardrail
 from litellm.litellm_core_utils.prompt_templates.factory import get_tool_calls_from_response
 from litellm.types.integrations.custom_logger import (
     HEADROOM_INTERCEPTION_PREFIX,
+    WEBSEARCH_INTERCEPTION_PREFIX,
     AgenticLoopPlan,
     AgenticLoopRequestPatch,
     as_converted_stream,
@@ -43,6 +44,7 @@ _API_OF_CALL_TYPE: dict[str, ApiKind] = {
     "completion": "openai_chat",
     "acompletion": "openai_chat",
     "anthropic_messages": "anthropic",
+    "aanthropic_messages": "anthropic",
     "responses": "responses",
     "aresponses": "responses",
 }
@@ -111,7 +113,11 @@ class OffloadGuardrail(CustomGuardrail):  # type: ignore[misc]  # LiteLLM is unt
         effective = kwargs if result is None else result
         if not effective.get("stream") or not _has_retrieval_tools(effective.get("tools")):
             return result  # type: ignore[no-any-return]
-        return as_converted_stream(effective, HEADROOM_INTERCEPTION_PREFIX)  # type: ignore[no-any-return]
+        # Anthropic Messages: LiteLLM streams a converted answer back only under the web-search interception's flag
+        # (its `_maybe_wrap_in_fake_stream`); the other surfaces honour any interception prefix
+        anthropic = _API_OF_CALL_TYPE.get(str(getattr(call_type, "value", call_type))) == "anthropic"
+        prefix = WEBSEARCH_INTERCEPTION_PREFIX if anthropic else HEADROOM_INTERCEPTION_PREFIX
+        return as_converted_stream(effective, prefix)  # type: ignore[no-any-return]
 
     # -- the agentic loop ------------------------------------------------------------------------------------
     async def async_should_run_agentic_loop(
