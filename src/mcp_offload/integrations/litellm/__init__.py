@@ -41,6 +41,21 @@ Tested with the LiteLLM version pinned in .ci/litellm-deps.sh; the hooks change 
 `litellm` extra.
 """
 
-from mcp_offload.integrations.litellm.guardrail import OffloadGuardrail
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mcp_offload.integrations.litellm.guardrail import OffloadGuardrail
 
 __all__ = ["OffloadGuardrail"]
+
+
+def __getattr__(name: str) -> Any:
+    """`OffloadGuardrail` is imported on first use (LiteLLM's loader: import the module, then getattr), so the pure
+    parts (exchange.py, calls.py) import without LiteLLM installed."""
+    if name == "OffloadGuardrail":
+        from mcp_offload.integrations.litellm.guardrail import OffloadGuardrail
+
+        return OffloadGuardrail
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

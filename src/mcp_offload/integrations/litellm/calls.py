@@ -24,13 +24,16 @@ class LoopCall:
     at: float = field(default_factory=time.monotonic)
     rounds: list[list[Message]] = field(default_factory=list)  # by loop depth: what each round added
     rounds_api: ApiKind | None = None  # the API the loop's messages are in (LiteLLM may translate the client's)
+    complete: bool = True  # False once a depth was skipped: the rounds are not all the upstream saw
 
     def add_round(self, depth: int, api: ApiKind, messages: list[Message]) -> None:
         """The round at `depth` (a retried depth replaces what was recorded from it on)."""
+        if depth > len(self.rounds):
+            self.complete = False
+            return
         del self.rounds[depth:]
-        if len(self.rounds) == depth:
-            self.rounds.append(messages)
-            self.rounds_api = api
+        self.rounds.append(messages)
+        self.rounds_api = api if depth == 0 or self.rounds_api == api else None
 
     def loop_messages(self) -> list[Message]:
         return [m for added in self.rounds for m in added]

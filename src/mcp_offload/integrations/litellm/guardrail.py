@@ -202,6 +202,9 @@ class OffloadGuardrail(CustomGuardrail):  # type: ignore[misc]  # LiteLLM is unt
 
     # -- internals -------------------------------------------------------------------------------------------
     async def _record(self, call: LoopCall, response: Any) -> None:
+        if not call.complete or not call.rounds:
+            log.info("mcp-offload: the loop's rounds were not all seen here; no expansion recorded")
+            return
         if call.rounds_api != call.api:  # LiteLLM translated the client's API: its copy is not in the loop's shape
             log.info("mcp-offload: a loop in %s for a %s client; no expansion recorded", call.rounds_api, call.api)
             return
