@@ -11,7 +11,8 @@ import anthropic
 import openai
 import pytest
 
-from llm_upstream import ReceivedRequest, UpstreamServer, tool_call
+from llm_upstream import ReceivedRequest, Turn, UpstreamServer, reply, tool_call
+from llm_upstream.script import Step
 from support.litellm_proxy import MASTER_KEY, SRC, LiteLLMProxy, StartLiteLLM
 from support.litellm_stack import CLAUDE, MODEL, OFFLOAD_GUARDRAIL, StartRedis, scripted_models
 from support.llm_conversations import (
@@ -23,6 +24,7 @@ from support.llm_conversations import (
     build_log,
     chat_messages,
     echo_assistant,
+    handles_in,
     responses_input,
     search_then_answer,
 )
@@ -193,6 +195,41 @@ def test_chat_next_turn_restores_the_loop_and_reads_the_whole_prompt_from_cache(
     # OpenAI's cache: the whole previous prompt read, reported in 128-token steps
     assert nxt.usage is not None and follow.usage is not None
     assert nxt.usage.cache_read == follow.usage.prompt_tokens // 128 * 128 > 1024, nxt.usage
+
+
+def test_mixed_turn_whose_replan_calls_the_clients_tool_is_restored_before_the_clients_result(
+    proxy: LiteLLMProxy, litellm_upstream: UpstreamServer
+) -> None:
+    """The model calls search_large_output and Bash at once; the loop answers the search, the model re-plans and calls
+    Bash alone, which the client receives and answers. Its next request ends with its Bash result: the loop's round
+    goes back in before the client's copy of the Bash call, which stays followed by the client's result."""
+
+    def script(turn: Turn) -> Step:
+        searched = any(e.name == "search_large_output" for e in turn.exchanges())
+        df = [e.result for e in turn.exchanges() if e.arguments == {"command": "df -h /var/cache"} and e.result]
+        if not searched and handles_in(turn):
+            search = {"handle": handles_in(turn)[0], "pattern": "FATAL", "literal": True}
+            return reply(tool_call("search_large_output", search), tool_call("Bash", {"command": "df -h"}))
+        if not df:
+            return reply(tool_call("Bash", {"command": "df -h /var/cache"}))
+        return reply(f"Disk full: {df[0]}")
+
+    litellm_upstream.use(script)
+    start = len(litellm_upstream.requests)
+    messages: list[Any] = chat_messages(build_log(needle_at=1408))
+    client = _client(proxy)
+    first = client.chat.completions.create(model=MODEL, messages=messages, tools=[BASH_CHAT]).choices[0].message
+    calls = first.tool_calls or []
+    assert [c.function.name for c in calls if c.type == "function"] == ["Bash"], first  # never our tool
+    copy = first.model_dump(exclude_none=True, include={"role", "content", "tool_calls"})
+    again = [*messages, copy, {"role": "tool", "tool_call_id": calls[0].id, "content": "/var/cache 100%"}]
+    answer = client.chat.completions.create(model=MODEL, messages=again, tools=[BASH_CHAT])
+    assert answer.choices[0].message.content == "Disk full: /var/cache 100%"
+    _, nxt = _turn_after_the_loop(litellm_upstream, start, "messages")
+    restored = nxt.json["messages"][4:]
+    assert [m["role"] for m in restored] == ["assistant", "tool", "assistant", "tool"]
+    assert [c["function"]["name"] for c in restored[0]["tool_calls"]] == ["search_large_output"]
+    assert restored[-1] == {"role": "tool", "tool_call_id": calls[0].id, "content": "/var/cache 100%"}
 
 
 def test_chat_client_on_an_anthropic_deployment_next_turn_extends_the_loops_prompt(
