@@ -10,7 +10,6 @@ every 5), sent as each mode compacts it, against a prompt cache that hits on the
 (tools + system included, unchanged). Cacheable share = cached input tokens / input tokens. Cost at the providers'
 cache prices (cachesafe/cost.py: Anthropic 5-minute cache write 1.25x read 0.1x; OpenAI gpt-4.1 read 0.25x, no write
 premium), in base-input-token units, next to the yardstick of sending the history uncompacted (`x direct`).
-"keep-last 6 (per request)" is the old behaviour (every request rewrites the message that left the kept ones).
 """
 
 from __future__ import annotations
@@ -187,7 +186,6 @@ MODES: list[tuple[str, Any, int | None]] = [
     ("last-turn (default)", "last-turn", None),
     ("all", "all", None),
     ("keep-first 3", ("keep-first", 3), None),
-    ("keep-last 6 (per request)", ("keep-last", 6), None),
     ("keep-last 6", ("keep-last", 6), None),
     ("last-turn, window 50k", "last-turn", 50_000),
     ("keep-last 6, window 50k", ("keep-last", 6), 50_000),
@@ -202,18 +200,14 @@ async def measure_cache(requests: int) -> list[dict[str, object]]:
     share, tokens, _ = direct[anthropic.provider]
     rows.append(_cache_row("direct (uncompacted)", share, tokens, direct, direct))
     for name, boundary, window in MODES:
-        batch_due = AsyncCompactor._batch_due
-        if name.endswith("(per request)"):  # the old behaviour: every request offloads what left the kept ones
-            AsyncCompactor._batch_due = lambda *_: True  # type: ignore[method-assign]
-        try:
-            with tempfile.TemporaryDirectory(prefix="bench-compact-cache-") as store:
-                async with AsyncCompactor(store=store, session="cache") as compactor:
-                    sent = [
-                        await compactor.compact(m, boundary=boundary, context_window=window, retrieval_tools=False)
-                        for m in raw
-                    ]
-        finally:
-            AsyncCompactor._batch_due = batch_due  # type: ignore[method-assign]
+        with tempfile.TemporaryDirectory(prefix="bench-compact-cache-") as store:
+            async with AsyncCompactor(store=store, session="cache") as compactor:
+                sent = [
+                    await compactor.compact(
+                        m, boundary=boundary, context_window=window, retrieval_tools=False, model="claude-sonnet-4-5"
+                    )
+                    for m in raw
+                ]
         ours = {p.provider: cache_figures(sent, p) for p in (anthropic, openai)}
         share, tokens, _ = ours[anthropic.provider]
         rows.append(_cache_row(name, share, tokens, ours, direct))

@@ -62,57 +62,39 @@ CountTokens = Callable[[str], int]
 
 
 @dataclass(slots=True)
-class Entry:
-    """What the ledger knows about one message object."""
+class Known:
+    """What the ledger knows about one message content: its view (validated) and its token count."""
 
-    source: object  # the object the caller passed
-    out: Message  # the plain dict returned for it
     view: MessageView
     tokens: int | None = None
-    settled_at: int | None = None  # compacted at this threshold already: nothing over it is left inline
-    compacted: Entry | None = None  # the compacted message returned for this one (passing it again stores nothing)
-
-    def latest(self) -> Entry:
-        entry = self
-        while entry.compacted is not None:
-            entry = entry.compacted
-        return entry
 
 
 @dataclass(slots=True)
 class MessageLedger:
+    """Memo of message views and token counts, by content (not a record of decisions: those are in the session's
+    `DecisionRecord`)."""
+
     count_text: CountTokens
     size: int = LEDGER_SIZE
-    _entries: OrderedDict[tuple[str, bytes], Entry] = field(default_factory=OrderedDict)
+    _entries: OrderedDict[tuple[str, bytes], Known] = field(default_factory=OrderedDict)
 
-    def entry(self, fmt: MessageFormat, message: object, index: int) -> tuple[Entry, Message]:
-        """The entry for `message`'s content (read and validated only the first time that content is seen), and
-        `message` as a plain dict (the caller's own dict as is). A known entry's `out` is the dict of the call that
-        first brought that content, so it is not the caller's object now: `compact` returns the second one when the
-        message is left untouched."""
-        out = fmt.to_dict(message, index)
-        key = (fmt.name, content_key(out))
+    def known(self, fmt: MessageFormat, message: Message, index: int) -> Known:
+        """The view and count of `message`'s content (read and validated only the first time that content is seen;
+        raises ValueError naming `index` when it is malformed)."""
+        key = (fmt.name, content_key(message))
         found = self._entries.get(key)
         if found is not None:
             self._entries.move_to_end(key)
-            return found, out
-        entry = Entry(source=message, out=out, view=fmt.view(out, index))
-        self._store(key, entry)
-        return entry, out
-
-    def remember(self, fmt: MessageFormat, entry: Entry) -> None:
-        self._store((fmt.name, content_key(entry.out)), entry)
-
-    def _store(self, key: tuple[str, bytes], entry: Entry) -> None:
-        self._entries[key] = entry
-        self._entries.move_to_end(key)
+            return found
+        found = self._entries[key] = Known(fmt.view(message, index))
         while len(self._entries) > self.size:
             self._entries.popitem(last=False)
+        return found
 
-    def tokens(self, entry: Entry) -> int:
-        if entry.tokens is None:
-            entry.tokens = message_tokens(entry.view, self.count_text)
-        return entry.tokens
+    def tokens(self, known: Known) -> int:
+        if known.tokens is None:
+            known.tokens = message_tokens(known.view, self.count_text)
+        return known.tokens
 
 
 def content_key(message: Message) -> bytes:
