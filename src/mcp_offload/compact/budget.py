@@ -66,6 +66,7 @@ class Known:
     """What the ledger knows about one message content: its view (validated) and its token count."""
 
     view: MessageView
+    key: bytes  # content_key of the message
     tokens: int | None = None
 
 
@@ -86,7 +87,7 @@ class MessageLedger:
         if found is not None:
             self._entries.move_to_end(key)
             return found
-        found = self._entries[key] = Known(fmt.view(message, index))
+        found = self._entries[key] = Known(fmt.view(message, index), key[1])
         while len(self._entries) > self.size:
             self._entries.popitem(last=False)
         return found

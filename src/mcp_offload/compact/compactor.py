@@ -201,6 +201,7 @@ class AsyncCompactor:
         policy = RewritePolicy(threshold_tokens=threshold_tokens, retrieval="visible", clear_tool_uses=None)
         stored = await self._core(request, policy, report, tail=tail, eligible=eligible, model=model)
         await self._images(request, report, eligible if tail is not None or stored else range(0))
+        await self._recorded_transcripts(request, bound, report)
         if budget.limit is None or budget.target is None or context_window is None:
             report.messages_out = len(request.messages)
             return request.messages
@@ -466,6 +467,7 @@ class AsyncCompactor:
     async def _transcript_step(
         self, request: _Request, bound: Boundary, total: int, summarize: Summarize | None, report: CompactReport
     ) -> int:
+        """Step 3: older turns into one stored transcript, the note recorded (sticky) under their digest."""
         older = bound.older_turns([k.view for k in request.known])
         if len(older) < 2:
             return total
@@ -485,14 +487,52 @@ class AsyncCompactor:
             except Exception as exc:
                 report.warnings.append(f"summarize failed ({type(exc).__name__}: {exc}); used the transcript preview")
                 log.warning("summarize failed: %s", exc)
-        # the note joins the user message that opens the next turn (older_turns ends at one): no two user messages
-        # in a row, which the Anthropic API refuses
-        removed = sum(request.tokens(i) for i in range(first, last + 2))
-        note = request.fmt.prepend_note(request.messages[last + 1], note_text(first, last, stored, summary))
-        request.messages[first : last + 2] = [note]
-        request.known[first : last + 2] = [request.ledger.known(request.fmt, note, first)]
+        note = note_text(first, last, stored, summary)
+        try:  # the first note recorded for these turns wins (another instance, an earlier summary)
+            held = await open_record(self.services).add_transcript(
+                self._core_session, _turns_digest(request, first, last + 1), json.dumps({"note": note})
+            )
+            note = json.loads(held)["note"]
+        except STORE_FAILURES as exc:
+            self._warn(report, f"could not record the {label} ({type(exc).__name__}: {exc}); used it once")
         report.transcript = stored.handle
-        return total - removed + request.tokens(first)
+        before = sum(request.tokens(i) for i in range(first, last + 2))
+        self._put_note(request, first, last, note)
+        return total - before + request.tokens(first)
+
+    async def _recorded_transcripts(self, request: _Request, bound: Boundary, report: CompactReport) -> None:
+        """Put back the transcript notes an earlier call recorded for these older turns (the longest one first,
+        then any recorded over its result): a transcript, once taken, is sent as the same bytes on every later
+        call, like any other decision."""
+        record = open_record(self.services)
+        while True:
+            views = [k.view for k in request.known]
+            older = bound.older_turns(views)
+            if len(older) < 2:
+                return
+            first = older.start
+            ends = [j for j in range(first + 2, older.stop + 1) if views[j].opens_turn]
+            digests = {_turns_digest(request, first, j): j for j in ends}
+            try:
+                found = await record.transcripts(self._core_session, list(digests))
+            except STORE_FAILURES as exc:
+                self._warn(report, f"could not read the decision record ({type(exc).__name__}: {exc})")
+                return
+            if not found:
+                return
+            digest = max(found, key=digests.__getitem__)
+            try:
+                note = json.loads(found[digest])["note"]
+            except (ValueError, KeyError, TypeError):
+                return
+            self._put_note(request, first, digests[digest] - 1, str(note))
+
+    def _put_note(self, request: _Request, first: int, last: int, note: str) -> None:
+        """Messages `first`..`last` out; the note joins the user message that opens the next turn (older_turns ends
+        at one): no two user messages in a row, which the Anthropic API refuses."""
+        merged = request.fmt.prepend_note(request.messages[last + 1], note)
+        request.messages[first : last + 2] = [merged]
+        request.known[first : last + 2] = [request.ledger.known(request.fmt, merged, first)]
 
     # -- budget ----------------------------------------------------------------------------------------
     async def usage(
@@ -538,6 +578,14 @@ class AsyncCompactor:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+
+def _turns_digest(request: _Request, start: int, stop: int) -> str:
+    """The key of the older turns `start`..`stop - 1`: where they start and what they hold."""
+    h = hashlib.sha256(f"{request.fmt.name}:{start}:".encode())
+    for known in request.known[start:stop]:
+        h.update(known.key)
+    return h.hexdigest()
 
 
 def _json(value: object) -> str:
