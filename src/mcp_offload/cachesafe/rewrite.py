@@ -99,6 +99,7 @@ class RewritePolicy:
     clear_tool_uses: ClearToolUses | None = ClearToolUses()  # window pressure rule
     cost_rule: bool = True  # rewrite the cached prefix only when it pays at the provider's prices
     offload_user_pastes_tokens: int | None = None  # user texts this large (not the last turn) join the prefix rules
+    batch_tokens: int | None = None  # the least a cost-rule batch clears (None: clear_tool_uses.clear_at_least_tokens)
     fail_closed: bool = False
 
 
@@ -387,6 +388,8 @@ class _Turn:
         if not eligible:
             return []  # the usual case: every large result was decided in its own turn
         clear_at_least = clear.clear_at_least_tokens if clear is not None else ClearToolUses().clear_at_least_tokens
+        if policy.batch_tokens is not None:
+            clear_at_least = policy.batch_tokens
         preview = self.services.settings.preview_tokens
         # positions: estimated tokens from the prompt's start (tools and system first, as the providers cache them)
         starts, pos = [], self.head_chars() if callable(self.head_chars) else self.head_chars

@@ -60,6 +60,8 @@ from mcp_offload.store.handles import PREFIX, derived_handle
 
 log = logging.getLogger("mcp_offload.compact")
 REFERENCE_PREFIX = "Stored as " + PREFIX
+# the least a keep-last prefix batch clears (Anthropic's clear_tool_uses `clear_at_least` default)
+KEEP_LAST_BATCH_TOKENS = 20_000
 API_OF_FORMAT: dict[str, ApiKind] = {"anthropic": "anthropic", "openai": "openai_chat", "responses": "responses"}
 
 
@@ -198,7 +200,12 @@ class AsyncCompactor:
         # (last-turn, all, keep-first); keep-last's results were sent inline while they were kept, so leaving the
         # kept messages is a prefix rewrite: only under the cost rule or window pressure, in batches
         tail = None if bound.kind == "keep-last" else eligible
-        policy = RewritePolicy(threshold_tokens=threshold_tokens, retrieval="visible", clear_tool_uses=None)
+        policy = RewritePolicy(
+            threshold_tokens=threshold_tokens,
+            retrieval="visible",
+            clear_tool_uses=None,
+            batch_tokens=self._batch_tokens(request, bound, eligible),
+        )
         stored = await self._core(request, policy, report, tail=tail, eligible=eligible, model=model)
         await self._images(request, report, eligible if tail is not None or stored else range(0))
         await self._recorded_transcripts(request, bound, report)
@@ -218,6 +225,15 @@ class AsyncCompactor:
         if total > context_window:
             raise ContextWindowExceeded(total, context_window, self._irreducible(fixed, request))
         return request.messages
+
+    def _batch_tokens(self, request: _Request, bound: Boundary, eligible: range) -> int | None:
+        """keep-last: a prefix batch rewrites the kept messages after it too (the cache misses from the batch on), so
+        it must clear at least what they hold, and at least KEEP_LAST_BATCH_TOKENS: each rewrite then pays for the
+        cache write it causes, and the prefix is rewritten seldom."""
+        if bound.kind != "keep-last":
+            return None
+        kept = sum(request.tokens(i) for i in range(eligible.stop, len(request.messages)))
+        return max(KEEP_LAST_BATCH_TOKENS, kept)
 
     async def _core(
         self,
