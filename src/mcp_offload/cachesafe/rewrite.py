@@ -29,9 +29,17 @@ The rules, in the order they run on each request (pure functions over the messag
    and clears at least `clear_at_least_tokens`. Both turn inline into offloaded, recorded and then sticky. With
    `offload_user_pastes_tokens`, the user's own texts that large (never those of the last user turn) are candidates
    of both rules too (never of the tail rule: a text the user just wrote is what the model must read now).
+   A cost-rule batch clears at least `batch_tokens` when the policy sets it (the `Compactor`'s keep-last: what the
+   kept messages hold), else `clear_at_least_tokens`.
 5. Tools: from the request that offloads the session's first output on (transparent retrieval), the retrieval tools
    (tool_text.py) are appended after the client's own, byte-identical on every later request. A session that never
    offloads gets nothing: the body object comes back unchanged.
+
+The `Compactor` calls the same function with what the gateway leaves at its defaults (`rewrite_messages`): `tail`
+(where results are new: its boundary, since a compactor's list has no "already sent" marker; keep-last leaves the
+default), `eligible` (its boundary bounds every rule; recorded decisions apply everywhere), and `pressure`, window
+pressure it measured exactly (`Pressure`: inline parts of at least `floor_tokens` in `eligible`, oldest first, until
+`clear_tokens` are cleared; reason "pressure"), so its budget steps 1, 2 and 4 are decisions in the same record.
 
 Never touched: everything that is not a tool result's text (system prompt, user text, thinking / reasoning,
 compaction and server-tool blocks), results of the retrieval tools themselves and texts that already are references.

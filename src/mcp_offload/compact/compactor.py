@@ -8,13 +8,24 @@
         tools = compactor.tools("anthropic")                   # the five retrieval tools, that SDK's format
         text = compactor.run_tool("read_large_output", {"handle": "out_…", "start_line": 10})
 
-`compact` never mutates the caller's list or messages and returns a new list of plain dicts in the same format.
-With `context_window` it fits the window or raises `ContextWindowExceeded` (the order of the steps: budget.py).
-Decisions are cache-safe: taken at first sight, under handles derived from the session and the content (the same
-history compacts to the same bytes after a restart), and the already-sent prefix is rewritten only in batches.
+`compact` never mutates the caller's list or messages and returns a new list of plain dicts in the same format;
+a message it leaves untouched is the caller's own object. With `context_window` it fits the window or raises
+`ContextWindowExceeded` (the order of the steps: budget.py).
+
+Cache safety is the gateway's: tool results go through the same core (`cachesafe.rewrite.rewrite_messages`, the
+compactor's formats "anthropic" / "openai" / "responses" as its APIs "anthropic" / "openai_chat" / "responses") with
+the session's `DecisionRecord` beside the store (`GatewaySession` of this compactor's scope). A decision (offloaded
+as a handle derived from the session and the part's call id + content, with its exact reference bytes; or inline for
+good) is taken once and applied on every later call, for any boundary, after a restart and by every instance on
+the same store or Redis. New results are decided at first sight inside the boundary; an already-sent prefix is
+rewritten only by the cost rule (keep-last) or under window pressure, in batches, and the record says which
+(reason "threshold", "cost" or "pressure"). The transcript note (step 3) is recorded too; steps 5-7 are
+deterministic from the input (derived handles).
+
 A malformed list raises ValueError naming the message index before anything is stored. A store failure (full,
 unreachable, content over the size cap) leaves that result inline: the call still returns, and the failure is in
-`compactor.last_report.warnings` and logged as a warning on `mcp_offload.compact`.
+`compactor.last_report.warnings` and logged as a warning on `mcp_offload.compact`; a record that cannot be read
+leaves the whole list as it came (nothing lost; the cache misses once).
 """
 
 from __future__ import annotations
@@ -290,7 +301,8 @@ class AsyncCompactor:
             stored = await self._core(
                 request, policy, report, tail=range(0), eligible=eligible, model=model, pressure=pressure
             )
-            stored = await self._images(request, report, eligible or range(len(request.messages))) or stored
+            region = range(len(request.messages)) if eligible is None else eligible
+            stored = await self._images(request, report, region) or stored
             if not stored:
                 break
             total = fixed + request.total()
