@@ -43,7 +43,14 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 from mcp_offload.cachesafe.record import Decision, open_record, part_digest
-from mcp_offload.cachesafe.rewrite import STORE_FAILURES, Pressure, RewritePolicy, rewrite_messages
+from mcp_offload.cachesafe.rewrite import (
+    CHARS_PER_TOKEN,
+    STORE_FAILURES,
+    Pressure,
+    RewritePolicy,
+    json_chars,
+    rewrite_messages,
+)
 from mcp_offload.cachesafe.session import GatewaySession
 from mcp_offload.cachesafe.tool_defs import tool_definitions
 from mcp_offload.cachesafe.tool_text import ApiKind
@@ -243,7 +250,8 @@ class AsyncCompactor:
         cache write it causes, and the prefix is rewritten seldom."""
         if bound.kind != "keep-last":
             return None
-        kept = sum(request.tokens(i) for i in range(eligible.stop, len(request.messages)))
+        # in the core's unit (its cost rule sizes the batch by the 4-chars-a-token estimate, not by our exact count)
+        kept = sum(json_chars(m) for m in request.messages[eligible.stop :]) // CHARS_PER_TOKEN
         return max(KEEP_LAST_BATCH_TOKENS, kept)
 
     async def _core(
