@@ -547,8 +547,9 @@ class AsyncCompactor:
             if len(older) < 2:
                 return
             first = older.start
-            ends = [j for j in range(first + 2, older.stop + 1) if views[j].opens_turn]
-            digests = {_turns_digest(request, first, j): j for j in ends}
+            digests = _turns_digests(
+                request, first, [j for j in range(first + 2, older.stop + 1) if views[j].opens_turn]
+            )
             try:
                 found = await record.transcripts(self._core_session, list(digests))
             except STORE_FAILURES as exc:
@@ -618,10 +619,19 @@ class AsyncCompactor:
 
 def _turns_digest(request: _Request, start: int, stop: int) -> str:
     """The key of the older turns `start`..`stop - 1`: where they start and what they hold."""
+    return next(iter(_turns_digests(request, start, [stop])))
+
+
+def _turns_digests(request: _Request, start: int, stops: Sequence[int]) -> dict[str, int]:
+    """`_turns_digest(request, start, stop)` -> stop, for each of the ascending `stops`, in one pass."""
     h = hashlib.sha256(f"{request.fmt.name}:{start}:".encode())
-    for known in request.known[start:stop]:
-        h.update(known.key)
-    return h.hexdigest()
+    at, out = start, {}
+    for stop in stops:
+        for known in request.known[at:stop]:
+            h.update(known.key)
+        at = stop
+        out[h.hexdigest()] = stop
+    return out
 
 
 def _json(value: object) -> str:
