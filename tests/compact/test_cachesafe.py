@@ -183,3 +183,21 @@ async def test_in_place_edit_after_compaction_is_seen(tmp_path: Path) -> None:
         assert report is not None and len(report.offloaded) == 1
         chat[2]["content"] = big_json(800, tag="old")  # back to the first text: the first decision's bytes again
         assert await c.compact(chat) == first
+
+
+@pytest.mark.parametrize("fmt", ["anthropic", "openai", "responses"])
+async def test_a_decision_holds_for_any_boundary_and_threshold(tmp_path: Path, fmt: str) -> None:
+    """Once offloaded (or kept inline for good), a result is sent with the same bytes by every later call, whatever
+    boundary or threshold that call asks for: the boundary decides only what is new."""
+    chat = [
+        *TURNS[fmt]("c1", big_json(900, tag="a"), question="go"),
+        *TURNS[fmt]("c2", big_json(30, tag="b"), question="more"),
+    ]
+    async with AsyncCompactor(store=str(tmp_path / "store"), session="any-boundary", jq_workers=1) as c:
+        first = await c.compact(chat, boundary="all", format=fmt)
+        assert "Stored as out_" in json.dumps(first[2]) and first[6] is chat[6]  # the big one out, the small one in
+        for boundary in ("last-turn", ("keep-first", 100), ("keep-last", 20)):
+            for threshold in (50_000, 2000):
+                again = await c.compact(chat, boundary=boundary, threshold_tokens=threshold, format=fmt)
+                assert json.dumps(again) == json.dumps(first), (boundary, threshold)
+                assert c.last_report is not None and c.last_report.offloaded == []
