@@ -114,9 +114,13 @@ class _Request:
         return sum(self.tokens(i) for i in range(len(self.messages)))
 
     def update(self, messages: list[Message]) -> bool:
-        """Take the core's result (same length; untouched messages are the same objects). True if any changed."""
+        """Take the core's result (untouched messages are the same objects). True if any changed."""
         if messages is self.messages:
             return False
+        if len(messages) != len(self.messages):  # restored by an expansion (a gateway sharing the session's record)
+            self.messages = list(messages)
+            self.known = [self.ledger.known(self.fmt, m, i) for i, m in enumerate(self.messages)]
+            return True
         changed = False
         for i, (old, new) in enumerate(zip(self.messages, messages, strict=True)):
             if new is not old:
@@ -209,9 +213,10 @@ class AsyncCompactor:
         request = self._read(fmt, messages)  # all validated before anything is stored
         report = CompactReport(format=fmt.name, messages_in=len(request.messages))
         self.last_report = report
-        fixed = self._fixed_parts(fmt, system, tools, retrieval_tools, max_output_tokens) if budget.limit else {}
+        windowed = budget.limit is not None
+        fixed = self._fixed_parts(fmt, system, tools, retrieval_tools, max_output_tokens) if windowed else {}
         fixed_tokens = sum(fixed.values())
-        if budget.limit is not None:
+        if windowed:
             report.tokens_before = fixed_tokens + request.total()
         eligible = bound.eligible([k.view for k in request.known])
         # step 1 at first sight, window or not: inside the boundary every undecided result is new to the record
