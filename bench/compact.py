@@ -42,9 +42,11 @@ TURNS, CALLS_PER_TURN, RESULT_BYTES = 50, 4, 250_000
 
 
 def tool_result(rng: random.Random, n: int) -> str:
-    rows, size = [], 0
+    rows: list[dict[str, object]] = []
+    size = 0
     while size < RESULT_BYTES:
-        row = {"id": rng.randint(1, 10**9), "name": f"item {n}-{len(rows)}", "tags": rng.sample(list("abcdefgh"), 3)}
+        tags = rng.sample(list("abcdefgh"), 3)
+        row: dict[str, object] = {"id": rng.randint(1, 10**9), "name": f"item {n}-{len(rows)}", "tags": tags}
         row["text"] = " ".join(rng.choice(["alpha", "beta", "gamma", "delta", "error", "ok"]) for _ in range(20))
         rows.append(row)
         size += 190
