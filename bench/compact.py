@@ -45,8 +45,12 @@ def tool_result(rng: random.Random, n: int) -> str:
     rows: list[dict[str, object]] = []
     size = 0
     while size < RESULT_BYTES:
-        tags = rng.sample(list("abcdefgh"), 3)
-        row: dict[str, object] = {"id": rng.randint(1, 10**9), "name": f"item {n}-{len(rows)}", "tags": tags}
+        row_id = rng.randint(1, 10**9)  # drawn in the order of the published runs: the same data for a seed
+        row: dict[str, object] = {
+            "id": row_id,
+            "name": f"item {n}-{len(rows)}",
+            "tags": rng.sample(list("abcdefgh"), 3),
+        }
         row["text"] = " ".join(rng.choice(["alpha", "beta", "gamma", "delta", "error", "ok"]) for _ in range(20))
         rows.append(row)
         size += 190
