@@ -16,6 +16,7 @@ import pytest
 from mcp_offload import AsyncCompactor, Compactor
 from mcp_offload.cachesafe.record import Decision, open_record, part_digest
 from support.compact import anthropic_turn, big_json, chat_turn, responses_turn, validate
+from support.store import RedisServer
 
 GOLDEN = Path(__file__).parent / "golden"
 REGENERATE = os.environ.get("MCP_OFFLOAD_REGEN_GOLDEN") == "1"
@@ -201,3 +202,28 @@ async def test_a_decision_holds_for_any_boundary_and_threshold(tmp_path: Path, f
                 again = await c.compact(chat, boundary=boundary, threshold_tokens=threshold, format=fmt)
                 assert json.dumps(again) == json.dumps(first), (boundary, threshold)
                 assert c.last_report is not None and c.last_report.offloaded == []
+
+
+async def test_record_down_sends_the_list_as_given_then_recovers(private_redis: RedisServer) -> None:
+    """Redis (store and record) down: `compact` returns the caller's list as it came, with a warning and no
+    traceback (nothing lost; the cache misses once). Back up (empty: this server keeps nothing on disk), the result is
+    decided again to the very same bytes: its handle derives from the session and the content."""
+    chat = chat_turn("c1", big_json(900), question="go")
+    async with AsyncCompactor(store=private_redis.url, session="down") as c:
+        before = await c.compact(chat)
+        assert before[2]["content"].startswith("Stored as out_")
+        private_redis.stop()
+        try:
+            out = await c.compact(chat)
+            assert out == chat and all(a is b for a, b in zip(out, chat, strict=True))
+            report = c.last_report
+            assert report is not None and report.warnings and "decision record" in report.warnings[0]
+            assert "Traceback" not in report.warnings[0]
+        finally:
+            private_redis.start()
+        for _ in range(50):  # the client reconnects
+            out = await c.compact(chat)
+            if out != chat:
+                break
+            await anyio.sleep(0.1)
+        assert json.dumps(out) == json.dumps(before)
