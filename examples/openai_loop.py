@@ -65,8 +65,8 @@ def run(store: str, steps: int) -> tuple[int, int]:
                 raw.append(turn)
                 history.append(turn)
             history = compactor.compact(history, boundary="all", context_window=CONTEXT_WINDOW)
-        without = compactor.usage(raw)["tokens"]
-        with_ = compactor.usage(history)["tokens"]
+        without = compactor.usage(raw).tokens
+        with_ = compactor.usage(history).tokens
     return without, with_
 
 

@@ -186,7 +186,7 @@ async def test_retrieval_tool_results_are_not_offloaded_again(compactor: AsyncCo
 async def test_budget_policy_escalates(compactor: AsyncCompactor) -> None:
     results = [big_json(400, tag=str(i)) for i in range(6)]  # ~9k tokens each
     messages = history(anthropic_turn, results)
-    total = (await compactor.usage(messages))["tokens"]
+    total = (await compactor.usage(messages)).tokens
     assert isinstance(total, int) and total > 50_000
     # under the trigger and under the threshold: untouched
     out = await compactor.compact(messages, context_window=total * 2, boundary="all", threshold_tokens=50_000)
@@ -200,7 +200,7 @@ async def test_budget_policy_escalates(compactor: AsyncCompactor) -> None:
     stored = [str(out[4 * i + 2]["content"][0]["content"]).startswith("Stored as") for i in range(6)]
     assert stored == sorted(stored, reverse=True)  # oldest first
     usage = await compactor.usage(out, context_window=window)
-    assert usage["tokens"] == report.tokens_after and usage["tokens"] <= 0.75 * 0.8 * window
+    assert usage.tokens == report.tokens_after and usage.tokens <= 0.75 * 0.8 * window
     ANTHROPIC.validate_python(out)
 
 
@@ -325,7 +325,7 @@ def test_sync_twin_and_lazy_import(tmp_path: Path) -> None:
     with Compactor(store=str(tmp_path / "store"), session="sync", jq_workers=1) as c:
         out = c.compact(anthropic_turn("t1", big_json(2000), question="q"))
         assert out[2]["content"][0]["content"].startswith("Stored as out_")
-        assert c.usage(out, retrieval_tools=False)["tokens"] < 1000
+        assert c.usage(out, retrieval_tools=False).tokens < 1000
     code = (
         "import sys, mcp_offload; assert 'mcp_offload.compact' not in sys.modules; "
         "print(mcp_offload.Compactor.__name__)"

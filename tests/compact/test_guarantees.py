@@ -58,7 +58,7 @@ async def test_fixed_part_counts_and_cannot_be_reduced(compactor: AsyncCompactor
     tools = [{"name": "fetch", "description": "get a page " * 50, "input_schema": {"type": "object"}}]
     base = await compactor.usage(chat, retrieval_tools=False)
     counted = await compactor.usage(chat, system=system, tools=tools, max_output_tokens=4000)
-    assert counted["fixed_tokens"] > 4000 + 6000 and counted["tokens"] == base["tokens"] + counted["fixed_tokens"]
+    assert counted.fixed_tokens > 4000 + 6000 and counted.tokens == base.tokens + counted.fixed_tokens
     with pytest.raises(ContextWindowExceeded) as caught:
         await compactor.compact(chat, context_window=10_000, system=system, tools=tools, max_output_tokens=4000)
     error = caught.value
@@ -76,9 +76,9 @@ async def test_kept_results_are_offloaded_rather_than_overflowing(compactor: Asy
     chat: list[dict[str, Any]] = []
     for i in range(3):
         chat += TURNS[fmt](f"c{i}", big_json(3000, tag=str(i)), question=f"q{i}")
-    before = (await compactor.usage(chat))["tokens"]
+    before = (await compactor.usage(chat)).tokens
     out = await compactor.compact(chat, boundary=("keep-last", 6), context_window=20_000)
-    after = (await compactor.usage(out))["tokens"]
+    after = (await compactor.usage(out)).tokens
     assert before > 100_000 and after <= 20_000
     validate(fmt, out, compactor.tools(fmt))
 

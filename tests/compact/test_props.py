@@ -156,7 +156,7 @@ def test_with_a_window_it_fits_or_raises(
     except ContextWindowExceeded as error:
         assert error.tokens > window == error.context_window and error.irreducible
         return
-    used = compactor.usage(out, system=prompt, max_output_tokens=reserve, format=fmt)["tokens"]
+    used = compactor.usage(out, system=prompt, max_output_tokens=reserve, format=fmt).tokens
     assert used <= window
     report = compactor.last_report
     assert report is not None and report.tokens_after == used

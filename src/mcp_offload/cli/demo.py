@@ -195,5 +195,5 @@ async def _compaction_section(settings: Settings, api_response: str, log_text: s
             compacted = await compactor.compact(messages)
             before, after = await compactor.usage(messages), await compactor.usage(compacted)
     print("\n── your own agent loop: Compactor.compact(messages) on the same outputs as tool results")
-    print(f"{'message list before':<44}{before['tokens']:>10,}")
-    print(f"{'after (results stored, reference + preview)':<44}{after['tokens']:>10,}")
+    print(f"{'message list before':<44}{before.tokens:>10,}")
+    print(f"{'after (results stored, reference + preview)':<44}{after.tokens:>10,}")

@@ -67,7 +67,6 @@ import json
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TypedDict
 
 import orjson
 
@@ -131,27 +130,28 @@ def message_tokens(view: MessageView, count_text: CountTokens) -> int:
     return count_text(view.text) + MESSAGE_OVERHEAD + IMAGE_TOKENS * view.images
 
 
-class Usage(TypedDict):
+@dataclass(frozen=True, slots=True)
+class Usage:
     """`Compactor.usage()`'s answer: tokens counted (the messages + the fixed part), the fixed part alone (system
     prompt, tool definitions, room reserved for the output), messages, and the share of the window when one is
-    given."""
+    given (`tokens / context_window`, rounded to 4 places)."""
 
     tokens: int
     fixed_tokens: int
     messages: int
-    context_window: int | None
-    share: float | None
+    context_window: int | None = None
+    share: float | None = None
 
 
 def usage_report(message_tokens: int, fixed_tokens: int, messages: int, context_window: int | None) -> Usage:
     tokens = message_tokens + fixed_tokens
-    return {
-        "tokens": tokens,
-        "fixed_tokens": fixed_tokens,
-        "messages": messages,
-        "context_window": context_window,
-        "share": round(tokens / context_window, 4) if context_window else None,
-    }
+    return Usage(
+        tokens=tokens,
+        fixed_tokens=fixed_tokens,
+        messages=messages,
+        context_window=context_window,
+        share=round(tokens / context_window, 4) if context_window else None,
+    )
 
 
 @dataclass(frozen=True, slots=True)
