@@ -199,9 +199,12 @@ def main(argv: list[str]) -> int:
 
 
 def _cell(value: Any) -> Any:
-    """A value as the CSV shows it: NULL empty, lists/structs/maps as JSON, everything else as DuckDB's Python value."""
+    """A value as the CSV shows it: NULL empty, booleans as SQL and JSON write them (true, not Python's True),
+    lists/structs/maps as JSON, everything else as DuckDB's Python value."""
     if value is None:
         return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
     if isinstance(value, dict | list | tuple):
         return json.dumps(value, ensure_ascii=False, default=str)
     return value
