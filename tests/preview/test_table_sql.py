@@ -89,3 +89,27 @@ async def test_every_sql_call_of_a_table_preview_runs_and_counts_right(
     assert [r[0] for r in got[1:]] == expected
     counts = list(csv.reader(io.StringIO((await api.query(services, scope, out.handle, per_value)).result)))
     assert sum(int(n) for _, n in counts[1:]) == 60 and len(counts) - 1 == len(set(values))
+
+
+async def test_a_table_duckdb_cannot_read_gets_a_pattern_that_works(services: Services) -> None:
+    """Lone surrogates (stored as given, not valid UTF-8): DuckDB refuses the file, so no SQL is named; the rows of
+    a value are found with the field-skipping pattern instead."""
+    rows = [f"{n},{['open', 'closed', 'x'][n % 3]},n{n}\n" for n in range(50)]
+    text = "id,state,note\n" + "".join(rows) + "50,bad,bad \udc80\n"
+    scope = api.SessionScope.new()
+    out = await api.offload(services, scope, text)
+    assert out.shape["type"] == "table" and "query_large_output" not in out.preview
+    (search,) = [c for c in out.shape["calls"] if c["tool"] == "search_large_output"]
+    found = await api.search(services, scope, search["pattern"], handle=out.handle, max_results=100)
+    value = next(v for v in ("open", "closed", "x") if f'"?{v}"?' in search["pattern"])
+    assert found.total_matches == sum(1 for r in rows if r.split(",")[1] == value)
+
+
+async def test_a_value_with_a_control_character_is_not_the_example(services: Services) -> None:
+    values = ["ring\u200b"] * 30 + ["off"] * 15 + ["mid"] * 15  # the most common value would be picked otherwise
+    text = "id,state\n" + "".join(f"{n},{v}\n" for n, v in enumerate(values))
+    scope = api.SessionScope.new()
+    out = await api.offload(services, scope, text)
+    selected = next(c["query"] for c in out.shape["calls"] if c["tool"] == "query_large_output")
+    assert selected == "SELECT * FROM t WHERE state = 'off' LIMIT 10"
+    assert (await api.query(services, scope, out.handle, selected)).results == 10
