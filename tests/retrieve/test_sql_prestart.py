@@ -1,6 +1,6 @@
 """The DuckDB worker is started in the background when a tabular output is offloaded (not by other outputs), one per
 process, after the offload has answered, with DuckDB imported and warmed up before the first query arrives; the
-first query uses it; closing the services first starts nothing."""
+first query uses it; closing the services first starts nothing. An idle worker exits; one about to is replaced."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 
 from mcp_offload.core import api
 from mcp_offload.core.ingest import is_tabular
-from mcp_offload.core.services import Services
+from mcp_offload.core.services import Services, sql_runner
 from mcp_offload.retrieve.sql.runner import PRESTART_DELAY_S
 
 WORKER = "retrieve/sql/worker/main.py"
@@ -106,3 +106,31 @@ async def test_closing_before_the_start_starts_nothing(services: Services) -> No
     await anyio.sleep(PRESTART_DELAY_S + 0.5)
     assert _workers() == []
     assert services.sql.prestart() is False  # closed: stays so
+
+
+async def _with_runner(services: Services, idle_s: float) -> None:
+    await services.sql.aclose()
+    services.sql = sql_runner(services.settings, idle_s=idle_s)
+
+
+async def test_an_idle_worker_exits_and_the_next_query_starts_another(services: Services) -> None:
+    await _with_runner(services, idle_s=1.5)
+    scope = api.SessionScope.new()
+    out = await api.offload(services, scope, CSV)
+    assert await _wait_for(lambda: len(_workers()) == 1)  # pre-started
+    assert await _wait_for(lambda: _workers() == [], timeout_s=8.0)  # never queried: gone after 1.5 s idle
+    assert services.sql.prestart() is True  # the next table offloaded would start one again
+    got = await api.query(services, scope, out.handle, "SELECT count(*) AS n FROM t")
+    assert got.result == "n\n2000\n" and len(_workers()) == 1
+
+
+async def test_a_worker_about_to_exit_idle_is_replaced_not_sent_to(services: Services) -> None:
+    await _with_runner(services, idle_s=4.0)
+    scope = api.SessionScope.new()
+    out = await api.offload(services, scope, CSV)
+    assert (await api.query(services, scope, out.handle, "SELECT 1 AS one")).result == "one\n1\n"
+    (first,) = _workers()
+    await anyio.sleep(3.75)  # past 90 % of the idle time, before the worker's own exit
+    assert (await api.query(services, scope, out.handle, "SELECT count(*) AS n FROM t")).result == "n\n2000\n"
+    (second,) = _workers()
+    assert second != first

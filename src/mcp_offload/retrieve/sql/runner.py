@@ -6,6 +6,9 @@ outputs never change once stored, and handles carry 130 random bits, so a key na
 the caller's scope was checked when the store opened the output. The worker gets the output's file path (filesystem
 backend) or a private temporary copy (Redis backend, deleted after loading).
 
+The worker starts on the first query, or in the background when a tabular output is offloaded (`prestart`), and
+exits after `idle_s` without a request (the runner replaces one idle for 90 % of that instead of sending to it).
+
 Limits: `timeout_s` (the worker interrupts the query; the server kills the worker `_GRACE_S` later if it has not
 answered), `memory_mb` (DuckDB's memory limit, no spilling to disk; the address space of the worker is capped
 too), `threads`, and `max_output_chars` (CSV text, cut while fetching). Errors name the table and its columns.
@@ -21,6 +24,7 @@ import os
 import struct
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,6 +45,8 @@ _START_S = 30.0
 _MAX_REPLY = 64 * 1024 * 1024
 TABULAR_KINDS = ("text", "json", "jsonl")
 PRESTART_DELAY_S = 0.2
+IDLE_S = 600.0  # a worker with no request for this long exits (its memory, ~65 MB resident, goes back)
+_STALE = 0.9  # the runner replaces a worker idle for this share of IDLE_S rather than race its exit
 
 
 @dataclass(frozen=True)
@@ -62,6 +68,7 @@ class SqlRunner:
         max_output_chars: int,
         max_query_chars: int,
         keep_loaded: int = 4,
+        idle_s: float = IDLE_S,
     ) -> None:
         self.timeout_s = timeout_s
         self.memory_mb = memory_mb
@@ -69,6 +76,8 @@ class SqlRunner:
         self.max_output_chars = max_output_chars
         self.max_query_chars = max_query_chars
         self.keep_loaded = keep_loaded
+        self.idle_s = idle_s
+        self._last_used = 0.0  # time.monotonic() of the worker's start or its last reply
         self._process: Process | None = None
         self._lock = anyio.Lock()
         self._closed = False
@@ -148,6 +157,7 @@ class SqlRunner:
                 if size > _MAX_REPLY:
                     raise _WorkerGone("reply too large")
                 reply: dict[str, Any] = json.loads(await _receive_exact(process, size))
+                self._last_used = time.monotonic()
                 return reply
         except TimeoutError:
             await self._discard()
@@ -158,14 +168,18 @@ class SqlRunner:
             return {"ok": False, "error": "memory" if code in (-9, 137, -6, 134) else "crashed"}
 
     async def _worker(self) -> Process:
-        if self._process is not None and self._process.returncode is None:
-            return self._process
-        if self._process is not None:  # died since (killed, out of memory): reap it before the next one
+        process = self._process
+        fresh = time.monotonic() - self._last_used < self.idle_s * _STALE
+        if process is not None and process.returncode is None and fresh:
+            return process
+        if process is not None:  # died (killed, out of memory, idle) or about to exit idle: replace it
             await self._discard()
         address_mb = self.memory_mb * 2 + 2048  # DuckDB's own limit is memory_mb; this only stops a runaway
         command = [sys.executable, "-I", str(_WORKER), str(os.getpid()), str(address_mb), str(self.keep_loaded)]
+        command.append(f"{self.idle_s:g}")
         env = {"PATH": os.defpath, "LANG": "C.UTF-8"}
         self._process = await anyio.open_process(command, env=env, stderr=None)
+        self._last_used = time.monotonic()
         return self._process
 
     async def _discard(self) -> int | None:

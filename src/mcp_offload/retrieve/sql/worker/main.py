@@ -11,7 +11,8 @@ PIVOT, VALUES, SHOW); it runs in a transaction that is rolled back afterwards. A
 deadline (the server also kills the process a little later if it does not answer). Rows are written as CSV with a
 header, cut at `max_chars`.
 
-Wire: length-prefixed (4-byte big-endian) JSON frames on stdin/stdout.
+Wire: length-prefixed (4-byte big-endian) JSON frames on stdin/stdout. With no request for `idle_s` (argument 4)
+the worker exits.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import io
 import json
 import os
 import resource
+import select
 import signal
 import struct
 import sys
@@ -191,8 +193,12 @@ def main(argv: list[str]) -> int:
     threading.Thread(target=watch, daemon=True).start()
     warm_up()
     databases = Databases(keep=int(argv[2]))
+    idle_s = float(argv[3]) if len(argv) > 3 else None
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     while True:
+        # One request at a time: nothing is buffered past a frame, so the descriptor tells whether one is coming.
+        if idle_s is not None and not select.select([stdin], [], [], idle_s)[0]:
+            return 0  # idle: the server starts another worker for the next query
         request = read_frame(stdin)
         if request is None:
             return 0
