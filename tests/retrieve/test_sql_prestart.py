@@ -16,26 +16,14 @@ from mcp_offload.core import api
 from mcp_offload.core.ingest import is_tabular
 from mcp_offload.core.services import Services, sql_runner
 from mcp_offload.retrieve.sql.runner import PRESTART_DELAY_S
+from support import alive, cmdline, descendants
 
 WORKER = "retrieve/sql/worker/main.py"
 
 
 def _workers() -> list[int]:
-    """The pids of this process's SQL worker children, from /proc."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-            cmdline = (entry / "cmdline").read_bytes().decode(errors="replace")
-        except OSError:
-            continue
-        parent = int(stat.rsplit(")", 1)[1].split()[1])
-        state = stat.rsplit(")", 1)[1].split()[0]
-        if parent == os.getpid() and WORKER in cmdline and state != "Z":
-            found.append(int(entry.name))
-    return found
+    """The pids of this process's live SQL worker children."""
+    return [pid for pid in alive(descendants(os.getpid())) if WORKER in cmdline(pid)]
 
 
 def _has_duckdb_loaded(pid: int) -> bool:
