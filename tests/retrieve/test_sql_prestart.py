@@ -107,7 +107,8 @@ async def test_an_idle_worker_exits_and_the_next_query_starts_another(services: 
     out = await api.offload(services, scope, CSV)
     assert await _wait_for(lambda: len(_workers()) == 1)  # pre-started
     assert await _wait_for(lambda: _workers() == [], timeout_s=8.0)  # never queried: gone after 1.5 s idle
-    assert services.sql.prestart() is True  # the next table offloaded would start one again
+    # the next table offloaded would start one again (once the loop has reaped the exited worker)
+    assert await _wait_for(services.sql.prestart, timeout_s=5.0)
     got = await api.query(services, scope, out.handle, "SELECT count(*) AS n FROM t")
     assert got.result == "n\n2000\n" and len(_workers()) == 1
 
