@@ -4,8 +4,9 @@ calls to answer a question), each next to today's text preview run in the same p
 Timing rows: the preview of a log and of plain text (no kind: sniffing only) against the text preview; the offload
 of 100 MB (the core suite's log-like text, and plain text) against the same offload with kind sniffing off.
 Answer rows: the real outputs of tests/support/preview_corpus.py, one question each. A preview that holds the
-answer needs no call; else the fewest calls a model needs after today's preview (scripted here, the same for both)
-run through the retrieval API, and each answer is checked in what they return. Tokens = preview + call results,
+answer needs no call; else the fewest calls a model needs after the preview (scripted here: the same for both,
+except where the preview by kind names a better call, as SQL for a table), run through the retrieval API (results
+counted as the tools render them), and each answer is checked in what they return. Tokens = preview + call results,
 by the server's tokenizer.
 """
 
@@ -28,6 +29,7 @@ import anyio
 
 from core import make_text, parse_size
 from mcp_offload.core import api
+from mcp_offload.core.render import render_query
 from mcp_offload.core.services import Services, build_services
 from mcp_offload.preview import build_preview, text_kinds
 from mcp_offload.preview.text import count_lines, text_preview
@@ -159,6 +161,8 @@ class Question:
     question: str
     answer: Callable[[str], list[str]]  # the strings that make up the answer, from the output itself
     today: Callable[[str], list[dict[str, Any]]]  # the fewest calls after today's preview (scripted)
+    # the calls after the preview by kind, where it names a better one than today's (SQL for a table); else today's
+    by_kind: Callable[[str], list[dict[str, Any]]] | None = None
 
 
 def _first_error(text: str) -> list[str]:
@@ -246,6 +250,8 @@ QUESTIONS = [
         "which installed packages ship no py.typed? (first 3)",
         _untyped,
         lambda t: [{"tool": "search_large_output", "pattern": ",false,"}],
+        # the preview types typed as boolean and names SQL over table t with its columns
+        lambda t: [{"tool": "query_large_output", "query": "SELECT name FROM t WHERE NOT typed LIMIT 3"}],
     ),
     Question(
         "python: typing.py",
@@ -288,7 +294,12 @@ async def _answer_cost(
                 start = out.end + 1
             continue
         made += 1
-        if call["tool"] == "read_large_output":
+        if call["tool"] == "query_large_output":  # SQL, as the tool renders it
+            found = await api.query(services, scope, handle, call["query"])
+            shown = render_query(found, services.settings.jq_max_output_chars, sql=True)
+            tokens += services.tokens.count(shown)
+            seen += "\n" + shown
+        elif call["tool"] == "read_large_output":
             start = int(call["start_line"])
             out_read = await api.read(
                 services, scope, handle, start_line=start, end_line=min(lines, start + call.get("span", 0))
@@ -317,7 +328,7 @@ async def answer_rows(store: str) -> list[dict[str, Any]]:
                 old = await api.offload(services, scope, text)
             result: dict[str, Any] = {}
             for label, stored, calls in (
-                ("by kind", out, [] if all(a in out.preview for a in answer) else q.today(text)),
+                ("by kind", out, [] if all(a in out.preview for a in answer) else (q.by_kind or q.today)(text)),
                 ("today", old, [] if all(a in old.preview for a in answer) else q.today(text)),
             ):
                 made, tokens, seen = await _answer_cost(

@@ -5,6 +5,10 @@ it inside the sandbox; the first call includes starting the worker and loading).
 itself: `duckdb.sql(...)` reading the file in each query (`read_csv` / `read_json`: what a user of DuckDB on the
 file does), and DuckDB with the file loaded once into an in-memory table (the same work as our warm path, without
 the process boundary and the sandbox). Interleaved (ours, file, table, ours, ...) so each sees the VM's drift.
+
+Cold start: the first SQL query of a process when the offload of a table has started the worker in the background
+(a second later, the model's turn; and at once) against the worker started by that query, and the offload's own
+time with and without that background start.
 """
 
 from __future__ import annotations
@@ -118,10 +122,51 @@ async def _bench(kind: str, content: str, label: str, repeat: int) -> list[dict[
     return rows
 
 
+async def _first_query(content: str, prestart: bool, pause_s: float) -> tuple[float, float]:
+    """(ms of the offload, ms of the first SQL query `pause_s` after it) in a fresh runner, with the worker started
+    in the background by the offload (as the server does) or by the query itself (the runner's prestart off)."""
+    with tempfile.TemporaryDirectory(prefix="mcp-offload-sql-bench-") as tmp:
+        services = build_services(Settings(store=tmp))
+        if not prestart:
+            services.sql.prestart = lambda: False  # type: ignore[method-assign]
+        scope = api.SessionScope.new()
+        try:
+            t = time.perf_counter()
+            handle = (await api.offload(services, scope, content)).handle
+            offload_ms = (time.perf_counter() - t) * 1000
+            await asyncio.sleep(pause_s)  # the model's turn between the offload and its first query
+            t = time.perf_counter()
+            await api.query(services, scope, handle, QUERIES[0][1].format(t="t"))
+            return offload_ms, (time.perf_counter() - t) * 1000
+        finally:
+            await services.aclose()
+
+
+async def _cold_start(content: str, label: str, repeat: int) -> list[dict[str, Any]]:
+    """The first SQL query of a process, the worker pre-started by the offload of a table vs started by the query;
+    and what the pre-start costs the offload. Interleaved (on, off, on, ...)."""
+    rows = []
+    for pause_s in (1.0, 0.0):
+        on_offload, on_query, off_offload, off_query = [], [], [], []
+        for _ in range(repeat):
+            for prestart, offload_ms, query_ms in ((True, on_offload, on_query), (False, off_offload, off_query)):
+                spent = await _first_query(content, prestart, pause_s)
+                offload_ms.append(spent[0])
+                query_ms.append(spent[1])
+        when = f"{pause_s:g} s after the offload"
+        ours, yard = statistics.median(on_query), statistics.median(off_query)
+        rows.append(row(f"csv: first query of a process, {when}", label, ours, "worker started by the query", yard))
+        if pause_s:
+            ours, yard = statistics.median(on_offload), statistics.median(off_offload)
+            rows.append(row("csv: offload that pre-starts the SQL worker", label, ours, "no pre-start", yard))
+    return rows
+
+
 def run(args: Any) -> list[dict[str, Any]]:
     size = parse_size(getattr(args, "sql_size", None) or ("1M" if args.quick else "20M"))
     label = f"{size / 1e6:.0f}MB"
     rng = random.Random(5)
     rows = asyncio.run(_bench("csv", make_csv(size, rng), label, args.repeat))
     rows += asyncio.run(_bench("jsonl", make_jsonl(size, rng), label, args.repeat))
+    rows += asyncio.run(_cold_start(make_csv(100_000, rng), "100KB", max(3, args.repeat)))
     return rows

@@ -143,15 +143,22 @@ async def test_packages_csv_rows_columns_and_the_row_query(services: Services) -
     assert out.shape["rows"] == text.count("\n") - 1
     types = dict(out.shape["columns"])
     assert types["files"] == "integer" and types["typed"] == "boolean" and types["name"] == "text"
-    search = next(c for c in out.shape["calls"] if c["tool"] == "search_large_output")
-    found = await api.search(services, scope, search["pattern"], handle=out.handle, max_results=500)
-    wanted = re.search(r"\{4\}\"\?(\w+)", search["pattern"])
-    assert wanted is not None
     import csv
     import io
 
     rows = list(csv.DictReader(io.StringIO(text)))
-    assert found.total_matches == sum(1 for r in rows if r["typed"] == wanted.group(1))
+    selected, per_value = (c["query"] for c in out.shape["calls"] if c["tool"] == "query_large_output")
+    wanted = re.fullmatch(r"SELECT \* FROM t WHERE typed = '(\w+)' LIMIT 10", selected)
+    assert wanted is not None, selected  # a bare column name: lower case and not a keyword
+    got = list(csv.DictReader(io.StringIO((await api.query(services, scope, out.handle, selected)).result)))
+    expected = [r for r in rows if r["typed"] == wanted.group(1)][:10]
+    assert [r["name"] for r in got] == [r["name"] for r in expected] and len(got) >= 2
+    assert per_value == "SELECT typed, count(*) AS n FROM t GROUP BY 1 ORDER BY n DESC"
+    counts = list(csv.reader(io.StringIO((await api.query(services, scope, out.handle, per_value)).result)))[1:]
+    assert {value: int(n) for value, n in counts} == {
+        v: sum(1 for r in rows if r["typed"] == v) for v in {r["typed"] for r in rows}
+    }
+    assert "search_large_output" not in out.preview  # SQL names the rows; no 50-token field-skipping pattern
 
 
 async def test_python_outline_matches_the_ast(services: Services) -> None:

@@ -5,6 +5,7 @@ servers (server-filesystem, server-memory) in both client eras."""
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from mcp_offload.core.services import Services
 from mcp_offload.errors import InvalidHandle, OffloadError, UnknownHandle
 from mcp_offload.proxy.handle_arguments import ArgumentNotSubstituted, substitute_outputs
 from mcp_offload.proxy.router import STATUS_TOOL_DEF
+from mcp_offload.server.tools import result_of
 from mcp_offload.store.handles import scope_key
 from mcp_offload.tokens import load_counter
 from support import ERAS, text_of
@@ -149,6 +151,55 @@ async def test_a_large_file_read_through_the_proxy_is_written_back_byte_for_byte
         assert refused.is_error and not missing.exists()
         assert "not a stored output of this session" in text_of(refused) and "Nothing was sent" in text_of(refused)
         assert handle in text_of(refused)  # and which outputs there are
+
+
+def _stats(store: Path, *args: str) -> str:
+    script = Path(sys.executable).with_name("mcp-offload")
+    command = [str(script) if script.exists() else "mcp-offload", "stats", "--store", str(store), *args]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+async def test_what_a_handle_argument_kept_out_is_counted_in_the_session_the_record_and_stats(
+    services: Services, store_dir: Path, tmp_path: Path
+) -> None:
+    """The content the model did not write into its call (the output's tokens minus the URI's) is a saving: in
+    proxy_status, in the durable record under the upstream's server and tool, and in `mcp-offload stats`. A refused
+    call and an upstream error count nothing."""
+    original = tmp_path / "in.txt"
+    original.write_text("".join(f"{n:05d} the quick brown fox jumps over the lazy dog\n" for n in range(3_000)))
+    config = {"mcpServers": {"fs": npm_entry("server-filesystem", str(tmp_path))}}
+    async with running_proxy(services, config) as server, Client(server) as client:
+        read = await client.call_tool("fs__read_text_file", {"path": str(original)})
+        uri = "offload://outputs/" + text_of(read).split("Stored as ", 1)[1].split()[0]
+        for n in range(2):
+            written = await client.call_tool("fs__write_file", {"path": str(tmp_path / f"copy{n}.txt"), "content": uri})
+            assert not written.is_error, text_of(written)
+        refused = await client.call_tool("fs__write_file", {"path": str(tmp_path / "x.txt"), "content": uri[:-1] + "a"})
+        outside = await client.call_tool("fs__write_file", {"path": "/proc/nope/denied.txt", "content": uri})
+        assert refused.is_error and outside.is_error  # neither counts
+        status = await client.call_tool("proxy_status", {})
+    count = services.tokens.count
+    each = count(original.read_text()) - count(uri)
+    assert each > 30_000
+    savings = result_of(status)["savings"]
+    assert (savings["arguments_by_handle"], savings["tokens_passed_by_handle"]) == (2, 2 * each)
+    assert savings["tokens_net_saving"] == savings["tokens_kept_out"] + 2 * each - savings["tokens_retrieved"]
+    assert f"Passed to tools by handle: 2 stored output(s), {2 * each:,} tokens" in text_of(status)
+
+    await services.savings.flush()
+    doc = json.loads(_stats(store_dir, "--json", "--days", "1"))
+    rows = {(r["server"], r["tool"]): r for r in doc["days"][-1]["rows"]}
+    write = rows[("fs", "write_file")]
+    assert (write["results_seen"], write["arguments_by_handle"], write["tokens_passed_by_handle"]) == (3, 2, 2 * each)
+    assert rows[("fs", "read_text_file")]["tokens_passed_by_handle"] == 0
+    assert doc["total"]["tokens_passed_by_handle"] == 2 * each
+    table = _stats(store_dir).splitlines()
+    header = table[0].split()
+    assert header[3:] == ["seen", "offloaded", "kept", "out", "by", "handle", "pulled", "back", "net", "saved"]
+    line = next(line.split() for line in table if line.split()[1:3] == ["fs", "write_file"])
+    assert line[3:] == ["3", "0", "0", f"{2 * each:,}", "0", f"{2 * each:,}"]
 
 
 @pytestmark_real

@@ -83,6 +83,10 @@ async def test_sql_over_csv_tsv_jsonl_and_json_records(server: OffloadServer, mo
             await sql(client, json_handle, "SELECT count(*) AS n, max(score) AS top FROM t")
             == "n,top\n3000,9\n\n(1 row(s))"
         )
+        assert (  # booleans as SQL and JSON write them, not as Python's True/False
+            await sql(client, json_handle, "SELECT score = 9 AS nine, count(*) AS n FROM t GROUP BY 1 ORDER BY 1")
+            == "nine,n\nfalse,2700\ntrue,300\n\n(2 row(s))"
+        )
         # the same tool still runs jq on JSON
         result = await client.call_tool(
             "query_large_output", {"handle": json_handle, "query": "map(select(.score == 9)) | length"}

@@ -57,6 +57,7 @@ async def test_counts_add_up_per_day_server_and_tool_across_restarts(backend: tu
     clock.now += DAY
     second = opener(clock=clock, flush_interval_s=0)  # a restart, the next day
     await second.add("git", "git_log", results_seen=1, results_offloaded=1, tokens_kept_out=100)
+    await second.add("fs", "write_file", results_seen=1, arguments_by_handle=2, tokens_passed_by_handle=4_000)
     rows = await second.read(2)
     await second.aclose()
     assert rows[SavingsKey("2025-10-09", "git", "git_log")].as_dict() == {
@@ -65,21 +66,29 @@ async def test_counts_add_up_per_day_server_and_tool_across_restarts(backend: tu
         "tokens_kept_out": 900,
         "retrievals": 0,
         "tokens_retrieved": 0,
+        "arguments_by_handle": 0,
+        "tokens_passed_by_handle": 0,
         "tokens_net_saved": 900,
     }
     assert rows[SavingsKey("2025-10-10", "git", "git_log")].tokens_kept_out == 100
+    passed = rows[SavingsKey("2025-10-10", "fs", "write_file")]
+    assert (passed.arguments_by_handle, passed.tokens_passed_by_handle, passed.tokens_net) == (2, 4_000, 4_000)
     doc = summary_json(rows, last_days(2, clock.now))
     assert [d["day"] for d in doc["days"]] == ["2025-10-09", "2025-10-10"]
     assert doc["days"][0]["total"]["tokens_net_saved"] == 750
+    assert doc["days"][1]["total"]["tokens_net_saved"] == 4_100
     assert doc["total"] == {
-        "results_seen": 3,
+        "results_seen": 4,
         "results_offloaded": 2,
         "tokens_kept_out": 1000,
         "retrievals": 1,
         "tokens_retrieved": 150,
-        "tokens_net_saved": 850,
+        "arguments_by_handle": 2,
+        "tokens_passed_by_handle": 4_000,
+        "tokens_net_saved": 4_850,
     }
-    assert set(await opener(clock=clock).read(1)) == {SavingsKey("2025-10-10", "git", "git_log")}
+    today = {SavingsKey("2025-10-10", "git", "git_log"), SavingsKey("2025-10-10", "fs", "write_file")}
+    assert set(await opener(clock=clock).read(1)) == today
 
 
 def _writer(root: str, n: int) -> None:

@@ -5,7 +5,9 @@
 A table per day and per server/tool, with a total per day and overall; `--json` prints the same document as the
 HTTP transport's `/stats` (plus, under "gateway", the LLM gateway's per-session figures and its cost against going
 direct; in the table, a second section). Server "(direct)" is our own tools: direct `offload` calls and the
-retrieval tools.
+retrieval tools. "by handle" is the tokens of stored outputs the proxy passed to upstream tools as
+`offload://outputs/<handle>` arguments (minus the references), which the model did not have to write out; it counts
+in the net saving with what was kept out.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from mcp_offload.savings.record import MAX_DAYS
 from mcp_offload.settings import Settings
 
 DIRECT_LABEL = "(direct)"
-_COLUMNS = ("seen", "offloaded", "kept out", "pulled back", "net saved")
+_COLUMNS = ("seen", "offloaded", "kept out", "by handle", "pulled back", "net saved")
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:  # argparse's _SubParsersAction is private
@@ -120,6 +122,7 @@ def _figures(row: SavingsRow) -> tuple[str, ...]:
         f"{row.results_seen:,}",
         f"{row.results_offloaded:,}",
         f"{row.tokens_kept_out:,}",
+        f"{row.tokens_passed_by_handle:,}",
         f"{row.tokens_retrieved:,}",
         f"{row.tokens_net:,}",
     )

@@ -14,6 +14,7 @@ import time
 import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import anyio
 
@@ -169,7 +170,19 @@ async def ingest_text(
     meta = ingested.meta
     if meta.kind in ("json", "jsonl"):
         warm_structure(meta.handle, meta.created, data)  # in the background: for the JSON paths of search hits
+    if is_tabular(meta.kind, ingested.preview.data):
+        services.sql.prestart()  # in the background, once per process: the first SQL query skips DuckDB's start
     return ingested
+
+
+def is_tabular(kind: str, shape: dict[str, Any]) -> bool:
+    """Whether the preview shows rows SQL reads as table t: a CSV/TSV table, JSON Lines of objects, or a JSON array
+    of objects (records)."""
+    if kind == "text":
+        return shape.get("type") == "table"
+    if kind == "jsonl":
+        return shape.get("record_type") == "object"
+    return kind == "json" and shape.get("type") == "array" and shape.get("element") == "object"
 
 
 async def ingest_blob(

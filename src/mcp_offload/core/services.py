@@ -12,7 +12,7 @@ from typing import Protocol
 from mcp_offload.errors import SettingsError
 from mcp_offload.retrieve.jq_library import resolve_libjq
 from mcp_offload.retrieve.jq_pool import JqRunner
-from mcp_offload.retrieve.sql.runner import SqlRunner
+from mcp_offload.retrieve.sql.runner import IDLE_S, SqlRunner
 from mcp_offload.savings.record import SavingsRecord
 from mcp_offload.settings import Settings
 from mcp_offload.store.base import Store
@@ -77,11 +77,12 @@ def build_services(settings: Settings) -> Services:
     )
 
 
-def sql_runner(settings: Settings) -> SqlRunner:
+def sql_runner(settings: Settings, *, idle_s: float = IDLE_S) -> SqlRunner:
     return SqlRunner(
         timeout_s=settings.jq_timeout_s,
         memory_mb=settings.sql_memory_mb,
         threads=settings.sql_threads,
         max_output_chars=settings.jq_max_output_chars,
         max_query_chars=settings.sql_max_query_chars,
+        idle_s=idle_s,
     )

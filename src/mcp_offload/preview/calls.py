@@ -9,10 +9,11 @@ is kept as data too (`as_data`), so the tests run every call a preview shows thr
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
-__all__ = ["RetrievalCall", "read_lines", "regex_escape", "search_pattern", "sql_query"]
+__all__ = ["RetrievalCall", "read_lines", "regex_escape", "search_pattern", "sql_identifier", "sql_query", "sql_string"]
 
 _REGEX_SPECIAL = frozenset("\\.^$|?*+()[]{}")
 
@@ -48,9 +49,38 @@ def sql_query(query: str) -> RetrievalCall:
     return RetrievalCall("query_large_output", (("query", query),))
 
 
+# The words DuckDB does not take as a bare column name (its reserved keywords, the other keywords a SELECT list
+# cannot name unquoted, and true/false/null, which it reads as values), from DuckDB 2.0's duckdb_keywords();
+# tests/preview/test_table_sql.py checks the list against the installed DuckDB.
+# fmt: off
+SQL_KEYWORDS = frozenset((
+    "all", "analyse", "analyze", "and", "anti", "any", "array", "as", "asc", "asof", "asymmetric", "at",
+    "authorization", "binary", "both", "by", "case", "cast", "check", "collate", "collation", "column",
+    "concurrently", "constraint", "create", "cross", "default", "deferrable", "desc", "describe", "distinct", "do",
+    "else", "end", "except", "fetch", "for", "foreign", "freeze", "from", "full", "glob", "group", "having", "ilike",
+    "in", "initially", "inner", "intersect", "into", "is", "isnull", "join", "lambda", "lateral", "leading", "left",
+    "like", "limit", "natural", "not", "notnull", "offset", "on", "only", "or", "order", "outer", "overlaps", "pivot",
+    "pivot_longer", "pivot_wider", "placing", "positional", "primary", "qualify", "references", "returning", "right",
+    "select", "semi", "show", "similar", "some", "summarize", "symmetric", "table", "tablesample", "then", "to",
+    "trailing", "union", "unique", "unpack", "unpivot", "using", "variadic", "verbose", "when", "where", "window",
+    "with", "true", "false", "null"
+))
+# fmt: on
+_BARE_IDENTIFIER = re.compile(r"[a-z_][a-z0-9_]*\Z")
+
+
 def sql_identifier(name: str) -> str:
-    """A column name as a DuckDB identifier: double-quoted, inner quotes doubled."""
+    """A column name as a DuckDB identifier: bare when it is one already (lower case, not a keyword: `typed`),
+    else double-quoted with inner quotes doubled (`"First Name"`). Bare names keep a query short in a preview, where
+    every quote is shown escaped."""
+    if _BARE_IDENTIFIER.match(name) and name not in SQL_KEYWORDS:
+        return name
     return '"' + name.replace('"', '""') + '"'
+
+
+def sql_string(value: str) -> str:
+    """A SQL string literal (`'it''s'`); DuckDB casts it to the column's type in a comparison (`typed = 'false'`)."""
+    return "'" + value.replace("'", "''") + "'"
 
 
 def regex_escape(text: str) -> str:

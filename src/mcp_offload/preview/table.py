@@ -4,9 +4,11 @@ A table is sniffed from its first lines (`sniff_delimiter`: the delimiter that s
 the same number of fields, two or more). Its columns are typed from the first `_SAMPLE_ROWS` rows (integer,
 number, boolean, date, datetime, text; with the range of numbers and the values of a text column that holds few),
 so the work does not grow with the table. Rows are lines: a row count is exact unless a quoted field spans lines
-(then it is marked "~"). The ready calls read rows by line, find the rows where a column holds a value, with a
-pattern that skips the fields before it (quoted fields included), and count rows per value of that column in SQL
-(query_large_output: the table is t).
+(then it is marked "~"). The ready calls read rows by line, and for a column of few values select the rows where
+it holds one and count rows per value, in SQL (query_large_output: the table is t, columns named by the header);
+a table without a header (which DuckDB would read with its first row as the header), or whose sampled rows are
+not valid UTF-8 (which DuckDB refuses to read), gets a search pattern that skips the fields before the column
+(quoted fields included) instead.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from mcp_offload.preview.calls import (
     search_pattern,
     sql_identifier,
     sql_query,
+    sql_string,
 )
 from mcp_offload.preview.fit import largest, plural
 from mcp_offload.preview.listing import Listing, fit_listing
@@ -45,6 +48,7 @@ _ROW_WIDTH = 200
 _SAMPLE_SHOWN = 3
 _SAMPLE_MAX = 40
 _ROWS_READ = 20
+_ROWS_SELECTED = 10
 
 _INT = re.compile(r"[-+]?\d{1,18}\Z")
 _FLOAT = re.compile(r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|inf|nan)\Z", re.IGNORECASE)
@@ -214,18 +218,23 @@ def table_preview(
         if line.strip()
     ]
     calls: list[tuple[str, RetrievalCall]] = []
+    sql_reads = text.isascii() or _is_utf8(head)  # DuckDB refuses a CSV with invalid UTF-8 (lone surrogates)
     for i, (column, kind, _) in enumerate(typed):
         picked = _query_value(column.values, kind)
         if picked is None:
             continue
         value = picked
-        pattern = "^" + (f"(?:{_field_skip(delimiter)}){{{i}}}" if i else "") + f'"?{regex_escape(value)}"?'
-        pattern += rf"(?:{regex_escape(delimiter) if delimiter != chr(9) else chr(92) + 't'}|$)"
-        calls.append((f"rows where {_cell(column.name, 24)} is {_cell(value, 24)}", search_pattern(pattern)))
-        if header and column.name.strip():  # DuckDB names the columns after the header (no header: column0, ...)
+        where = f"rows where {_cell(column.name, 24)} is {_cell(value, 24)}"
+        if header and column.name.strip() and sql_reads:  # DuckDB names the columns after the header
             name = sql_identifier(column.name)
+            selected = f"SELECT * FROM t WHERE {name} = {sql_string(value)} LIMIT {_ROWS_SELECTED}"
+            calls.append((f"{where} (SQL over table t)", sql_query(selected)))
             query = f"SELECT {name}, count(*) AS n FROM t GROUP BY 1 ORDER BY n DESC"
-            calls.append((f"rows per {_cell(column.name, 24)} (SQL, the table is t)", sql_query(query)))
+            calls.append((f"rows per {_cell(column.name, 24)}", sql_query(query)))
+        else:
+            pattern = "^" + (f"(?:{_field_skip(delimiter)}){{{i}}}" if i else "") + f'"?{regex_escape(value)}"?'
+            pattern += rf"(?:{regex_escape(delimiter) if delimiter != chr(9) else chr(92) + 't'}|$)"
+            calls.append((where, search_pattern(pattern)))
         break
     if data_rows > _ROWS_READ:
         last = total_lines - trailing_blank
@@ -261,11 +270,22 @@ def table_preview(
     return listing.text, data
 
 
+def _is_utf8(text: str) -> bool:
+    """Whether `text` is valid UTF-8 once stored (no lone surrogates). Only the sampled head is checked: past it, a
+    SQL call fails with DuckDB's clear error naming the line."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _query_value(values: list[str], kind: str) -> str | None:
-    """A value of a column worth selecting rows by: a repeated short text value, not the most common if it dominates."""
+    """A value of a column worth selecting rows by: a repeated short text value, not the most common if it dominates
+    (printable: no control characters or lone surrogates, which a SQL literal or a pattern would carry badly)."""
     if kind not in ("text", "boolean"):
         return None
-    counts = Counter(v for v in values if v.strip() and "\n" not in v and len(v) <= 30)
+    counts = Counter(v for v in values if v.strip() and "\n" not in v and len(v) <= 30 and v.isprintable())
     if len(counts) < 2 or len(counts) > _FEW_VALUES:
         return None
     ranked = counts.most_common()

@@ -47,20 +47,31 @@ class ArgumentNotSubstituted(OffloadError):
     """An `offload://outputs/…` argument that cannot be replaced by its content; nothing was sent upstream."""
 
 
+@dataclass(frozen=True, slots=True)
+class PassedOutput:
+    """One stored output substituted into an argument: where, which (and the URI the model wrote), how big."""
+
+    where: str  # "content", "options.body", "entities[0]"
+    handle: str
+    uri: str
+    size: int  # bytes
+    tokens: int  # the output's tokens as stored (what the model did not have to write)
+
+
 @dataclass(slots=True)
 class Substitution:
     """What one call's arguments became: the arguments to send and the outputs that went into them."""
 
     arguments: dict[str, Any] | None
-    outputs: list[tuple[str, str, int]] = field(default_factory=list)  # (where, handle, bytes)
+    outputs: list[PassedOutput] = field(default_factory=list)
 
     @property
     def bytes(self) -> int:
-        return sum(size for _, _, size in self.outputs)
+        return sum(output.size for output in self.outputs)
 
     def describe(self) -> str:
         """'content ← out_… (1,234,567 bytes)' for each substituted argument, for error notes and logs."""
-        return "; ".join(f"{where} ← {handle} ({size:,} bytes)" for where, handle, size in self.outputs)
+        return "; ".join(f"{o.where} ← {o.handle} ({o.size:,} bytes)" for o in self.outputs)
 
 
 def names_output(value: object) -> bool:
@@ -156,7 +167,7 @@ async def _content_for(call: _Call, uri: str, schema: dict[str, Any], where: str
             f"to {tool}"
         ) from None
     text = raw.decode("utf-8", "surrogatepass")
-    done.outputs.append((where, handle, meta.size))
+    done.outputs.append(PassedOutput(where, handle, uri, meta.size, meta.tokens))
     types = _declared_types(schema, root)
     if not types or "string" in types:
         limit = schema.get("maxLength")

@@ -37,9 +37,9 @@ from mcp_offload.core import api
 from mcp_offload.core.services import Services
 from mcp_offload.errors import OffloadError, UnknownHandle
 from mcp_offload.proxy.config import ProxyConfig, UpstreamSpec
-from mcp_offload.proxy.handle_arguments import substitute_outputs
+from mcp_offload.proxy.handle_arguments import Substitution, substitute_outputs
 from mcp_offload.proxy.policy import PASSED, Decision, OffloadPolicy
-from mcp_offload.proxy.stats import SavingsStats
+from mcp_offload.proxy.stats import PassedByHandle, SavingsStats
 from mcp_offload.proxy.transports import UpstreamUnavailable
 from mcp_offload.proxy.upstream import Catalog, Upstream
 from mcp_offload.server.change_notifier import ListChanged
@@ -370,9 +370,10 @@ class ProxyRouter(Extension):
         if result.is_error and substitution.outputs:  # e.g. the upstream's own size limit: say what it was sent
             note = f"(The proxy passed stored outputs as arguments: {substitution.describe()}.)"
             result.content = [*result.content, types.TextContent(type="text", text=note)]
+        passed = PassedByHandle() if result.is_error else self._passed_by_handle(substitution)
         if route.name in spec.options.never:
             result.meta = None
-            await self._account(call, spec.name, route.name, PASSED)
+            await self._account(call, spec.name, route.name, PASSED, passed)
             return result
         result, decision = await self.policy.apply(
             result,
@@ -384,8 +385,16 @@ class ProxyRouter(Extension):
             threshold=self.config.threshold_for(spec),
             always=route.name in spec.options.always,
         )
-        await self._account(call, spec.name, route.name, decision)
+        await self._account(call, spec.name, route.name, decision, passed)
         return result
+
+    def _passed_by_handle(self, substitution: Substitution) -> PassedByHandle:
+        """What the stored outputs passed as arguments kept out of the model's call: each output's tokens minus those
+        of the URI it wrote instead (counted only for a call the upstream carried out: a refused one may be retried
+        another way)."""
+        count = self.services.tokens.count
+        tokens = sum(max(0, output.tokens - count(output.uri)) for output in substitution.outputs)
+        return PassedByHandle(len(substitution.outputs), tokens)
 
     def _argument_bytes(self, spec: UpstreamSpec) -> int:
         """How much stored content one call to `spec` may carry in its arguments: a stdio upstream reads any size
@@ -394,13 +403,23 @@ class ProxyRouter(Extension):
             return self.services.settings.max_output_bytes
         return REMOTE_ARGUMENT_BYTES
 
-    async def _account(self, call: ToolCall, server: str, tool: str, decision: Decision) -> None:
-        """One upstream result into this session's savings and into the durable record (savings/)."""
+    async def _account(
+        self, call: ToolCall, server: str, tool: str, decision: Decision, passed: PassedByHandle
+    ) -> None:
+        """One upstream call into this session's savings and into the durable record (savings/): its result, and
+        the stored outputs its arguments named."""
         self.stats.record_result(call.session.key, decision)
+        self.stats.record_passed(call.session.key, passed)
         offloaded = decision.offloaded
         kept_out = decision.tokens_original - decision.tokens_reply if offloaded else 0
         await self.services.savings.add(
-            server, tool, results_seen=1, results_offloaded=int(offloaded), tokens_kept_out=kept_out
+            server,
+            tool,
+            results_seen=1,
+            results_offloaded=int(offloaded),
+            tokens_kept_out=kept_out,
+            arguments_by_handle=passed.arguments,
+            tokens_passed_by_handle=passed.tokens,
         )
 
     def unavailable_error(self, name: str) -> types.CallToolResult | None:

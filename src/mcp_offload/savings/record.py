@@ -4,7 +4,10 @@ and restarts. The same honest accounting as the proxy's per-session `proxy_statu
 - results seen / offloaded: every proxied result, and every direct `offload` call (server "");
 - tokens kept out: the full size of what was offloaded minus the reference the model got instead;
 - tokens pulled back: the text the retrieval tools returned (server "", tool = the retrieval tool);
-- net saved = kept out - pulled back.
+- passed by handle (proxy mode): a stored output an upstream tool got as an argument (`offload://outputs/<handle>`,
+  proxy/handle_arguments.py), counted on the upstream server and tool: the output's tokens minus the reference's,
+  which the model would otherwise have had to write into its call;
+- net saved = kept out + passed by handle - pulled back.
 
 `SavingsRecord` is the interface the server writes to (`add`, never raising, buffered so the hot path pays one dict
 update) and the `stats` command and `/stats` read from (`read`). The backends (fs.py, redis.py) only write a batch
@@ -23,7 +26,15 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 
-COUNTERS = ("results_seen", "results_offloaded", "tokens_kept_out", "retrievals", "tokens_retrieved")
+COUNTERS = (
+    "results_seen",
+    "results_offloaded",
+    "tokens_kept_out",
+    "retrievals",
+    "tokens_retrieved",
+    "arguments_by_handle",
+    "tokens_passed_by_handle",
+)
 DIRECT = ""  # the server name of our own tools (direct offload, retrieval)
 MAX_DAYS = 400
 FLUSH_INTERVAL_S = 1.0
@@ -45,10 +56,12 @@ class SavingsRow:
     tokens_kept_out: int = 0
     retrievals: int = 0
     tokens_retrieved: int = 0
+    arguments_by_handle: int = 0  # stored outputs passed to upstream tools as `offload://outputs/<handle>`
+    tokens_passed_by_handle: int = 0  # their tokens minus the references' (what the calls did not have to carry)
 
     @property
     def tokens_net(self) -> int:
-        return self.tokens_kept_out - self.tokens_retrieved
+        return self.tokens_kept_out + self.tokens_passed_by_handle - self.tokens_retrieved
 
     def add(self, counts: dict[str, int] | SavingsRow) -> None:
         values = counts.as_counts() if isinstance(counts, SavingsRow) else counts

@@ -9,6 +9,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import httpx2
+import mcp.types as types
 import pytest
 
 from mcp_offload.core.services import Services
@@ -26,8 +27,10 @@ async def test_stats_and_page_show_the_recorded_savings_behind_auth(services: Se
         options = HttpOptions(transport="http", tokens=(TOKEN_A,))
         async with serving(services, options, [router]) as base:
             async with connect(base, "http", "legacy", TOKEN_A) as client:
-                await client.call_tool("fix__json", {"n": 3000})  # large: offloaded
+                big = await client.call_tool("fix__json", {"n": 3000})  # large: offloaded
                 await client.call_tool("fix__echo", {"name": "small"})  # passed through
+                uri = next(str(b.uri) for b in big.content if isinstance(b, types.ResourceLink))
+                await client.call_tool("fix__env", {"name": uri})  # the stored output passed as an argument
             async with httpx2.AsyncClient(timeout=30) as http:
                 for path in ("/stats", "/", "/stats?days=3"):
                     refused = await http.get(base + path)
@@ -47,14 +50,25 @@ async def test_stats_and_page_show_the_recorded_savings_behind_auth(services: Se
         "tokens_kept_out": 0,
         "retrievals": 0,
         "tokens_retrieved": 0,
+        "arguments_by_handle": 0,
+        "tokens_passed_by_handle": 0,
         "tokens_net_saved": 0,
     }
-    assert stats["total"]["tokens_net_saved"] == rows[("fix", "json")]["tokens_kept_out"]
+    passed = rows[("fix", "env")]["tokens_passed_by_handle"]
+    assert rows[("fix", "env")]["arguments_by_handle"] == 1 and passed > 10_000
+    assert stats["total"]["tokens_net_saved"] == rows[("fix", "json")]["tokens_kept_out"] + passed
     assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
     body = page.text
     assert "<script" not in body and "http://" not in body.replace("http://www.w3.org/2000/svg", "")
     assert "<td>fix</td><td>stdio</td><td class=ready>ready</td>" in body
     assert "<td>broken</td>" in body and "class=ready>ready</td><td class=n>0" not in body
+    assert "<th>kept out</th><th>by handle</th><th>pulled back</th>" in body
+    kept = rows[("fix", "json")]["tokens_kept_out"]
+    assert (
+        f"<td>fix</td><td>env</td><td class=n>1</td><td class=n>0</td><td class=n>0</td><td class=n>{passed:,}</td>"
+        in body
+    )
+    assert f"{kept:,} tokens kept out of context, {passed:,} passed to tools by handle, 0 pulled back" in body
     svg = body[body.index("<svg") : body.index("</svg>") + 6]
     bars = ET.fromstring(svg).findall("{http://www.w3.org/2000/svg}rect")
     assert len(bars) == 30  # one per day of the default window

@@ -158,7 +158,8 @@ def render_page(view: PageView) -> str:
             render_chart(summaries),
             "<p>Total: "
             f"{total.results_offloaded:,} of {total.results_seen:,} results offloaded, "
-            f"{total.tokens_kept_out:,} tokens kept out of context, {total.tokens_retrieved:,} pulled back, "
+            f"{total.tokens_kept_out:,} tokens kept out of context, "
+            f"{total.tokens_passed_by_handle:,} passed to tools by handle, {total.tokens_retrieved:,} pulled back, "
             f"<strong>{total.tokens_net:,} net saved</strong>. JSON: <a href=stats>/stats</a>.</p>",
         ]
     parts.append(view.gateway)
@@ -199,13 +200,14 @@ def _today_table(today: DaySummary | None) -> str:
         return "<p class=empty>Nothing yet today.</p>"
     rows = [
         f"<table><caption>{html.escape(today.day)} (UTC)</caption><tr><th>server</th><th>tool</th><th>seen</th>"
-        "<th>offloaded</th><th>kept out</th><th>pulled back</th><th>net saved</th></tr>"
+        "<th>offloaded</th><th>kept out</th><th>by handle</th><th>pulled back</th><th>net saved</th></tr>"
     ]
     for server, tool, row in [*today.rows, ("", "total", today.total)]:
         rows.append(
             f"<tr><td>{html.escape(server or ('' if tool == 'total' else '(direct)'))}</td><td>{html.escape(tool)}</td>"
             f"<td class=n>{row.results_seen:,}</td><td class=n>{row.results_offloaded:,}</td>"
-            f"<td class=n>{row.tokens_kept_out:,}</td><td class=n>{row.tokens_retrieved:,}</td>"
+            f"<td class=n>{row.tokens_kept_out:,}</td><td class=n>{row.tokens_passed_by_handle:,}</td>"
+            f"<td class=n>{row.tokens_retrieved:,}</td>"
             f"<td class=n>{row.tokens_net:,}</td></tr>"
         )
     rows.append("</table>")
