@@ -1,16 +1,27 @@
-"""One output's passage index: an in-memory SQLite FTS5 table, contentless (the text stays in the store).
+"""One output's passage index: in-memory SQLite FTS5 tables, contentless (the text stays in the store), in shards.
 
-Built lazily, by the first question that needs it (`index_cache.py`), in one transaction with page-size and merge
-settings for bulk loading (`pgsz` 4000, no automerge while loading, one `optimize` at the end, which makes every
-later query read one segment). Rowids are passage numbers; `bounds` maps them back to bytes. Queries come from
-several worker threads: a lock serialises them per index.
+Built in one transaction per shard, with what measured fastest for bulk loading (`bench/ranked.py`; the numbers are
+in the package docstring): the pending-terms hash (`hashsize`) large enough that a shard is written out as one
+segment when it commits, so no `optimize` merge pass is needed and every query reads one segment per shard; no
+automerge; `pgsz` 4000; no journal. An output of `PARALLEL_MIN` bytes or more is cut into shards of consecutive
+passages, at most `SHARD_MAX` bytes each and at least one per builder thread, built side by side (`sqlite3` lets go
+of the GIL while FTS5 tokenizes, which is where the time goes). Rowids are passage numbers of the whole output;
+`bounds` maps them back to bytes. A question asks every shard and merges: each shard's BM25 uses its own statistics,
+so `rank.py` re-scores the candidates of a sharded index with the whole output's (`exact` is False).
+
+Queries come from several worker threads: a lock serialises them per index.
 """
 
 from __future__ import annotations
 
+import heapq
+import itertools
+import math
+import os
 import sqlite3
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -19,7 +30,18 @@ from mcp_offload.retrieve.ranked.passages import Int64s, passage_bounds
 from mcp_offload.retrieve.ranked.terms import TOKENIZER
 from mcp_offload.store.content_index import Buffer
 
-_BATCH = 4096  # passages decoded and inserted per executemany
+BATCH = 4096  # passages decoded and inserted per executemany (a cancelled build stops between batches)
+HASH_BYTES = 64 << 20  # FTS5's pending-terms hash: a shard of SHARD_MAX bytes fits it, so it commits as one segment
+SHARD_MAX = 32 << 20
+PARALLEL_MIN = 1 << 20  # smaller outputs are one shard: ~20 ms to build, not worth a thread hand-off
+BUILDERS = max(1, min(2, os.cpu_count() or 1))  # threads building shards of one output side by side
+
+_POOL: ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
+
+
+class BuildCancelled(Exception):
+    """The output went away (deleted, expired) while its index was being built."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,81 +50,178 @@ class PassageHit:
     score: float  # BM25, higher is better (FTS5's bm25() negated)
 
 
+@dataclass(frozen=True, slots=True)
+class Shard:
+    db: sqlite3.Connection
+    first: int  # passages [first, last) of the output
+    last: int
+    tokens: int  # tokens indexed in this shard's passages
+
+
 @dataclass(slots=True)
 class PassageIndex:
     bounds: Int64s  # passage i is bytes [bounds[i], bounds[i + 1])
-    db: sqlite3.Connection = field(repr=False)
+    shards: tuple[Shard, ...] = field(repr=False)
     nbytes: int  # memory the index holds (SQLite pages + bounds), for the cache's budget
-    tokens: int  # tokens indexed in all passages (for BM25's average passage length)
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
     def passages(self) -> int:
         return len(self.bounds) - 1
 
+    @property
+    def tokens(self) -> int:
+        """Tokens indexed in all passages (for BM25's average passage length)."""
+        return sum(s.tokens for s in self.shards)
+
+    @property
+    def exact(self) -> bool:
+        """True when `top`'s scores are the whole output's BM25 (one shard); else they are each shard's own."""
+        return len(self.shards) == 1
+
     def document_counts(self, terms: Sequence[str]) -> dict[str, int]:
         """How many passages hold each (stemmed) term; absent terms are left out."""
         if not terms:
             return {}
         marks = ",".join("?" * len(terms))
+        counts: dict[str, int] = {}
         with self.lock:
-            rows = self.db.execute(f"SELECT term, doc FROM vocab WHERE term IN ({marks})", tuple(terms)).fetchall()
-        return {str(t): int(d) for t, d in rows}
+            for shard in self.shards:
+                for t, d in shard.db.execute(f"SELECT term, doc FROM vocab WHERE term IN ({marks})", tuple(terms)):
+                    counts[str(t)] = counts.get(str(t), 0) + int(d)
+        return counts
 
     def top(self, match: str, k: int) -> list[PassageHit]:
-        """The k best passages for an FTS5 MATCH expression (built by `terms.QueryTerms.match`)."""
+        """The k best passages for an FTS5 MATCH expression (built by `terms.QueryTerms.match`), of all shards."""
+        hits: list[PassageHit] = []
         with self.lock:
-            rows = self.db.execute(
-                "SELECT rowid, bm25(p) FROM p WHERE p MATCH ? ORDER BY rank LIMIT ?", (match, k)
-            ).fetchall()
-        return [PassageHit(int(r), -float(s)) for r, s in rows]
+            for shard in self.shards:
+                rows = shard.db.execute(
+                    "SELECT rowid, bm25(p) FROM p WHERE p MATCH ? ORDER BY rank LIMIT ?", (match, k)
+                ).fetchall()
+                hits.extend(PassageHit(int(r), -float(s)) for r, s in rows)
+        return heapq.nlargest(k, hits, key=lambda h: h.score) if len(self.shards) > 1 else hits
+
+    def close(self) -> None:
+        for shard in self.shards:
+            shard.db.close()
 
 
-def build_index(data: Buffer) -> PassageIndex:
-    """Cut `data` into passages and index them (UTF-8 decoded with replacement: invalid bytes never stop it)."""
+def shard_cuts(bounds: Int64s, builders: int = BUILDERS) -> list[int]:
+    """Passage numbers [0, c1, ..., passages] cutting the output into shards of about equal bytes: one shard below
+    `PARALLEL_MIN` bytes, else at least `builders` and none over about `SHARD_MAX` bytes."""
+    passages = len(bounds) - 1
+    size = int(bounds[-1])
+    if size < PARALLEL_MIN or passages < 2:
+        return [0, passages]
+    count = min(passages, max(builders, math.ceil(size / SHARD_MAX)))
+    targets = np.arange(1, count, dtype=np.int64) * size // count
+    inner = np.searchsorted(bounds, targets).tolist()
+    return sorted({0, *(c for c in inner if 0 < c < passages), passages})
+
+
+def build_index(data: Buffer, *, cancelled: Callable[[], bool] | None = None) -> PassageIndex:
+    """Cut `data` into passages and index them (UTF-8 decoded with replacement: invalid bytes never stop it).
+
+    `cancelled` is asked between batches; when it says True the build stops with `BuildCancelled`."""
     bounds = passage_bounds(data)
+    cuts = shard_cuts(bounds)
+    offsets: list[int] = bounds.tolist()
+    view = memoryview(data)
+    shards: list[Shard] = []
+    try:
+        if len(cuts) == 2:
+            shards.append(_build_shard(view, offsets, 0, cuts[1], cancelled))
+        else:
+            pool = _builders()
+            futures: list[Future[Shard]] = [
+                pool.submit(_build_shard, view, offsets, lo, hi, cancelled) for lo, hi in itertools.pairwise(cuts)
+            ]
+            wait(futures)  # every shard is done with `view` before it is released
+            failed = None
+            for future in futures:
+                if future.exception() is None:
+                    shards.append(future.result())
+                elif failed is None:
+                    failed = future.exception()
+            if failed is not None:
+                raise failed
+    except BaseException:
+        for shard in shards:
+            shard.db.close()
+        raise
+    finally:
+        view.release()
+    return index_of(bounds, shards)
+
+
+def index_of(bounds: Int64s, shards: Sequence[Shard]) -> PassageIndex:
+    """The index made of built (or loaded) shards, with the memory it holds."""
+    pages = sum(_pages(s.db) for s in shards)
+    return PassageIndex(np.asarray(bounds, dtype=np.int64), tuple(shards), pages + bounds.nbytes)
+
+
+def _builders() -> ThreadPoolExecutor:
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(max_workers=BUILDERS, thread_name_prefix="passage-shard")
+        return _POOL
+
+
+def _build_shard(
+    view: memoryview, offsets: list[int], first: int, last: int, cancelled: Callable[[], bool] | None
+) -> Shard:
+    db = new_shard_db()
+    try:
+        db.execute("BEGIN")
+        for lo in range(first, last, BATCH):
+            if cancelled is not None and cancelled():
+                raise BuildCancelled
+            hi = min(lo + BATCH, last)
+            db.executemany(
+                "INSERT INTO p(rowid, body) VALUES (?, ?)",
+                ((i, str(view[offsets[i] : offsets[i + 1]], "utf-8", "replace")) for i in range(lo, hi)),
+            )
+        db.execute("COMMIT")
+        return Shard(db, first, last, averages(db)[1])
+    except BaseException:
+        db.close()
+        raise
+
+
+def new_shard_db() -> sqlite3.Connection:
+    """An empty shard: the contentless FTS5 table `p`, set up for bulk loading, and its vocabulary `vocab`."""
     db = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
     try:
         db.execute("PRAGMA journal_mode=OFF")
         db.execute("PRAGMA synchronous=OFF")
         db.execute(f"CREATE VIRTUAL TABLE p USING fts5(body, content='', tokenize='{TOKENIZER}')")
-        db.execute("INSERT INTO p(p, rank) VALUES ('pgsz', 4000)")
-        db.execute("INSERT INTO p(p, rank) VALUES ('automerge', 0)")
+        for option, value in (("pgsz", 4000), ("automerge", 0), ("hashsize", HASH_BYTES)):
+            db.execute("INSERT INTO p(p, rank) VALUES (?, ?)", (option, value))
         db.execute("CREATE VIRTUAL TABLE vocab USING fts5vocab(p, 'row')")
-        db.execute("BEGIN")
-        view = memoryview(data)
-        try:
-            count = len(bounds) - 1
-            for first in range(0, count, _BATCH):
-                last = min(first + _BATCH, count)
-                db.executemany(
-                    "INSERT INTO p(rowid, body) VALUES (?, ?)",
-                    (
-                        (i, str(view[int(bounds[i]) : int(bounds[i + 1])], "utf-8", "replace"))
-                        for i in range(first, last)
-                    ),
-                )
-        finally:
-            view.release()
-        db.execute("INSERT INTO p(p) VALUES ('optimize')")
-        db.execute("COMMIT")
-        pages = db.execute("PRAGMA page_count").fetchone()[0] * db.execute("PRAGMA page_size").fetchone()[0]
-        averages = db.execute("SELECT block FROM p_data WHERE id = 1").fetchone()
-        tokens = _averages_tokens(bytes(averages[0])) if averages else 0
     except BaseException:
         db.close()
         raise
-    return PassageIndex(np.asarray(bounds, dtype=np.int64), db, int(pages) + bounds.nbytes, tokens)
+    return db
 
 
-def _averages_tokens(record: bytes) -> int:
-    """The total token count from FTS5's "averages" record (row 1 of %_data): SQLite varints (big-endian groups of
-    7 bits, the 9th byte whole), the row count then one total per column."""
+def _pages(db: sqlite3.Connection) -> int:
+    return int(db.execute("PRAGMA page_count").fetchone()[0]) * int(db.execute("PRAGMA page_size").fetchone()[0])
+
+
+def averages(db: sqlite3.Connection) -> tuple[int, int]:
+    """(rows, tokens) from FTS5's "averages" record (row 1 of %_data): SQLite varints (big-endian groups of 7 bits,
+    the 9th byte whole), the row count then one total per column. (0, 0) for an empty table."""
+    found = db.execute("SELECT block FROM p_data WHERE id = 1").fetchone()
+    record = bytes(found[0]) if found else b""
     values: list[int] = []
     pos = 0
     while pos < len(record) and len(values) < 2:
         value = 0
         for i in range(9):
+            if pos >= len(record):
+                break
             byte = record[pos]
             pos += 1
             if i == 8:
@@ -112,4 +231,4 @@ def _averages_tokens(record: bytes) -> int:
             if byte < 0x80:
                 break
         values.append(value)
-    return values[1] if len(values) == 2 else 0
+    return (values[0], values[1]) if len(values) == 2 else (0, 0)

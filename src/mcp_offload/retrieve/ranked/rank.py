@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import re
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from mcp_offload.errors import SearchError
@@ -24,7 +24,7 @@ from mcp_offload.retrieve.positions import Match
 from mcp_offload.retrieve.ranked.fts_index import PassageIndex
 from mcp_offload.retrieve.ranked.index_cache import INDEXES
 from mcp_offload.retrieve.ranked.terms import TOKENIZER, QueryTerms, query_terms
-from mcp_offload.store.base import StoredOutput
+from mcp_offload.store.base import OutputSidecar, StoredOutput
 from mcp_offload.tokens import TokenCounter
 
 POSTINGS_BUDGET = 5_000  # passages a query may score in all outputs together before common terms are left out
@@ -68,12 +68,17 @@ def rank_outputs(
     line_chars: int,
     counter: TokenCounter,
     max_tokens: int,
+    sidecars: Callable[[str], OutputSidecar | None] | None = None,
 ) -> RankedResult:
-    """The k best passages of `outputs` for `question` (sync: run it in a worker thread)."""
+    """The k best passages of `outputs` for `question` (sync: run it in a worker thread). `sidecars` gives the
+    sidecar an output's index is kept in (by handle, within the caller's scope), if the store keeps one."""
     terms = query_terms(question)
     k = max(1, min(k, MAX_PASSAGES))
     searched = [o for o in outputs if o.meta.kind != "blob" and o.meta.size > 0]
-    indexes = [(o, INDEXES.get((o.meta.handle, o.meta.created, o.meta.size), o.contiguous)) for o in searched]
+    indexes = [
+        (o, INDEXES.get((o.meta.handle, o.meta.created, o.meta.size), o.contiguous, _sidecar(sidecars, o)))
+        for o in searched
+    ]
     local = _document_counts(terms, [ix for _, ix in indexes])
     counts: dict[str, int] = {}
     for found in local:
@@ -83,10 +88,11 @@ def rank_outputs(
     match = terms.match(keep)
     hits = [((o, ix, hit.passage), hit.score) for o, ix in indexes for hit in ix.top(match, CANDIDATES * k)]
     candidates = [candidate for candidate, _ in hits]
-    if len(indexes) > 1 or len(keep) < len(terms.terms):
-        # every term of the question weighs in here, also those left out of finding the candidates
+    if len(indexes) > 1 or len(keep) < len(terms.terms) or not all(ix.exact for _, ix in indexes):
+        # every term of the question weighs in here, also those left out of finding the candidates, and a sharded
+        # index's candidates are scored with its whole output's statistics
         scores = _global_bm25(candidates, frozenset(terms.terms), local, [ix for _, ix in indexes])
-    else:  # one output, every term queried: its index's own BM25 is exact
+    else:  # one output in one shard, every term queried: its index's own BM25 is exact
         scores = [hit for _, hit in hits]
     order = sorted(range(len(candidates)), key=lambda i: -scores[i])[:k]
     texts = [_rows(_text(*candidates[i])) for i in order]
@@ -105,6 +111,10 @@ def rank_outputs(
         ),
         len(searched),
     )
+
+
+def _sidecar(sidecars: Callable[[str], OutputSidecar | None] | None, output: StoredOutput) -> OutputSidecar | None:
+    return sidecars(output.meta.handle) if sidecars is not None else None
 
 
 def _document_counts(terms: QueryTerms, indexes: Sequence[PassageIndex]) -> list[dict[str, int]]:
