@@ -23,6 +23,7 @@ from mcp_offload.errors import HandleExists, InvalidContent, TooLarge
 from mcp_offload.preview import Preview, build_preview
 from mcp_offload.preview.kinds import detect_kind, gc_paused
 from mcp_offload.retrieve.json_structure import warm_structure
+from mcp_offload.retrieve.ranked.index_cache import SIDECAR, warm_index
 from mcp_offload.settings import Settings
 from mcp_offload.store.base import Kind, OutputMeta
 from mcp_offload.store.content_index import ContentIndex
@@ -169,6 +170,8 @@ async def ingest_text(
     meta = ingested.meta
     if meta.kind in ("json", "jsonl"):
         warm_structure(meta.handle, meta.created, data)  # in the background: for the JSON paths of search hits
+    # in the background too: the passage index of ranked questions, kept with the output where the store can
+    warm_index((meta.handle, meta.created, meta.size), data, services.store.sidecar(scope, meta.handle, SIDECAR))
     return ingested
 
 
