@@ -73,7 +73,7 @@ async def test_offload_starts_the_build_and_the_question_does_not_rebuild(servic
     assert INDEXES.wait_idle(30)
     assert counts() == (before[0] + 1, before[1])  # built in the background, before any question
     index = INDEXES.items[await key_of(services, scope, stored.handle)]
-    assert len(index.shards) == fts_index.BUILDERS
+    assert len(index.shards) == 1  # the background build runs on one thread: one shard up to SHARD_MAX bytes
     assert sidecar_path(store_dir, scope, stored.handle).stat().st_size > 100_000
     await ask(services, scope)
     await ask(services, scope, stored.handle)
@@ -111,6 +111,8 @@ async def test_questions_during_the_build_share_one_build(services: Services, mo
         for _ in range(6):
             tg.start_soon(one)
     assert counts() == (before[0] + 1, before[1]) and len(set(starts)) == 1
+    lazy = INDEXES.items[await key_of(services, scope, stored.handle)]
+    assert len(lazy.shards) == fts_index.BUILDERS  # a question's build uses every builder thread
 
     monkeypatch.setattr(index_cache, "WARM_MIN", 1 << 20)
     other = api.SessionScope.new()
@@ -269,9 +271,11 @@ async def test_a_failed_background_build_is_logged_and_the_question_builds(
     assert counts() == (before[0] + 1, before[1]) and calls[0] == 2
 
 
-def test_index_file_round_trip_and_checks() -> None:
+@pytest.mark.parametrize("builders", [1, 2, 3])
+def test_index_file_round_trip_and_checks(builders: int) -> None:
     data = big_log().encode()
-    index = fts_index.build_index(data)
+    index = fts_index.build_index(data, builders=builders)
+    assert len(index.shards) == builders
     key = ("out_x", 1234.5, len(data))
     payload = b"".join(dump_index(index, key))
     loaded = load_index(payload, key)
@@ -287,7 +291,7 @@ async def test_relevance_holds_with_sharded_indexes(services: Services, monkeypa
     """The relevance set with every corpus cut into shards (their own BM25 statistics, merged and re-scored):
     >= 90 % in the top 3, across the session and within the output."""
     monkeypatch.setattr(fts_index, "PARALLEL_MIN", 16 << 10)
-    monkeypatch.setattr(fts_index.shard_cuts, "__defaults__", (3,))
+    monkeypatch.setattr(fts_index, "BUILDERS", 3)
     scope = api.SessionScope.new()
     cases = load_cases()
     texts = corpora(cases)
@@ -300,7 +304,7 @@ async def test_relevance_holds_with_sharded_indexes(services: Services, monkeypa
 
     across = await score(cases, texts, handles, ask_top3, across=True)
     within = await score(cases, texts, handles, ask_top3, across=False)
-    assert all(not ix.exact for ix in INDEXES.items.values())
+    assert [len(ix.shards) for ix in INDEXES.items.values()] == [3] * len(texts)
     assert across.share >= 0.9, across.misses
     assert within.share >= 0.9, within.misses
 

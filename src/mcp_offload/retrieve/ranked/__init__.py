@@ -1,9 +1,12 @@
 """Ranked (BM25) search over stored outputs: passages, an SQLite FTS5 index per output, and the ranking itself.
 
 - `passages.py` cuts an output's bytes into passages of about a kilobyte at line ends;
-- `fts_index.py` indexes them with SQLite FTS5 (stdlib `sqlite3`, Porter stemming over `unicode61`);
+- `fts_index.py` indexes them with SQLite FTS5 (stdlib `sqlite3`, Porter stemming over `unicode61`), in shards
+  built side by side for outputs of 1 MiB or more;
 - `terms.py` turns a natural-language question into safe FTS5 terms (no query syntax reaches FTS5);
-- `index_cache.py` keeps built indexes, keyed by the output (handle, creation time, size), one build per output;
+- `index_file.py` writes an index as bytes and reads it back, checked, for the output's store sidecar;
+- `index_cache.py` keeps indexes, keyed by the output (handle, creation time, size): one build per output, started
+  in the background when the output is stored, kept in memory and in the sidecar (a restart loads it);
 - `rank.py` queries every output's index, merges the top passages and picks their best lines.
 
 Why FTS5, by measurement (`bench/ranked.py`, 100 MB in 10 outputs, the same ~1 KB passages, this shared 2-core VM

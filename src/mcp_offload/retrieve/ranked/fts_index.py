@@ -3,11 +3,15 @@
 Built in one transaction per shard, with what measured fastest for bulk loading (`bench/ranked.py`; the numbers are
 in the package docstring): the pending-terms hash (`hashsize`) large enough that a shard is written out as one
 segment when it commits, so no `optimize` merge pass is needed and every query reads one segment per shard; no
-automerge; `pgsz` 4000; no journal. An output of `PARALLEL_MIN` bytes or more is cut into shards of consecutive
-passages, at most `SHARD_MAX` bytes each and at least one per builder thread, built side by side (`sqlite3` lets go
-of the GIL while FTS5 tokenizes, which is where the time goes). Rowids are passage numbers of the whole output;
-`bounds` maps them back to bytes. A question asks every shard and merges: each shard's BM25 uses its own statistics,
-so `rank.py` re-scores the candidates of a sharded index with the whole output's (`exact` is False).
+per-passage token counts (`columnsize=0`: FTS5's own bm25() then ranks without length normalisation, which only
+picks candidates: `rank.py` scores them with exact BM25, lengths from bytes); no automerge; `pgsz` 4000; no journal.
+
+Shards: consecutive passages, at most `SHARD_MAX` bytes each (one hash flush). A question's lazy build of an output of
+`PARALLEL_MIN` bytes or more uses at least one shard per builder thread (`BUILDERS`), built side by side (`sqlite3`
+lets go of the GIL while FTS5 tokenizes, which is where the time goes): ~1.5x faster when a core is idle, but ~15 %
+more CPU, and slower when the other core is busy. So the background build at offload uses one thread: it leaves the
+other core to the server's calls. Rowids are passage numbers of the whole output; `bounds` maps them back to bytes.
+A question asks every shard and merges.
 
 Queries come from several worker threads: a lock serialises them per index.
 """
@@ -74,11 +78,6 @@ class PassageIndex:
         """Tokens indexed in all passages (for BM25's average passage length)."""
         return sum(s.tokens for s in self.shards)
 
-    @property
-    def exact(self) -> bool:
-        """True when `top`'s scores are the whole output's BM25 (one shard); else they are each shard's own."""
-        return len(self.shards) == 1
-
     def document_counts(self, terms: Sequence[str]) -> dict[str, int]:
         """How many passages hold each (stemmed) term; absent terms are left out."""
         if not terms:
@@ -92,7 +91,8 @@ class PassageIndex:
         return counts
 
     def top(self, match: str, k: int) -> list[PassageHit]:
-        """The k best passages for an FTS5 MATCH expression (built by `terms.QueryTerms.match`), of all shards."""
+        """The k best candidate passages for an FTS5 MATCH expression (built by `terms.QueryTerms.match`), of all
+        shards, by each shard's BM25 without length normalisation."""
         hits: list[PassageHit] = []
         with self.lock:
             for shard in self.shards:
@@ -107,31 +107,38 @@ class PassageIndex:
             shard.db.close()
 
 
-def shard_cuts(bounds: Int64s, builders: int = BUILDERS) -> list[int]:
-    """Passage numbers [0, c1, ..., passages] cutting the output into shards of about equal bytes: one shard below
-    `PARALLEL_MIN` bytes, else at least `builders` and none over about `SHARD_MAX` bytes."""
+def shard_cuts(bounds: Int64s, builders: int) -> list[int]:
+    """Passage numbers [0, c1, ..., passages] cutting the output into shards of about equal bytes, none over about
+    `SHARD_MAX` bytes, and from `PARALLEL_MIN` bytes on at least `builders` of them."""
     passages = len(bounds) - 1
     size = int(bounds[-1])
-    if size < PARALLEL_MIN or passages < 2:
+    if passages < 2:
         return [0, passages]
-    count = min(passages, max(builders, math.ceil(size / SHARD_MAX)))
+    count = min(passages, max(builders if size >= PARALLEL_MIN else 1, math.ceil(size / SHARD_MAX)))
+    if count == 1:
+        return [0, passages]
     targets = np.arange(1, count, dtype=np.int64) * size // count
     inner = np.searchsorted(bounds, targets).tolist()
     return sorted({0, *(c for c in inner if 0 < c < passages), passages})
 
 
-def build_index(data: Buffer, *, cancelled: Callable[[], bool] | None = None) -> PassageIndex:
-    """Cut `data` into passages and index them (UTF-8 decoded with replacement: invalid bytes never stop it).
+def build_index(
+    data: Buffer, *, builders: int | None = None, cancelled: Callable[[], bool] | None = None
+) -> PassageIndex:
+    """Cut `data` into passages and index them (UTF-8 decoded with replacement: invalid bytes never stop it), with
+    `builders` threads (default `BUILDERS`; 1: all in this thread).
 
     `cancelled` is asked between batches; when it says True the build stops with `BuildCancelled`."""
+    builders = BUILDERS if builders is None else max(1, builders)
     bounds = passage_bounds(data)
-    cuts = shard_cuts(bounds)
+    cuts = shard_cuts(bounds, builders)
     offsets: list[int] = bounds.tolist()
     view = memoryview(data)
     shards: list[Shard] = []
     try:
-        if len(cuts) == 2:
-            shards.append(_build_shard(view, offsets, 0, cuts[1], cancelled))
+        if builders == 1 or len(cuts) == 2:
+            for lo, hi in itertools.pairwise(cuts):
+                shards.append(_build_shard(view, offsets, lo, hi, cancelled))
         else:
             pool = _builders()
             futures: list[Future[Shard]] = [
@@ -196,7 +203,7 @@ def new_shard_db() -> sqlite3.Connection:
     try:
         db.execute("PRAGMA journal_mode=OFF")
         db.execute("PRAGMA synchronous=OFF")
-        db.execute(f"CREATE VIRTUAL TABLE p USING fts5(body, content='', tokenize='{TOKENIZER}')")
+        db.execute(f"CREATE VIRTUAL TABLE p USING fts5(body, content='', columnsize=0, tokenize='{TOKENIZER}')")
         for option, value in (("pgsz", 4000), ("automerge", 0), ("hashsize", HASH_BYTES)):
             db.execute("INSERT INTO p(p, rank) VALUES (?, ?)", (option, value))
         db.execute("CREATE VIRTUAL TABLE vocab USING fts5vocab(p, 'row')")

@@ -13,11 +13,11 @@ Where an index comes from, first found first:
    does not rebuild; a sidecar that fails a check is logged and rebuilt over;
 4. a build from the output's bytes, which is then written to the sidecar (outputs of `PERSIST_MIN` bytes or more).
 
-Background builds (`warm`): an output of `WARM_MIN` bytes or more starts building when it is stored, so the
-model's first ranked question (seconds later) finds it ready. One background builder (its build uses the shard
-threads of `fts_index`), at most `WARM_QUEUE` outputs waiting (each holds its bytes); more are left to the first
-question. A build whose output is gone (deleted, expired) before or while it runs stops and keeps nothing. A failed
-build is logged (structured, to stderr) and the first question builds it again and reports what goes wrong.
+Background builds (`warm`): an output of `WARM_MIN` bytes or more starts building when it is stored, so the model's
+first ranked question (seconds later) finds it ready. One background builder, on one thread, at most `WARM_QUEUE`
+outputs waiting (each holds its bytes); more are left to the first question. A build whose output is gone (deleted,
+expired) before or while it runs stops and keeps nothing. A failed build is logged (structured, to stderr) and the
+first question builds it again and reports what goes wrong.
 """
 
 from __future__ import annotations
@@ -110,7 +110,8 @@ class IndexCache(BuildOnceCache[PassageIndex]):
             if found is not None:
                 return found
         cancelled = (lambda: not sidecar.output_exists()) if background and sidecar is not None else None
-        index = build_index(load(), cancelled=cancelled)
+        # one thread in the background (the other core stays with the server's calls); a waiting question: all
+        index = build_index(load(), builders=1 if background else None, cancelled=cancelled)
         with self.lock:
             self.builds += 1
         if sidecar is not None and key[2] >= PERSIST_MIN and not self._persist(key, index, sidecar) and background:
