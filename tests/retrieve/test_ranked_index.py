@@ -271,6 +271,21 @@ async def test_a_failed_background_build_is_logged_and_the_question_builds(
     assert counts() == (before[0] + 1, before[1]) and calls[0] == 2
 
 
+def test_background_builds_wait_in_a_bounded_queue(monkeypatch: pytest.MonkeyPatch) -> None:
+    """At most WARM_QUEUE outputs and WARM_QUEUE_BYTES of their bytes wait; the rest are left to the first question."""
+    data = big_log().encode()
+    keys = [(f"out_q{i}", 1.0, len(data)) for i in range(8)]
+    started = [INDEXES.warm(key, data, None) for key in keys]
+    assert started == [True] * index_cache.WARM_QUEUE + [False] * (8 - index_cache.WARM_QUEUE)
+    assert INDEXES.wait_idle(60)
+    INDEXES.clear()
+    monkeypatch.setattr(index_cache, "WARM_QUEUE_BYTES", 2 * len(data) - 1)
+    started = [INDEXES.warm((f"out_b{i}", 1.0, len(data)), data, None) for i in range(3)]
+    assert started == [True, False, False]  # the first goes alone, whatever its size; a second would hold too much
+    assert INDEXES.wait_idle(60) and INDEXES.warming == 0 and INDEXES.warming_bytes == 0
+    assert INDEXES.warm(("out_small", 1.0, index_cache.WARM_MIN - 1), b"x" * (index_cache.WARM_MIN - 1), None) is False
+
+
 @pytest.mark.parametrize("builders", [1, 2, 3])
 def test_index_file_round_trip_and_checks(builders: int) -> None:
     data = big_log().encode()

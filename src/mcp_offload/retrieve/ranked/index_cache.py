@@ -15,9 +15,9 @@ Where an index comes from, first found first:
 
 Background builds (`warm`): an output of `WARM_MIN` bytes or more starts building when it is stored, so the model's
 first ranked question (seconds later) finds it ready. One background builder, on one thread, at most `WARM_QUEUE`
-outputs waiting (each holds its bytes); more are left to the first question. A build whose output is gone (deleted,
-expired) before or while it runs stops and keeps nothing. A failed build is logged (structured, to stderr) and the
-first question builds it again and reports what goes wrong.
+outputs waiting and `WARM_QUEUE_BYTES` of their bytes held (each job holds its output's bytes); more are left to the
+first question. A build whose output is gone (deleted, expired) before or while it runs stops and keeps nothing. A
+failed build is logged (structured, to stderr) and the first question builds it again and reports what goes wrong.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ SIDECAR = "passages"  # the sidecar's name in the store
 WARM_MIN = 1 << 20  # smaller outputs build in ~20 ms at their first question
 PERSIST_MIN = 1 << 20  # smaller indexes are rebuilt after a restart rather than kept on disk
 WARM_QUEUE = 4
+WARM_QUEUE_BYTES = 256 << 20  # bytes of outputs held for background builds (one larger output still goes alone)
 
 
 class IndexCache(BuildOnceCache[PassageIndex]):
@@ -50,6 +51,7 @@ class IndexCache(BuildOnceCache[PassageIndex]):
         self.builds = 0
         self.loads = 0
         self.warming = 0  # background builds queued or running
+        self.warming_bytes = 0  # the bytes of their outputs, held until each build ends
         self._idle = threading.Condition(self.lock)
         self._background: ThreadPoolExecutor | None = None
 
@@ -66,14 +68,17 @@ class IndexCache(BuildOnceCache[PassageIndex]):
         with self.lock:
             if key in self.items or key in self.building or self.warming >= WARM_QUEUE:
                 return False
+            if self.warming and self.warming_bytes + key[2] > WARM_QUEUE_BYTES:
+                return False
             self.warming += 1
+            self.warming_bytes += key[2]
             if self._background is None:
                 self._background = ThreadPoolExecutor(max_workers=1, thread_name_prefix="passage-index")
             background = self._background
         try:
             background.submit(self._warm, key, data, sidecar)
         except RuntimeError:  # interpreter shutting down
-            self._warmed()
+            self._warmed(key)
             return False
         return True
 
@@ -95,11 +100,12 @@ class IndexCache(BuildOnceCache[PassageIndex]):
                 extra={"fields": {"handle": key[0], "error": f"{type(exc).__name__}: {exc}"}},
             )
         finally:
-            self._warmed()
+            self._warmed(key)
 
-    def _warmed(self) -> None:
+    def _warmed(self, key: OutputKey) -> None:
         with self._idle:
             self.warming -= 1
+            self.warming_bytes -= key[2]
             self._idle.notify_all()
 
     def _load_or_build(
