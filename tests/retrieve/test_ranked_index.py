@@ -215,7 +215,7 @@ async def test_a_build_stops_when_its_output_goes_away(
     stored = await api.offload(services, scope, text)
     key = await key_of(services, scope, stored.handle)
     sidecar = services.store.sidecar(scope.key, stored.handle, SIDECAR)
-    monkeypatch.setattr(fts_index, "BATCH", 256)  # check for cancellation often
+    monkeypatch.setattr(fts_index, "BATCH", 128)  # check for cancellation often
     monkeypatch.setattr(index_cache, "WARM_MIN", 1 << 20)
     before = counts()
 
@@ -273,6 +273,7 @@ async def test_a_failed_background_build_is_logged_and_the_question_builds(
 
 def test_background_builds_wait_in_a_bounded_queue(monkeypatch: pytest.MonkeyPatch) -> None:
     """At most WARM_QUEUE outputs and WARM_QUEUE_BYTES of their bytes wait; the rest are left to the first question."""
+    monkeypatch.setattr(index_cache, "WARM_QUEUE", 4)
     data = big_log().encode()
     keys = [(f"out_q{i}", 1.0, len(data)) for i in range(8)]
     started = [INDEXES.warm(key, data, None) for key in keys]
@@ -284,6 +285,16 @@ def test_background_builds_wait_in_a_bounded_queue(monkeypatch: pytest.MonkeyPat
     assert started == [True, False, False]  # the first goes alone, whatever its size; a second would hold too much
     assert INDEXES.wait_idle(60) and INDEXES.warming == 0 and INDEXES.warming_bytes == 0
     assert INDEXES.warm(("out_small", 1.0, index_cache.WARM_MIN - 1), b"x" * (index_cache.WARM_MIN - 1), None) is False
+
+
+def test_background_builds_give_way_to_offloads_in_progress() -> None:
+    data = big_log().encode()
+    key = ("out_yield", 1.0, len(data))
+    with index_cache.offload_in_progress():
+        assert INDEXES.warm(key, data, None)
+        time.sleep(0.3)  # under YIELD_S: paused at its first checkpoint, nothing built yet
+        assert key in INDEXES.building and key not in INDEXES.items
+    assert INDEXES.wait_idle(30) and key in INDEXES.items
 
 
 @pytest.mark.parametrize("builders", [1, 2, 3])

@@ -23,7 +23,7 @@ from mcp_offload.errors import HandleExists, InvalidContent, TooLarge
 from mcp_offload.preview import Preview, build_preview
 from mcp_offload.preview.kinds import detect_kind, gc_paused
 from mcp_offload.retrieve.json_structure import warm_structure
-from mcp_offload.retrieve.ranked.index_cache import SIDECAR, warm_index
+from mcp_offload.retrieve.ranked.index_cache import SIDECAR, offload_in_progress, warm_index
 from mcp_offload.settings import Settings
 from mcp_offload.store.base import Kind, OutputMeta
 from mcp_offload.store.content_index import ContentIndex
@@ -160,13 +160,14 @@ async def ingest_text(
         )
     if handle is not None:
         validate_handle(handle)
-    ingested, index, data = await anyio.to_thread.run_sync(_prepare_text, services, text, name, source, handle)
-    try:
-        await services.store.put(scope, ingested.meta, index, data)
-    except HandleExists:
-        if handle is None:
-            raise
-        return ingested
+    with offload_in_progress():  # background index builds give way meanwhile
+        ingested, index, data = await anyio.to_thread.run_sync(_prepare_text, services, text, name, source, handle)
+        try:
+            await services.store.put(scope, ingested.meta, index, data)
+        except HandleExists:
+            if handle is None:
+                raise
+            return ingested
     meta = ingested.meta
     if meta.kind in ("json", "jsonl"):
         warm_structure(meta.handle, meta.created, data)  # in the background: for the JSON paths of search hits

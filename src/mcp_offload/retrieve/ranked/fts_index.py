@@ -34,7 +34,7 @@ from mcp_offload.retrieve.ranked.passages import Int64s, passage_bounds
 from mcp_offload.retrieve.ranked.terms import TOKENIZER
 from mcp_offload.store.content_index import Buffer
 
-BATCH = 4096  # passages decoded and inserted per executemany (a cancelled build stops between batches)
+BATCH = 1024  # passages (~1 MB, ~20 ms) per executemany: a background build pauses or stops between batches
 HASH_BYTES = 64 << 20  # FTS5's pending-terms hash: a shard of SHARD_MAX bytes fits it, so it commits as one segment
 SHARD_MAX = 32 << 20
 PARALLEL_MIN = 1 << 20  # smaller outputs are one shard: ~20 ms to build, not worth a thread hand-off
@@ -123,12 +123,12 @@ def shard_cuts(bounds: Int64s, builders: int) -> list[int]:
 
 
 def build_index(
-    data: Buffer, *, builders: int | None = None, cancelled: Callable[[], bool] | None = None
+    data: Buffer, *, builders: int | None = None, checkpoint: Callable[[], None] | None = None
 ) -> PassageIndex:
     """Cut `data` into passages and index them (UTF-8 decoded with replacement: invalid bytes never stop it), with
     `builders` threads (default `BUILDERS`; 1: all in this thread).
 
-    `cancelled` is asked between batches; when it says True the build stops with `BuildCancelled`."""
+    `checkpoint` is called between batches: it may pause the build, or stop it by raising `BuildCancelled`."""
     builders = BUILDERS if builders is None else max(1, builders)
     bounds = passage_bounds(data)
     cuts = shard_cuts(bounds, builders)
@@ -138,11 +138,11 @@ def build_index(
     try:
         if builders == 1 or len(cuts) == 2:
             for lo, hi in itertools.pairwise(cuts):
-                shards.append(_build_shard(view, offsets, lo, hi, cancelled))
+                shards.append(_build_shard(view, offsets, lo, hi, checkpoint))
         else:
             pool = _builders()
             futures: list[Future[Shard]] = [
-                pool.submit(_build_shard, view, offsets, lo, hi, cancelled) for lo, hi in itertools.pairwise(cuts)
+                pool.submit(_build_shard, view, offsets, lo, hi, checkpoint) for lo, hi in itertools.pairwise(cuts)
             ]
             wait(futures)  # every shard is done with `view` before it is released
             failed = None
@@ -177,14 +177,14 @@ def _builders() -> ThreadPoolExecutor:
 
 
 def _build_shard(
-    view: memoryview, offsets: list[int], first: int, last: int, cancelled: Callable[[], bool] | None
+    view: memoryview, offsets: list[int], first: int, last: int, checkpoint: Callable[[], None] | None
 ) -> Shard:
     db = new_shard_db()
     try:
         db.execute("BEGIN")
         for lo in range(first, last, BATCH):
-            if cancelled is not None and cancelled():
-                raise BuildCancelled
+            if checkpoint is not None:
+                checkpoint()
             hi = min(lo + BATCH, last)
             db.executemany(
                 "INSERT INTO p(rowid, body) VALUES (?, ?)",

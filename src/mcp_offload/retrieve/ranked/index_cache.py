@@ -16,15 +16,18 @@ Where an index comes from, first found first:
 Background builds (`warm`): an output of `WARM_MIN` bytes or more starts building when it is stored, so the model's
 first ranked question (seconds later) finds it ready. One background builder, on one thread, at most `WARM_QUEUE`
 outputs waiting and `WARM_QUEUE_BYTES` of their bytes held (each job holds its output's bytes); more are left to the
-first question. A build whose output is gone (deleted, expired) before or while it runs stops and keeps nothing. A
-failed build is logged (structured, to stderr) and the first question builds it again and reports what goes wrong.
+first question. While an offload is in progress a background build pauses between batches (up to `YIELD_S` each), so
+it does not slow the offload down on the same cores. A build whose output is gone (deleted, expired) before or while
+it runs stops and keeps nothing. A failed build is logged (structured, to stderr) and the first question builds it
+again and reports what goes wrong.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 from mcp_offload.retrieve.build_once_cache import BuildOnceCache, OutputKey
@@ -39,7 +42,8 @@ DEFAULT_BUDGET = 512 << 20
 SIDECAR = "passages"  # the sidecar's name in the store
 WARM_MIN = 1 << 20  # smaller outputs build in ~20 ms at their first question
 PERSIST_MIN = 1 << 20  # smaller indexes are rebuilt after a restart rather than kept on disk
-WARM_QUEUE = 4
+WARM_QUEUE = 16  # outputs waiting; their bytes are bounded by WARM_QUEUE_BYTES
+YIELD_S = 0.5  # longest a background build pauses between two batches for offloads in progress
 WARM_QUEUE_BYTES = 256 << 20  # bytes of outputs held for background builds (one larger output still goes alone)
 
 
@@ -52,6 +56,7 @@ class IndexCache(BuildOnceCache[PassageIndex]):
         self.loads = 0
         self.warming = 0  # background builds queued or running
         self.warming_bytes = 0  # the bytes of their outputs, held until each build ends
+        self.offloads = 0  # offloads in progress (`offloading`): background builds give way to them
         self._idle = threading.Condition(self.lock)
         self._background: ThreadPoolExecutor | None = None
 
@@ -115,15 +120,35 @@ class IndexCache(BuildOnceCache[PassageIndex]):
             found = self._from_sidecar(key, sidecar)
             if found is not None:
                 return found
-        cancelled = (lambda: not sidecar.output_exists()) if background and sidecar is not None else None
         # one thread in the background (the other core stays with the server's calls); a waiting question: all
-        index = build_index(load(), builders=1 if background else None, cancelled=cancelled)
+        checkpoint = (lambda: self._between_batches(sidecar)) if background else None
+        index = build_index(load(), builders=1 if background else None, checkpoint=checkpoint)
         with self.lock:
             self.builds += 1
         if sidecar is not None and key[2] >= PERSIST_MIN and not self._persist(key, index, sidecar) and background:
             index.close()
             raise BuildCancelled  # the output went away while it was being built: keep nothing
         return index
+
+    @contextlib.contextmanager
+    def offloading(self) -> Iterator[None]:
+        """Mark an offload in progress: background builds pause between batches meanwhile (up to `YIELD_S` each), so
+        a build started by one offload does not slow the next one down on the same cores."""
+        with self._idle:
+            self.offloads += 1
+        try:
+            yield
+        finally:
+            with self._idle:
+                self.offloads -= 1
+                self._idle.notify_all()
+
+    def _between_batches(self, sidecar: OutputSidecar | None) -> None:
+        """A background build's checkpoint: stop if its output is gone, give way to offloads in progress."""
+        if sidecar is not None and not sidecar.output_exists():
+            raise BuildCancelled
+        with self._idle:
+            self._idle.wait_for(lambda: self.offloads == 0, YIELD_S)
 
     def _from_sidecar(self, key: OutputKey, sidecar: OutputSidecar) -> PassageIndex | None:
         payload = sidecar.read(max_file_bytes(key[2]))
@@ -161,3 +186,8 @@ def warm_index(key: OutputKey, data: Buffer, sidecar: OutputSidecar | None) -> b
     """Start building the passage index of a just-stored text output (`data`: its bytes in memory) when it is large
     enough for the first ranked question to notice; True when started."""
     return INDEXES.warm(key, data, sidecar)
+
+
+def offload_in_progress() -> contextlib.AbstractContextManager[None]:
+    """Mark an offload in progress for its duration: background index builds pause between batches meanwhile."""
+    return INDEXES.offloading()
