@@ -73,7 +73,7 @@ async def test_offload_starts_the_build_and_the_question_does_not_rebuild(servic
     assert INDEXES.wait_idle(30)
     assert counts() == (before[0] + 1, before[1])  # built in the background, before any question
     index = INDEXES.items[await key_of(services, scope, stored.handle)]
-    assert len(index.shards) == 1  # the background build runs on one thread: one shard up to SHARD_MAX bytes
+    assert len(index.shards) == 1  # the background build runs on one thread
     assert sidecar_path(store_dir, scope, stored.handle).stat().st_size > 100_000
     await ask(services, scope)
     await ask(services, scope, stored.handle)
@@ -100,6 +100,7 @@ async def test_questions_during_the_build_share_one_build(services: Services, mo
     it, questions right after the offload wait for the background build."""
     scope = api.SessionScope.new()
     monkeypatch.setattr(index_cache, "WARM_MIN", 1 << 40)
+    monkeypatch.setattr(fts_index, "BATCH", 128)  # ~20 batches: every builder thread gets some
     stored = await api.offload(services, scope, big_log())
     before = counts()
     starts: list[int] = []
@@ -301,7 +302,7 @@ def test_background_builds_give_way_to_offloads_in_progress() -> None:
 def test_index_file_round_trip_and_checks(builders: int) -> None:
     data = big_log().encode()
     index = fts_index.build_index(data, builders=builders)
-    assert len(index.shards) == builders
+    assert 1 <= len(index.shards) <= builders and sum(s.rows for s in index.shards) == index.passages
     key = ("out_x", 1234.5, len(data))
     payload = b"".join(dump_index(index, key))
     loaded = load_index(payload, key)
@@ -317,7 +318,7 @@ async def test_relevance_holds_with_sharded_indexes(services: Services, monkeypa
     """The relevance set with every corpus cut into shards (their own BM25 statistics, merged and re-scored):
     >= 90 % in the top 3, across the session and within the output."""
     monkeypatch.setattr(fts_index, "PARALLEL_MIN", 16 << 10)
-    monkeypatch.setattr(fts_index, "BUILDERS", 3)
+    monkeypatch.setattr(fts_index, "BATCH", 16)  # many small batches: both builder threads get some of each corpus
     scope = api.SessionScope.new()
     cases = load_cases()
     texts = corpora(cases)
@@ -330,7 +331,8 @@ async def test_relevance_holds_with_sharded_indexes(services: Services, monkeypa
 
     across = await score(cases, texts, handles, ask_top3, across=True)
     within = await score(cases, texts, handles, ask_top3, across=False)
-    assert [len(ix.shards) for ix in INDEXES.items.values()] == [3] * len(texts)
+    sharded = [len(ix.shards) > 1 for ix in INDEXES.items.values()]
+    assert len(sharded) == len(texts) and sum(sharded) >= len(texts) // 2  # threads take batches as they come
     assert across.share >= 0.9, across.misses
     assert within.share >= 0.9, within.misses
 

@@ -6,12 +6,13 @@ segment when it commits, so no `optimize` merge pass is needed and every query r
 per-passage token counts (`columnsize=0`: FTS5's own bm25() then ranks without length normalisation, which only
 picks candidates: `rank.py` scores them with exact BM25, lengths from bytes); no automerge; `pgsz` 4000; no journal.
 
-Shards: consecutive passages, at most `SHARD_MAX` bytes each (one hash flush). A question's lazy build of an output of
-`PARALLEL_MIN` bytes or more uses at least one shard per builder thread (`BUILDERS`), built side by side (`sqlite3`
-lets go of the GIL while FTS5 tokenizes, which is where the time goes): ~1.5x faster when a core is idle, but ~15 %
-more CPU, and slower when the other core is busy. So the background build at offload uses one thread: it leaves the
-other core to the server's calls. Rowids are passage numbers of the whole output; `bounds` maps them back to bytes.
-A question asks every shard and merges.
+Shards: one SQLite database per builder thread. A question's lazy build of an output of `PARALLEL_MIN` bytes or more
+uses `BUILDERS` threads side by side (`sqlite3` lets go of the GIL while FTS5 tokenizes, which is where the time
+goes), each taking the next batch of passages as it gets to it, so a thread the OS holds back never leaves the other
+waiting at the end: ~1.5x faster when a core is idle, about even when the other core is busy. The background build at
+offload uses one thread: it leaves the other core to the server's calls. Rowids are passage numbers of the whole
+output; `bounds` maps them back to bytes. A question asks every shard and merges. A shard whose pending terms outgrew
+`HASH_BYTES` (over ~50 MB of text) is merged into one segment (`optimize`) after its commit.
 
 Queries come from several worker threads: a lock serialises them per index.
 """
@@ -19,13 +20,11 @@ Queries come from several worker threads: a lock serialises them per index.
 from __future__ import annotations
 
 import heapq
-import itertools
-import math
 import os
 import sqlite3
 import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor, wait
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -35,8 +34,7 @@ from mcp_offload.retrieve.ranked.terms import TOKENIZER
 from mcp_offload.store.content_index import Buffer
 
 BATCH = 1024  # passages (~1 MB, ~20 ms) per executemany: a background build pauses or stops between batches
-HASH_BYTES = 64 << 20  # FTS5's pending-terms hash: a shard of SHARD_MAX bytes fits it, so it commits as one segment
-SHARD_MAX = 32 << 20
+HASH_BYTES = 64 << 20  # FTS5's pending terms: a shard of ~50 MB of text commits as one segment
 PARALLEL_MIN = 1 << 20  # smaller outputs are one shard: ~20 ms to build, not worth a thread hand-off
 BUILDERS = max(1, min(2, os.cpu_count() or 1))  # threads building shards of one output side by side
 
@@ -57,9 +55,8 @@ class PassageHit:
 @dataclass(frozen=True, slots=True)
 class Shard:
     db: sqlite3.Connection
-    first: int  # passages [first, last) of the output
-    last: int
-    tokens: int  # tokens indexed in this shard's passages
+    rows: int  # passages indexed in this shard (batches of consecutive ones, whichever its thread took)
+    tokens: int  # tokens indexed in them
 
 
 @dataclass(slots=True)
@@ -107,50 +104,28 @@ class PassageIndex:
             shard.db.close()
 
 
-def shard_cuts(bounds: Int64s, builders: int) -> list[int]:
-    """Passage numbers [0, c1, ..., passages] cutting the output into shards of about equal bytes, none over about
-    `SHARD_MAX` bytes, and from `PARALLEL_MIN` bytes on at least `builders` of them."""
-    passages = len(bounds) - 1
-    size = int(bounds[-1])
-    if passages < 2:
-        return [0, passages]
-    count = min(passages, max(builders if size >= PARALLEL_MIN else 1, math.ceil(size / SHARD_MAX)))
-    if count == 1:
-        return [0, passages]
-    targets = np.arange(1, count, dtype=np.int64) * size // count
-    inner = np.searchsorted(bounds, targets).tolist()
-    return sorted({0, *(c for c in inner if 0 < c < passages), passages})
-
-
 def build_index(
     data: Buffer, *, builders: int | None = None, checkpoint: Callable[[], None] | None = None
 ) -> PassageIndex:
     """Cut `data` into passages and index them (UTF-8 decoded with replacement: invalid bytes never stop it), with
-    `builders` threads (default `BUILDERS`; 1: all in this thread).
+    `builders` threads (default `BUILDERS`; 1: all in this thread; outputs under `PARALLEL_MIN` bytes: one).
 
     `checkpoint` is called between batches: it may pause the build, or stop it by raising `BuildCancelled`."""
     builders = BUILDERS if builders is None else max(1, builders)
     bounds = passage_bounds(data)
-    cuts = shard_cuts(bounds, builders)
     offsets: list[int] = bounds.tolist()
+    batches = _Batches(len(offsets) - 1)
     view = memoryview(data)
     shards: list[Shard] = []
     try:
-        if builders == 1 or len(cuts) == 2:
-            for lo, hi in itertools.pairwise(cuts):
-                shards.append(_build_shard(view, offsets, lo, hi, checkpoint))
+        if builders == 1 or int(bounds[-1]) < PARALLEL_MIN:
+            shards.append(_build_shard(view, offsets, batches, checkpoint))
         else:
             pool = _builders()
-            futures: list[Future[Shard]] = [
-                pool.submit(_build_shard, view, offsets, lo, hi, checkpoint) for lo, hi in itertools.pairwise(cuts)
-            ]
+            futures = [pool.submit(_build_shard, view, offsets, batches, checkpoint) for _ in range(builders)]
             wait(futures)  # every shard is done with `view` before it is released
-            failed = None
-            for future in futures:
-                if future.exception() is None:
-                    shards.append(future.result())
-                elif failed is None:
-                    failed = future.exception()
+            failed = next((f.exception() for f in futures if f.exception() is not None), None)
+            shards.extend(f.result() for f in futures if f.exception() is None)
             if failed is not None:
                 raise failed
     except BaseException:
@@ -159,7 +134,30 @@ def build_index(
         raise
     finally:
         view.release()
-    return index_of(bounds, shards)
+    kept = [s for s in shards if s.rows] or shards[:1]
+    for shard in shards:
+        if shard not in kept:  # a thread that came too late for any batch
+            shard.db.close()
+    return index_of(bounds, kept)
+
+
+class _Batches:
+    """The next batch of passages for whichever builder thread asks first (a thread the OS or the GIL holds back
+    takes fewer: no shard waits for a straggler); a failed builder stops the others at their next batch."""
+
+    def __init__(self, passages: int) -> None:
+        self.passages = passages
+        self.next = 0
+        self.failed = False
+        self.lock = threading.Lock()
+
+    def take(self) -> range | None:
+        with self.lock:
+            if self.failed or self.next >= self.passages:
+                return None
+            lo = self.next
+            self.next = min(lo + BATCH, self.passages)
+            return range(lo, self.next)
 
 
 def index_of(bounds: Int64s, shards: Sequence[Shard]) -> PassageIndex:
@@ -177,22 +175,26 @@ def _builders() -> ThreadPoolExecutor:
 
 
 def _build_shard(
-    view: memoryview, offsets: list[int], first: int, last: int, checkpoint: Callable[[], None] | None
+    view: memoryview, offsets: list[int], batches: _Batches, checkpoint: Callable[[], None] | None
 ) -> Shard:
     db = new_shard_db()
     try:
         db.execute("BEGIN")
-        for lo in range(first, last, BATCH):
+        while (batch := batches.take()) is not None:
             if checkpoint is not None:
                 checkpoint()
-            hi = min(lo + BATCH, last)
             db.executemany(
                 "INSERT INTO p(rowid, body) VALUES (?, ?)",
-                ((i, str(view[offsets[i] : offsets[i + 1]], "utf-8", "replace")) for i in range(lo, hi)),
+                ((i, str(view[offsets[i] : offsets[i + 1]], "utf-8", "replace")) for i in batch),
             )
         db.execute("COMMIT")
-        return Shard(db, first, last, averages(db)[1])
+        if db.execute("SELECT count(DISTINCT segid) > 1 FROM p_idx").fetchone()[0]:
+            db.execute("INSERT INTO p(p) VALUES ('optimize')")  # over HASH_BYTES of pending terms: one segment again
+        rows, tokens = averages(db)
+        return Shard(db, rows, tokens)
     except BaseException:
+        with batches.lock:
+            batches.failed = True
         db.close()
         raise
 

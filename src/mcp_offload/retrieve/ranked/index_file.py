@@ -6,8 +6,8 @@ each shard's SQLite database image (`Connection.serialize`), then a BLAKE2b-256 
 
 Nothing in a file is trusted before it is checked, and any doubt is `IndexFileInvalid` (the caller rebuilds): the
 digest (a torn or flipped file), the format (tokenizer and passage sizes of this code), the key (this output's
-handle, creation time and size), the bounds (from 0 to the output's size, increasing), the shards (consecutive,
-covering every passage), each database's schema (exactly the tables this code creates, so no trigger or view rides
+handle, creation time and size), the bounds (from 0 to the output's size, increasing), the shards (their rows adding
+up to the passages), each database's schema (exactly the tables this code creates, so no trigger or view rides
 along) and its FTS5 row count. Loaded databases run with `trusted_schema` off.
 """
 
@@ -54,7 +54,7 @@ def dump_index(index: PassageIndex, key: OutputKey) -> Iterator[bytes]:
         "created": key[1],
         "size": key[2],
         "passages": index.passages,
-        "shards": [[s.first, s.last, s.tokens, len(image)] for s, image in zip(index.shards, images, strict=True)],
+        "shards": [[s.rows, s.tokens, len(image)] for s, image in zip(index.shards, images, strict=True)],
     }
     head = json.dumps(header).encode()
     digest = hashlib.blake2b(digest_size=_DIGEST)
@@ -87,15 +87,13 @@ def load_index(payload: bytes, key: OutputKey) -> PassageIndex:
     pos = end
     shards: list[Shard] = []
     try:
-        expected_first = 0
-        for first, last, tokens, nbytes in header["shards"]:
-            if first != expected_first or not first < last <= passages or pos + nbytes > len(body):
-                raise IndexFileInvalid("shards do not cover the passages")
-            shards.append(_shard(bytes(body[pos : pos + nbytes]), first, last, tokens))
+        for rows, tokens, nbytes in header["shards"]:
+            if pos + nbytes > len(body):
+                raise IndexFileInvalid("truncated shard")
+            shards.append(_shard(bytes(body[pos : pos + nbytes]), rows, tokens))
             pos += nbytes
-            expected_first = last
-        if expected_first != passages or pos != len(body) or not shards:
-            raise IndexFileInvalid("shards do not cover the passages")
+        if sum(s.rows for s in shards) != passages or pos != len(body) or not shards:
+            raise IndexFileInvalid("shards do not hold the passages")
     except BaseException:
         for shard in shards:
             shard.db.close()
@@ -113,7 +111,7 @@ def _header(raw: bytes, key: OutputKey) -> dict[str, Any]:
             and type(header.get("passages")) is int
             and isinstance(header.get("shards"), list)
             and all(
-                isinstance(s, list) and len(s) == 4 and all(type(v) is int and v >= 0 for v in s)
+                isinstance(s, list) and len(s) == 3 and all(type(v) is int and v >= 0 for v in s)
                 for s in header["shards"]
             )
         )
@@ -138,7 +136,7 @@ def _expected_schema() -> list[tuple[str, str, str | None]]:
         db.close()
 
 
-def _shard(image: bytes, first: int, last: int, tokens: int) -> Shard:
+def _shard(image: bytes, rows: int, tokens: int) -> Shard:
     db = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
     try:
         db.execute("PRAGMA trusted_schema=OFF")
@@ -146,9 +144,9 @@ def _shard(image: bytes, first: int, last: int, tokens: int) -> Shard:
         db.execute("PRAGMA trusted_schema=OFF")
         if _schema(db) != _expected_schema():
             raise IndexFileInvalid("unexpected schema")
-        if averages(db) != (last - first, tokens):
+        if averages(db) != (rows, tokens):
             raise IndexFileInvalid("row or token counts do not match")
-        return Shard(db, first, last, tokens)
+        return Shard(db, rows, tokens)
     except sqlite3.DatabaseError as exc:
         db.close()
         raise IndexFileInvalid(f"not a valid database ({exc})") from None
