@@ -10,7 +10,9 @@ every 5), sent as each mode compacts it, against a prompt cache that hits on the
 (tools + system included, unchanged). Cacheable share = cached input tokens / input tokens. Cost at the providers'
 cache prices (cachesafe/cost.py: Anthropic 5-minute cache write 1.25x read 0.1x; OpenAI gpt-4.1 read 0.25x, no write
 premium), in base-input-token units, next to the yardstick of sending the history uncompacted (`x direct`).
-"keep-last 6 (per request)" is the old behaviour (every request rewrites the message that left the kept ones).
+The same requests also go through the tests' simulated Anthropic prompt cache (tests/llm_upstream/cache.py:
+automatic caching, breakpoint on the last block, 20-block lookback, 1,024-token minimum, exact token counts), as a
+second yardstick with the provider's own rules ("upstream" in the note).
 """
 
 from __future__ import annotations
@@ -18,8 +20,10 @@ from __future__ import annotations
 import json
 import random
 import statistics
+import sys
 import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -28,13 +32,25 @@ from mcp_offload.cachesafe.cost import CachePrices, cost_of_request, prices_for
 from mcp_offload.compact import AsyncCompactor
 from mcp_offload.core import api
 
+# The simulated provider cache is the tests' (tests/llm_upstream); appended, as in bench/gateway.py.
+sys.path.append(str(Path(__file__).resolve().parent.parent / "tests"))
+
+from llm_upstream.cache import PromptCache
+from llm_upstream.prompt import TokenCache, render_anthropic
+
 TURNS, CALLS_PER_TURN, RESULT_BYTES = 50, 4, 250_000
 
 
 def tool_result(rng: random.Random, n: int) -> str:
-    rows, size = [], 0
+    rows: list[dict[str, object]] = []
+    size = 0
     while size < RESULT_BYTES:
-        row = {"id": rng.randint(1, 10**9), "name": f"item {n}-{len(rows)}", "tags": rng.sample(list("abcdefgh"), 3)}
+        row_id = rng.randint(1, 10**9)  # drawn in the order of the published runs: the same data for a seed
+        row: dict[str, object] = {
+            "id": row_id,
+            "name": f"item {n}-{len(rows)}",
+            "tags": rng.sample(list("abcdefgh"), 3),
+        }
         row["text"] = " ".join(rng.choice(["alpha", "beta", "gamma", "delta", "error", "ok"]) for _ in range(20))
         rows.append(row)
         size += 190
@@ -183,11 +199,29 @@ def cache_figures(requests: list[list[dict[str, Any]]], prices: CachePrices) -> 
     return cached_total / input_total, input_total, cost
 
 
+HEAD_TEXT = "You follow the house rules for tool use, one rule per line.\n" * 250  # ~3k tokens, the same each time
+_UPSTREAM_TOKENS = TokenCache()
+
+
+def upstream_figures(requests: list[list[dict[str, Any]]], prices: CachePrices) -> tuple[float, float]:
+    """(cacheable share, cost) of sending `requests` to the simulated Anthropic cache (automatic caching)."""
+    cache = PromptCache()
+    read = total = 0
+    cost = 0.0
+    for messages in requests:
+        body = {"system": HEAD_TEXT, "messages": messages, "cache_control": {"type": "ephemeral"}}
+        usage = cache.anthropic("bench", render_anthropic(body, _UPSTREAM_TOKENS))
+        read, total = read + usage.cache_read, total + usage.prompt_tokens
+        cost += cost_of_request(
+            prices, uncached=usage.uncached, cache_read=usage.cache_read, cache_write=usage.cache_write
+        )
+    return read / total, cost
+
+
 MODES: list[tuple[str, Any, int | None]] = [
     ("last-turn (default)", "last-turn", None),
     ("all", "all", None),
     ("keep-first 3", ("keep-first", 3), None),
-    ("keep-last 6 (per request)", ("keep-last", 6), None),
     ("keep-last 6", ("keep-last", 6), None),
     ("last-turn, window 50k", "last-turn", 50_000),
     ("keep-last 6, window 50k", ("keep-last", 6), 50_000),
@@ -198,25 +232,22 @@ async def measure_cache(requests: int) -> list[dict[str, object]]:
     raw = loop_history(random.Random(18), requests)
     anthropic, openai = prices_for("anthropic", "claude-sonnet-4-5"), prices_for("openai_chat", "gpt-4.1")
     direct = {p.provider: cache_figures(raw, p) for p in (anthropic, openai)}
+    upstream_direct = upstream_figures(raw, anthropic)
     rows: list[dict[str, object]] = []
     share, tokens, _ = direct[anthropic.provider]
-    rows.append(_cache_row("direct (uncompacted)", share, tokens, direct, direct))
+    rows.append(_cache_row("direct (uncompacted)", share, tokens, direct, direct, upstream_direct, upstream_direct))
     for name, boundary, window in MODES:
-        batch_due = AsyncCompactor._batch_due
-        if name.endswith("(per request)"):  # the old behaviour: every request offloads what left the kept ones
-            AsyncCompactor._batch_due = lambda *_: True  # type: ignore[method-assign]
-        try:
-            with tempfile.TemporaryDirectory(prefix="bench-compact-cache-") as store:
-                async with AsyncCompactor(store=store, session="cache") as compactor:
-                    sent = [
-                        await compactor.compact(m, boundary=boundary, context_window=window, retrieval_tools=False)
-                        for m in raw
-                    ]
-        finally:
-            AsyncCompactor._batch_due = batch_due  # type: ignore[method-assign]
+        with tempfile.TemporaryDirectory(prefix="bench-compact-cache-") as store:
+            async with AsyncCompactor(store=store, session="cache") as compactor:
+                sent = [
+                    await compactor.compact(
+                        m, boundary=boundary, context_window=window, retrieval_tools=False, model="claude-sonnet-4-5"
+                    )
+                    for m in raw
+                ]
         ours = {p.provider: cache_figures(sent, p) for p in (anthropic, openai)}
         share, tokens, _ = ours[anthropic.provider]
-        rows.append(_cache_row(name, share, tokens, ours, direct))
+        rows.append(_cache_row(name, share, tokens, ours, direct, upstream_figures(sent, anthropic), upstream_direct))
     return rows
 
 
@@ -226,10 +257,16 @@ def _cache_row(
     tokens: int,
     ours: dict[str, tuple[float, int, float]],
     direct: dict[str, tuple[float, int, float]],
+    upstream: tuple[float, float],
+    upstream_direct: tuple[float, float],
 ) -> dict[str, object]:
     costs = ", ".join(
         f"{provider}: {ours[provider][2]:,.0f} ({ours[provider][2] / direct[provider][2]:.3f}x direct)"
         for provider in ours
+    )
+    costs += (
+        f"; upstream (Anthropic simulated): cacheable {100 * upstream[0]:.1f}%, "
+        f"cost {upstream[1]:,.0f} ({upstream[1] / upstream_direct[1]:.3f}x direct)"
     )
     return {
         "suite": "compact",

@@ -20,6 +20,7 @@ pytest_plugins = [
     "llm_upstream.plugin",
     "support.gateway_server",
     "support.litellm_proxy",
+    "support.litellm_stack",
 ]
 
 

@@ -23,11 +23,10 @@ from llm_upstream.script import Step
 from mcp_offload.settings import Settings
 from support.gateway_server import GatewayServer, gateway_options
 from support.litellm_proxy import MASTER_KEY, LiteLLMProxy, StartLiteLLM
+from support.litellm_stack import CLAUDE, MODEL, StartRedis, scripted_models
 from support.llm_conversations import BASH_CHAT, NEEDLE, build_log
-from support.store import RedisServer, have_redis_server
+from support.store import RedisServer
 
-MODEL = "scripted"
-CLAUDE = "claude-sonnet-4-5"
 TENANT_KEY = "tenant-a-compress-key"
 SYSTEM = "You are a build assistant.\n" + "\n".join(
     f"Rule {i}: report the exact failing line, never a guess." for i in range(120)
@@ -54,28 +53,9 @@ def agent(turn: Turn) -> Step:
 
 
 @pytest.fixture(scope="module")
-def redis() -> Iterator[RedisServer]:
-    if not have_redis_server():
-        pytest.skip("redis-server is not installed: the service's store is Redis here (.ci/redis.sh start)")
-    server = RedisServer().start()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-@pytest.fixture(scope="module")
-def upstream() -> Iterator[UpstreamServer]:
-    with UpstreamServer(seed=0) as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def service(
-    upstream: UpstreamServer, redis: RedisServer, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[GatewayServer]:
-    settings = Settings(store=redis.url, jq_workers=1, jq_timeout_s=5.0)
-    server = GatewayServer(settings, gateway_options(upstream)).start()
+def service(litellm_upstream: UpstreamServer, start_redis: StartRedis) -> Iterator[GatewayServer]:
+    settings = Settings(store=start_redis().url, jq_workers=1, jq_timeout_s=5.0)
+    server = GatewayServer(settings, gateway_options(litellm_upstream)).start()
     try:
         yield server
     finally:
@@ -98,20 +78,15 @@ def guardrail(name: str, service: GatewayServer, **params: Any) -> dict[str, Any
 
 
 @pytest.fixture(scope="module")
-def down_redis() -> Iterator[RedisServer]:
-    if not have_redis_server():
-        pytest.skip("redis-server is not installed: the store-down cases stop a Redis (.ci/redis.sh start)")
-    server = RedisServer().start()
-    try:
-        yield server
-    finally:
-        server.stop()
+def down_redis(start_redis: StartRedis) -> RedisServer:
+    """The store the store-down tests stop."""
+    return start_redis()
 
 
 @pytest.fixture(scope="module")
-def down_service(upstream: UpstreamServer, down_redis: RedisServer) -> Iterator[GatewayServer]:
+def down_service(litellm_upstream: UpstreamServer, down_redis: RedisServer) -> Iterator[GatewayServer]:
     """A second service whose Redis the store-down tests stop."""
-    server = GatewayServer(Settings(store=down_redis.url, jq_workers=1), gateway_options(upstream)).start()
+    server = GatewayServer(Settings(store=down_redis.url, jq_workers=1), gateway_options(litellm_upstream)).start()
     try:
         yield server
     finally:
@@ -120,24 +95,11 @@ def down_service(upstream: UpstreamServer, down_redis: RedisServer) -> Iterator[
 
 @pytest.fixture(scope="module")
 def proxy(
-    start_litellm: StartLiteLLM, upstream: UpstreamServer, service: GatewayServer, down_service: GatewayServer
+    start_litellm: StartLiteLLM, litellm_upstream: UpstreamServer, service: GatewayServer, down_service: GatewayServer
 ) -> LiteLLMProxy:
     return start_litellm(
         {
-            "model_list": [
-                {
-                    "model_name": MODEL,
-                    "litellm_params": {
-                        "model": "openai/scripted-model",
-                        "api_base": upstream.openai_url,
-                        "api_key": "sk-up",
-                    },
-                },
-                {
-                    "model_name": CLAUDE,
-                    "litellm_params": {"model": f"anthropic/{CLAUDE}", "api_base": upstream.base_url, "api_key": "k"},
-                },
-            ],
+            "model_list": scripted_models(litellm_upstream),
             "guardrails": [
                 guardrail("mcp-offload", service),
                 guardrail("mcp-offload-down", down_service),  # fail_closed: LiteLLM's default
@@ -169,21 +131,21 @@ def _as_dict(message: Any) -> dict[str, Any]:
     return {k: v for k, v in data.items() if k in ("role", "content", "tool_calls")}
 
 
-def _chat_requests(upstream: UpstreamServer, since: int) -> list[dict[str, Any]]:
-    return [r.json for r in upstream.requests[since:] if r.api == "openai_chat"]
+def _chat_requests(litellm_upstream: UpstreamServer, since: int) -> list[dict[str, Any]]:
+    return [r.json for r in litellm_upstream.requests[since:] if r.api == "openai_chat"]
 
 
 def test_compacted_retrieved_and_sticky_through_the_real_litellm_proxy(
-    proxy: LiteLLMProxy, upstream: UpstreamServer
+    proxy: LiteLLMProxy, litellm_upstream: UpstreamServer
 ) -> None:
-    upstream.use(agent)
+    litellm_upstream.use(agent)
     client = _client(proxy)
     log_text = build_log()
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": SYSTEM},
         {"role": "user", "content": "Build the project and tell me what failed."},
     ]
-    start = len(upstream.requests)
+    start = len(litellm_upstream.requests)
     first = chat(client, messages)
     call = first.choices[0].message.tool_calls[0]
     messages += [_as_dict(first.choices[0].message), {"role": "tool", "tool_call_id": call.id, "content": log_text}]
@@ -195,7 +157,7 @@ def test_compacted_retrieved_and_sticky_through_the_real_litellm_proxy(
     answer = third.choices[0].message.content or ""
     assert NEEDLE in answer, (answer, proxy.log()[-4000:])  # the model's retrieval was answered by mcp-offload
 
-    sent = _chat_requests(upstream, start)
+    sent = _chat_requests(litellm_upstream, start)
     assert len(sent) == 4, [json.dumps(b)[:300] for b in sent]  # make, make test, the turn, LiteLLM's follow-up
     assert sent[1]["messages"][3]["content"] == log_text  # LiteLLM holds the newest exchange back: sent inline once
     compacted = sent[2]["messages"][3]["content"]
@@ -211,10 +173,10 @@ def test_compacted_retrieved_and_sticky_through_the_real_litellm_proxy(
     messages += [{"role": "assistant", "content": answer}, {"role": "user", "content": "Thanks!"}]
     fourth = chat(client, messages)
     assert fourth.choices[0].message.content == "You're welcome."
-    later = _chat_requests(upstream, start)[4]["messages"]
+    later = _chat_requests(litellm_upstream, start)[4]["messages"]
     # sticky: the compressed prefix of turn 3 reaches the upstream byte for byte on turn 4 (no miss caused by us)
     assert json.dumps(later[:6], sort_keys=True) == json.dumps(sent[2]["messages"][:6], sort_keys=True)
-    usage = upstream.requests[-1].usage
+    usage = litellm_upstream.requests[-1].usage
     assert usage is not None
     new_tokens = usage.prompt_tokens - usage.seen_prefix_tokens  # what turn 4 adds: the answer, "Thanks!"
     assert new_tokens < 100, usage
@@ -237,24 +199,24 @@ def _history(log_text: str, call_ids: tuple[str, str]) -> list[dict[str, Any]]:
     ]
 
 
-def test_bypass_header_through_the_proxy(proxy: LiteLLMProxy, upstream: UpstreamServer) -> None:
-    upstream.use([reply("done")])
-    start = len(upstream.requests)
+def test_bypass_header_through_the_proxy(proxy: LiteLLMProxy, litellm_upstream: UpstreamServer) -> None:
+    litellm_upstream.use([reply("done")])
+    start = len(litellm_upstream.requests)
     log_text = build_log(needle_at=42)
     answer = chat(_client(proxy, **{"x-headroom-bypass": "true"}), _history(log_text, ("call_b1", "call_b2")))
     assert answer.choices[0].message.content == "done"
-    (sent,) = _chat_requests(upstream, start)
+    (sent,) = _chat_requests(litellm_upstream, start)
     assert sent["messages"][3]["content"] == log_text  # not compressed: the caller asked to bypass
     assert "headroom_retrieve" not in json.dumps(sent.get("tools", []))
 
 
 def test_store_down_fails_closed_or_open_as_the_guardrail_says(
-    proxy: LiteLLMProxy, upstream: UpstreamServer, down_redis: RedisServer
+    proxy: LiteLLMProxy, litellm_upstream: UpstreamServer, down_redis: RedisServer
 ) -> None:
-    upstream.use([reply("answered")] * 2)
+    litellm_upstream.use([reply("answered")] * 2)
     log_text = build_log(needle_at=99)
     down_redis.stop()  # the service's store is down
-    start = len(upstream.requests)
+    start = len(litellm_upstream.requests)
     client = _client(proxy)
     with pytest.raises(openai.APIStatusError) as refused:
         chat(client, _history(log_text, ("call_d1", "call_d2")), guardrail="mcp-offload-down")
@@ -263,15 +225,17 @@ def test_store_down_fails_closed_or_open_as_the_guardrail_says(
     text = json.dumps(error.body)
     assert "store_unavailable" in text and "Retry later" in text  # our message, in LiteLLM's error contract
     assert "Traceback" not in text and 'File \\"' not in text
-    assert _chat_requests(upstream, start) == []  # fail-closed: nothing went upstream
+    assert _chat_requests(litellm_upstream, start) == []  # fail-closed: nothing went upstream
 
     opened = chat(client, _history(log_text, ("call_o1", "call_o2")), guardrail="mcp-offload-down-open")
     assert opened.choices[0].message.content == "answered"
-    (sent,) = _chat_requests(upstream, start)
+    (sent,) = _chat_requests(litellm_upstream, start)
     assert sent["messages"][3]["content"] == log_text  # fail-open: forwarded uncompressed, nothing lost
 
 
-def test_unknown_hash_from_the_model_is_an_answer_not_an_error(proxy: LiteLLMProxy, upstream: UpstreamServer) -> None:
+def test_unknown_hash_from_the_model_is_an_answer_not_an_error(
+    proxy: LiteLLMProxy, litellm_upstream: UpstreamServer
+) -> None:
     """The model asks for a hash this request was not given (another tenant's, or made up): LiteLLM's guardrail
     refuses it before asking us, and mcp-offload answers a hash it does not know for this tenant with a 404."""
 
@@ -281,14 +245,16 @@ def test_unknown_hash_from_the_model_is_an_answer_not_an_error(proxy: LiteLLMPro
             return reply("retrieval said: " + exchanges[-1].result)
         return reply(tool_call("headroom_retrieve", {"hash": "ab" * 12}))
 
-    upstream.use(script)
+    litellm_upstream.use(script)
     answer = chat(_client(proxy), _history(build_log(needle_at=5), ("call_u1", "call_u2")))
     content = answer.choices[0].message.content or ""
     assert content.startswith("retrieval said: [Headroom: hash=abababababababababababab")
     assert "Traceback" not in content
 
 
-def test_anthropic_messages_and_a_jq_query_through_the_proxy(proxy: LiteLLMProxy, upstream: UpstreamServer) -> None:
+def test_anthropic_messages_and_a_jq_query_through_the_proxy(
+    proxy: LiteLLMProxy, litellm_upstream: UpstreamServer
+) -> None:
     """/v1/messages with the Anthropic SDK: LiteLLM translates for /v1/compress and writes the stubs back into
     Anthropic blocks; the model's `headroom_retrieve` query `jq:…` (the superset) runs jq over the stored JSON."""
     orders = json.dumps({"orders": [{"id": f"ord-{i}", "state": "held" if i == 613 else "open"} for i in range(800)]})
@@ -303,8 +269,8 @@ def test_anthropic_messages_and_a_jq_query_through_the_proxy(proxy: LiteLLMProxy
             return reply(tool_call("headroom_retrieve", {"hash": hashes[0], "query": program}))
         return reply("no stub seen")
 
-    upstream.use(script)
-    start = len(upstream.requests)
+    litellm_upstream.use(script)
+    start = len(litellm_upstream.requests)
     bash = {"name": "Bash", "description": "Run a shell command", "input_schema": {"type": "object"}}
     messages = [
         {"role": "user", "content": "Which order is held?"},
@@ -323,7 +289,7 @@ def test_anthropic_messages_and_a_jq_query_through_the_proxy(proxy: LiteLLMProxy
     )
     text = "".join(getattr(b, "text", "") for b in answer.content)
     assert text == 'Held: "ord-613"', (text, proxy.log()[-3000:])
-    sent = [r.json for r in upstream.requests[start:]]
+    sent = [r.json for r in litellm_upstream.requests[start:]]
     assert len(sent) == 2
     stub = json.dumps(sent[0]["messages"][2]["content"])
     assert "Stored as out_" in stub and "Retrieve more: hash=" in stub and len(stub) < len(orders) / 4

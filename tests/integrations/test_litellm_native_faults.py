@@ -5,27 +5,18 @@ from __future__ import annotations
 
 import json
 import socket
-from collections.abc import Iterator
 
 import openai
 import pytest
 
 from llm_upstream import UpstreamServer
 from support.litellm_proxy import MASTER_KEY, SRC, LiteLLMProxy, StartLiteLLM
+from support.litellm_stack import MODEL, OFFLOAD_GUARDRAIL, scripted_models
 from support.llm_conversations import BASH_CHAT, build_log, chat_messages
 
-MODEL = "scripted"
-GUARDRAIL = "mcp_offload.integrations.litellm.OffloadGuardrail"
-
 
 @pytest.fixture(scope="module")
-def upstream() -> Iterator[UpstreamServer]:
-    with UpstreamServer(seed=0) as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def proxy(start_litellm: StartLiteLLM, upstream: UpstreamServer) -> LiteLLMProxy:
+def proxy(start_litellm: StartLiteLLM, litellm_upstream: UpstreamServer) -> LiteLLMProxy:
     with socket.socket() as sock:  # a port nothing listens on: the store is down from the start
         sock.bind(("127.0.0.1", 0))
         dead = f"redis://127.0.0.1:{sock.getsockname()[1]}/0"
@@ -34,7 +25,7 @@ def proxy(start_litellm: StartLiteLLM, upstream: UpstreamServer) -> LiteLLMProxy
         return {
             "guardrail_name": name,
             "litellm_params": {
-                "guardrail": GUARDRAIL,
+                "guardrail": OFFLOAD_GUARDRAIL,
                 "mode": "pre_call",
                 "default_on": False,
                 "store": dead,
@@ -43,22 +34,17 @@ def proxy(start_litellm: StartLiteLLM, upstream: UpstreamServer) -> LiteLLMProxy
         }
 
     config = {
-        "model_list": [
-            {
-                "model_name": MODEL,
-                "litellm_params": {"model": "openai/gpt-5", "api_base": upstream.openai_url, "api_key": "sk-up"},
-            }
-        ],
+        "model_list": scripted_models(litellm_upstream),
         "guardrails": [guardrail("offload-open"), guardrail("offload-closed", fail_closed=True)],
     }
     return start_litellm(config, env={"PYTHONPATH": str(SRC)})
 
 
-def test_store_down_fails_open_or_closed(proxy: LiteLLMProxy, upstream: UpstreamServer) -> None:
+def test_store_down_fails_open_or_closed(proxy: LiteLLMProxy, litellm_upstream: UpstreamServer) -> None:
     client = openai.OpenAI(base_url=proxy.base_url + "/v1", api_key=MASTER_KEY, max_retries=0, timeout=120)
     log_text = build_log(needle_at=3)
-    upstream.use(["answered unmodified"])
-    start = len(upstream.requests)
+    litellm_upstream.use(["answered unmodified"])
+    start = len(litellm_upstream.requests)
     opened = client.chat.completions.create(
         model=MODEL,
         messages=chat_messages(log_text),
@@ -66,7 +52,7 @@ def test_store_down_fails_open_or_closed(proxy: LiteLLMProxy, upstream: Upstream
         extra_body={"guardrails": ["offload-open"]},
     )
     assert opened.choices[0].message.content == "answered unmodified"
-    (sent,) = [r.json for r in upstream.requests[start:]]
+    (sent,) = [r.json for r in litellm_upstream.requests[start:]]
     assert sent["messages"][3]["content"] == log_text  # fail-open: the original, inline
     assert [t["function"]["name"] for t in sent["tools"]] == ["Bash"]
 
@@ -80,4 +66,4 @@ def test_store_down_fails_open_or_closed(proxy: LiteLLMProxy, upstream: Upstream
     assert refused.value.status_code == 503
     body = json.dumps(refused.value.body)
     assert "mcp-offload: the store failed" in body and "Traceback" not in body
-    assert len(upstream.requests) == start + 1  # nothing more went upstream
+    assert len(litellm_upstream.requests) == start + 1  # nothing more went upstream

@@ -29,9 +29,17 @@ The rules, in the order they run on each request (pure functions over the messag
    and clears at least `clear_at_least_tokens`. Both turn inline into offloaded, recorded and then sticky. With
    `offload_user_pastes_tokens`, the user's own texts that large (never those of the last user turn) are candidates
    of both rules too (never of the tail rule: a text the user just wrote is what the model must read now).
+   A cost-rule batch clears at least `batch_tokens` when the policy sets it (the `Compactor`'s keep-last: what the
+   kept messages hold), else `clear_at_least_tokens`.
 5. Tools: from the request that offloads the session's first output on (transparent retrieval), the retrieval tools
    (tool_text.py) are appended after the client's own, byte-identical on every later request. A session that never
    offloads gets nothing: the body object comes back unchanged.
+
+The `Compactor` calls the same function with what the gateway leaves at its defaults (`rewrite_messages`): `tail`
+(where results are new: its boundary, since a compactor's list has no "already sent" marker; keep-last leaves the
+default), `eligible` (its boundary bounds every rule; recorded decisions apply everywhere), and `pressure`, window
+pressure it measured exactly (`Pressure`: inline parts of at least `floor_tokens` in `eligible`, oldest first, until
+`clear_tokens` are cleared; reason "pressure"), so its budget steps 1, 2 and 4 are decisions in the same record.
 
 Never touched: everything that is not a tool result's text (system prompt, user text, thinking / reasoning,
 compaction and server-tool blocks), results of the retrieval tools themselves and texts that already are references.
@@ -69,6 +77,7 @@ __all__ = [
     "STORE_FAILURES",
     "ClearToolUses",
     "MessagesRewrite",
+    "Pressure",
     "RewritePolicy",
     "rewrite_messages",
 ]
@@ -98,10 +107,23 @@ class RewritePolicy:
     clear_tool_uses: ClearToolUses | None = ClearToolUses()  # window pressure rule
     cost_rule: bool = True  # rewrite the cached prefix only when it pays at the provider's prices
     offload_user_pastes_tokens: int | None = None  # user texts this large (not the last turn) join the prefix rules
+    batch_tokens: int | None = None  # the least a cost-rule batch clears (None: clear_tool_uses.clear_at_least_tokens)
     fail_closed: bool = False
 
 
 STORE_FAILURES = (StoreUnavailable, StoreFull, OSError)
+
+
+@dataclass(frozen=True, slots=True)
+class Pressure:
+    """Window pressure the caller measured itself (the `Compactor`, which counts the whole request exactly): offload
+    inline parts of at least `floor_tokens` (in `eligible`), oldest first, until about `clear_tokens` are cleared
+    (each part counts its tokens less a reference's, `preview_tokens`). `count` measures a part (default: the
+    4-chars-a-token estimate). Recorded with reason "pressure", then sticky like every decision."""
+
+    floor_tokens: int
+    clear_tokens: int
+    count: Callable[[str], int] | None = None
 
 
 @dataclass(slots=True)
@@ -115,6 +137,7 @@ class MessagesRewrite:
     tokens_kept_out: int = 0
     tokens_offloaded: int = 0
     expanded: int = 0
+    warnings: list[str] = field(default_factory=list)  # parts that stayed inline because the store refused them
 
 
 async def rewrite_messages(
@@ -126,18 +149,45 @@ async def rewrite_messages(
     *,
     model: object = None,
     head_chars: int | Callable[[], int] = 0,
+    tail: range | None = None,
+    eligible: range | None = None,
+    pressure: Pressure | None = None,
+    source: str = "gateway",
+    keep_inline_on_store_failure: bool = False,
 ) -> MessagesRewrite:
     """The cache-safe rewrite of one message list (the rules 2-5 of the module docstring) for `session`: pure over
     the list and the session's record (the caller's list and messages are never mutated). `model` picks the cache
     prices of the cost rule; `head_chars` is the size of what precedes the messages in the prompt (tools, system),
     or the function that measures it (only the prefix rules need it, on few turns).
 
+    What the gateway leaves at their defaults, the `Compactor` sets: `tail`, the messages whose undecided parts are
+    new (the threshold rule; default: after the last model output); `eligible`, the messages whose parts any rule may
+    offload (the compactor's boundary; default: all); `pressure`, window pressure the caller measured (`Pressure`);
+    `source`, the stored outputs' source; `keep_inline_on_store_failure`: a part the store refuses (full,
+    unreachable) stays inline with a warning in `MessagesRewrite.warnings` instead of failing the whole turn.
+    Recorded decisions apply wherever their parts are, whatever `eligible` says.
+
     Messages and blocks it cannot read are kept as they are and skipped (`History.view`). Raises the store's errors
     (`StoreUnavailable`, `StoreFull`, OSError) when the record or the store fails (nothing recorded). The gateway
     (`rewrite_request`) and the `Compactor` share it."""
     history = history_for(api)
     views = [history.view(m, i) for i, m in enumerate(messages)]
-    return await _Turn(services, api, history, session, policy, messages, views, model, head_chars).run()
+    scope = _Scope(tail, eligible, pressure, source, keep_inline_on_store_failure)
+    return await _Turn(services, api, history, session, policy, messages, views, model, head_chars, scope).run()
+
+
+@dataclass(frozen=True, slots=True)
+class _Scope:
+    """The caller's choices beyond the policy (all default for the gateway)."""
+
+    tail: range | None = None
+    eligible: range | None = None
+    pressure: Pressure | None = None
+    source: str = "gateway"
+    keep_inline_on_store_failure: bool = False
+
+    def may_offload(self, message: int) -> bool:
+        return self.eligible is None or message in self.eligible
 
 
 def json_chars(value: Any) -> int:
@@ -171,9 +221,12 @@ class _Turn:
         views: list[MessageView],
         model: object,
         head_chars: int | Callable[[], int],
+        scope: _Scope,
     ) -> None:
         self.services, self.api, self.history, self.session, self.policy = services, api, history, session, policy
         self.messages, self.views, self.model, self.head_chars = messages, views, model, head_chars
+        self.scope = scope
+        self.warnings: list[str] = []
         self.record: DecisionRecord = open_record(services)
 
     async def run(self) -> MessagesRewrite:
@@ -193,13 +246,24 @@ class _Turn:
             p.decision = state.decisions.get(p.digest)
 
         tail = self._tail_start(messages)
+        fresh = range(tail, len(messages)) if self.scope.tail is None else self.scope.tail
         new: dict[str, tuple[_Part, Reason]] = {}
         for p in parts:
-            if p.decision is None and not p.paste and p.part.message >= tail and self._offloadable(p.part):
+            if (
+                p.decision is None
+                and not p.paste
+                and p.part.message in fresh
+                and self.scope.may_offload(p.part.message)
+                and p.part.text
+                and self._offloadable(p.part)
+            ):
                 limit = policy.threshold_tokens
                 if self.services.tokens.count_upto(p.part.text, limit) >= limit:
                     new[p.digest] = (p, "threshold")
-        for p, reason in self._prefix_batch(messages, parts, tail):
+        if self.scope.pressure is not None:
+            for p in self._pressure_batch(parts, fresh, new, self.scope.pressure):
+                new.setdefault(p.digest, (p, "pressure"))
+        for p, reason in self._prefix_batch(messages, parts, tail, fresh):
             new.setdefault(p.digest, (p, reason))
 
         decided = await self._offload(new) if new else {}
@@ -218,7 +282,7 @@ class _Turn:
             p for p in parts if p.decision is not None and p.decision.offloaded and p.decision.text != p.part.text
         ]
         if not applied and not restored:
-            return MessagesRewrite(messages=self.messages, changed=False, tools_on=tools_on)
+            return MessagesRewrite(messages=self.messages, changed=False, tools_on=tools_on, warnings=self.warnings)
         return MessagesRewrite(
             messages=self._apply(messages, applied),
             changed=True,
@@ -227,6 +291,7 @@ class _Turn:
             tokens_offloaded=sum(d.tokens for d in decided.values() if d.offloaded),
             tokens_kept_out=sum(p.decision.tokens_kept_out for p in applied if p.decision is not None),
             expanded=restored,
+            warnings=self.warnings,
         )
 
     # -- steps ---------------------------------------------------------------------------------------------
@@ -280,7 +345,36 @@ class _Turn:
     def _offloadable(self, part: ResultPart) -> bool:
         return not is_retrieval_tool(part.tool) and not part.text.startswith(REFERENCE_PREFIX)
 
-    def _prefix_batch(self, messages: list[Message], parts: list[_Part], tail: int) -> list[tuple[_Part, Reason]]:
+    def _pressure_batch(
+        self, parts: list[_Part], fresh: range, new: Mapping[str, tuple[_Part, Reason]], pressure: Pressure
+    ) -> list[_Part]:
+        """Under the caller's measured pressure: inline parts of at least `floor_tokens`, oldest first, until
+        `clear_tokens` are cleared (a part clears its tokens less a reference's)."""
+        count = pressure.count or (lambda text: len(text) // CHARS_PER_TOKEN)
+        preview = self.services.settings.preview_tokens
+        batch: list[_Part] = []
+        cleared = 0
+        for p in sorted(parts, key=lambda p: p.part.message):
+            if cleared >= pressure.clear_tokens:
+                break
+            if (
+                p.decision is not None
+                or p.paste
+                or p.digest in new
+                or not self.scope.may_offload(p.part.message)
+                or not p.part.text
+                or not self._offloadable(p.part)
+            ):
+                continue
+            tokens = count(p.part.text)
+            if tokens >= pressure.floor_tokens:
+                batch.append(p)
+                cleared += max(tokens - preview, 0)
+        return batch
+
+    def _prefix_batch(
+        self, messages: list[Message], parts: list[_Part], tail: int, fresh: range
+    ) -> list[tuple[_Part, Reason]]:
         """Inline prefix parts to offload now under window pressure or the cost rule (empty: leave the prefix)."""
         policy = self.policy
         clear = policy.clear_tool_uses
@@ -293,6 +387,8 @@ class _Turn:
             for p in parts
             if p.decision is None
             and p.part.message < tail
+            and p.part.message not in fresh
+            and self.scope.may_offload(p.part.message)
             and self._offloadable(p.part)
             and (p.paste or ((p.part.tool or "") not in excluded and len(p.part.text) >= result_floor))
         ]
@@ -300,6 +396,8 @@ class _Turn:
         if not eligible:
             return []  # the usual case: every large result was decided in its own turn
         clear_at_least = clear.clear_at_least_tokens if clear is not None else ClearToolUses().clear_at_least_tokens
+        if policy.batch_tokens is not None:
+            clear_at_least = policy.batch_tokens
         preview = self.services.settings.preview_tokens
         # positions: estimated tokens from the prompt's start (tools and system first, as the providers cache them)
         starts, pos = [], self.head_chars() if callable(self.head_chars) else self.head_chars
@@ -379,11 +477,17 @@ class _Turn:
                 self.session.scope,
                 part.text,
                 name=label,
-                source="gateway",
+                source=self.scope.source,
                 handle=derived_handle(self.session.key, digest),
             )
         except (TooLarge, InvalidContent) as exc:
-            log.info("gateway: %s stays inline (%s)", label, exc)
+            log.info("%s: %s stays inline (%s)", self.scope.source, label, exc)
+            self.warnings.append(f"could not store {label} ({type(exc).__name__}: {exc}); it stays inline")
+            return
+        except STORE_FAILURES as exc:
+            if not self.scope.keep_inline_on_store_failure:
+                raise
+            self.warnings.append(f"could not store {label} ({type(exc).__name__}: {exc}); it stays inline")
             return
         text = render_reference(stored)
         reference_tokens = self.services.tokens.count(text)

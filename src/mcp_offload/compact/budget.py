@@ -1,44 +1,63 @@
-"""Token accounting for message lists: what each message costs (cached by identity), usage against a context
-window, and the escalation policy.
+"""Token accounting for message lists: what each message costs (memoized by content), usage against a context
+window, and the order of the compaction steps.
 
 Counting uses the server's tokenizer (tiktoken, offline; large texts sampled like stored outputs) unless the caller
 supplies `count_tokens(text) -> int` for another model. A message costs its text (plain text, tool call arguments,
 tool result text) plus `MESSAGE_OVERHEAD` tokens, and `IMAGE_TOKENS` per image: an estimate, close to what the APIs
-bill, good enough to decide when to compact.
+bill, good enough to decide when to compact. The budget is measured here, exactly; the cache-safe core
+(cachesafe.rewrite) estimates 4 characters a token only for its own rules (the cost rule's positions).
 
-The policy (`compact(..., context_window=W, trigger=0.8)`). The request is counted whole: the messages, plus the
-fixed part they share the window with: `system` (the system prompt when the API takes it beside the messages),
-`tools` (the caller's tool definitions), the five retrieval tools (unless `retrieval_tools=False`) and
-`max_output_tokens` reserved for the answer. Step (1) runs on every call, at first sight, window or not (a big
-result never rides inline waiting for the trigger); nothing more happens while the request uses at most
-`trigger × W` tokens. Above that, steps of increasing strength run: (1) and (2) until the request is under
-`0.75 × trigger × W` (a batch: each rewrite of already-sent messages is a prompt-cache miss from there on, so it
-should not recur on the next request), (3) until it is under `trigger × W`:
+Every call, window or not, starts with the cache-safe core's pass (the decisions live in the session's
+`DecisionRecord`, beside the store: sticky across calls, restarts and instances):
 
-1. tool results over `threshold_tokens` inside the boundary, oldest first;
-2. tool results larger than a reference (`preview_tokens`) inside the boundary, oldest first;
-3. whole older turns (outside kept messages) into one stored transcript; the note that stands for them (reference +
-   preview, or a `summarize` callback's summary + the handle) is the first part of the user message that opens the
-   next turn, so user and assistant still alternate.
+0. every recorded decision is applied, wherever its message now sits and whatever the boundary: tool results (text
+   parts by the core, image parts by the compactor through the same record) and transcript notes (step 3), with
+   their exact bytes;
+1. at first sight, tool result parts of at least `threshold_tokens` inside the boundary that the record has no
+   decision for are stored and replaced by their reference (reason "threshold"). `keep-last` is the exception: its
+   results were sent inline while they were kept, so leaving the kept messages is a rewrite of the already-sent
+   prefix, taken only by the core's cost rule (reason "cost": it must pay at the provider's cache prices for
+   `model`, and clear at least what the kept messages hold and `KEEP_LAST_BATCH_TOKENS`: one batch, seldom).
 
-Only if the request is then still over `W` itself (it would not fit), the last resort, boundaries notwithstanding:
+Nothing more happens while the request uses at most `trigger × W` tokens (`compact(..., context_window=W,
+trigger=0.8)`). The request is counted whole: the messages, plus the fixed part they share the window with: `system`
+(the system prompt when the API takes it beside the messages), `tools` (the caller's tool definitions), the five
+retrieval tools (unless `retrieval_tools=False`) and `max_output_tokens` reserved for the answer. Above that, window
+pressure: the core offloads, measured exactly here (`Pressure`, reason "pressure", recorded and sticky), in one
+batch down to `0.75 × trigger × W` (each rewrite of already-sent messages is a prompt-cache miss from there on, so
+it should not recur on the next request):
 
-4. tool results larger than a reference anywhere (kept messages and the current turn too), oldest first;
+1. tool results of at least `threshold_tokens` inside the boundary, oldest first;
+2. tool results of at least a reference (`preview_tokens`) inside the boundary, oldest first;
+3. then, while over `trigger × W`: whole older turns (outside kept messages) into one stored transcript; the note
+   that stands for them (reference + preview, or a `summarize` callback's summary + the handle) is the first part
+   of the user message that opens the next turn, so user and assistant still alternate. The note is recorded under
+   the turns' position and content (`t:<digest>`): later calls put back the very same note (step 0), so the list
+   does not flip between transcribed and not.
+
+Only if the request is then still over `W` itself (it would not fit), the last resort, boundaries notwithstanding,
+each step until the request is under `trigger × W`:
+
+4. tool results of at least a reference anywhere (kept messages and the current turn too), oldest first (the core's
+   pressure rule again, reason "pressure");
 5. tool-call arguments larger than a reference, oldest first (the call keeps its id and name; its arguments become
    `{"offloaded_arguments": reference}`, still the shape the API takes);
 6. the user's own messages more than twice a reference, oldest first, except the last user turn: each is stored
    whole (one JSON message) and replaced by a user message holding its reference + preview;
 7. the last user message the same way, only when nothing else is left to reduce.
 
+Steps 5-7 are the compactor's own (the core rewrites tool results only): not recorded, but deterministic, under
+handles derived from the session and the content, so the same input gives the same bytes after a restart.
+
 If the request is still over `W`, `ContextWindowExceeded` is raised (mcp_offload.errors), naming what could not be
 reduced: the fixed part by part, and the largest messages left (system messages, assistant text and references are
 never reduced). So with a window, `compact` returns a list that fits, or raises: never a silent overflow. Without
-`context_window` only step (1) runs, inside the boundary (`keep-last`: in batches, compactor.py `_batch_due`).
+`context_window` only steps 0 and 1 run.
 
-`MessageLedger` remembers, per message content (keyed by the SHA-256 of its canonical JSON, bounded LRU), its
-`MessageView`, its token count and the threshold it was already compacted at: a call over a long history only reads,
-counts and compacts the messages whose content it has not seen. Keying by content, not by object identity, means an
-edit in place (a result appended to a message already seen) is new content and is compacted like any other.
+`MessageLedger` memoizes, per message content (keyed by the SHA-256 of its canonical JSON, bounded LRU), its
+`MessageView` and its token count, so a call over a long history only reads and counts the messages whose content it
+has not seen. It holds no decision: an edit in place (a result appended to a message already seen) is new content,
+decided like any other.
 """
 
 from __future__ import annotations
@@ -62,57 +81,40 @@ CountTokens = Callable[[str], int]
 
 
 @dataclass(slots=True)
-class Entry:
-    """What the ledger knows about one message object."""
+class Known:
+    """What the ledger knows about one message content: its view (validated) and its token count."""
 
-    source: object  # the object the caller passed
-    out: Message  # the plain dict returned for it
     view: MessageView
+    key: bytes  # content_key of the message
     tokens: int | None = None
-    settled_at: int | None = None  # compacted at this threshold already: nothing over it is left inline
-    compacted: Entry | None = None  # the compacted message returned for this one (passing it again stores nothing)
-
-    def latest(self) -> Entry:
-        entry = self
-        while entry.compacted is not None:
-            entry = entry.compacted
-        return entry
 
 
 @dataclass(slots=True)
 class MessageLedger:
+    """Memo of message views and token counts, by content (not a record of decisions: those are in the session's
+    `DecisionRecord`)."""
+
     count_text: CountTokens
     size: int = LEDGER_SIZE
-    _entries: OrderedDict[tuple[str, bytes], Entry] = field(default_factory=OrderedDict)
+    _entries: OrderedDict[tuple[str, bytes], Known] = field(default_factory=OrderedDict)
 
-    def entry(self, fmt: MessageFormat, message: object, index: int) -> tuple[Entry, Message]:
-        """The entry for `message`'s content (read and validated only the first time that content is seen), and
-        `message` as a plain dict (the caller's own dict as is). A known entry's `out` is the dict of the call that
-        first brought that content, so it is not the caller's object now: `compact` returns the second one when the
-        message is left untouched."""
-        out = fmt.to_dict(message, index)
-        key = (fmt.name, content_key(out))
+    def known(self, fmt: MessageFormat, message: Message, index: int) -> Known:
+        """The view and count of `message`'s content (read and validated only the first time that content is seen;
+        raises ValueError naming `index` when it is malformed)."""
+        key = (fmt.name, content_key(message))
         found = self._entries.get(key)
         if found is not None:
             self._entries.move_to_end(key)
-            return found, out
-        entry = Entry(source=message, out=out, view=fmt.view(out, index))
-        self._store(key, entry)
-        return entry, out
-
-    def remember(self, fmt: MessageFormat, entry: Entry) -> None:
-        self._store((fmt.name, content_key(entry.out)), entry)
-
-    def _store(self, key: tuple[str, bytes], entry: Entry) -> None:
-        self._entries[key] = entry
-        self._entries.move_to_end(key)
+            return found
+        found = self._entries[key] = Known(fmt.view(message, index), key[1])
         while len(self._entries) > self.size:
             self._entries.popitem(last=False)
+        return found
 
-    def tokens(self, entry: Entry) -> int:
-        if entry.tokens is None:
-            entry.tokens = message_tokens(entry.view, self.count_text)
-        return entry.tokens
+    def tokens(self, known: Known) -> int:
+        if known.tokens is None:
+            known.tokens = message_tokens(known.view, self.count_text)
+        return known.tokens
 
 
 def content_key(message: Message) -> bytes:

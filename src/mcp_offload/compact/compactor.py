@@ -8,13 +8,24 @@
         tools = compactor.tools("anthropic")                   # the five retrieval tools, that SDK's format
         text = compactor.run_tool("read_large_output", {"handle": "out_…", "start_line": 10})
 
-`compact` never mutates the caller's list or messages and returns a new list of plain dicts in the same format.
-With `context_window` it fits the window or raises `ContextWindowExceeded` (the order of the steps: budget.py).
-Decisions are cache-safe: taken at first sight, under handles derived from the session and the content (the same
-history compacts to the same bytes after a restart), and the already-sent prefix is rewritten only in batches.
+`compact` never mutates the caller's list or messages and returns a new list of plain dicts in the same format;
+a message it leaves untouched is the caller's own object. With `context_window` it fits the window or raises
+`ContextWindowExceeded` (the order of the steps: budget.py).
+
+Cache safety is the gateway's: tool results go through the same core (`cachesafe.rewrite.rewrite_messages`, the
+compactor's formats "anthropic" / "openai" / "responses" as its APIs "anthropic" / "openai_chat" / "responses") with
+the session's `DecisionRecord` beside the store (`GatewaySession` of this compactor's scope). A decision (offloaded
+as a handle derived from the session and the part's call id + content, with its exact reference bytes; or inline for
+good) is taken once and applied on every later call, for any boundary, after a restart and by every instance on
+the same store or Redis. New results are decided at first sight inside the boundary; an already-sent prefix is
+rewritten only by the cost rule (keep-last) or under window pressure, in batches, and the record says which
+(reason "threshold", "cost" or "pressure"). The transcript note (step 3) is recorded too; steps 5-7 are
+deterministic from the input (derived handles).
+
 A malformed list raises ValueError naming the message index before anything is stored. A store failure (full,
 unreachable, content over the size cap) leaves that result inline: the call still returns, and the failure is in
-`compactor.last_report.warnings` and logged as a warning on `mcp_offload.compact`.
+`compactor.last_report.warnings` and logged as a warning on `mcp_offload.compact`; a record that cannot be read
+leaves the whole list as it came (nothing lost; the cache misses once).
 """
 
 from __future__ import annotations
@@ -24,41 +35,52 @@ import hashlib
 import json
 import logging
 import secrets
-from collections import defaultdict, deque
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
-from mcp_offload.cachesafe.tool_defs import tool_definitions
-from mcp_offload.compact.boundary import Boundary, BoundarySpec
-from mcp_offload.compact.budget import BudgetPolicy, CountTokens, Entry, MessageLedger, Usage, usage_report
-from mcp_offload.compact.transcript import (
-    NOTE_PREFIX,
-    Summarize,
-    note_text,
-    readable_text,
-    run_summarize,
-    transcript_text,
+from mcp_offload.cachesafe.record import Decision, open_record, part_digest
+from mcp_offload.cachesafe.rewrite import (
+    CHARS_PER_TOKEN,
+    STORE_FAILURES,
+    Pressure,
+    RewritePolicy,
+    json_chars,
+    rewrite_messages,
 )
+from mcp_offload.cachesafe.session import GatewaySession
+from mcp_offload.cachesafe.tool_defs import tool_definitions
+from mcp_offload.cachesafe.tool_text import ApiKind
+from mcp_offload.compact.boundary import Boundary, BoundarySpec
+from mcp_offload.compact.budget import (
+    IMAGE_TOKENS,
+    BudgetPolicy,
+    CountTokens,
+    Known,
+    MessageLedger,
+    Usage,
+    usage_report,
+)
+from mcp_offload.compact.transcript import Summarize, note_text, readable_text, run_summarize, transcript_text
 from mcp_offload.core import api
 from mcp_offload.core.render import render_reference
 from mcp_offload.core.results import OffloadOutput
 from mcp_offload.core.services import Services, build_services
 from mcp_offload.errors import ContextWindowExceeded
-from mcp_offload.messages import Message, MessageFormat, ToolResult, detect_format, get_format
+from mcp_offload.messages import Message, MessageFormat, Part, ToolResult, detect_format, get_format
 from mcp_offload.messages.base import dump_block
 from mcp_offload.server.tools import TOOLS_BY_NAME, ToolCall, call_tool
 from mcp_offload.settings import Settings
-from mcp_offload.store.handles import derived_handle
+from mcp_offload.store.handles import PREFIX, derived_handle
 
 log = logging.getLogger("mcp_offload.compact")
-REFERENCE_PREFIX = "Stored as out_"
-# keep-last offloads the results that left the kept messages when they add up to this many tokens (the size of
-# Anthropic's clear_tool_uses `clear_at_least` default): one cache miss per batch instead of one per request
+REFERENCE_PREFIX = "Stored as " + PREFIX
+# the least a keep-last prefix batch clears (Anthropic's clear_tool_uses `clear_at_least` default)
 KEEP_LAST_BATCH_TOKENS = 20_000
+API_OF_FORMAT: dict[str, ApiKind] = {"anthropic": "anthropic", "openai": "openai_chat", "responses": "responses"}
 
 
 @dataclass(slots=True)
@@ -68,7 +90,7 @@ class CompactReport:
     format: str
     messages_in: int
     messages_out: int = 0
-    offloaded: list[str] = field(default_factory=list)  # handles stored for tool results, in order
+    offloaded: list[str] = field(default_factory=list)  # handles stored by this call (not those already decided)
     transcript: str | None = None  # handle of the transcript of older turns, when that step ran
     tokens_before: int | None = None  # counted only when a context window is given
     tokens_after: int | None = None
@@ -76,8 +98,49 @@ class CompactReport:
     warnings: list[str] = field(default_factory=list)  # store failures etc.: the result concerned stayed inline
 
 
-def _is_compacted(text: str) -> bool:
-    return text.startswith(REFERENCE_PREFIX) or text.startswith(NOTE_PREFIX)
+@dataclass(slots=True)
+class _Request:
+    """One `compact` call's message list as it is being reduced, with each message's view and count."""
+
+    fmt: MessageFormat
+    ledger: MessageLedger
+    messages: list[Message]
+    known: list[Known]
+
+    def tokens(self, i: int) -> int:
+        return self.ledger.tokens(self.known[i])
+
+    def total(self) -> int:
+        return sum(self.tokens(i) for i in range(len(self.messages)))
+
+    def update(self, messages: list[Message]) -> bool:
+        """Take the core's result (untouched messages are the same objects). True if any changed."""
+        if messages is self.messages:
+            return False
+        if len(messages) != len(self.messages):  # restored by an expansion (a gateway sharing the session's record)
+            self.messages = list(messages)
+            self.known = [self.ledger.known(self.fmt, m, i) for i, m in enumerate(self.messages)]
+            return True
+        changed = False
+        for i, (old, new) in enumerate(zip(self.messages, messages, strict=True)):
+            if new is not old:
+                self.known[i] = self.ledger.known(self.fmt, new, i)
+                changed = True
+        self.messages = list(messages)
+        return changed
+
+    def replace(self, i: int, message: Message) -> None:
+        self.messages[i] = message
+        self.known[i] = self.ledger.known(self.fmt, message, i)
+
+
+@dataclass(frozen=True, slots=True)
+class _ImagePart:
+    message: int
+    result: ToolResult
+    part: Part
+    tool: str | None
+    digest: str
 
 
 class AsyncCompactor:
@@ -97,6 +160,8 @@ class AsyncCompactor:
         self.settings = Settings.from_env().with_overrides(store=store, **settings)
         self.session = session or "compact-" + secrets.token_hex(8)
         self.scope = api.SessionScope.named(self.session)
+        # the cache-safe core's session: its record (beside the store) holds this compactor's decisions
+        self._core_session = GatewaySession(key=self.scope.key, scope=self.scope, explicit=True)
         self._services: Services | None = build_services(self.settings)
         exact = self.settings.tokens_exact_chars
         tokens = self._services.tokens
@@ -126,6 +191,7 @@ class AsyncCompactor:
         tools: Sequence[object] | None = None,
         max_output_tokens: int = 0,
         retrieval_tools: bool = True,
+        model: str | None = None,
     ) -> list[Message]:
         """A new list in the same format with large tool results (and, over budget, more: budget.py) stored.
 
@@ -133,6 +199,7 @@ class AsyncCompactor:
         API takes it beside the messages), `tools` (your tool definitions), the five retrieval tools (unless
         `retrieval_tools=False`: you do not send `compactor.tools(...)`) and `max_output_tokens` reserved for the
         answer. The result fits the window or `ContextWindowExceeded` is raised, naming what could not be reduced.
+        `model` (the request's model name) picks the provider's cache prices for the cost rule.
         """
         if isinstance(messages, str | bytes | dict) or not isinstance(messages, Sequence):
             raise TypeError("messages must be a list of messages")
@@ -142,58 +209,190 @@ class AsyncCompactor:
             raise ValueError("max_output_tokens must be >= 0")
         fmt = get_format(format) if format else detect_format(messages)
         bound = Boundary.parse(boundary)
-        policy = BudgetPolicy(context_window, trigger)
-        read = self._read(fmt, messages)  # all validated before anything is stored
-        entries = [e.latest() for e, _ in read]
-        passed = _passed_objects(read)
-        report = CompactReport(format=fmt.name, messages_in=len(entries))
+        budget = BudgetPolicy(context_window, trigger)
+        request = self._read(fmt, messages)  # all validated before anything is stored
+        report = CompactReport(format=fmt.name, messages_in=len(request.messages))
         self.last_report = report
-        fixed = (
-            self._fixed_parts(fmt, system, tools, retrieval_tools, max_output_tokens)
-            if policy.limit is not None
-            else {}
+        windowed = budget.limit is not None
+        fixed = self._fixed_parts(fmt, system, tools, retrieval_tools, max_output_tokens) if windowed else {}
+        fixed_tokens = sum(fixed.values())
+        if windowed:
+            report.tokens_before = fixed_tokens + request.total()
+        eligible = bound.eligible([k.view for k in request.known])
+        # step 1 at first sight, window or not: inside the boundary every undecided result is new to the record
+        # (last-turn, all, keep-first); keep-last's results were sent inline while they were kept, so leaving the
+        # kept messages is a prefix rewrite: only under the cost rule or window pressure, in batches
+        tail = None if bound.kind == "keep-last" else eligible
+        policy = RewritePolicy(
+            threshold_tokens=threshold_tokens,
+            retrieval="visible",
+            clear_tool_uses=None,
+            batch_tokens=self._batch_tokens(request, bound, eligible),
         )
-        windowed = policy.limit is not None
-        total = sum(fixed.values()) + sum(self._ledger.tokens(e) for e in entries) if windowed else 0
-        report.tokens_before = total if windowed else None
-        names = _call_names(entries)
-        eligible: Sequence[int] = bound.eligible([e.view for e in entries])
-        # step 1 at first sight, window or not: a big result is decided when it first comes, not after riding inline
-        # (keep-last: what left the kept messages goes in batches, so the prompt cache holds between them)
-        first_sight = (
-            () if bound.kind == "keep-last" and not self._batch_due(entries, eligible, threshold_tokens) else eligible
-        )
-        total = await self._results_pass(fmt, entries, first_sight, names, threshold_tokens, report, total, None)
-        if policy.limit is not None and total > policy.limit:  # steps 1 and 2 under the budget, in a batch
-            for threshold in (threshold_tokens, self.settings.preview_tokens):
-                total = await self._results_pass(fmt, entries, eligible, names, threshold, report, total, policy.target)
-        if policy.limit is not None and total > policy.limit:  # step 3: older turns into a transcript
-            entries, total = await self._transcript_step(fmt, bound, entries, total, summarize, report)
-        if policy.limit is not None and context_window is not None:
-            if total > context_window:  # steps 4-7, boundaries notwithstanding
-                entries, total = await self._last_resort(fmt, entries, names, total, policy.limit, report)
-            report.tokens_after, report.fits = total, total <= policy.limit
-            if total > context_window:
-                raise ContextWindowExceeded(total, context_window, self._irreducible(fixed, entries))
-        report.messages_out = len(entries)
-        # a message left as it came is the caller's own object (adapters map the result back by identity)
-        return [queue.popleft() if (queue := passed.get(id(e))) else e.out for e in entries]
+        stored = await self._core(request, policy, report, tail=tail, eligible=eligible, model=model)
+        await self._images(request, report, eligible if tail is not None or stored else range(0))
+        await self._recorded_transcripts(request, bound, report)
+        if budget.limit is None or budget.target is None or context_window is None:
+            report.messages_out = len(request.messages)
+            return request.messages
+        total = fixed_tokens + request.total()
+        if total > budget.limit:  # steps 1 and 2 under window pressure, in a batch down to the target
+            for floor in (threshold_tokens, self.settings.preview_tokens):
+                total = await self._relieve(request, policy, report, eligible, floor, total, budget.target, model)
+        if total > budget.limit:  # step 3: older turns into a transcript
+            total = await self._transcript_step(request, bound, total, summarize, report)
+        if total > context_window:  # steps 4-7, boundaries notwithstanding
+            total = await self._last_resort(request, policy, report, total, budget.limit, model)
+        report.tokens_after, report.fits = total, total <= budget.limit
+        report.messages_out = len(request.messages)
+        if total > context_window:
+            raise ContextWindowExceeded(total, context_window, self._irreducible(fixed, request))
+        return request.messages
 
-    def _batch_due(self, entries: list[Entry], eligible: Sequence[int], threshold: int) -> bool:
-        """Whether the results that left the kept-last messages add up to a batch worth a prefix rewrite: every
-        rewrite of an already-sent message makes the provider's cache miss from there on and write the rest again
-        (at least the kept messages), so a batch is at least KEEP_LAST_BATCH_TOKENS and at least what the kept
-        messages cost: each rewrite then pays for the cache write it causes."""
-        kept = sum(self._ledger.tokens(e) for e in entries[len(eligible) :])
-        batch = max(KEEP_LAST_BATCH_TOKENS, kept)
-        pending = 0
-        for i in eligible:
-            entry = entries[i]
-            if entry.view.results and entry.settled_at is None and self._ledger.tokens(entry) > threshold:
-                pending += self._ledger.tokens(entry)
-                if pending >= batch:
-                    return True
-        return False
+    def _batch_tokens(self, request: _Request, bound: Boundary, eligible: range) -> int | None:
+        """keep-last: a prefix batch rewrites the kept messages after it too (the cache misses from the batch on), so
+        it must clear at least what they hold, and at least KEEP_LAST_BATCH_TOKENS: each rewrite then pays for the
+        cache write it causes, and the prefix is rewritten seldom."""
+        if bound.kind != "keep-last":
+            return None
+        # in the core's unit (its cost rule sizes the batch by the 4-chars-a-token estimate, not by our exact count)
+        kept = sum(json_chars(m) for m in request.messages[eligible.stop :]) // CHARS_PER_TOKEN
+        return max(KEEP_LAST_BATCH_TOKENS, kept)
+
+    async def _core(
+        self,
+        request: _Request,
+        policy: RewritePolicy,
+        report: CompactReport,
+        *,
+        tail: range | None,
+        eligible: range | None,
+        model: str | None,
+        pressure: Pressure | None = None,
+    ) -> bool:
+        """One pass of the cache-safe core (cachesafe.rewrite) over the request: every recorded decision applied,
+        new ones taken by its rules (+ `pressure`). True when it stored something new."""
+        try:
+            done = await rewrite_messages(
+                self.services,
+                API_OF_FORMAT[request.fmt.name],
+                self._core_session,
+                request.messages,
+                policy,
+                model=model,
+                tail=tail,
+                eligible=eligible,
+                pressure=pressure,
+                source="compact",
+                keep_inline_on_store_failure=True,
+            )
+        except STORE_FAILURES as exc:  # the record is down: nothing is lost, the messages go as they are
+            self._warn(report, f"could not read the decision record ({type(exc).__name__}: {exc}); nothing offloaded")
+            return False
+        for warning in done.warnings:
+            self._warn(report, warning)
+        report.offloaded += done.offloaded
+        request.update(done.messages)
+        return bool(done.offloaded)
+
+    async def _relieve(
+        self,
+        request: _Request,
+        policy: RewritePolicy,
+        report: CompactReport,
+        eligible: range | None,
+        floor: int,
+        total: int,
+        goal: int,
+        model: str | None,
+    ) -> int:
+        """Window pressure, measured here exactly: the core offloads inline results of at least `floor` tokens in
+        `eligible`, oldest first, until the request is under `goal` (recorded with reason "pressure")."""
+        fixed = total - request.total()
+        while total > goal:
+            pressure = Pressure(floor_tokens=floor, clear_tokens=total - goal, count=self._count)
+            stored = await self._core(
+                request, policy, report, tail=range(0), eligible=eligible, model=model, pressure=pressure
+            )
+            region = range(len(request.messages)) if eligible is None else eligible
+            stored = await self._images(request, report, region) or stored
+            if not stored:
+                break
+            total = fixed + request.total()
+        return total
+
+    async def _images(self, request: _Request, report: CompactReport, region: range) -> bool:
+        """Image parts of tool results (the core reads text only), through the same decision record: a recorded
+        decision applies wherever its image is; an undecided image in `region` is stored as a blob under a handle
+        derived from the session and its content. True when it stored something new."""
+        images = self._image_parts(request)
+        if not images:
+            return False
+        record = open_record(self.services)
+        try:
+            decisions = (await record.state(self._core_session, [m.digest for m in images])).decisions
+        except STORE_FAILURES as exc:
+            self._warn(report, f"could not read the decision record ({type(exc).__name__}: {exc}); images inline")
+            return False
+        new: dict[str, Decision] = {}
+        for image in images:
+            if image.digest in decisions or image.digest in new or image.message not in region:
+                continue
+            decision = await self._store_image(image, report)
+            if decision is not None:
+                new[image.digest] = decision
+        if new:
+            try:
+                decisions.update(await record.decide(self._core_session, new, tools=False))
+            except STORE_FAILURES as exc:
+                self._warn(report, f"could not record the images ({type(exc).__name__}: {exc}); they stay inline")
+                return False
+            report.offloaded += [d.handle for d in new.values()]
+        replaced: dict[int, dict[int, tuple[ToolResult, dict[int, str]]]] = {}
+        for image in images:
+            decision = decisions.get(image.digest)
+            if decision is not None and decision.offloaded:
+                slot = replaced.setdefault(image.message, {}).setdefault(image.result.slot, (image.result, {}))
+                slot[1][image.part.index] = decision.text
+        for i, slots in replaced.items():
+            message = request.messages[i]
+            for result, texts in slots.values():
+                message = request.fmt.replace_parts(message, result, texts)  # slots do not move
+            request.replace(i, message)
+        return bool(new)
+
+    def _image_parts(self, request: _Request) -> list[_ImagePart]:
+        names = {c.call_id: c.name for k in request.known for c in k.view.calls}
+        found: list[_ImagePart] = []
+        for i, known in enumerate(request.known):
+            for result in known.view.results:
+                tool = names.get(result.call_id)
+                if tool in TOOLS_BY_NAME:
+                    continue  # one of our own tools (the model's retrieval): offloading it again would loop
+                for part in result.parts:
+                    if part.image is not None:
+                        key = "image:" + hashlib.sha256(part.image).hexdigest()
+                        found.append(_ImagePart(i, result, part, tool, part_digest(result.call_id, part.index, key)))
+        return found
+
+    async def _store_image(self, image: _ImagePart, report: CompactReport) -> Decision | None:
+        label = f"{image.tool or 'tool'} result {image.result.call_id}"
+        assert image.part.image is not None
+        try:
+            stored = await api.offload_bytes(
+                self.services,
+                self.scope,
+                image.part.image,
+                mime_type=image.part.mime_type,
+                name=label,
+                source="compact",
+                handle=derived_handle(self.scope.key, image.digest),
+            )
+        except Exception as exc:  # a store failure must not lose the image: it stays inline
+            self._warn(report, f"could not store {label} ({type(exc).__name__}: {exc}); it stays inline")
+            return None
+        text = render_reference(stored)
+        return Decision(stored.handle, text, image.result.call_id, image.tool, IMAGE_TOKENS, self._count(text))
 
     def _fixed_parts(
         self, fmt: MessageFormat, system: object, tools: Sequence[object] | None, retrieval: bool, reserve: int
@@ -214,88 +413,58 @@ class AsyncCompactor:
             known = self._tool_tokens[format_name] = self._count(_json(tool_definitions(format_name)))
         return known
 
-    async def _results_pass(
-        self,
-        fmt: MessageFormat,
-        entries: list[Entry],
-        indexes: Iterable[int],
-        names: dict[str, str],
-        threshold: int,
-        report: CompactReport,
-        total: int,
-        limit: int | None,
-    ) -> int:
-        """Offload the tool results over `threshold` of `entries[indexes]`, oldest first, until under `limit`."""
-        for i in indexes:
-            if limit is not None and total <= limit:
-                break
-            entry = entries[i]
-            if not entry.view.results or (entry.settled_at is not None and entry.settled_at <= threshold):
-                continue
-            new = await self._offload_results(fmt, entry, names, threshold, report)
-            if new is not entry:
-                total += self._ledger.tokens(new) - self._ledger.tokens(entry)
-                entries[i] = new
-        return total
-
     async def _last_resort(
         self,
-        fmt: MessageFormat,
-        entries: list[Entry],
-        names: dict[str, str],
+        request: _Request,
+        policy: RewritePolicy,
+        report: CompactReport,
         total: int,
         limit: int,
-        report: CompactReport,
-    ) -> tuple[list[Entry], int]:
+        model: str | None,
+    ) -> int:
         """Steps 4-7 (the module docstring of budget.py), each until the request is under `limit`."""
         reference = self.settings.preview_tokens
-        total = await self._results_pass(fmt, entries, range(len(entries)), names, reference, report, total, limit)
-        for i in range(len(entries)):  # step 5: tool-call arguments
+        total = await self._relieve(request, policy, report, None, reference, total, limit, model)  # step 4
+        fmt = request.fmt
+        for i in range(len(request.messages)):  # step 5: tool-call arguments
             if total <= limit:
-                return entries, total
-            new = await self._offload_arguments(fmt, entries[i], reference, report)
-            if new is not entries[i]:
-                total += self._ledger.tokens(new) - self._ledger.tokens(entries[i])
-                entries[i] = new
-        user_turns = [i for i, e in enumerate(entries) if e.view.opens_turn and not e.view.pinned]
+                return total
+            message = await self._offload_arguments(request, i, reference, report)
+            if message is not request.messages[i]:
+                before = request.tokens(i)
+                request.replace(i, message)
+                total += request.tokens(i) - before
+        user_turns = [i for i, k in enumerate(request.known) if k.view.opens_turn and not k.view.pinned]
         for i in user_turns:  # step 6: the user's older messages; step 7: the last one, only if nothing else fits
             if total <= limit:
                 break
-            new = await self._offload_user_message(fmt, entries[i], i, reference, report)
-            if new is not entries[i]:
-                total += self._ledger.tokens(new) - self._ledger.tokens(entries[i])
-                entries[i] = new
-        return entries, total
+            if request.tokens(i) <= 2 * reference:  # a reference would not be much smaller
+                continue
+            label = f"user message {i}"
+            stored = await self._store_text(transcript_text([request.messages[i]]), label, report)
+            if stored is None:
+                continue
+            text = f"[The {label} is stored as {stored.handle}, as one JSON message.]\n{render_reference(stored)}"
+            before = request.tokens(i)
+            request.replace(i, fmt.note_message(text))
+            total += request.tokens(i) - before
+        return total
 
-    async def _offload_arguments(
-        self, fmt: MessageFormat, entry: Entry, reference: int, report: CompactReport
-    ) -> Entry:
-        out = entry.out
-        for call in entry.view.calls:
+    async def _offload_arguments(self, request: _Request, i: int, reference: int, report: CompactReport) -> Message:
+        out = request.messages[i]
+        for call in request.known[i].view.calls:
             if call.name in TOOLS_BY_NAME or self.services.tokens.count_upto(call.arguments, reference) <= reference:
                 continue
             label = f"arguments of the {call.name or 'tool'} call {call.call_id}"
             stored = await self._store_text(call.arguments, label, report)
             if stored is not None:
-                out = fmt.replace_call_arguments(out, call.call_id, render_reference(stored))
-        return entry if out is entry.out else self._replaced(fmt, entry, out)
-
-    async def _offload_user_message(
-        self, fmt: MessageFormat, entry: Entry, index: int, reference: int, report: CompactReport
-    ) -> Entry:
-        if self._ledger.tokens(entry) <= 2 * reference:  # a reference would not be much smaller
-            return entry
-        label = f"user message {index}"
-        stored = await self._store_text(transcript_text([entry.out]), label, report)
-        if stored is None:
-            return entry
-        text = f"[The {label} is stored as {stored.handle}, as one JSON message.]\n{render_reference(stored)}"
-        return self._replaced(fmt, entry, fmt.note_message(text))
+                out = request.fmt.replace_call_arguments(out, call.call_id, render_reference(stored))
+        return out
 
     async def _offload_text(self, text: str, label: str) -> OffloadOutput:
-        """Store `text` under a handle derived from the session and the content: the same result gets the same
-        handle and the same reference bytes in every process (a restart, a second instance), so a history compacted
-        again after a restart is byte-identical to what was sent before it (the prompt cache keeps hitting)."""
+        """Store `text` (a transcript, a call's arguments, a user message: the steps the core does not take) under a
+        handle derived from the session and the content: the same history reduces to the same bytes in every process
+        (a restart, a second instance), so the prompt cache keeps hitting."""
         digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
         handle = derived_handle(self.scope.key, "compact", digest)
         return await api.offload(self.services, self.scope, text, name=label, source="compact", handle=handle)
@@ -304,128 +473,108 @@ class AsyncCompactor:
         try:
             stored = await self._offload_text(text, label)
         except Exception as exc:  # a store failure must not lose it: it stays inline
-            warning = f"could not store the {label} ({type(exc).__name__}: {exc}); it stays inline"
-            log.warning("%s", warning)
-            report.warnings.append(warning)
+            self._warn(report, f"could not store the {label} ({type(exc).__name__}: {exc}); it stays inline")
             return None
         report.offloaded.append(stored.handle)
         return stored
 
-    def _replaced(self, fmt: MessageFormat, entry: Entry, out: Message) -> Entry:
-        new = Entry(source=out, out=out, view=fmt.view(out, 0), settled_at=entry.settled_at)
-        self._ledger.remember(fmt, new)
-        entry.compacted = new
-        return new
+    def _warn(self, report: CompactReport, warning: str) -> None:
+        log.warning("%s", warning)
+        report.warnings.append(warning)
 
-    def _irreducible(self, fixed: dict[str, int], entries: list[Entry]) -> list[str]:
+    def _irreducible(self, fixed: dict[str, int], request: _Request) -> list[str]:
         lines = [f"{part}: {tokens:,} tokens" for part, tokens in fixed.items() if tokens]
-        largest = sorted(range(len(entries)), key=lambda i: self._ledger.tokens(entries[i]), reverse=True)[:3]
-        lines += [
-            f"message {i} ({entries[i].view.role}): {self._ledger.tokens(entries[i]):,} tokens" for i in sorted(largest)
-        ]
-        lines.append(f"{len(entries)} messages in all")
+        n = len(request.messages)
+        largest = sorted(range(n), key=request.tokens, reverse=True)[:3]
+        lines += [f"message {i} ({request.known[i].view.role}): {request.tokens(i):,} tokens" for i in sorted(largest)]
+        lines.append(f"{n} messages in all")
         return lines
 
-    def _read(self, fmt: MessageFormat, messages: Sequence[object]) -> list[tuple[Entry, Message]]:
-        """Each message's ledger entry and its plain dict, checked: every tool result answers an earlier call."""
-        read = [self._ledger.entry(fmt, m, i) for i, m in enumerate(messages)]
+    def _read(self, fmt: MessageFormat, messages: Sequence[object]) -> _Request:
+        """The messages as plain dicts (the caller's own dicts as they are) with their views, checked: every tool
+        result answers an earlier call."""
+        dicts = [fmt.to_dict(m, i) for i, m in enumerate(messages)]
+        known = [self._ledger.known(fmt, m, i) for i, m in enumerate(dicts)]
         declared: set[str] = set()
-        for i, (e, _) in enumerate(read):
-            for result in e.view.results:
+        for i, k in enumerate(known):
+            for result in k.view.results:
                 if result.call_id not in declared:
                     raise ValueError(
                         f"message {i}: tool result for call id {result.call_id!r}, which no earlier message calls"
                     )
-            declared.update(c.call_id for c in e.view.calls)
-        return read
-
-    async def _offload_results(
-        self, fmt: MessageFormat, entry: Entry, names: dict[str, str], threshold: int, report: CompactReport
-    ) -> Entry:
-        out, failed = entry.out, False
-        for result in entry.view.results:
-            if names.get(result.call_id) in TOOLS_BY_NAME:
-                continue  # one of our own tools (the model's retrieval): offloading it again would loop
-            texts = await self._store_parts(result, names.get(result.call_id), threshold, report)
-            if texts is None:
-                failed = True
-                continue
-            if texts:
-                out = fmt.replace_parts(out, result, texts)  # slots do not move when parts are replaced
-        if out is entry.out:
-            if not failed:
-                entry.settled_at = threshold
-            return entry
-        new = Entry(source=out, out=out, view=fmt.view(out, 0), settled_at=None if failed else threshold)
-        self._ledger.remember(fmt, new)
-        entry.compacted = new  # the caller's own message object, passed again, stands for the compacted one
-        return new
-
-    async def _store_parts(
-        self, result: ToolResult, tool: str | None, threshold: int, report: CompactReport
-    ) -> dict[int, str] | None:
-        """Reference text per stored part; None when the store failed (the result then stays inline whole)."""
-        texts: dict[int, str] = {}
-        label = f"{tool or 'tool'} result {result.call_id}"
-        for part in result.parts:
-            try:
-                if part.text is not None:
-                    if _is_compacted(part.text) or self.services.tokens.count_upto(part.text, threshold) <= threshold:
-                        continue
-                    stored = await self._offload_text(part.text, label)
-                elif part.image is not None:
-                    stored = await api.offload_bytes(
-                        self.services, self.scope, part.image, mime_type=part.mime_type, name=label, source="compact"
-                    )
-                else:
-                    continue
-            except Exception as exc:  # a store failure must not lose the result: it stays inline
-                warning = f"could not store {label} ({type(exc).__name__}: {exc}); it stays inline"
-                log.warning("%s", warning)
-                report.warnings.append(warning)
-                return None
-            report.offloaded.append(stored.handle)
-            texts[part.index] = render_reference(stored)
-        return texts
+            declared.update(c.call_id for c in k.view.calls)
+        return _Request(fmt, self._ledger, dicts, known)
 
     async def _transcript_step(
-        self,
-        fmt: MessageFormat,
-        bound: Boundary,
-        entries: list[Entry],
-        total: int,
-        summarize: Summarize | None,
-        report: CompactReport,
-    ) -> tuple[list[Entry], int]:
-        older = bound.older_turns([e.view for e in entries])
+        self, request: _Request, bound: Boundary, total: int, summarize: Summarize | None, report: CompactReport
+    ) -> int:
+        """Step 3: older turns into one stored transcript, the note recorded (sticky) under their digest."""
+        older = bound.older_turns([k.view for k in request.known])
         if len(older) < 2:
-            return entries, total
+            return total
         first, last = older.start, older.stop - 1
         label = f"transcript of messages {first}-{last}"
         try:
-            stored = await self._offload_text(transcript_text([e.out for e in entries[first : last + 1]]), label)
+            stored = await self._offload_text(transcript_text(request.messages[first : last + 1]), label)
         except Exception as exc:
-            warning = f"could not store the {label} ({type(exc).__name__}: {exc}); those turns stay inline"
-            log.warning("%s", warning)
-            report.warnings.append(warning)
-            return entries, total
+            self._warn(report, f"could not store the {label} ({type(exc).__name__}: {exc}); those turns stay inline")
+            return total
         summary = None
         if summarize is not None:
             try:
                 summary = await run_summarize(
-                    summarize, readable_text([e.view for e in entries[first : last + 1]], first)
+                    summarize, readable_text([k.view for k in request.known[first : last + 1]], first)
                 )
             except Exception as exc:
                 report.warnings.append(f"summarize failed ({type(exc).__name__}: {exc}); used the transcript preview")
                 log.warning("summarize failed: %s", exc)
-        # the note joins the user message that opens the next turn (older_turns ends at one): no two user messages
-        # in a row, which the Anthropic API refuses
-        out = fmt.prepend_note(entries[last + 1].out, note_text(first, last, stored, summary))
-        note = Entry(source=out, out=out, view=fmt.view(out, first), settled_at=entries[last + 1].settled_at)
-        self._ledger.remember(fmt, note)
+        note = note_text(first, last, stored, summary)
+        try:  # the first note recorded for these turns wins (another instance, an earlier summary)
+            held = await open_record(self.services).add_transcript(
+                self._core_session, _turns_digest(request, first, last + 1), json.dumps({"note": note})
+            )
+            note = json.loads(held)["note"]
+        except STORE_FAILURES as exc:
+            self._warn(report, f"could not record the {label} ({type(exc).__name__}: {exc}); used it once")
         report.transcript = stored.handle
-        removed = sum(self._ledger.tokens(e) for e in entries[first : last + 2])
-        return [*entries[:first], note, *entries[last + 2 :]], total - removed + self._ledger.tokens(note)
+        before = sum(request.tokens(i) for i in range(first, last + 2))
+        self._put_note(request, first, last, note)
+        return total - before + request.tokens(first)
+
+    async def _recorded_transcripts(self, request: _Request, bound: Boundary, report: CompactReport) -> None:
+        """Put back the transcript notes an earlier call recorded for these older turns (the longest one first,
+        then any recorded over its result): a transcript, once taken, is sent as the same bytes on every later
+        call, like any other decision."""
+        record = open_record(self.services)
+        while True:
+            views = [k.view for k in request.known]
+            older = bound.older_turns(views)
+            if len(older) < 2:
+                return
+            first = older.start
+            digests = _turns_digests(
+                request, first, [j for j in range(first + 2, older.stop + 1) if views[j].opens_turn]
+            )
+            try:
+                found = await record.transcripts(self._core_session, list(digests))
+            except STORE_FAILURES as exc:
+                self._warn(report, f"could not read the decision record ({type(exc).__name__}: {exc})")
+                return
+            if not found:
+                return
+            digest = max(found, key=digests.__getitem__)
+            try:
+                note = json.loads(found[digest])["note"]
+            except (ValueError, KeyError, TypeError):
+                return
+            self._put_note(request, first, digests[digest] - 1, str(note))
+
+    def _put_note(self, request: _Request, first: int, last: int, note: str) -> None:
+        """Messages `first`..`last` out; the note joins the user message that opens the next turn (older_turns ends
+        at one): no two user messages in a row, which the Anthropic API refuses."""
+        merged = request.fmt.prepend_note(request.messages[last + 1], note)
+        request.messages[first : last + 2] = [merged]
+        request.known[first : last + 2] = [request.ledger.known(request.fmt, merged, first)]
 
     # -- budget ----------------------------------------------------------------------------------------
     async def usage(
@@ -442,9 +591,9 @@ class AsyncCompactor:
         """Tokens the request costs, counted as `compact` counts them (budget.py): the messages plus the fixed part
         (`system`, `tools`, the retrieval tools, `max_output_tokens`), and its share of `context_window`."""
         fmt = get_format(format) if format else detect_format(messages)
-        entries = [e for e, _ in self._read(fmt, messages)]
+        request = self._read(fmt, messages)
         fixed = sum(self._fixed_parts(fmt, system, tools, retrieval_tools, max_output_tokens).values())
-        return usage_report(sum(self._ledger.tokens(e) for e in entries), fixed, len(entries), context_window)
+        return usage_report(request.total(), fixed, len(request.messages), context_window)
 
     # -- retrieval tools in-process ---------------------------------------------------------------------
     def tools(self, format: str) -> list[dict[str, Any]]:
@@ -473,24 +622,25 @@ class AsyncCompactor:
         await self.aclose()
 
 
+def _turns_digest(request: _Request, start: int, stop: int) -> str:
+    """The key of the older turns `start`..`stop - 1`: where they start and what they hold."""
+    return next(iter(_turns_digests(request, start, [stop])))
+
+
+def _turns_digests(request: _Request, start: int, stops: Sequence[int]) -> dict[str, int]:
+    """`_turns_digest(request, start, stop)` -> stop, for each of the ascending `stops`, in one pass."""
+    h = hashlib.sha256(f"{request.fmt.name}:{start}:".encode())
+    at, out = start, {}
+    for stop in stops:
+        for known in request.known[at:stop]:
+            h.update(known.key)
+        at = stop
+        out[h.hexdigest()] = stop
+    return out
+
+
 def _json(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
-
-
-def _passed_objects(read: Sequence[tuple[Entry, Message]]) -> dict[int, deque[Message]]:
-    """Per entry read as final (not compacted before), the caller's dicts with its content, in order. `compact`
-    returns those for the entries it leaves alone, not the equal dict the content-keyed ledger kept from the call
-    that first brought that content: an adapter maps the result back to its framework's messages by identity, so
-    an untouched message must come back as the very object handed in."""
-    passed: dict[int, deque[Message]] = defaultdict(deque)
-    for entry, message in read:
-        if entry.compacted is None:
-            passed[id(entry)].append(message)
-    return passed
-
-
-def _call_names(entries: Sequence[Entry]) -> dict[str, str]:
-    return {c.call_id: c.name for e in entries for c in e.view.calls}
 
 
 P = ParamSpec("P")

@@ -108,9 +108,13 @@ async def offload_bytes(
     mime_type: str | None,
     name: str | None = None,
     source: str | None = None,
+    handle: str | None = None,
 ) -> OffloadOutput:
-    """Store binary content (an image, audio) as a blob: kept byte-exact, described by type and size only."""
-    ingested = await ingest_blob(services, scope.key, data, mime_type=mime_type, name=name, source=source)
+    """Store binary content (an image, audio) as a blob: kept byte-exact, described by type and size only.
+    `handle`: as for `offload` (a derived handle, idempotent)."""
+    ingested = await ingest_blob(
+        services, scope.key, data, mime_type=mime_type, name=name, source=source, handle=handle
+    )
     return ingested.output()
 
 

@@ -184,15 +184,19 @@ async def ingest_blob(
     mime_type: str | None,
     name: str | None = None,
     source: str | None = None,
+    handle: str | None = None,
 ) -> Ingested:
-    """Store binary content (an image, audio, a binary resource) as a blob: no text preview, size and type only."""
+    """Store binary content (an image, audio, a binary resource) as a blob: no text preview, size and type only.
+    `handle`: as for `ingest_text` (a derived handle, published idempotently)."""
     if not data:
         raise InvalidContent("content is empty; there is nothing to offload.")
     if len(data) > services.settings.max_output_bytes:
         raise TooLarge(f"blob is {len(data):,} bytes, over this server's cap; nothing was stored.")
+    if handle is not None:
+        validate_handle(handle)
     index = ContentIndex.for_blob(len(data))
     meta = OutputMeta(
-        handle=new_handle(),
+        handle=handle or new_handle(),
         kind="blob",
         size=len(data),
         chars=0,
@@ -205,7 +209,11 @@ async def ingest_blob(
         source=source,
     )
     preview = blob_preview(mime_type, len(data))
-    await services.store.put(scope, meta, index, data)
+    try:
+        await services.store.put(scope, meta, index, data)
+    except HandleExists:
+        if handle is None:
+            raise
     return Ingested(meta=meta, preview=preview)
 
 

@@ -61,7 +61,8 @@ class ChatMapping(Generic[Origin]):
     def resolve(
         self, handed_in: Sequence[dict[str, Any]], compacted: Sequence[dict[str, Any]]
     ) -> list[Kept[Origin] | Replaced[Origin] | Inserted]:
-        """`handed_in`: the list given to `compact` (the same dicts as `messages`, or their stable twins)."""
+        """`handed_in`: the list given to `compact` (the dicts of `messages`): `compact` returns those very objects for
+        the messages it leaves untouched."""
         by_id: dict[int, deque[Origin]] = defaultdict(deque)
         for message, origin in zip(handed_in, self._origins, strict=True):
             by_id[id(message)].append(origin)

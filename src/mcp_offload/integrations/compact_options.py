@@ -9,10 +9,11 @@ from mcp_offload.compact.transcript import Summarize
 
 
 class CompactOptions(TypedDict, total=False):
-    """Same meaning as `AsyncCompactor.compact`'s keywords (boundary, threshold, budget, summary)."""
+    """Same meaning as `AsyncCompactor.compact`'s keywords (boundary, threshold, budget, summary, cache prices)."""
 
     boundary: BoundarySpec | Boundary
     threshold_tokens: int
     context_window: int | None
     trigger: float
     summarize: Summarize | None
+    model: str | None

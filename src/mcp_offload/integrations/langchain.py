@@ -10,7 +10,8 @@
         state = await agent.ainvoke({"messages": [("user", "Check the logs")]})
 
 The middleware compacts what the model is about to see (`awrap_model_call`); the graph state keeps the original
-messages, and the model gets the same bytes every turn (each result is stored once: `StableMessages`). Without
+messages, and the model gets the same bytes every turn (each result is decided once, in the session's decision
+record, whatever objects carry it). Without
 `create_agent`: `await offload_messages(compactor, messages)` returns compacted `BaseMessage`s, and
 `offload_pre_model_hook(compactor)` is a `pre_model_hook` for `langgraph.prebuilt.create_react_agent`.
 
@@ -33,7 +34,6 @@ from typing_extensions import Unpack
 from mcp_offload.compact import AsyncCompactor
 from mcp_offload.integrations.chat_mapping import ChatMapping, Inserted, Kept
 from mcp_offload.integrations.compact_options import CompactOptions
-from mcp_offload.integrations.stable_messages import StableMessages
 from mcp_offload.server.tools import TOOLS
 
 
@@ -64,13 +64,11 @@ class OffloadMessages:
     def __init__(self, compactor: AsyncCompactor, **options: Unpack[CompactOptions]) -> None:
         self.compactor = compactor
         self.options = options
-        self._stable = StableMessages()
 
     async def __call__(self, messages: Sequence[BaseMessage]) -> list[AnyMessage]:
         mapping = to_chat(messages)
-        handed_in = self._stable.canonical(mapping.messages)
-        compacted = await self.compactor.compact(handed_in, format="openai", **self.options)
-        return from_chat(messages, mapping, handed_in, compacted)
+        compacted = await self.compactor.compact(mapping.messages, format="openai", **self.options)
+        return from_chat(messages, mapping, mapping.messages, compacted)
 
 
 async def offload_messages(

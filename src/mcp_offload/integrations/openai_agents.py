@@ -12,7 +12,8 @@
 The filter runs before every model call (`RunConfig.call_model_input_filter`): the run's items are Responses API
 input items, compacted like any Responses list (big `function_call_output`s become a reference plus a preview).
 The run's own history keeps the originals; the model sees the compacted list, and the same bytes every turn (each
-result is stored once: `StableMessages`). The tools answer in-process, exactly as the MCP server would.
+result is decided once, in the session's decision record, however often the run rebuilds its items). The tools
+answer in-process, exactly as the MCP server would.
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from typing_extensions import Unpack
 
 from mcp_offload.compact import AsyncCompactor
 from mcp_offload.integrations.compact_options import CompactOptions
-from mcp_offload.integrations.stable_messages import StableMessages
 from mcp_offload.server.tools import TOOLS
 
 if TYPE_CHECKING:
@@ -39,13 +39,11 @@ class OffloadInputFilter:
     def __init__(self, compactor: AsyncCompactor, **options: Unpack[CompactOptions]) -> None:
         self.compactor = compactor
         self.options = options
-        self._stable = StableMessages()
 
     async def __call__(self, data: CallModelData[Any]) -> ModelInputData:
         from agents.run_config import ModelInputData
 
-        items = self._stable.canonical(data.model_data.input)
-        compacted = await self.compactor.compact(items, format="responses", **self.options)
+        compacted = await self.compactor.compact(data.model_data.input, format="responses", **self.options)
         return ModelInputData(
             input=cast("list[TResponseInputItem]", compacted), instructions=data.model_data.instructions
         )

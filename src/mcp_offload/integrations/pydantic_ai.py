@@ -43,7 +43,6 @@ from typing_extensions import Unpack
 from mcp_offload.compact import AsyncCompactor
 from mcp_offload.integrations.chat_mapping import ChatMapping, Inserted, Kept, Replaced
 from mcp_offload.integrations.compact_options import CompactOptions
-from mcp_offload.integrations.stable_messages import StableMessages
 from mcp_offload.server.tools import TOOLS
 
 PartOrigin = tuple[int, int | None]  # (message index, request part index; None: the whole response)
@@ -142,13 +141,11 @@ class OffloadHistory:
     def __init__(self, compactor: AsyncCompactor, **options: Unpack[CompactOptions]) -> None:
         self.compactor = compactor
         self.options = options
-        self._stable = StableMessages()
 
     async def __call__(self, messages: list[ModelMessage]) -> list[ModelMessage]:
         mapping = to_chat(messages)
-        handed_in = self._stable.canonical(mapping.messages)
-        compacted = await self.compactor.compact(handed_in, format="openai", **self.options)
-        return from_chat(messages, mapping.resolve(handed_in, compacted))
+        compacted = await self.compactor.compact(mapping.messages, format="openai", **self.options)
+        return from_chat(messages, mapping.resolve(mapping.messages, compacted))
 
 
 def offload_history(compactor: AsyncCompactor, **options: Unpack[CompactOptions]) -> ProcessHistory[Any]:

@@ -203,6 +203,17 @@ class DecisionRecord:
     async def add_expansion(self, session: GatewaySession, digest: str, expansion: Expansion) -> None:
         await self.backend.put_if_absent(session.key, {f"x:{digest}": expansion.to_json(), EXPANDED_FIELD: "1"})
 
+    async def transcripts(self, session: GatewaySession, digests: Sequence[str]) -> dict[str, str]:
+        """The `Compactor`'s recorded transcript notes among `digests` (digest -> the note's JSON)."""
+        found = await self.backend.get(session.key, [f"t:{d}" for d in digests])
+        return {d: found[f"t:{d}"] for d in digests if f"t:{d}" in found}
+
+    async def add_transcript(self, session: GatewaySession, digest: str, note: str) -> str:
+        """Record (set-if-absent) the note that stands for the older turns with this digest; the note it holds
+        afterwards (ours, or the one another instance recorded first)."""
+        held = await self.backend.put_if_absent(session.key, {f"t:{digest}": note})
+        return held.get(f"t:{digest}", note)
+
     async def mark_bypass(self, session: GatewaySession, reason: str) -> None:
         await self.backend.put_if_absent(session.key, {BYPASS_FIELD: reason or "bypass"})
 

@@ -9,6 +9,8 @@ changes: that is what makes decisions sticky across turns, restarts and instance
     h:<handle>   the digest of the decision that stored the handle (which tool call produced an output, for
                  the message of an expired handle)
     x:<digest>   an expansion: the upstream-true messages standing for a client's copy of a model response
+    t:<digest>   the `Compactor`'s transcript step: the note standing for older turns with that digest (their
+                 position and content), so a later call puts back the very same note
     tools        "the retrieval tools are on" (from the request that offloaded the session's first output)
     expanded     the session has expansions (saves the expansion lookup for sessions that have none)
     bypass       rewriting is off for this session (the upstream refused a rewritten request); the reason

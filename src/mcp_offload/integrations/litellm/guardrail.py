@@ -1,41 +1,16 @@
-"""mcp-offload inside the LiteLLM proxy: a guardrail that rewrites each request through the gateway's cache-safe core
-and answers the model's retrieval calls in LiteLLM's own agentic loop.
+"""`OffloadGuardrail`: LiteLLM's hooks, each doing one step of what the package docstring describes.
 
-    pip install 'mcp-offload[litellm]'          # into LiteLLM's environment
-
-    guardrails:                                 # LiteLLM's config.yaml
-      - guardrail_name: mcp-offload
-        litellm_params:
-          guardrail: mcp_offload.integrations.litellm.OffloadGuardrail
-          mode: pre_call
-          default_on: true
-          store: redis://127.0.0.1:6379/0       # optional: default MCP_OFFLOAD_STORE / the per-user directory
-          threshold_tokens: 1000                # optional: tool results at/over this are stored
-
-Per request (`/v1/chat/completions`, `/v1/messages`, `/v1/responses`, in their own formats): `rewrite_request` as in
-`mcp-offload gateway` (sticky decisions, deterministic handles, tail-only, the cost rule, byte-stable tools), which
-replaces large new tool results with mcp-offload's reference + preview and adds the read/search/jq tools
-(`read_large_output`, `search_large_output`, `query_large_output`) from the session's first offload on. When the
-model calls them, LiteLLM's agentic-loop hooks (`async_should_run_agentic_loop` / `async_build_agentic_loop_plan`)
-run the calls against the store (`run_retrieval`: the MCP tools' own text, errors as answers) and ask the model
-again; in a turn that also calls the client's own tools only the retrieval calls are echoed and answered, and the
-model re-plans the others with what they found (the client never receives a call to a tool it does not have).
-Streaming requests that carry the tools are run unstreamed by LiteLLM and streamed back (its converted-stream path),
-so the loop covers them too.
-
-Sessions are the gateway's (`x-mcp-offload-session`, else the credential + the conversation's opening). A store that
-fails leaves the request as it was (fail-open, logged); `fail_closed: true` refuses it instead.
-
-Tested with the LiteLLM version pinned in .ci/litellm-deps.sh; the hooks change often, hence the upper bound of the
-`litellm` extra.
+- `async_pre_call_hook`: the request through `rewrite_request` (which also restores earlier loops' expansions);
+  remembers the call (session, API, the client's last message) for the hooks below.
+- `async_pre_call_deployment_hook`: a streamed request that carries the retrieval tools is run unstreamed.
+- `async_should_run_agentic_loop` / `async_build_agentic_loop_plan`: one round of the retrieval loop (LiteLLM calls
+  them again, one depth deeper, on each follow-up's response).
+- `async_post_agentic_loop_response_hook`: at depth 0, with the loop's final response, records the expansion.
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import time
-from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
@@ -43,17 +18,22 @@ from litellm.integrations.custom_guardrail import CustomGuardrail
 from litellm.litellm_core_utils.prompt_templates.factory import get_tool_calls_from_response
 from litellm.types.integrations.custom_logger import (
     HEADROOM_INTERCEPTION_PREFIX,
+    WEBSEARCH_INTERCEPTION_PREFIX,
     AgenticLoopPlan,
     AgenticLoopRequestPatch,
     as_converted_stream,
 )
 
+from mcp_offload.cachesafe.history import history_for
+from mcp_offload.cachesafe.record import record_expansion
 from mcp_offload.cachesafe.rewrite import RewritePolicy
 from mcp_offload.cachesafe.session import GatewaySession
 from mcp_offload.cachesafe.tool_text import RETRIEVAL_TOOL_NAMES, ApiKind
 from mcp_offload.core.services import Services, build_services
 from mcp_offload.gateway.retrieval import run_retrieval
 from mcp_offload.gateway.rewrite import RewriteUnavailable, rewrite_request
+from mcp_offload.integrations.litellm.calls import CallTable, LoopCall
+from mcp_offload.integrations.litellm.exchange import final_answer, response_api, response_text, round_messages
 from mcp_offload.settings import Settings
 
 __all__ = ["OffloadGuardrail"]
@@ -64,11 +44,11 @@ _API_OF_CALL_TYPE: dict[str, ApiKind] = {
     "completion": "openai_chat",
     "acompletion": "openai_chat",
     "anthropic_messages": "anthropic",
+    "aanthropic_messages": "anthropic",
     "responses": "responses",
     "aresponses": "responses",
 }
-_SESSION_TTL_S = 15 * 60.0
-_MAX_SESSIONS = 10_000
+_UNKNOWN_SESSION = "This request's mcp-offload session is not known here; nothing was retrieved."
 
 
 class OffloadGuardrail(CustomGuardrail):  # type: ignore[misc]  # LiteLLM is untyped for mypy here
@@ -94,7 +74,7 @@ class OffloadGuardrail(CustomGuardrail):  # type: ignore[misc]  # LiteLLM is unt
             fail_closed=bool(fail_closed),
         )
         self._services = services
-        self._sessions: OrderedDict[str, tuple[str, ApiKind, float]] = OrderedDict()  # call id -> session
+        self._calls = CallTable()
 
     # -- the request -------------------------------------------------------------------------------------------
     def services(self) -> Services:
@@ -108,9 +88,10 @@ class OffloadGuardrail(CustomGuardrail):  # type: ignore[misc]  # LiteLLM is unt
         api = _API_OF_CALL_TYPE.get(str(getattr(call_type, "value", call_type)))
         if api is None or not self.should_run_guardrail(data, _pre_call()):
             return data
-        headers = _headers(data)
+        sent = history_for(api).messages(data)
+        previous = sent[-1] if sent else None  # taken before the rewrite: the expansion is keyed by the client's copy
         try:
-            rewrite = await rewrite_request(self.services(), api, data, headers, self.policy)
+            rewrite = await rewrite_request(self.services(), api, data, _headers(data), self.policy)
         except RewriteUnavailable as exc:
             from fastapi import HTTPException
 
@@ -119,7 +100,7 @@ class OffloadGuardrail(CustomGuardrail):  # type: ignore[misc]  # LiteLLM is unt
             log.warning("mcp-offload: %s; the request goes out unmodified", rewrite.fail_open)
         call_id = data.get("litellm_call_id")
         if isinstance(call_id, str) and call_id:
-            self._remember(call_id, rewrite.session.key, api)
+            self._calls.remember(call_id, LoopCall(rewrite.session.key, api, previous))
         if not rewrite.changed:
             return data
         data.update(rewrite.body)
@@ -132,7 +113,11 @@ class OffloadGuardrail(CustomGuardrail):  # type: ignore[misc]  # LiteLLM is unt
         effective = kwargs if result is None else result
         if not effective.get("stream") or not _has_retrieval_tools(effective.get("tools")):
             return result  # type: ignore[no-any-return]
-        return as_converted_stream(effective, HEADROOM_INTERCEPTION_PREFIX)  # type: ignore[no-any-return]
+        # Anthropic Messages: LiteLLM streams a converted answer back only under the web-search interception's flag
+        # (its `_maybe_wrap_in_fake_stream`); the other surfaces honour any interception prefix
+        anthropic = _API_OF_CALL_TYPE.get(str(getattr(call_type, "value", call_type))) == "anthropic"
+        prefix = WEBSEARCH_INTERCEPTION_PREFIX if anthropic else HEADROOM_INTERCEPTION_PREFIX
+        return as_converted_stream(effective, prefix)  # type: ignore[no-any-return]
 
     # -- the agentic loop ------------------------------------------------------------------------------------
     async def async_should_run_agentic_loop(
@@ -169,25 +154,21 @@ class OffloadGuardrail(CustomGuardrail):  # type: ignore[misc]  # LiteLLM is unt
         kwargs: dict[str, Any],
     ) -> Any:
         calls: list[dict[str, Any]] = list(tools.get("tool_calls", []))
-        call_id = getattr(logging_obj, "litellm_call_id", None) or kwargs.get("litellm_call_id")
-        known = self._sessions.get(str(call_id)) if call_id else None
-        answers: list[tuple[dict[str, Any], str]] = []
+        call_id = _call_id(logging_obj, kwargs)
+        known = self._calls.get(call_id)
+        answered: list[tuple[dict[str, Any], str]] = []
         for call in calls:
             if known is None:
-                text = "This request's mcp-offload session is not known here; nothing was retrieved."
-            else:
-                answer = await run_retrieval(
-                    self.services(), GatewaySession.of_key(known[0]), str(call.get("name")), call.get("arguments")
-                )
-                text = answer.text
-            answers.append((call, text))
-        text_out = _response_text(response)
-        if isinstance(_get(response, "output"), list):
-            follow_up = list(messages) + _responses_items(text_out, answers)
-        elif isinstance(_get(response, "content"), list):
-            follow_up = list(messages) + _anthropic_messages(text_out, answers)
-        else:
-            follow_up = list(messages) + _chat_messages(text_out, answers)
+                answered.append((call, _UNKNOWN_SESSION))
+                continue
+            answer = await run_retrieval(
+                self.services(), GatewaySession.of_key(known.session_key), str(call.get("name")), call.get("arguments")
+            )
+            answered.append((call, answer.text))
+        api = response_api(response)
+        added = round_messages(api, response_text(response), answered)
+        if known is not None:
+            known.add_round(_depth(kwargs), api, added)
         max_tokens = anthropic_messages_optional_request_params.get("max_tokens") or kwargs.get("max_tokens")
         optional = {k: v for k, v in anthropic_messages_optional_request_params.items() if k != "max_tokens"}
         full_model = model
@@ -199,7 +180,7 @@ class OffloadGuardrail(CustomGuardrail):  # type: ignore[misc]  # LiteLLM is unt
             run_agentic_loop=True,
             request_patch=AgenticLoopRequestPatch(
                 model=full_model,
-                messages=follow_up,
+                messages=[*messages, *added],
                 max_tokens=max_tokens,
                 optional_params=optional,
                 kwargs={k: v for k, v in kwargs.items() if k != "litellm_logging_obj"},
@@ -207,15 +188,45 @@ class OffloadGuardrail(CustomGuardrail):  # type: ignore[misc]  # LiteLLM is unt
             metadata={"tool_type": "mcp_offload_retrieval"},
         )
 
+    async def async_post_agentic_loop_response_hook(self, response: Any, plan: Any, kwargs: dict[str, Any]) -> Any:
+        """After the whole loop (depth 0: the follow-ups below have returned), record what the upstream saw for the
+        answer the client receives, so the client's next turn is restored to it (cache-safe). The response is
+        returned as it is."""
+        if _depth(kwargs) == 0:
+            call_id = _call_id(None, kwargs)
+            call = self._calls.get(call_id)
+            self._calls.forget(call_id)
+            if call is not None:
+                await self._record(call, response)
+        return response
+
     # -- internals -------------------------------------------------------------------------------------------
-    def _remember(self, call_id: str, session_key: str, api: ApiKind) -> None:
-        now = time.monotonic()
-        self._sessions[call_id] = (session_key, api, now)
-        while self._sessions:
-            oldest, (_, _, at) = next(iter(self._sessions.items()))
-            if len(self._sessions) <= _MAX_SESSIONS and now - at < _SESSION_TTL_S:
-                break
-            self._sessions.pop(oldest)
+    async def _record(self, call: LoopCall, response: Any) -> None:
+        if not call.complete or not call.rounds:
+            log.info("mcp-offload: the loop's rounds were not all seen here; no expansion recorded")
+            return
+        if call.rounds_api != call.api:  # LiteLLM translated the client's API: its copy is not in the loop's shape
+            log.info("mcp-offload: a loop in %s for a %s client; no expansion recorded", call.rounds_api, call.api)
+            return
+        final = final_answer(call.api, response)
+        if final is None:
+            log.info("mcp-offload: the loop's last response is not one the client sends back; no expansion recorded")
+            return
+        try:
+            await record_expansion(
+                self.services(),
+                GatewaySession.of_key(call.session_key),
+                call.api,
+                final.client_copy,
+                [*call.loop_messages(), *final.messages],
+                previous_message=call.previous,
+            )
+        except Exception as exc:  # the client has its answer; a missing expansion costs cache hits, nothing else
+            log.warning(
+                "mcp-offload: could not record the retrieval expansion (%s: %s); later turns send the client's copy",
+                type(exc).__name__,
+                exc,
+            )
 
 
 def _pre_call() -> Any:
@@ -230,6 +241,19 @@ def _headers(data: Mapping[str, Any]) -> dict[str, str]:
     return {str(k): str(v) for k, v in headers.items()} if isinstance(headers, dict) else {}
 
 
+def _call_id(logging_obj: Any, kwargs: Mapping[str, Any]) -> str | None:
+    found = getattr(logging_obj, "litellm_call_id", None) or kwargs.get("litellm_call_id")
+    return str(found) if found else None
+
+
+def _depth(kwargs: Mapping[str, Any]) -> int:
+    """The agentic loop's depth of the call these kwargs belong to (0: the client's own request)."""
+    try:
+        return int(kwargs.get("_agentic_loop_depth") or 0)
+    except (TypeError, ValueError):
+        return 0
+
+
 def _tool_name(tool: Any) -> str | None:
     if not isinstance(tool, dict):
         return None
@@ -240,85 +264,3 @@ def _tool_name(tool: Any) -> str | None:
 
 def _has_retrieval_tools(tools: Any) -> bool:
     return isinstance(tools, list) and any(_tool_name(t) in RETRIEVAL_TOOL_NAMES for t in tools)
-
-
-def _get(obj: Any, key: str) -> Any:
-    return obj.get(key) if isinstance(obj, dict) else getattr(obj, key, None)
-
-
-def _response_text(response: Any) -> str:
-    """The text the model wrote beside its tool calls (any of the three response shapes)."""
-    choices = _get(response, "choices")
-    if isinstance(choices, list) and choices:
-        message = _get(choices[0], "message")
-        content = _get(message, "content")
-        return content if isinstance(content, str) else ""
-    pieces: list[str] = []
-    for block in _get(response, "content") or []:
-        if _get(block, "type") == "text":
-            pieces.append(str(_get(block, "text") or ""))
-    for item in _get(response, "output") or []:
-        if _get(item, "type") == "message":
-            for part in _get(item, "content") or []:
-                if _get(part, "type") == "output_text":
-                    pieces.append(str(_get(part, "text") or ""))
-    return "".join(pieces)
-
-
-def _arguments_text(arguments: Any) -> str:
-    return arguments if isinstance(arguments, str) else json.dumps(arguments if arguments is not None else {})
-
-
-def _arguments_object(arguments: Any) -> Any:
-    if isinstance(arguments, str):
-        try:
-            return json.loads(arguments)
-        except ValueError:
-            return {}
-    return arguments if arguments is not None else {}
-
-
-def _chat_messages(text: str, answers: list[tuple[dict[str, Any], str]]) -> list[dict[str, Any]]:
-    assistant = {
-        "role": "assistant",
-        "content": text or None,
-        "tool_calls": [
-            {
-                "id": call.get("id"),
-                "type": "function",
-                "function": {"name": call.get("name"), "arguments": _arguments_text(call.get("arguments"))},
-            }
-            for call, _ in answers
-        ],
-    }
-    return [assistant, *({"role": "tool", "tool_call_id": call.get("id"), "content": out} for call, out in answers)]
-
-
-def _anthropic_messages(text: str, answers: list[tuple[dict[str, Any], str]]) -> list[dict[str, Any]]:
-    blocks: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
-    blocks += [
-        {
-            "type": "tool_use",
-            "id": call.get("id"),
-            "name": call.get("name"),
-            "input": _arguments_object(call.get("arguments")),
-        }
-        for call, _ in answers
-    ]
-    results = [{"type": "tool_result", "tool_use_id": call.get("id"), "content": out} for call, out in answers]
-    return [{"role": "assistant", "content": blocks}, {"role": "user", "content": results}]
-
-
-def _responses_items(text: str, answers: list[tuple[dict[str, Any], str]]) -> list[dict[str, Any]]:
-    items: list[dict[str, Any]] = [{"role": "assistant", "content": text}] if text else []
-    for call, out in answers:
-        items.append(
-            {
-                "type": "function_call",
-                "call_id": call.get("id"),
-                "name": call.get("name"),
-                "arguments": _arguments_text(call.get("arguments")),
-            }
-        )
-        items.append({"type": "function_call_output", "call_id": call.get("id"), "output": out})
-    return items

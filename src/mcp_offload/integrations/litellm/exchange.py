@@ -1,0 +1,181 @@
+"""The retrieval loop's exchange in the client's API, as LiteLLM's hooks hand it over: what one round adds to the
+follow-up request, and what the client's copy of the final answer stands for.
+
+LiteLLM gives the hooks its own response objects (a `ModelResponse` for Chat, an Anthropic Messages dict, a
+`ResponsesAPIResponse`); everything here reads them by field (`_get`), builds plain request-form dicts, and never
+imports LiteLLM. The shape is told by the response itself (`response_api`): `output` list → Responses, `content`
+list → Anthropic Messages, else Chat.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from mcp_offload.cachesafe.tool_text import RETRIEVAL_TOOL_NAMES, ApiKind
+from mcp_offload.gateway.stream.openai_chat import assistant_message
+from mcp_offload.messages import Message
+
+# (a retrieval call as LiteLLM reads it: id, name, arguments; its answer)
+Answered = Sequence[tuple[dict[str, Any], str]]
+
+
+@dataclass(frozen=True, slots=True)
+class FinalAnswer:
+    """The model's last response of a loop: `client_copy`, the response as the client sends it back on its next turn
+    (Chat / Anthropic: one assistant message; Responses: the list of output items), and `messages`, the same response
+    in request form as it goes upstream when the expansion is restored."""
+
+    client_copy: Message | list[Message]
+    messages: list[Message]
+
+
+def response_api(response: Any) -> ApiKind:
+    if isinstance(_get(response, "output"), list):
+        return "responses"
+    if isinstance(_get(response, "content"), list):
+        return "anthropic"
+    return "openai_chat"
+
+
+def response_text(response: Any) -> str:
+    """The text the model wrote beside its tool calls (any of the three response shapes)."""
+    choices = _get(response, "choices")
+    if isinstance(choices, list) and choices:
+        content = _get(_get(choices[0], "message"), "content")
+        return content if isinstance(content, str) else ""
+    pieces: list[str] = []
+    for block in _get(response, "content") or []:
+        if _get(block, "type") == "text":
+            pieces.append(str(_get(block, "text") or ""))
+    for item in _get(response, "output") or []:
+        if _get(item, "type") == "message":
+            for part in _get(item, "content") or []:
+                if _get(part, "type") == "output_text":
+                    pieces.append(str(_get(part, "text") or ""))
+    return "".join(pieces)
+
+
+def round_messages(api: ApiKind, text: str, answered: Answered) -> list[Message]:
+    """What one round adds to the follow-up request: the model's text and its retrieval calls (only those: a call to
+    one of the client's tools is left for the model to re-plan), then their answers."""
+    if api == "responses":
+        return _responses_items(text, answered)
+    if api == "anthropic":
+        return _anthropic_messages(text, answered)
+    return _chat_messages(text, answered)
+
+
+def final_answer(api: ApiKind, response: Any) -> FinalAnswer | None:
+    """The loop's last response as the client holds it and as it goes upstream; None when it is not one the client
+    can send back as it is (a stream, an unknown shape, or one that still calls a retrieval tool). A whole answer
+    LiteLLM replays as a stream (Anthropic Messages: `FakeAnthropicMessagesStreamIterator`) is read from the answer it
+    holds (`.response`)."""
+    replayed = None if isinstance(response, dict) else getattr(response, "response", None)
+    if isinstance(replayed, dict):
+        response = replayed
+    if api == "openai_chat":
+        choices = _get(response, "choices")
+        if not isinstance(choices, list) or not choices:
+            return None
+        message = _get(choices[0], "message")
+        content = _get(message, "content")
+        calls = [_chat_call(c) for c in _get(message, "tool_calls") or []]
+        if any(c["function"]["name"] in RETRIEVAL_TOOL_NAMES for c in calls):
+            return None
+        said = assistant_message(content if isinstance(content, str) else None, calls)
+        return FinalAnswer(client_copy=said, messages=[said])
+    if api == "anthropic":
+        content = _get(response, "content")
+        if not isinstance(content, list) or not content:
+            return None
+        blocks = [_plain(b) for b in content]
+        if any(b.get("type") == "tool_use" and b.get("name") in RETRIEVAL_TOOL_NAMES for b in blocks):
+            return None
+        said = {"role": "assistant", "content": blocks}
+        return FinalAnswer(client_copy=said, messages=[said])
+    output = _get(response, "output")
+    items = [_plain(i) for i in output] if isinstance(output, list) else []
+    if not items or any(i.get("type") == "function_call" and i.get("name") in RETRIEVAL_TOOL_NAMES for i in items):
+        return None
+    return FinalAnswer(client_copy=items, messages=items)
+
+
+def _get(obj: Any, key: str) -> Any:
+    return obj.get(key) if isinstance(obj, dict) else getattr(obj, key, None)
+
+
+def _plain(value: Any) -> dict[str, Any]:
+    """A block / item as a JSON object (LiteLLM hands over dicts or pydantic models), null fields left out."""
+    if isinstance(value, dict):
+        return value
+    dump = getattr(value, "model_dump", None)
+    found = dump(exclude_none=True) if callable(dump) else {}
+    return found if isinstance(found, dict) else {}
+
+
+def _chat_call(call: Any) -> dict[str, Any]:
+    function = _get(call, "function")
+    return {
+        "id": _get(call, "id"),
+        "type": "function",
+        "function": {"name": _get(function, "name"), "arguments": _get(function, "arguments") or ""},
+    }
+
+
+def _arguments_text(arguments: Any) -> str:
+    return arguments if isinstance(arguments, str) else json.dumps(arguments if arguments is not None else {})
+
+
+def _arguments_object(arguments: Any) -> Any:
+    if isinstance(arguments, str):
+        try:
+            return json.loads(arguments)
+        except ValueError:
+            return {}
+    return arguments if arguments is not None else {}
+
+
+def _chat_messages(text: str, answered: Answered) -> list[Message]:
+    calls = [
+        {
+            "id": call.get("id"),
+            "type": "function",
+            "function": {"name": call.get("name"), "arguments": _arguments_text(call.get("arguments"))},
+        }
+        for call, _ in answered
+    ]
+    results = [{"role": "tool", "tool_call_id": call.get("id"), "content": out} for call, out in answered]
+    return [{"role": "assistant", "content": text or None, "tool_calls": calls}, *results]
+
+
+def _anthropic_messages(text: str, answered: Answered) -> list[Message]:
+    blocks: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
+    blocks += [
+        {
+            "type": "tool_use",
+            "id": call.get("id"),
+            "name": call.get("name"),
+            "input": _arguments_object(call.get("arguments")),
+        }
+        for call, _ in answered
+    ]
+    results = [{"type": "tool_result", "tool_use_id": call.get("id"), "content": out} for call, out in answered]
+    return [{"role": "assistant", "content": blocks}, {"role": "user", "content": results}]
+
+
+def _responses_items(text: str, answered: Answered) -> list[Message]:
+    items: list[Message] = [{"role": "assistant", "content": text}] if text else []
+    for call, out in answered:
+        items.append(
+            {
+                "type": "function_call",
+                "call_id": call.get("id"),
+                "name": call.get("name"),
+                "arguments": _arguments_text(call.get("arguments")),
+            }
+        )
+        items.append({"type": "function_call_output", "call_id": call.get("id"), "output": out})
+    return items
