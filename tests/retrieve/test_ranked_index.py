@@ -6,6 +6,7 @@ ranking as well as whole ones (the relevance set)."""
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -101,6 +102,7 @@ async def test_questions_during_the_build_share_one_build(services: Services, mo
     scope = api.SessionScope.new()
     monkeypatch.setattr(index_cache, "WARM_MIN", 1 << 40)
     monkeypatch.setattr(fts_index, "BATCH", 128)  # ~20 batches: every builder thread gets some
+    monkeypatch.setattr(fts_index, "builders_now", lambda: fts_index.BUILDERS)  # as if a core were idle
     stored = await api.offload(services, scope, big_log())
     before = counts()
     starts: list[int] = []
@@ -298,6 +300,14 @@ def test_background_builds_give_way_to_offloads_in_progress() -> None:
     assert INDEXES.wait_idle(30) and key in INDEXES.items
 
 
+def test_a_build_takes_a_second_thread_only_when_a_core_is_idle(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(fts_index, "BUILDERS", 2)
+    cpus = os.cpu_count() or 1
+    for load, expected in ((0.1, min(2, cpus)), (cpus - 0.5, 1), (cpus + 3.0, 1)):
+        monkeypatch.setattr(os, "getloadavg", lambda load=load: (load, load, load))
+        assert fts_index.builders_now() == expected
+
+
 @pytest.mark.parametrize("builders", [1, 2, 3])
 def test_index_file_round_trip_and_checks(builders: int) -> None:
     data = big_log().encode()
@@ -318,7 +328,15 @@ async def test_relevance_holds_with_sharded_indexes(services: Services, monkeypa
     """The relevance set with every corpus cut into shards (their own BM25 statistics, merged and re-scored):
     >= 90 % in the top 3, across the session and within the output."""
     monkeypatch.setattr(fts_index, "PARALLEL_MIN", 16 << 10)
-    monkeypatch.setattr(fts_index, "BATCH", 16)  # many small batches: both builder threads get some of each corpus
+    monkeypatch.setattr(fts_index, "builders_now", lambda: 2)
+    monkeypatch.setattr(fts_index, "BATCH", 4)  # many small, slow batches: both builder threads get some of each
+    take = fts_index._Batches.take
+
+    def slow_take(self: fts_index._Batches) -> range | None:
+        time.sleep(0.002)
+        return take(self)
+
+    monkeypatch.setattr(fts_index._Batches, "take", slow_take)
     scope = api.SessionScope.new()
     cases = load_cases()
     texts = corpora(cases)
@@ -331,8 +349,7 @@ async def test_relevance_holds_with_sharded_indexes(services: Services, monkeypa
 
     across = await score(cases, texts, handles, ask_top3, across=True)
     within = await score(cases, texts, handles, ask_top3, across=False)
-    sharded = [len(ix.shards) > 1 for ix in INDEXES.items.values()]
-    assert len(sharded) == len(texts) and sum(sharded) >= len(texts) // 2  # threads take batches as they come
+    assert [len(ix.shards) for ix in INDEXES.items.values()] == [2] * len(texts)
     assert across.share >= 0.9, across.misses
     assert within.share >= 0.9, within.misses
 

@@ -7,12 +7,13 @@ per-passage token counts (`columnsize=0`: FTS5's own bm25() then ranks without l
 picks candidates: `rank.py` scores them with exact BM25, lengths from bytes); no automerge; `pgsz` 4000; no journal.
 
 Shards: one SQLite database per builder thread. A question's lazy build of an output of `PARALLEL_MIN` bytes or more
-uses `BUILDERS` threads side by side (`sqlite3` lets go of the GIL while FTS5 tokenizes, which is where the time
-goes), each taking the next batch of passages as it gets to it, so a thread the OS holds back never leaves the other
-waiting at the end: ~1.5x faster when a core is idle, about even when the other core is busy. The background build at
-offload uses one thread: it leaves the other core to the server's calls. Rowids are passage numbers of the whole
-output; `bounds` maps them back to bytes. A question asks every shard and merges. A shard whose pending terms outgrew
-`HASH_BYTES` (over ~50 MB of text) is merged into one segment (`optimize`) after its commit.
+uses `BUILDERS` threads side by side when a core is idle (`builders_now`; `sqlite3` lets go of the GIL while FTS5
+tokenizes, which is where the time goes), each taking the next batch of passages as it gets to it, so a thread the
+OS holds back never leaves the other waiting at the end: ~1.4-1.5x faster when a core is idle, no faster (and ~15 %
+more CPU) when none is. The background build at offload uses one thread: it leaves the other core to the server's
+calls. Rowids are passage numbers of the whole output; `bounds` maps them back to bytes. A question asks every shard
+and merges. A shard whose pending terms outgrew `HASH_BYTES` (over ~50 MB of text) is merged into one segment
+(`optimize`) after its commit.
 
 Queries come from several worker threads: a lock serialises them per index.
 """
@@ -108,10 +109,10 @@ def build_index(
     data: Buffer, *, builders: int | None = None, checkpoint: Callable[[], None] | None = None
 ) -> PassageIndex:
     """Cut `data` into passages and index them (UTF-8 decoded with replacement: invalid bytes never stop it), with
-    `builders` threads (default `BUILDERS`; 1: all in this thread; outputs under `PARALLEL_MIN` bytes: one).
+    `builders` threads (default `builders_now()`; 1: all in this thread; outputs under `PARALLEL_MIN` bytes: one).
 
     `checkpoint` is called between batches: it may pause the build, or stop it by raising `BuildCancelled`."""
-    builders = BUILDERS if builders is None else max(1, builders)
+    builders = builders_now() if builders is None else max(1, builders)
     bounds = passage_bounds(data)
     offsets: list[int] = bounds.tolist()
     batches = _Batches(len(offsets) - 1)
@@ -139,6 +140,16 @@ def build_index(
         if shard not in kept:  # a thread that came too late for any batch
             shard.db.close()
     return index_of(bounds, kept)
+
+
+def builders_now() -> int:
+    """How many threads a build gets now: `BUILDERS` while the 1-minute load average leaves a core idle, else one
+    (measured: a second thread where no core is free makes the build no faster, often slower, for ~15 % more CPU)."""
+    try:
+        idle = (os.cpu_count() or 1) - os.getloadavg()[0]
+    except OSError:  # no load average on this platform
+        return BUILDERS
+    return max(1, min(BUILDERS, int(idle) + 1))
 
 
 class _Batches:
