@@ -308,6 +308,23 @@ def test_a_build_takes_a_second_thread_only_when_a_core_is_idle(monkeypatch: pyt
         assert fts_index.builders_now() == expected
 
 
+def test_a_question_waiting_for_a_background_build_stops_its_pauses(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(index_cache, "YIELD_S", 5.0)
+    monkeypatch.setattr(fts_index, "BATCH", 256)  # ~10 batches: ~50 s if each paused
+    data = big_log().encode()
+    key = ("out_wait", 1.0, len(data))
+    with index_cache.offload_in_progress():  # an offload that goes on and on
+        assert INDEXES.warm(key, data, None)
+        deadline = time.monotonic() + 30
+        while key not in INDEXES.building and time.monotonic() < deadline:
+            time.sleep(0.001)
+        before = INDEXES.builds
+        started = time.monotonic()
+        index = INDEXES.get(key, lambda: data)
+        assert time.monotonic() - started < 4.0  # one pause at most, not one per batch
+    assert INDEXES.builds == before + 1 and index.passages > 2000  # it waited for that build, not a second one
+
+
 @pytest.mark.parametrize("builders", [1, 2, 3])
 def test_index_file_round_trip_and_checks(builders: int) -> None:
     data = big_log().encode()

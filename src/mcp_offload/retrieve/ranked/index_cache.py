@@ -57,13 +57,21 @@ class IndexCache(BuildOnceCache[PassageIndex]):
         self.warming = 0  # background builds queued or running
         self.warming_bytes = 0  # the bytes of their outputs, held until each build ends
         self.offloads = 0  # offloads in progress (`offloading`): background builds give way to them
+        self.asking = 0  # questions getting an index: background builds do not give way then (one may wait on it)
         self._idle = threading.Condition(self.lock)
         self._background: ThreadPoolExecutor | None = None
 
     def get(self, key: OutputKey, load: Callable[[], Buffer], sidecar: OutputSidecar | None = None) -> PassageIndex:
         """The index of the output `key` names: cached, being built (waited for), from its sidecar, or built from
-        `load()` (its bytes)."""
-        return self.get_or_build(key, lambda: self._load_or_build(key, load, sidecar, background=False))
+        `load()` (its bytes). While a question asks, background builds do not pause for offloads."""
+        with self._idle:
+            self.asking += 1
+            self._idle.notify_all()
+        try:
+            return self.get_or_build(key, lambda: self._load_or_build(key, load, sidecar, background=False))
+        finally:
+            with self._idle:
+                self.asking -= 1
 
     def warm(self, key: OutputKey, data: Buffer, sidecar: OutputSidecar | None = None) -> bool:
         """Start building the index of a just-stored output in the background (False: skipped, too small, cached,
@@ -148,7 +156,7 @@ class IndexCache(BuildOnceCache[PassageIndex]):
         if sidecar is not None and not sidecar.output_exists():
             raise BuildCancelled
         with self._idle:
-            self._idle.wait_for(lambda: self.offloads == 0, YIELD_S)
+            self._idle.wait_for(lambda: self.offloads == 0 or self.asking > 0, YIELD_S)
 
     def _from_sidecar(self, key: OutputKey, sidecar: OutputSidecar) -> PassageIndex | None:
         payload = sidecar.read(max_file_bytes(key[2]))
