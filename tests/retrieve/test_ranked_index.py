@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import logging
 import os
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -122,7 +124,7 @@ async def test_questions_during_the_build_share_one_build(services: Services, mo
     before = counts()
     stored = await api.offload(services, other, big_log())
     key = await key_of(services, other, stored.handle)
-    assert key in INDEXES.building or key in INDEXES.items  # started at offload, before any question
+    assert INDEXES.warming == 1 or key in INDEXES.items  # queued at offload, before any question
     async with anyio.create_task_group() as tg:
         for _ in range(4):
             tg.start_soon(ask, services, other, stored.handle)
@@ -323,6 +325,26 @@ def test_a_question_waiting_for_a_background_build_stops_its_pauses(monkeypatch:
         index = INDEXES.get(key, lambda: data)
         assert time.monotonic() - started < 4.0  # one pause at most, not one per batch
     assert INDEXES.builds == before + 1 and index.passages > 2000  # it waited for that build, not a second one
+
+
+def test_queued_background_builds_do_not_hold_the_process_at_exit(tmp_path: Path) -> None:
+    """Builds paused behind an offload that never ends: the process still exits at once (a daemon builder)."""
+    script = tmp_path / "exit.py"
+    script.write_text(
+        "import time\n"
+        "from mcp_offload.retrieve.ranked import index_cache\n"
+        "index_cache.YIELD_S = 30.0\n"
+        "data = b'2026-03-02 INFO payment service timed out after 30 s\\n' * 60_000\n"
+        "held = index_cache.offload_in_progress()\n"
+        "held.__enter__()\n"
+        "assert all(index_cache.INDEXES.warm((f'out_{i}', 1.0, len(data)), data, None) for i in range(3))\n"
+        "time.sleep(0.2)\n"
+        "assert index_cache.INDEXES.building\n"
+    )
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert time.monotonic() - started < 10  # not 3 builds x batches x 30 s of pauses
 
 
 @pytest.mark.parametrize("builders", [1, 2, 3])

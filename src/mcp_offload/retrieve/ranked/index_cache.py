@@ -26,9 +26,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import queue
 import threading
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 
 from mcp_offload.retrieve.build_once_cache import BuildOnceCache, OutputKey
 from mcp_offload.retrieve.ranked.fts_index import BuildCancelled, PassageIndex, build_index
@@ -59,7 +59,8 @@ class IndexCache(BuildOnceCache[PassageIndex]):
         self.offloads = 0  # offloads in progress (`offloading`): background builds give way to them
         self.asking = 0  # questions getting an index: background builds do not give way then (one may wait on it)
         self._idle = threading.Condition(self.lock)
-        self._background: ThreadPoolExecutor | None = None
+        self._jobs: queue.SimpleQueue[tuple[OutputKey, Buffer, OutputSidecar | None]] = queue.SimpleQueue()
+        self._worker: threading.Thread | None = None
 
     def get(self, key: OutputKey, load: Callable[[], Buffer], sidecar: OutputSidecar | None = None) -> PassageIndex:
         """The index of the output `key` names: cached, being built (waited for), from its sidecar, or built from
@@ -85,15 +86,17 @@ class IndexCache(BuildOnceCache[PassageIndex]):
                 return False
             self.warming += 1
             self.warming_bytes += key[2]
-            if self._background is None:
-                self._background = ThreadPoolExecutor(max_workers=1, thread_name_prefix="passage-index")
-            background = self._background
-        try:
-            background.submit(self._warm, key, data, sidecar)
-        except RuntimeError:  # interpreter shutting down
-            self._warmed(key)
-            return False
+            if self._worker is None:
+                # a daemon: the process exits without finishing queued builds (a cache; the sidecar is written by
+                # rename, so an interrupted write leaves no sidecar, only a temp file removed with the output)
+                self._worker = threading.Thread(target=self._work, name="passage-index", daemon=True)
+                self._worker.start()
+        self._jobs.put((key, data, sidecar))
         return True
+
+    def _work(self) -> None:
+        while True:
+            self._warm(*self._jobs.get())
 
     def wait_idle(self, timeout: float | None = None) -> bool:
         """Wait until no background build is queued or running (tests, the benchmark, shutdown)."""
