@@ -18,12 +18,13 @@ a whole question through the API to ~20 ms CPU (62-69 ms wall at load ~10) on th
 new dependency), builds fastest here and ranks as well, so it is the engine; tantivy is the one to switch to if
 question latency on large sessions matters more than a dependency.
 
-Build speed (100 MB in 10 outputs, median of 3 rounds taken in turns, this VM at load ~4.5): a bare FTS5 table with
-SQLite's defaults fed the same passages (the yardstick) 30.6 MB/s wall / 46 CPU; the build before this one 29 / 37
-(0.95x the yardstick); ours on one thread (the background build) 40 / 52 (1.32x), on two (a question's build) 44 / 48
-(1.43x). What it takes (`fts_index.py`): one segment per shard at commit instead of an `optimize` merge, no
-per-passage token counts, shards side by side. Measured and left: no Porter stemming (+25 %, but paraphrased
-questions need it), no diacritics folding (+3 %), `detail=column`/`none` (+10-20 %, but no term frequencies or
-phrases), 2 KB passages (+5 %, coarser answers), multi-row `INSERT ... VALUES` (2x slower), one `INSERT ... SELECT`
-over `json_each` (no GIL hand-offs, but slower), bytes instead of str (no gain).
+Build speed (100 MB in 10 outputs, median of 3 rounds taken in turns, this VM at load ~2.3): a bare FTS5 table with
+SQLite's defaults fed the same passages (the yardstick) 50 MB/s; with our tokenizer 46; the build before this one 44
+(0.89x the yardstick); ours on one thread (the background build) 59 (1.18x); on two threads (a question's build,
+taken only while a core is idle) 57 median, 89 in a round when a core was free. What it takes (`fts_index.py`): one
+segment per shard at commit instead of an `optimize` merge, no per-passage token counts, shards side by side.
+Measured and left: no Porter stemming (+25 %, but paraphrased questions need it), no diacritics folding (+3 %),
+`detail=column`/`none` (+10-20 %, but no term frequencies or phrases), 2 KB passages (+5 %, coarser answers),
+multi-row `INSERT ... VALUES` (2x slower), one `INSERT ... SELECT` over `json_each` (no GIL hand-offs, but slower),
+bytes instead of str (no gain). Page sizes 16-64 KB: no steady gain, 64 KB queries 1.5x slower.
 """
