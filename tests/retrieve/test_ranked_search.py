@@ -18,6 +18,7 @@ from mcp import Client
 from mcp_offload.core import api
 from mcp_offload.core.services import Services, build_services
 from mcp_offload.errors import SearchError
+from mcp_offload.retrieve.ranked.index_cache import INDEXES
 from mcp_offload.retrieve.ranked.passages import LONGEST, passage_bounds
 from mcp_offload.server.offload_server import OffloadServer, build_server
 from mcp_offload.server.tools import result_of
@@ -235,9 +236,13 @@ async def test_redis_lazy_outputs_rank_too(redis_server: OffloadServer) -> None:
     assert len(content) > 1 << 20  # stored chunked, read through a lazy buffer
     async with Client(redis_server) as client:
         handle = await offload(client, content)
+        assert INDEXES.wait_idle(30)  # built in the background at offload, kept in this process only (no sidecar)
+        builds, loads = INDEXES.builds, INDEXES.loads
         text, out = await ranked(client, "refund for a damaged parcel")
         assert out["passages"][0]["handle"] == handle
         assert out["passages"][0]["json_path"] == ".data.orders[1777].note", text
+        assert (INDEXES.builds, INDEXES.loads) == (builds, loads)
+        assert any(key[0] == handle for key in INDEXES.items)
 
 
 # -- passages ---------------------------------------------------------------------------------------------------------

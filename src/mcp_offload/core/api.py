@@ -45,6 +45,7 @@ from mcp_offload.core.services import Services
 from mcp_offload.errors import ExpiredHandle, NotEnumerable, SearchError, UnknownHandle
 from mcp_offload.retrieve.json_hits import JsonHits, json_hits, require_records
 from mcp_offload.retrieve.pattern import compile_pattern
+from mcp_offload.retrieve.ranked.index_cache import SIDECAR
 from mcp_offload.retrieve.ranked.rank import RankedResult, rank_outputs
 from mcp_offload.retrieve.read import read_range
 from mcp_offload.retrieve.search import SearchOptions, SearchResult, search_outputs
@@ -255,6 +256,7 @@ async def _search_ranked(
                 line_chars=settings.search_line_chars,
                 counter=services.tokens,
                 max_tokens=settings.read_max_tokens,
+                sidecars=lambda handle: services.store.sidecar(scope.key, handle, SIDECAR),
             )
 
         async with heartbeat(progress, f"ranking passages of {len(outputs)} output(s)"):

@@ -24,6 +24,7 @@ from mcp_offload.errors import HandleExists, InvalidContent, TooLarge
 from mcp_offload.preview import Preview, build_preview
 from mcp_offload.preview.kinds import detect_kind, gc_paused
 from mcp_offload.retrieve.json_structure import warm_structure
+from mcp_offload.retrieve.ranked.index_cache import SIDECAR, offload_in_progress, warm_index
 from mcp_offload.settings import Settings
 from mcp_offload.store.base import Kind, OutputMeta
 from mcp_offload.store.content_index import ContentIndex
@@ -160,18 +161,21 @@ async def ingest_text(
         )
     if handle is not None:
         validate_handle(handle)
-    ingested, index, data = await anyio.to_thread.run_sync(_prepare_text, services, text, name, source, handle)
-    try:
-        await services.store.put(scope, ingested.meta, index, data)
-    except HandleExists:
-        if handle is None:
-            raise
-        return ingested
+    with offload_in_progress():  # background index builds give way meanwhile
+        ingested, index, data = await anyio.to_thread.run_sync(_prepare_text, services, text, name, source, handle)
+        try:
+            await services.store.put(scope, ingested.meta, index, data)
+        except HandleExists:
+            if handle is None:
+                raise
+            return ingested
     meta = ingested.meta
     if meta.kind in ("json", "jsonl"):
         warm_structure(meta.handle, meta.created, data)  # in the background: for the JSON paths of search hits
     if is_tabular(meta.kind, ingested.preview.data):
         services.sql.prestart()  # in the background, once per process: the first SQL query skips DuckDB's start
+    # in the background too: the passage index of ranked questions, kept with the output where the store can
+    warm_index((meta.handle, meta.created, meta.size), data, services.store.sidecar(scope, meta.handle, SIDECAR))
     return ingested
 
 

@@ -14,7 +14,8 @@ the model; the operator, who owns the store, sees them all.
 from __future__ import annotations
 
 import mmap
-from collections.abc import Iterator
+import re
+from collections.abc import Iterable, Iterator
 from contextlib import AbstractAsyncContextManager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -107,6 +108,29 @@ class StoredOutput:
             yield bytes(self.data[pos : min(pos + size, stop)])
 
 
+class OutputSidecar(Protocol):
+    """A file kept with one stored output: data derived from it (a search index) that is dearer to rebuild than to
+    read back. It lives in the output's scope, is named by the code (never by a caller's string), is removed with
+    the output, and is only a cache: a reader validates what it reads and rebuilds on any doubt.
+
+    Blocking (file I/O): call it from a worker thread."""
+
+    def read(self, max_bytes: int) -> bytes | None:
+        """The sidecar's bytes; None when there is none (or it is over `max_bytes`, or unreadable)."""
+        ...
+
+    def write(self, chunks: Iterable[bytes]) -> bool:
+        """Replace the sidecar atomically with the concatenated chunks; False when the output is gone."""
+        ...
+
+    def output_exists(self) -> bool:
+        """Whether the output is still stored (a build for a deleted or expired one can stop)."""
+        ...
+
+
+SIDECAR_NAME = re.compile(r"[a-z][a-z0-9_]{0,31}")
+
+
 class Store(Protocol):
     """A session-scoped output store."""
 
@@ -125,6 +149,10 @@ class Store(Protocol):
         ...
 
     async def delete(self, scope: str, handle: str) -> None: ...
+
+    def sidecar(self, scope: str, handle: str, name: str) -> OutputSidecar | None:
+        """The sidecar `name` (`SIDECAR_NAME`) of an output, or None when this backend keeps none."""
+        ...
 
     async def sweep(self) -> SweepReport:
         """Remove expired outputs, debris of crashed writers and old tombstones; run it periodically."""

@@ -1,13 +1,14 @@
 """Ranked search: the passages of one or more outputs that best answer a natural-language question (BM25).
 
-Each output's FTS5 index (built once, cached: `index_cache.py`) picks its `CANDIDATES` x k best passages; these
-are scored again with BM25 over the statistics of all outputs searched together (passage count, document counts,
-average length) and all of the question's terms, so passages of different outputs compare, and the k best are
-returned. When the question's terms hold more than `POSTINGS_BUDGET` passages in all, the most common terms are left
-out of finding the candidates (they weigh least in BM25 but are what a query's time goes on: "error" over 100 MB of
-logs); they still count in the re-scoring. Within each passage returned, its lines are
-ranked the same way (a scratch FTS5 table of those lines) and the best `BEST_LINES` are shown, in order, with their
-line numbers; for JSON / JSON Lines, the jq path of the best line's first matched word (`json_hits`).
+Each output's FTS5 index (built once, cached: `index_cache.py`) picks its `CANDIDATES` x k best passages (by its
+shards' BM25 without length normalisation); these are scored again with BM25 over the statistics of all outputs
+searched together (passage count, document counts, average length, each passage's length) and all of the question's
+terms, so passages of different outputs and shards compare, and the k best are returned. When the question's terms
+hold more than `POSTINGS_BUDGET` passages in all, the most common terms are left out of finding the candidates (they
+weigh least in BM25 but are what a query's time goes on: "error" over 100 MB of logs); they still count in the
+re-scoring. Within each passage returned, its lines are ranked the same way (a scratch FTS5 table of those lines)
+and the best `BEST_LINES` are shown, in order, with their line numbers; for JSON / JSON Lines, the jq path of the
+best line's first matched word (`json_hits`).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 import math
 import re
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from mcp_offload.errors import SearchError
@@ -24,7 +25,7 @@ from mcp_offload.retrieve.positions import Match
 from mcp_offload.retrieve.ranked.fts_index import PassageIndex
 from mcp_offload.retrieve.ranked.index_cache import INDEXES
 from mcp_offload.retrieve.ranked.terms import TOKENIZER, QueryTerms, query_terms
-from mcp_offload.store.base import StoredOutput
+from mcp_offload.store.base import OutputSidecar, StoredOutput
 from mcp_offload.tokens import TokenCounter
 
 POSTINGS_BUDGET = 5_000  # passages a query may score in all outputs together before common terms are left out
@@ -68,12 +69,17 @@ def rank_outputs(
     line_chars: int,
     counter: TokenCounter,
     max_tokens: int,
+    sidecars: Callable[[str], OutputSidecar | None] | None = None,
 ) -> RankedResult:
-    """The k best passages of `outputs` for `question` (sync: run it in a worker thread)."""
+    """The k best passages of `outputs` for `question` (sync: run it in a worker thread). `sidecars` gives the
+    sidecar an output's index is kept in (by handle, within the caller's scope), if the store keeps one."""
     terms = query_terms(question)
     k = max(1, min(k, MAX_PASSAGES))
     searched = [o for o in outputs if o.meta.kind != "blob" and o.meta.size > 0]
-    indexes = [(o, INDEXES.get((o.meta.handle, o.meta.created, o.meta.size), o.contiguous)) for o in searched]
+    indexes = [
+        (o, INDEXES.get((o.meta.handle, o.meta.created, o.meta.size), o.contiguous, _sidecar(sidecars, o)))
+        for o in searched
+    ]
     local = _document_counts(terms, [ix for _, ix in indexes])
     counts: dict[str, int] = {}
     for found in local:
@@ -81,13 +87,10 @@ def rank_outputs(
             counts[term] = counts.get(term, 0) + docs
     keep = _affordable_terms(terms, counts)
     match = terms.match(keep)
-    hits = [((o, ix, hit.passage), hit.score) for o, ix in indexes for hit in ix.top(match, CANDIDATES * k)]
-    candidates = [candidate for candidate, _ in hits]
-    if len(indexes) > 1 or len(keep) < len(terms.terms):
-        # every term of the question weighs in here, also those left out of finding the candidates
-        scores = _global_bm25(candidates, frozenset(terms.terms), local, [ix for _, ix in indexes])
-    else:  # one output, every term queried: its index's own BM25 is exact
-        scores = [hit for _, hit in hits]
+    candidates = [(o, ix, hit.passage) for o, ix in indexes for hit in ix.top(match, CANDIDATES * k)]
+    # every term of the question weighs in here, also those left out of finding the candidates, with the statistics
+    # of all outputs (and shards) together and each passage's length (the indexes keep none: `fts_index.py`)
+    scores = _global_bm25(candidates, frozenset(terms.terms), local, [ix for _, ix in indexes])
     order = sorted(range(len(candidates)), key=lambda i: -scores[i])[:k]
     texts = [_rows(_text(*candidates[i])) for i in order]
     best = _best_rows(texts, match)
@@ -105,6 +108,10 @@ def rank_outputs(
         ),
         len(searched),
     )
+
+
+def _sidecar(sidecars: Callable[[str], OutputSidecar | None] | None, output: StoredOutput) -> OutputSidecar | None:
+    return sidecars(output.meta.handle) if sidecars is not None else None
 
 
 def _document_counts(terms: QueryTerms, indexes: Sequence[PassageIndex]) -> list[dict[str, int]]:

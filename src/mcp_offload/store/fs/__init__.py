@@ -6,6 +6,7 @@ Layout under the root (directories 0700, files 0600):
     v1/tmp/w-<random>/               staging: content, index, meta.json are written and fsynced here
     v1/tmp/d-<random>/               an evicted/deleted output being removed (renamed here first, then rmtree)
     v1/scopes/<scope>/<handle>/      published: rename(2) of the staging directory, all or nothing
+    v1/scopes/<scope>/<handle>/sidecar.<name>   derived data kept with the output (sidecars.py), removed with it
     v1/tombs/<scope>/<handle>        tombstone: "expired" or "evicted"; mtime = when (see lifecycle.py)
 
 Crash safety: an output becomes visible only by the rename of a complete, fsynced directory, and stops being
@@ -34,6 +35,7 @@ One concept per module, each a layer that uses only the ones below it (import-li
     sweep.py        periodic removal of expired outputs, crashed writers' debris, empty scope directories
     reading.py      the locked open (shared flock per reader), meta, list, explicit delete
     admin_scan.py   every output with its times, for the `outputs` admin command
+    sidecars.py     files kept with an output (a search index), written atomically, removed with it
     eviction.py     the quota scan, LRU order, locking an output for removal and unpublishing it
     tombstones.py   "expired"/"evicted" markers: written on removal, read into the caller's error, pruned
     tree.py         the on-disk layout: O_NOFOLLOW directory walking, the store lock, small reads and writes

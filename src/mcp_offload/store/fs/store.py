@@ -25,6 +25,7 @@ from mcp_offload.store.content_index import ContentIndex
 from mcp_offload.store.fs.admin_scan import AdminScan
 from mcp_offload.store.fs.publish import Publishing
 from mcp_offload.store.fs.reading import Reading
+from mcp_offload.store.fs.sidecars import SidecarFiles
 from mcp_offload.store.fs.sweep import DEBRIS_GRACE_S, Sweeping
 from mcp_offload.store.fs.tree import LOCK
 from mcp_offload.store.handles import validate_handle, validate_scope
@@ -33,7 +34,7 @@ from mcp_offload.store.lifecycle import StoreLimits, SweepReport, check_fits_at_
 log = logging.getLogger(__name__)
 
 
-class FilesystemStore(Publishing, Sweeping, Reading, AdminScan):
+class FilesystemStore(Publishing, Sweeping, Reading, AdminScan, SidecarFiles):
     """A `Store` on the local filesystem; several processes may share one root."""
 
     def __init__(

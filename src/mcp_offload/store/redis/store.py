@@ -83,6 +83,11 @@ class RedisStore(Publishing, Reading, AdminScan):
         with redis_errors():
             await self._client.ping()
 
+    def sidecar(self, scope: str, handle: str, name: str) -> None:
+        """None: Redis keeps no sidecars. Derived data (a search index) stays in the builder's process memory, and
+        each process builds its own (an index is up to half its output's size: not worth Redis memory)."""
+        return None
+
     async def aclose(self) -> None:
         with contextlib.suppress(Exception):
             await self._client.aclose()
