@@ -174,19 +174,26 @@ async def test_deleting_an_output_frees_its_sidecar_bytes(tmp_path: Path) -> Non
     assert await usage(store, SCOPE_A) == (1000, 500)
 
 
-async def test_the_scan_cache_sees_a_sidecar_written_after_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Sidecar bytes are cached with the directory's stamp once it is older than the racy window: a later write
-    changes the stamp, so the next scan counts again."""
+async def test_the_scan_cache_sees_a_sidecar_another_process_writes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Scans cache a scope whole while its directory keeps its stamp (once past the racy window); a sidecar write,
+    by any process, touches the scope, so every other scan counts again."""
     store = quota_store(tmp_path, scope_max_bytes=1000)
+    other = quota_store(tmp_path, scope_max_bytes=1000)  # another server process on the same store
     handle = await put_bytes(store, SCOPE_A, b"a" * 400)
     side = store.sidecar(SCOPE_A, handle, "passages")
     assert side.write([b"s" * 100])
     monkeypatch.setattr(eviction, "RACY_NS", -(10**18))  # every directory counts as old enough to cache
-    assert await usage(store) == (500, 100)
-    assert store._facts[(SCOPE_A, handle)].stamp is not None  # cached
+    assert await usage(other) == (500, 100)
+    cached = other._facts[SCOPE_A]
+    assert cached.stamp is not None and cached.outputs[handle].stamp is not None
     await anyio.sleep(0.05)  # past the filesystem's timestamp granularity
     assert side.write([b"t" * 300])
-    assert await usage(store) == (700, 300)
+    assert await usage(other) == (700, 300)
+    # and the other process's quota check sees it too: 300 more would be 1000 + 1 over
     with pytest.raises(SidecarOverQuota):
-        side.write([b"u" * 601])
-    assert await usage(store) == (700, 300)
+        other.sidecar(SCOPE_A, handle, "passages").write([b"u" * 601])
+    await anyio.sleep(0.05)
+    late = await put_bytes(other, SCOPE_A, b"b" * 301)  # 700 + 301: the first output (and its index) goes
+    assert handles(store, SCOPE_A) == {late}

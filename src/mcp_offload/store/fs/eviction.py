@@ -5,7 +5,8 @@ directory, so an output any reader has open is never evicted (it is skipped as p
 tombstone first, then renames the directory into `tmp/` (the rmtree happens after the store lock is released,
 in `_finish_removals`), sidecars with it. An output's size in the quotas is its content plus its sidecar files.
 Sizes and store times are cached per (scope, handle): outputs are immutable and handles never reused; sidecar
-bytes are cached with the directory's stamp.
+bytes are cached with their directory's stamp, and a scope's whole listing with the scope directory's (see
+`_scan`).
 """
 
 from __future__ import annotations
@@ -46,6 +47,17 @@ class _Entry:
         return self.size + self.sidecars
 
 
+Stamp = tuple[int, int, int]  # a directory's (inode, mtime, ctime), in ns
+
+
+def stamp_of(st: os.stat_result) -> Stamp | None:
+    """What a cache may key on to see a directory change; None while a change could still go unseen (the "racy"
+    window, as git's index has it: a change within the mtime's granularity would leave it as it was)."""
+    if time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) < RACY_NS:
+        return None
+    return (st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
+
+
 @dataclass(frozen=True, slots=True)
 class _Facts:
     """What a scan remembers of an output: its content never changes; its sidecars only with its directory."""
@@ -53,67 +65,63 @@ class _Facts:
     size: int
     stored_at: float
     sidecars: int
-    stamp: tuple[int, int, int] | None  # the directory's (inode, mtime, ctime) when `sidecars` was counted
+    stamp: Stamp | None  # its directory's when `sidecars` was counted
+
+
+@dataclass(frozen=True, slots=True)
+class _ScopeFacts:
+    """What a scan remembers of a scope: its outputs' facts, valid while the scope directory keeps `stamp`."""
+
+    stamp: Stamp | None
+    outputs: dict[str, _Facts]
 
 
 class Eviction(TombstoneKeeping):
     """Scan the published outputs and remove expired or least recently used ones to make room."""
 
-    _facts: dict[tuple[str, str], _Facts]
+    _facts: dict[str, _ScopeFacts]
 
     def _scan(self) -> list[_Entry]:
         """Every published output with its size, sidecar bytes and store time (`last_used` left at 0: see
         `_with_recency`).
 
         Outputs are immutable and handles never reused, so sizes and times come from a cache after the first
-        sighting. Sidecars are written later: each scan stats each output's directory (one call) and counts its
-        sidecar files again only when the directory changed, or changed too recently for its mtime to tell (the
-        "racy" window, as git's index does it). A scan costs one directory listing per scope plus one stat per
-        output, and a stat and a listing for an output not seen before or whose sidecars changed.
+        sighting. Sidecars are written later, and a sidecar write touches its scope's directory (`touch_scope`), as
+        a put, a delete or a removal change it: a scope whose directory kept its stamp is taken from the cache
+        whole (one stat); a changed one is listed, each output's directory stat'ed, and an output's sidecar files
+        counted again only when its directory changed (or either stamp is still racy).
         """
         entries: list[_Entry] = []
-        seen: dict[tuple[str, str], _Facts] = {}
+        seen: dict[str, _ScopeFacts] = {}
         with self._dir("scopes") as scopes_fd:
             scopes = [e.name for e in os.scandir(scopes_fd) if e.is_dir(follow_symlinks=False)]
         for scope in scopes:
             try:
                 validate_scope(scope)
                 with self._dir("scopes", scope) as scope_fd:
-                    for item in os.scandir(scope_fd):
-                        facts = self._facts_of(scope, scope_fd, item)
-                        if facts is not None:
-                            seen[(scope, item.name)] = facts
-                            entries.append(_Entry(scope, item.name, facts.size, facts.stored_at, 0.0, facts.sidecars))
+                    stamp = stamp_of(os.fstat(scope_fd))
+                    cached = self._facts.get(scope)
+                    if stamp is not None and cached is not None and cached.stamp == stamp:
+                        outputs = cached.outputs
+                    else:
+                        before = cached.outputs if cached is not None else {}
+                        outputs = {}
+                        for item in os.scandir(scope_fd):
+                            facts = _facts_of(scope_fd, item, before.get(item.name))
+                            if facts is not None:
+                                outputs[item.name] = facts
             except (ValueError, OSError):
                 continue
+            seen[scope] = _ScopeFacts(stamp, outputs)
+            entries.extend(_Entry(scope, h, f.size, f.stored_at, 0.0, f.sidecars) for h, f in outputs.items())
         self._facts = seen
         return entries
 
-    def _facts_of(self, scope: str, scope_fd: int, item: os.DirEntry[str]) -> _Facts | None:
-        """An output's facts, from the cache where they cannot have changed; None for anything not an output."""
-        try:
-            st = item.stat(follow_symlinks=False)
-            if not stat.S_ISDIR(st.st_mode):
-                return None
-            stamp = (st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
-            cached = self._facts.get((scope, item.name))
-            if cached is not None and cached.stamp == stamp:
-                return cached
-            if cached is None:
-                validate_handle(item.name)
-                content = os.stat(f"{item.name}/{CONTENT}", dir_fd=scope_fd, follow_symlinks=False)
-                size, stored_at = content.st_size, content.st_mtime
-            else:
-                size, stored_at = cached.size, cached.stored_at
-            fd = os.open(item.name, DIR_FLAGS, dir_fd=scope_fd)
-            try:
-                sidecars = sidecar_bytes(fd)
-            finally:
-                os.close(fd)
-        except (OffloadError, OSError):
-            return None
-        racy = time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) < RACY_NS
-        return _Facts(size, stored_at, sidecars, None if racy else stamp)
+    def touch_scope(self, scope: str) -> None:
+        """Mark a scope's outputs as changed for every process's scan cache (a sidecar write changes only the
+        output's own directory)."""
+        with self._dir("scopes", scope) as scope_fd:
+            os.utime(scope_fd)
 
     def _with_recency(self, entries: list[_Entry]) -> list[_Entry]:
         """The entries with `last_used` (content atime), least recently used first: one stat each."""
@@ -230,3 +238,28 @@ def quota_usage(live: list[_Entry], scope: str) -> tuple[Usage, Usage]:
     """The scope's and the store's usage: content and sidecar bytes, and outputs."""
     mine = [e for e in live if e.scope == scope]
     return Usage(sum(e.used for e in mine), len(mine)), Usage(sum(e.used for e in live), len(live))
+
+
+def _facts_of(scope_fd: int, item: os.DirEntry[str], cached: _Facts | None) -> _Facts | None:
+    """An output's facts, from `cached` where they cannot have changed; None for anything not an output."""
+    try:
+        st = item.stat(follow_symlinks=False)
+        if not stat.S_ISDIR(st.st_mode):
+            return None
+        stamp = stamp_of(st)
+        if cached is not None and stamp is not None and cached.stamp == stamp:
+            return cached
+        if cached is None:
+            validate_handle(item.name)
+            content = os.stat(f"{item.name}/{CONTENT}", dir_fd=scope_fd, follow_symlinks=False)
+            size, stored_at = content.st_size, content.st_mtime
+        else:
+            size, stored_at = cached.size, cached.stored_at
+        fd = os.open(item.name, DIR_FLAGS, dir_fd=scope_fd)
+        try:
+            sidecars = sidecar_bytes(fd)
+        finally:
+            os.close(fd)
+    except (OffloadError, OSError):
+        return None
+    return _Facts(size, stored_at, sidecars, stamp)

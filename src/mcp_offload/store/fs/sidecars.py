@@ -141,6 +141,7 @@ class SidecarFiles(Eviction):
                         f"(session: {scope_usage.bytes:,} of {self.limits.scope_max_bytes:,} bytes used, "
                         f"store: {total_usage.bytes:,} of {self.limits.max_bytes:,}); not kept",
                     )
+                self.touch_scope(scope)  # first: a scan between the two sees a scope too fresh to cache
                 os.rename(staging, filename, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
                 return True
         finally:
