@@ -155,6 +155,24 @@ async def test_clear_never_follows_a_symlink_out_of_the_store(tmp_path: Path) ->
     assert handle not in {o["handle"] for o in await _listing(str(store))}
 
 
+async def test_list_and_rm_count_the_search_index_kept_with_an_output(tmp_path: Path) -> None:
+    """The figures the operator sees are what the quotas count: content plus the sidecars kept with it."""
+    from mcp_offload.store.fs import FilesystemStore
+    from support.store import SCOPE_A, put_bytes
+
+    location = str(tmp_path / "store")
+    store = FilesystemStore(location, fsync=False)
+    handle = await put_bytes(store, SCOPE_A, b"line\n" * 2048)  # 10 KB
+    assert store.sidecar(SCOPE_A, handle, "passages").write([b"i" * 5120])  # 5 KB
+    [listed] = await _listing(location)
+    assert (listed["bytes"], listed["sidecar_bytes"]) == (10240, 5120)
+    code, out, err = await _cli(location, "list")
+    assert code == 0, err
+    assert "1 output(s), 15.0 KB (of which 5.0 KB search indexes kept with them)" in out.decode()
+    code, out, err = await _cli(location, "rm", handle)
+    assert code == 0 and f"removed {handle} (15.0 KB)" in out.decode(), err
+
+
 def test_long_names_keep_their_distinguishing_tail() -> None:
     """Proxied outputs are named `server__tool {arguments}`: cutting at 40 made every one of them read the same."""
     from mcp_offload.cli.output_view import NAME_CHARS, short_name

@@ -209,6 +209,33 @@ async def test_delete_and_expiry_remove_the_sidecar(settings: Settings, store_di
         await services.aclose()
 
 
+async def test_an_index_the_quota_has_no_room_for_stays_in_memory(
+    store_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A session quota with room for the output but not for its index: the background build keeps the index in
+    memory (no sidecar, no second output evicted for it), and the question uses it without rebuilding."""
+    text = big_log()
+    room = len(text.encode()) + 300_000  # the output and a small one; the index (~half the output) does not fit
+    settings = Settings(store=str(store_dir), store_session_max_bytes=room, jq_workers=1)
+    services = build_services(settings)
+    try:
+        scope = api.SessionScope.new()
+        small = await api.offload(services, scope, "a small output\n" * 1000)
+        before = counts()
+        with caplog.at_level(logging.INFO, logger="mcp_offload.retrieve.ranked.index_cache"):
+            stored = await api.offload(services, scope, text)
+            assert INDEXES.wait_idle(30)
+        assert counts() == (before[0] + 1, before[1])
+        assert await key_of(services, scope, stored.handle) in INDEXES.items  # kept, not dropped as "gone"
+        assert not sidecar_path(store_dir, scope, stored.handle).exists()
+        assert any("kept in memory only" in r.getMessage() for r in caplog.records)
+        assert {m.handle for m in await services.store.list(scope.key)} == {small.handle, stored.handle}
+        await ask(services, scope, stored.handle)
+        assert counts() == (before[0] + 1, before[1])  # the question used the index in memory
+    finally:
+        await services.aclose()
+
+
 async def test_a_build_stops_when_its_output_goes_away(
     services: Services, store_dir: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -81,8 +81,10 @@ def render_table(outputs: list[ScannedOutput], now: float) -> str:
     rows = [_COLUMNS, *(table_row(o, now) for o in outputs)]
     widths = [max(len(row[i]) for row in rows) for i in range(len(_COLUMNS))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
-    total = sum(o.meta.size for o in outputs)
-    lines.append(f"{len(outputs)} output(s), {human_bytes(total)}")
+    total = sum(o.used_bytes for o in outputs)
+    indexes = sum(o.sidecar_bytes for o in outputs)
+    kept = f" (of which {human_bytes(indexes)} search indexes kept with them)" if indexes else ""
+    lines.append(f"{len(outputs)} output(s), {human_bytes(total)}{kept}")
     return "\n".join(lines) + "\n"
 
 
@@ -95,6 +97,7 @@ def as_json(out: ScannedOutput) -> dict[str, Any]:
         "created": out.meta.created,
         "last_read": out.last_used,
         "expires": out.expires,
+        "sidecar_bytes": out.sidecar_bytes,
     }
 
 

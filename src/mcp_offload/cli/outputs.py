@@ -145,7 +145,7 @@ async def _remove(store: AdminStore, outputs: list[ScannedOutput]) -> tuple[int,
         except (UnknownHandle, ExpiredHandle):
             continue
         count += 1
-        freed += out.meta.size
+        freed += out.used_bytes
     return count, freed
 
 
@@ -172,7 +172,7 @@ async def _clear(store: AdminStore, args: argparse.Namespace) -> None:
         print("nothing to clear")
         return
     which = f"session {args.session}…" if args.session else f"{len({o.scope for o in outputs})} session(s)"
-    total = sum(o.meta.size for o in outputs)
+    total = sum(o.used_bytes for o in outputs)
     _confirm(f"Delete {len(outputs)} output(s), {human_bytes(total)}, of {which}?", args.yes)
     count, freed = await _remove(store, outputs)
     print(f"removed {count} output(s), {human_bytes(freed)}")
@@ -184,7 +184,7 @@ async def _gc(store: AdminStore) -> None:
     after = {(o.scope, o.meta.handle) for o in await store.scan(expired=True)}
     gone = [o for o in before if (o.scope, o.meta.handle) not in after and o.expires <= time.time()]
     print(
-        f"expired outputs removed: {report.expired} ({human_bytes(sum(o.meta.size for o in gone))}); "
+        f"expired outputs removed: {report.expired} ({human_bytes(sum(o.used_bytes for o in gone))}); "
         f"crashed writers' debris: {report.debris}; old tombstones: {report.tombstones}"
     )
 

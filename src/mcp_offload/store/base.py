@@ -120,12 +120,19 @@ class OutputSidecar(Protocol):
         ...
 
     def write(self, chunks: Iterable[bytes]) -> bool:
-        """Replace the sidecar atomically with the concatenated chunks; False when the output is gone."""
+        """Replace the sidecar atomically with the concatenated chunks; False when the output is gone.
+
+        Raises `SidecarOverQuota` (an `OSError`) when keeping it would take the output's scope or the store over
+        its byte quota: the old sidecar, if any, stays, and no output is evicted for it."""
         ...
 
     def output_exists(self) -> bool:
         """Whether the output is still stored (a build for a deleted or expired one can stop)."""
         ...
+
+
+class SidecarOverQuota(OSError):
+    """A sidecar not kept: it would take its scope or the store over a byte quota (a cache never evicts data)."""
 
 
 SIDECAR_NAME = re.compile(r"[a-z][a-z0-9_]{0,31}")
@@ -169,6 +176,12 @@ class ScannedOutput:
     meta: OutputMeta
     last_used: float | None  # the last open; None if never opened since it was stored
     expires: float  # when the lifecycle removes it (in the past: expired, not yet swept)
+    sidecar_bytes: int = 0  # its sidecars (a search index kept with it): they count in the quotas with it
+
+    @property
+    def used_bytes(self) -> int:
+        """What it takes from the store's byte quotas, and what removing it frees: content and sidecars."""
+        return self.meta.size + self.sidecar_bytes
 
 
 class AdminStore(Store, Protocol):

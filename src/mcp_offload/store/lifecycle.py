@@ -5,11 +5,13 @@ Both backends ask this module the same questions, so they agree by construction:
 - *Expiry.* An output lives `ttl_s` seconds from the moment it was stored (reads do not extend it: "kept for
   3 days" means what it says). An expired output is removed on sight (open, meta, list, put, sweep).
 - *Quotas.* A scope (one session) may hold at most `scope_max_bytes` content bytes and `scope_max_outputs`
-  outputs; the whole store at most `max_bytes` / `max_outputs`. Bytes are content bytes (the index adds
-  ~0.1 %). A put that would go over evicts least-recently-used outputs first, in its own scope for the scope
-  quota, then anywhere for the global quota (`plan_eviction`). An output that a reader has open is never a
-  victim; if the put cannot fit even after evicting everything evictable, it fails with `StoreFull` and
-  nothing is evicted.
+  outputs; the whole store at most `max_bytes` / `max_outputs`. Bytes are content bytes plus the bytes of
+  the output's sidecars (a search index kept with it, about half its size; the small content index adds
+  ~0.1 % and is not counted). A put that would go over evicts least-recently-used outputs first, in its own
+  scope for the scope quota, then anywhere for the global quota (`plan_eviction`). An output that a reader has
+  open is never a victim; if the put cannot fit even after evicting everything evictable, it fails with
+  `StoreFull` and nothing is evicted. A sidecar is a cache, outputs are data: a sidecar that does not fit
+  (`sidecar_fits`) is not kept, and nothing is ever evicted to make room for one.
 - *Tombstones.* A removed output leaves a tiny per-scope marker (why it went) for `tombstone_ttl_s`, so that
   the same session gets `ExpiredHandle` ("expired after 3 days" / "evicted") instead of the bare
   `UnknownHandle`. Another session never sees a tombstone: it gets `UnknownHandle`, exactly as for a handle
@@ -65,7 +67,7 @@ class StoreLimits:
 
 @dataclass(frozen=True, slots=True)
 class Usage:
-    """Content bytes and number of outputs (of one scope, or of the whole store)."""
+    """Bytes (content and sidecars) and number of outputs (of one scope, or of the whole store)."""
 
     bytes: int = 0
     count: int = 0
@@ -77,7 +79,7 @@ class Candidate:
 
     scope: str
     handle: str
-    size: int
+    size: int  # the bytes its removal frees: content and sidecars
     last_used: float = 0.0
 
 
@@ -159,6 +161,11 @@ def fits(size: int, scope_usage: Usage, total_usage: Usage, limits: StoreLimits)
         and total_usage.bytes + size <= limits.max_bytes
         and total_usage.count + 1 <= limits.max_outputs
     )
+
+
+def sidecar_fits(grow: int, scope_usage: Usage, total_usage: Usage, limits: StoreLimits) -> bool:
+    """Whether a sidecar may add `grow` bytes to an output already stored, without evicting anything."""
+    return scope_usage.bytes + grow <= limits.scope_max_bytes and total_usage.bytes + grow <= limits.max_bytes
 
 
 def check_fits_at_all(size: int, limits: StoreLimits) -> None:

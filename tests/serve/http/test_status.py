@@ -14,6 +14,7 @@ import pytest
 
 from mcp_offload.core.services import Services
 from mcp_offload.serve.http import HttpOptions
+from mcp_offload.store.fs import FilesystemStore
 from support.http_transport import TOKEN_A, connect, serving
 from support.proxy import fixture_entry, running_proxy
 
@@ -176,6 +177,19 @@ async def test_the_page_shows_uptime_usage_today_and_no_data_yet(
     assert "Up " in full and "store: " in full and "1 of 10,000 outputs" in full
     today = full[full.index("<h2>Today</h2>") : full.index("<h2>Net tokens")]
     assert "<td>(direct)</td><td>offload</td><td class=n>1</td><td class=n>1</td>" in today
+
+
+async def test_the_store_usage_counts_the_search_indexes_kept_with_outputs(services: Services) -> None:
+    """The page's store figure is what the quotas count: content plus the sidecars kept with each output."""
+    from support.store import SCOPE_A, put_bytes
+
+    store = services.store
+    assert isinstance(store, FilesystemStore)
+    handle = await put_bytes(store, SCOPE_A, b"x" * 4096)
+    assert store.sidecar(SCOPE_A, handle, "passages").write([b"i" * 2048])
+    async with serving(services, HttpOptions(transport="http")) as base, httpx2.AsyncClient(timeout=30) as http:
+        page = (await http.get(base + "/")).text
+    assert "store: 6.0 KiB of 4.0 GiB" in page and "1 of 10,000 outputs" in page
 
 
 async def _run(argv: list[str], home: Path) -> str:

@@ -11,7 +11,8 @@ Where an index comes from, first found first:
    for it instead of starting its own, so there is one build per output;
 3. the output's sidecar (`store.OutputSidecar`, filesystem store), checked before use (`index_file.py`): a restart
    does not rebuild; a sidecar that fails a check is logged and rebuilt over;
-4. a build from the output's bytes, which is then written to the sidecar (outputs of `PERSIST_MIN` bytes or more).
+4. a build from the output's bytes, which is then written to the sidecar (outputs of `PERSIST_MIN` bytes or more)
+   when the store's byte quotas have room for it (it counts in them with its output); otherwise it stays in memory.
 
 Background builds (`warm`): an output of `WARM_MIN` bytes or more starts building when it is stored, so the model's
 first ranked question (seconds later) finds it ready. One background builder, on one thread, at most `WARM_QUEUE`
@@ -33,7 +34,7 @@ from collections.abc import Callable, Iterator
 from mcp_offload.retrieve.build_once_cache import BuildOnceCache, OutputKey
 from mcp_offload.retrieve.ranked.fts_index import BuildCancelled, PassageIndex, build_index
 from mcp_offload.retrieve.ranked.index_file import IndexFileInvalid, dump_index, load_index, max_file_bytes
-from mcp_offload.store.base import OutputSidecar
+from mcp_offload.store.base import OutputSidecar, SidecarOverQuota
 from mcp_offload.store.content_index import Buffer
 
 log = logging.getLogger(__name__)
@@ -179,9 +180,15 @@ class IndexCache(BuildOnceCache[PassageIndex]):
 
     def _persist(self, key: OutputKey, index: PassageIndex, sidecar: OutputSidecar) -> bool:
         """Keep the index with its output (False: the output is gone). A failure to write costs only a rebuild
-        after a restart."""
+        after a restart; so does an index the store's quotas have no room for: outputs are never evicted for it."""
         try:
             return sidecar.write(dump_index(index, key))
+        except SidecarOverQuota as exc:
+            log.info(
+                "the passage index is kept in memory only: the store's size limits leave no room for it",
+                extra={"fields": {"handle": key[0], "error": str(exc)}},
+            )
+            return True
         except OSError as exc:
             log.warning(
                 "could not keep the passage index with its output; a restart rebuilds it",

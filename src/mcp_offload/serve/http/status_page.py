@@ -73,7 +73,7 @@ class _UsageCache:
             outputs: list[ScannedOutput] = await scan()
             limits = self._services.settings
             self._value = StoreUsage(
-                len(outputs), sum(o.meta.size for o in outputs), limits.store_max_outputs, limits.store_max_bytes
+                len(outputs), sum(o.used_bytes for o in outputs), limits.store_max_outputs, limits.store_max_bytes
             )
             self._at = time.monotonic()
         return self._value

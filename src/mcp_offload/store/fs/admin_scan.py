@@ -1,4 +1,5 @@
-"""Admin scan: every published output with its scope, meta, last use and expiry, for `mcp-offload outputs`.
+"""Admin scan: every published output with its scope, meta, last use, expiry and sidecar bytes, for `mcp-offload
+outputs` and the status page.
 
 Read-only: each output is read through `O_NOFOLLOW` directory fds and anything odd or vanishing is skipped, never
 raised; the last-use time is reported only once a reader has opened the output (a put sets atime = mtime).
@@ -31,6 +32,7 @@ class AdminScan(Eviction):
                 continue
             if meta.handle == entry.handle and (expired or not is_expired(st.st_mtime, now, self.limits)):
                 used = st.st_atime if st.st_atime_ns != st.st_mtime_ns else None  # a put sets both to one instant
-                found.append(ScannedOutput(entry.scope, meta, used, st.st_mtime + self.limits.ttl_s))
+                expires = st.st_mtime + self.limits.ttl_s
+                found.append(ScannedOutput(entry.scope, meta, used, expires, sidecar_bytes=entry.sidecars))
         found.sort(key=lambda o: o.meta.created, reverse=True)
         return found

@@ -51,7 +51,7 @@ class FilesystemStore(Publishing, Sweeping, Reading, AdminScan, SidecarFiles):
         self.clock = clock
         self._base = self.root / "v1"
         self._last_sweep = clock()
-        self._facts: dict[tuple[str, str], tuple[int, float]] = {}
+        self._facts = {}
         missing = missing_for_fs_store()
         if missing:
             raise StoreUnavailable(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -19,12 +20,15 @@ except ImportError:  # pragma: no cover - not Linux/macOS: FilesystemStore refus
     fcntl = None  # type: ignore[assignment]
 
 from mcp_offload.os_support import O_CLOEXEC, O_DIRECTORY, O_NOFOLLOW
+from mcp_offload.store.base import SIDECAR_NAME
 from mcp_offload.store.lifecycle import StoreLimits
 
 DIR_FLAGS = os.O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC
 NEW_FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_NOFOLLOW | O_CLOEXEC
 READ_FLAGS = os.O_RDONLY | O_NOFOLLOW | O_CLOEXEC
 CONTENT, INDEX, META, LOCK = "content", "index", "meta.json", "lock"
+SIDECAR_PREFIX = "sidecar."
+SIDECAR_FILE = re.compile(re.escape(SIDECAR_PREFIX) + SIDECAR_NAME.pattern)  # published; staging ones do not match
 
 
 def try_lock(fd: int, exclusive: bool) -> bool:
@@ -33,6 +37,15 @@ def try_lock(fd: int, exclusive: bool) -> bool:
         return True
     except BlockingIOError:
         return False
+
+
+def sidecar_bytes(output_fd: int) -> int:
+    """The bytes of an output directory's published sidecar files (what they add to the output in the quotas)."""
+    total = 0
+    for entry in os.scandir(output_fd):
+        if SIDECAR_FILE.fullmatch(entry.name) and entry.is_file(follow_symlinks=False):
+            total += entry.stat(follow_symlinks=False).st_size
+    return total
 
 
 class StoreTree:
