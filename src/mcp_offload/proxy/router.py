@@ -70,7 +70,8 @@ STATUS_TOOL_DEF = types.Tool(
     title="Proxied servers and savings",
     description=(
         "Show the MCP servers this proxy forwards to (state, tool count, last error) and this session's token "
-        "savings: tokens kept out of the context by offloading, minus tokens pulled back with read/search/query.\n"
+        "savings: tokens kept out of the context by offloading or by passing stored outputs as arguments, minus "
+        "tokens pulled back with read/search/query.\n"
         "Any argument of their tools may be offload://outputs/<handle>: the proxy passes that stored output's "
         "exact content instead (its JSON value where the parameter is not a string)."
     ),
