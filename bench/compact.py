@@ -139,8 +139,8 @@ async def measure(repeat: int) -> list[dict[str, object]]:
                     "note": f"compaction overhead {statistics.median(extras):.1f} ms (target < 20)",
                 }
             )
-            before = (await compactor.usage(history))["tokens"]
-            after = (await compactor.usage(compacted[: len(history)]))["tokens"]
+            before = (await compactor.usage(history)).tokens
+            after = (await compactor.usage(compacted[: len(history)])).tokens
             rows.append(
                 {
                     "suite": "compact",
