@@ -148,7 +148,9 @@ def run_cli(argv: list[str]) -> None:
     subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
 
 
-def row(case: str, size: str, ours: float, yard: str | None = None, yard_ms: float | None = None, **extra: Any) -> dict:
+def row(
+    case: str, size: str, ours: float, yard: str | None = None, yard_ms: float | None = None, **extra: Any
+) -> dict[str, Any]:
     r: dict[str, Any] = {"suite": "core", "case": case, "size": size, "ours_ms": round(ours, 3)}
     if yard and yard_ms:
         r.update(yardstick=yard, yardstick_ms=round(yard_ms, 3), ratio=round(ours / yard_ms, 2))
@@ -158,8 +160,8 @@ def row(case: str, size: str, ours: float, yard: str | None = None, yard_ms: flo
 
 async def _bench_kind(
     client: Client, services: Services, kind: str, content: str, path: Path, size_label: str, repeat: int
-) -> list[dict]:
-    rows: list[dict] = []
+) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
     rg, jq = shutil.which("rg"), shutil.which("jq")
     handles: list[str] = []
 
@@ -264,10 +266,10 @@ async def _bench_kind(
     return rows
 
 
-async def _bench(size_label: str, repeat: int, workdir: Path) -> list[dict]:
+async def _bench(size_label: str, repeat: int, workdir: Path) -> list[dict[str, Any]]:
     size = parse_size(size_label)
     rng = random.Random(size)
-    rows: list[dict] = []
+    rows: list[dict[str, Any]] = []
     settings = Settings(store=str(workdir / "store"), jq_timeout_s=120, jq_max_output_chars=1_000_000)
     services = build_services(settings)
     server = build_server(services, session=SESSION)
@@ -283,8 +285,8 @@ async def _bench(size_label: str, repeat: int, workdir: Path) -> list[dict]:
     return rows
 
 
-def run(args: Any) -> list[dict]:
-    rows: list[dict] = []
+def run(args: Any) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
     for label in [s for s in args.sizes.split(",") if s]:
         with tempfile.TemporaryDirectory(prefix="mcp-offload-bench-") as tmp:
             rows.extend(anyio.run(_bench, label, args.repeat, Path(tmp)))

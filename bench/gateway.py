@@ -38,7 +38,7 @@ import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import httpx2
 
@@ -65,7 +65,8 @@ def fact(step: int) -> str:
 
 
 def json_output(rng: random.Random, size: int, step: int) -> str:
-    rows, total = [], 0
+    rows: list[dict[str, Any]] = []
+    total = 0
     while total < size:
         row = {
             "id": len(rows),
@@ -174,12 +175,22 @@ SYSTEM_PROMPT = "\n".join(
     f"Rule {i}: act carefully, verify each tool result, keep the user informed, prefer small safe steps."
     for i in range(180)
 )
-BASH = {
+
+
+class ToolSpec(TypedDict):
+    """A tool the agent is offered, rendered per API in Session.body."""
+
+    name: str
+    description: str
+    schema: dict[str, Any]
+
+
+BASH: ToolSpec = {
     "name": "bash",
     "description": "Run a shell command and return its output.",
     "schema": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]},
 }
-OTHER_TOOLS = [
+OTHER_TOOLS: list[ToolSpec] = [
     {
         "name": name,
         "description": f"The {name} tool: " + "it does what its name says. " * 12,

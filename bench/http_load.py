@@ -37,6 +37,7 @@ import anyio
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))  # the workload and its server are the load test's, shared
+sys.path.insert(0, str(HERE.parent))  # run as a script: `bench` from the repo root
 
 from support import descendants, free_port  # noqa: E402
 from support.load_workload import (  # noqa: E402
@@ -67,8 +68,8 @@ def process_cpu_s(pid: int) -> float:
 
 def mcp_proxy_bin() -> Path | None:
     """mcp-proxy 0.13.0 in its own venv (it needs mcp 1.x; ours is 2.x): the proxy suite's peer venv, shared."""
-    from proxy import MCP_PROXY_VERSION as VERSION
-    from proxy import Skip, peer_venv
+    from bench.proxy import MCP_PROXY_VERSION as VERSION
+    from bench.proxy import Skip, peer_venv
 
     try:
         return peer_venv("mcp-proxy", VERSION) / "bin" / "mcp-proxy"
@@ -146,7 +147,7 @@ def _plan(args: Any) -> list[_Run]:
     return runs
 
 
-def run(args: Any = None) -> list[dict]:
+def run(args: Any = None) -> list[dict[str, Any]]:
     """Rows for bench/run.py: p50/p99 latencies and throughput, ours next to mcp-proxy (ratio = ours / proxy)."""
     results: list[tuple[_Run, dict[str, Any]]] = []
     binary: Path | None = None
@@ -187,10 +188,10 @@ _METRICS: list[tuple[str, Any]] = [
 ]
 
 
-def _rows(results: list[tuple[_Run, dict[str, Any]]]) -> list[dict]:
+def _rows(results: list[tuple[_Run, dict[str, Any]]]) -> list[dict[str, Any]]:
     yard = f"mcp-proxy {MCP_PROXY_VERSION} (stdio)"
     proxies = {planned.scenario: summary for planned, summary in results if planned.target == "proxy"}
-    rows: list[dict] = []
+    rows: list[dict[str, Any]] = []
     for planned, summary in results:
         cfg = planned.cfg
         size = f"{cfg.sessions}x{cfg.calls}" + (f" think {cfg.think_s:g}s" if cfg.think_s else "")

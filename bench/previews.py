@@ -24,10 +24,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import anyio
 
-from core import make_text, parse_size
+from bench.core import make_text, parse_size
 from mcp_offload.core import api
 from mcp_offload.core.render import render_query
 from mcp_offload.core.services import Services, build_services
@@ -35,19 +36,17 @@ from mcp_offload.preview import build_preview, text_kinds
 from mcp_offload.preview.text import count_lines, text_preview
 from mcp_offload.settings import Settings
 
-sys.path.append(str(Path(__file__).resolve().parent.parent / "tests"))  # after bench/: tests/core is a package
+sys.path.append(str(Path(__file__).resolve().parent.parent / "tests"))
 from support.preview_corpus import corpus
 
 
 @contextmanager
 def sniffing_off() -> Iterator[None]:
     """Today's behaviour: every text gets the text preview."""
-    original = text_kinds.sniff_text_kind
-    text_kinds.sniff_text_kind = lambda text: None  # type: ignore[assignment]
-    try:
+    # patch.object, not an assignment: text_kinds imports sniff_text_kind without re-exporting it, and patch.object
+    # fails loudly if the name moves (a plain assignment would add an unused attribute and measure nothing)
+    with mock.patch.object(text_kinds, "sniff_text_kind", lambda text: None):
         yield
-    finally:
-        text_kinds.sniff_text_kind = original
 
 
 def _prose(size: int, rng: random.Random) -> str:
@@ -120,7 +119,8 @@ def timing_rows(sizes: list[str], repeat: int) -> list[dict[str, Any]]:
 
 async def _offload_ms(services: Services, text: str, repeat: int) -> tuple[float, float]:
     """Medians of the offload with and without kind sniffing, taken in turns (the VM's speed drifts)."""
-    ours, today = [], []
+    ours: list[float] = []
+    today: list[float] = []
     for _ in range(repeat):
         for sink, off in ((ours, False), (today, True)):
             scope = api.SessionScope.new()
@@ -307,8 +307,8 @@ async def _answer_cost(
             tokens += out_read.tokens
             seen += "\n" + out_read.text
         else:
-            found = await api.search(services, scope, call["pattern"], handle=handle)
-            shown = f"{found.total_matches}×\n" + "\n".join(f"L{m.line}: {m.text}" for m in found.matches)
+            searched = await api.search(services, scope, call["pattern"], handle=handle)
+            shown = f"{searched.total_matches}×\n" + "\n".join(f"L{m.line}: {m.text}" for m in searched.matches)
             tokens += services.tokens.count(shown)
             seen += "\n" + shown
     return made, tokens, seen

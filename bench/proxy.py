@@ -62,8 +62,8 @@ from typing import Any
 import anyio
 from mcp import Client, StdioServerParameters
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from core import make_text
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script: `bench` from the repo root
+from bench.core import make_text
 
 MCP_PROXY_VERSION = "0.13.0"
 FASTMCP_VERSION = "4.1.2"
@@ -344,10 +344,10 @@ SIZES = {"small": "echo ~20 B", "large": "read 5 MB"}
 PEER_PAIRS = [("ours-http", "mcp-proxy"), ("ours-http-json", "mcp-proxy"), ("ours", "fastmcp")]
 
 
-def rows_for(targets: list[Target], skipped: dict[str, str], case: str) -> list[dict]:
+def rows_for(targets: list[Target], skipped: dict[str, str], case: str) -> list[dict[str, Any]]:
     by_key = {t.key: t for t in targets if t.times[case]}
     size = SIZES[case]
-    rows: list[dict] = []
+    rows: list[dict[str, Any]] = []
 
     def stats(t: Target) -> tuple[float, float]:
         return statistics.median(t.times[case]), p90(t.times[case])
@@ -409,7 +409,7 @@ def rows_for(targets: list[Target], skipped: dict[str, str], case: str) -> list[
 ALL_TARGETS = ["direct", "ours", "ours-modern", "ours-http", "ours-http-json", "mcp-proxy", "fastmcp"]
 
 
-async def _bench(keys: list[str], small: int, large: int, workdir: Path) -> list[dict]:
+async def _bench(keys: list[str], small: int, large: int, workdir: Path) -> list[dict[str, Any]]:
     try:
         up = find_upstreams(workdir)
     except Skip as exc:
@@ -426,7 +426,7 @@ async def _bench(keys: list[str], small: int, large: int, workdir: Path) -> list
             except Skip as exc:
                 skipped[key] = str(exc)
                 print(f"[proxy] {key}: {exc}", file=sys.stderr)
-        rows: list[dict] = []
+        rows: list[dict[str, Any]] = []
         failure: Exception | None = None
         for case, calls, warmup in (("small", small, WARMUP_SMALL), ("large", large, WARMUP_LARGE)):
             if calls <= 0:
@@ -445,7 +445,7 @@ async def _bench(keys: list[str], small: int, large: int, workdir: Path) -> list
     return rows
 
 
-def run(args: Any) -> list[dict]:
+def run(args: Any) -> list[dict[str, Any]]:
     quick = bool(getattr(args, "quick", False))
     small = getattr(args, "small", None)
     large = getattr(args, "large", None)
@@ -464,7 +464,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--json", help="also write the rows here")
     args = parser.parse_args()
-    from run import print_table
+    from bench.run import print_table
 
     rows = run(args)
     print_table(rows)

@@ -198,7 +198,9 @@ class BareFts5:
 # -- rows -------------------------------------------------------------------------------------------------------------
 
 
-def row(case: str, size: str, ours: float, yard: str | None = None, yard_ms: float | None = None, **extra: Any) -> dict:
+def row(
+    case: str, size: str, ours: float, yard: str | None = None, yard_ms: float | None = None, **extra: Any
+) -> dict[str, Any]:
     r: dict[str, Any] = {"suite": "ranked", "case": case, "size": size, "ours_ms": round(ours, 3)}
     if yard and yard_ms:
         r.update(yardstick=yard, yardstick_ms=round(yard_ms, 3), ratio=round(ours / yard_ms, 2))
@@ -215,7 +217,7 @@ SHOWN = {
 }
 
 
-def bench_engines(outputs: list[bytes], label: str, repeat: int) -> list[dict]:
+def bench_engines(outputs: list[bytes], label: str, repeat: int) -> list[dict[str, Any]]:
     mb = sum(len(o) for o in outputs) / 1e6
     rows = []
     built: dict[str, list[Any]] = {}
@@ -292,7 +294,7 @@ async def _timed_question(services: Any, scope: Any, question: str) -> tuple[flo
     return (time.perf_counter() - t) * 1000, (time.process_time() - c) * 1000
 
 
-async def bench_api(outputs: list[str], label: str, repeat: int) -> list[dict]:
+async def bench_api(outputs: list[str], label: str, repeat: int) -> list[dict[str, Any]]:
     """Ours end to end through the in-process API: offload with and without the background build, the first
     question after it, after a restart (sidecars) and with no index at all, then warm questions."""
     mb = sum(len(o.encode()) for o in outputs) / 1e6
@@ -397,7 +399,7 @@ async def bench_api(outputs: list[str], label: str, repeat: int) -> list[dict]:
     return rows
 
 
-async def bench_relevance(filler: list[str], label: str) -> list[dict]:
+async def bench_relevance(filler: list[str], label: str) -> list[dict[str, Any]]:
     """The relevance set: ours across the session (alone, then next to the generated outputs, where the common
     terms of a question are pruned as in a large session) and within each output; each engine alone."""
     cases = load_cases()
@@ -474,7 +476,7 @@ async def bench_relevance(filler: list[str], label: str) -> list[dict]:
     return rows
 
 
-def run(args: Any) -> list[dict]:
+def run(args: Any) -> list[dict[str, Any]]:
     size = parse_size(getattr(args, "ranked_size", None) or ("10M" if args.quick else "100M"))
     label = f"{size / 1e6:.0f}MB/{OUTPUTS}"
     rng = random.Random(19)

@@ -11,6 +11,7 @@ import random
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -19,7 +20,8 @@ from typing import Any
 import anyio
 from mcp import Client
 
-from core import NEEDLE, amedian_ms, make_json, make_text, parse_size
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script: `bench` from the repo root
+from bench.core import NEEDLE, amedian_ms, make_json, make_text, parse_size
 from mcp_offload.core.services import build_services
 from mcp_offload.server.offload_server import build_server
 from mcp_offload.server.tools import result_of
@@ -84,7 +86,7 @@ async def _measure(store: str, text: str, doc: str, repeat: int) -> dict[str, fl
     return out
 
 
-def run(args: Any) -> list[dict]:
+def run(args: Any) -> list[dict[str, Any]]:
     url, proc = _start_redis()
     if not url:
         return [
@@ -93,7 +95,7 @@ def run(args: Any) -> list[dict]:
     size = parse_size("10M")
 
     text, doc = make_text(size, random.Random(1)), make_json(size, random.Random(2))
-    rows: list[dict] = []
+    rows: list[dict[str, Any]] = []
     try:
         with tempfile.TemporaryDirectory(prefix="mcp-offload-bench-") as tmp:
             fs = anyio.run(_measure, str(Path(tmp) / "store"), text, doc, args.repeat)

@@ -14,9 +14,10 @@ import platform
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent))  # the suites are modules of the `bench` package
 SUITES = ["core", "proxy", "http_load", "redis_store", "compact", "previews", "ranked", "sql", "gateway"]
 
 
@@ -38,7 +39,7 @@ def machine() -> dict[str, object]:
     }
 
 
-def print_table(rows: list[dict]) -> None:
+def print_table(rows: list[dict[str, Any]]) -> None:
     cols = ["suite", "case", "size", "ours_ms", "yardstick", "yardstick_ms", "ratio", "note"]
     shown = [{c: _fmt(r.get(c)) for c in cols} for r in rows]
     widths = {c: max(len(c), *(len(r[c]) for r in shown)) for c in cols}
@@ -68,10 +69,10 @@ def main() -> None:
     args = parser.parse_args()
     if args.quick:
         args.sizes, args.repeat = "100K,1M", 2
-    rows: list[dict] = []
+    rows: list[dict[str, Any]] = []
     for name in [s.strip() for s in args.only.split(",") if s.strip()]:
         try:
-            module = importlib.import_module(name)
+            module = importlib.import_module(f"bench.{name}")
         except ModuleNotFoundError as exc:
             print(f"[skip] suite {name}: {exc}", file=sys.stderr)
             continue

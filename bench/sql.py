@@ -147,7 +147,10 @@ async def _cold_start(content: str, label: str, repeat: int) -> list[dict[str, A
     and what the pre-start costs the offload. Interleaved (on, off, on, ...)."""
     rows = []
     for pause_s in (1.0, 0.0):
-        on_offload, on_query, off_offload, off_query = [], [], [], []
+        on_offload: list[float] = []
+        on_query: list[float] = []
+        off_offload: list[float] = []
+        off_query: list[float] = []
         for _ in range(repeat):
             for prestart, offload_ms, query_ms in ((True, on_offload, on_query), (False, off_offload, off_query)):
                 spent = await _first_query(content, prestart, pause_s)
