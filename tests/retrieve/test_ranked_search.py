@@ -24,21 +24,13 @@ from mcp_offload.server.offload_server import OffloadServer, build_server
 from mcp_offload.server.tools import result_of
 from mcp_offload.settings import Settings
 from support import ERAS, text_of
+from support.planted_log import PLANTED, planted_log
 from support.ranked_relevance import Passage, corpora, load_cases, score
-
-PLANTED = "2026-03-02 11:04:17 ERROR payment-gateway: upstream call to the card processor timed out after 30 s"
 
 
 def log_text(lines: int = 20_000, planted_at: int = 12_345) -> str:
     """An access-log-like text with one planted error line at 1-based line `planted_at`."""
-    services = ["search", "billing", "inventory", "auth", "catalog"]
-    out = [
-        f"2026-03-02 11:{i // 600 % 60:02d}:{i // 10 % 60:02d} INFO {services[i % 5]}: GET /api/v1/items/{i} 200 "
-        f"in {i % 97} ms"
-        for i in range(lines)
-    ]
-    out[planted_at - 1] = PLANTED
-    return "\n".join(out)
+    return planted_log(lines, planted_at)
 
 
 def orders_json(count: int = 3000) -> dict[str, Any]:
