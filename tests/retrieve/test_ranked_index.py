@@ -25,7 +25,7 @@ from mcp_offload.settings import Settings
 from mcp_offload.store.fs import FilesystemStore
 from mcp_offload.store.lifecycle import StoreLimits
 from support.planted_log import PLANTED, planted_log
-from support.ranked_relevance import Passage, corpora, load_cases, score
+from support.ranked_relevance import corpora, load_cases, score_in_services
 
 QUESTION = "where is the timeout about the payment service?"
 
@@ -396,19 +396,8 @@ async def test_relevance_holds_with_sharded_indexes(services: Services, monkeypa
         return take(self)
 
     monkeypatch.setattr(fts_index._Batches, "take", slow_take)
-    scope = api.SessionScope.new()
-    cases = load_cases()
-    texts = corpora(cases)
-    handles = {name: (await api.offload(services, scope, text, name=name)).handle for name, text in texts.items()}
-
-    async def ask_top3(question: str, handle: str | None) -> list[Passage]:
-        out = await api.search(services, scope, question, handle=handle, ranked=True, max_results=3)
-        assert out.passages is not None
-        return [Passage(p.handle, p.start_line, p.end_line) for p in out.passages]
-
-    across = await score(cases, texts, handles, ask_top3, across=True)
-    within = await score(cases, texts, handles, ask_top3, across=False)
-    assert [len(ix.shards) for ix in INDEXES.items.values()] == [2] * len(texts)
+    across, within = await score_in_services(services)
+    assert [len(ix.shards) for ix in INDEXES.items.values()] == [2] * len(corpora(load_cases()))
     assert across.share >= 0.9, across.misses
     assert within.share >= 0.9, within.misses
 
