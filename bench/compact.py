@@ -230,7 +230,7 @@ MODES: list[tuple[str, Any, int | None]] = [
 
 async def measure_cache(requests: int) -> list[dict[str, object]]:
     raw = loop_history(random.Random(18), requests)
-    anthropic, openai = prices_for("anthropic", "claude-sonnet-4-5"), prices_for("openai_chat", "gpt-4.1")
+    anthropic, openai = prices_for("anthropic", "claude-sonnet-4-6"), prices_for("openai_chat", "gpt-4.1")
     direct = {p.provider: cache_figures(raw, p) for p in (anthropic, openai)}
     upstream_direct = upstream_figures(raw, anthropic)
     rows: list[dict[str, object]] = []
@@ -241,7 +241,7 @@ async def measure_cache(requests: int) -> list[dict[str, object]]:
             async with AsyncCompactor(store=store, session="cache") as compactor:
                 sent = [
                     await compactor.compact(
-                        m, boundary=boundary, context_window=window, retrieval_tools=False, model="claude-sonnet-4-5"
+                        m, boundary=boundary, context_window=window, retrieval_tools=False, model="claude-sonnet-4-6"
                     )
                     for m in raw
                 ]

@@ -55,7 +55,7 @@ def test_cli_serves_logs_and_stops(upstream: UpstreamServer, tmp_path: Path) -> 
         upstream.use(search_then_answer())
         client = anthropic.Anthropic(base_url=base, api_key="sk-ant-secret-credential", max_retries=0)
         message = client.messages.create(
-            model="claude-sonnet-4-5", max_tokens=256, messages=anthropic_messages(build_log()), tools=[BASH_ANTHROPIC]
+            model="claude-sonnet-4-6", max_tokens=256, messages=anthropic_messages(build_log()), tools=[BASH_ANTHROPIC]
         )
         assert message.content[-1].text == f"Found it: {NEEDLE}"  # type: ignore[union-attr]
         stats = httpx2.get(base + "/stats").json()

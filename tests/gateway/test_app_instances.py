@@ -21,7 +21,7 @@ from support.llm_conversations import (
 )
 from support.store import RedisServer, have_redis_server
 
-MODEL = "claude-sonnet-4-5"
+MODEL = "claude-sonnet-4-6"
 
 
 @pytest.fixture

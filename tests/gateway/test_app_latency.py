@@ -30,7 +30,7 @@ def _first_token_s(http: httpx2.Client, base: str, body: dict[str, Any]) -> floa
 
 def test_time_to_first_token_equals_the_upstreams(upstream: UpstreamServer, start_gateway: StartGateway) -> None:
     gateway = start_gateway(upstream)
-    plain = {"model": "claude-sonnet-4-5", "max_tokens": 256, "stream": True,
+    plain = {"model": "claude-sonnet-4-6", "max_tokens": 256, "stream": True,
              "messages": [{"role": "user", "content": "hello"}]}  # fmt: skip
     offloading = {**plain, "messages": anthropic_messages(build_log()), "tools": [BASH_ANTHROPIC]}
     slow = reply("a long answer " * 20, first_token_delay_s=FIRST_TOKEN_S, event_delay_s=0.01)
@@ -50,7 +50,7 @@ def test_time_to_first_token_equals_the_upstreams(upstream: UpstreamServer, star
 
 def test_added_latency_p50_with_nothing_to_offload(upstream: UpstreamServer, start_gateway: StartGateway) -> None:
     gateway = start_gateway(upstream)
-    body = {"model": "claude-sonnet-4-5", "max_tokens": 16, "messages": [{"role": "user", "content": "ping"}]}
+    body = {"model": "claude-sonnet-4-6", "max_tokens": 16, "messages": [{"role": "user", "content": "ping"}]}
     upstream.use(lambda turn: reply("pong"))
     direct: list[float] = []
     through: list[float] = []

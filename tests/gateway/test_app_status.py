@@ -29,7 +29,7 @@ async def test_http_status_page_and_stats_show_the_gateway(
             upstream.use(search_then_answer())
             gateway = start_gateway(upstream, store=store)
             client = anthropic.AsyncAnthropic(base_url=gateway.base_url, api_key="k", max_retries=0)
-            await client.messages.create(model="claude-sonnet-4-5", max_tokens=256,
+            await client.messages.create(model="claude-sonnet-4-6", max_tokens=256,
                                          messages=anthropic_messages(build_log()), tools=[BASH_ANTHROPIC])  # fmt: skip
             after = (await http.get(base + "/stats")).json()["gateway"]
             assert after["sessions_total"] == 1 and after["totals"]["loops"] == 1

@@ -23,7 +23,7 @@ from support.gateway_server import StartGateway
 from support.llm_conversations import BASH_ANTHROPIC, HANDLE, anthropic_messages, build_log, chat_messages
 from support.store import RedisServer, have_redis_server
 
-MODEL = "claude-sonnet-4-5"
+MODEL = "claude-sonnet-4-6"
 ANTHROPIC_HEADERS = {"x-api-key": "sk-ant-test", "anthropic-version": "2023-06-01"}
 
 

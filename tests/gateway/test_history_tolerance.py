@@ -127,7 +127,7 @@ ASSISTANT_BLOCKS: dict[str, Any] = {
 async def test_a_block_the_core_does_not_know_is_kept_and_the_rest_is_offloaded(services: Services, kind: str) -> None:
     odd = USER_BLOCKS.get(kind) or ASSISTANT_BLOCKS[kind]
     messages = _turn([odd] if kind in USER_BLOCKS else [], [odd] if kind in ASSISTANT_BLOCKS else [], LARGE)
-    body = {"model": "claude-sonnet-4-5", "max_tokens": 100, "messages": messages}
+    body = {"model": "claude-sonnet-4-6", "max_tokens": 100, "messages": messages}
     before = wire(body)
     rewrite = await rewrite_request(services, "anthropic", body, headers_for("anthropic", kind), POLICY)
     assert wire(body) == before and rewrite.changed and len(rewrite.offloaded) == 1, kind
@@ -148,7 +148,7 @@ async def test_a_tool_result_with_a_part_the_core_cannot_read_keeps_it_and_offlo
         {"type": "image", "source": PNG},
     ]
     messages = _turn([], [], parts)
-    body = {"model": "claude-sonnet-4-5", "max_tokens": 100, "messages": messages}
+    body = {"model": "claude-sonnet-4-6", "max_tokens": 100, "messages": messages}
     rewrite = await rewrite_request(services, "anthropic", body, headers_for("anthropic", "parts"), POLICY)
     content = rewrite.body["messages"][2]["content"][0]["content"]
     assert content[0] is parts[0] and content[2] is parts[2] and content[3] is parts[3]
@@ -161,7 +161,7 @@ async def test_a_tool_result_next_to_a_block_the_core_refuses_is_still_offloaded
     its own position, the unreadable block stays."""
     messages = _turn([], [], LARGE)
     messages[2]["content"].append(["not", "a", "block"])
-    body = {"model": "claude-sonnet-4-5", "max_tokens": 100, "messages": messages}
+    body = {"model": "claude-sonnet-4-6", "max_tokens": 100, "messages": messages}
     rewrite = await rewrite_request(services, "anthropic", body, headers_for("anthropic", "mixed"), POLICY)
     content = rewrite.body["messages"][2]["content"]
     assert content[0]["content"].startswith("Stored as out_") and content[1] is messages[2]["content"][1]

@@ -25,7 +25,7 @@ from support.llm_conversations import (
     search_then_answer,
 )
 
-MODEL = "claude-sonnet-4-5"
+MODEL = "claude-sonnet-4-6"
 
 
 def _anthropic(url: str) -> anthropic.Anthropic:

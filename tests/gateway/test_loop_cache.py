@@ -18,7 +18,7 @@ from mcp_offload.gateway.stream.breakpoint import with_end_breakpoint
 from support.gateway_server import StartGateway
 from support.llm_conversations import BASH_ANTHROPIC, NEEDLE, anthropic_messages, build_log, search_then_answer
 
-MODEL = "claude-sonnet-4-5"
+MODEL = "claude-sonnet-4-6"
 CACHED = {"type": "ephemeral"}
 SYSTEM = "You are a careful build engineer. " + " ".join(f"Rule {i}: read the whole log first." for i in range(300))
 

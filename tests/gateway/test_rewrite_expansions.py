@@ -43,7 +43,7 @@ def sdk_anthropic_copy(content: list[dict[str, Any]]) -> dict[str, Any]:
             "id": "msg_1",
             "type": "message",
             "role": "assistant",
-            "model": "claude-sonnet-4-5",
+            "model": "claude-sonnet-4-6",
             "content": content,
             "stop_reason": "end_turn",
             "stop_sequence": None,

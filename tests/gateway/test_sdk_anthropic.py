@@ -12,7 +12,7 @@ from llm_upstream import UpstreamServer
 from support.gateway_server import StartGateway
 from support.llm_conversations import BASH_ANTHROPIC, NEEDLE, anthropic_messages, build_log, search_then_answer
 
-MODEL = "claude-sonnet-4-5"
+MODEL = "claude-sonnet-4-6"
 
 
 def _request(log: str) -> dict[str, Any]:

@@ -30,7 +30,7 @@ from support.llm_conversations import (
     search_then_answer,
 )
 
-MODEL = "claude-sonnet-4-5"
+MODEL = "claude-sonnet-4-6"
 HEADERS = {"x-api-key": "sk-ant-test", "anthropic-version": "2023-06-01"}
 
 

@@ -24,22 +24,15 @@ from mcp_offload.retrieve.ranked.index_file import IndexFileInvalid, dump_index,
 from mcp_offload.settings import Settings
 from mcp_offload.store.fs import FilesystemStore
 from mcp_offload.store.lifecycle import StoreLimits
-from support.ranked_relevance import Passage, corpora, load_cases, score
+from support.planted_log import PLANTED, planted_log
+from support.ranked_relevance import corpora, load_cases, score_in_services
 
-PLANTED = "2026-03-02 11:04:17 ERROR payment-gateway: upstream call to the card processor timed out after 30 s"
 QUESTION = "where is the timeout about the payment service?"
 
 
 def big_log(lines: int = 40_000, planted_at: int = 31_337) -> str:
     """~2.6 MB of log lines (over the background-build and sidecar thresholds, so two shards) with one answer."""
-    services = ["search", "billing", "inventory", "auth", "catalog"]
-    out = [
-        f"2026-03-02 11:{i // 600 % 60:02d}:{i // 10 % 60:02d} INFO {services[i % 5]}: GET /api/v1/items/{i} 200 "
-        f"in {i % 97} ms for tenant t{i % 13}"
-        for i in range(lines)
-    ]
-    out[planted_at - 1] = PLANTED
-    return "\n".join(out) + "\n"
+    return planted_log(lines, planted_at, tenants=True) + "\n"
 
 
 @pytest.fixture(autouse=True)
@@ -403,19 +396,8 @@ async def test_relevance_holds_with_sharded_indexes(services: Services, monkeypa
         return take(self)
 
     monkeypatch.setattr(fts_index._Batches, "take", slow_take)
-    scope = api.SessionScope.new()
-    cases = load_cases()
-    texts = corpora(cases)
-    handles = {name: (await api.offload(services, scope, text, name=name)).handle for name, text in texts.items()}
-
-    async def ask_top3(question: str, handle: str | None) -> list[Passage]:
-        out = await api.search(services, scope, question, handle=handle, ranked=True, max_results=3)
-        assert out.passages is not None
-        return [Passage(p.handle, p.start_line, p.end_line) for p in out.passages]
-
-    across = await score(cases, texts, handles, ask_top3, across=True)
-    within = await score(cases, texts, handles, ask_top3, across=False)
-    assert [len(ix.shards) for ix in INDEXES.items.values()] == [2] * len(texts)
+    across, within = await score_in_services(services)
+    assert [len(ix.shards) for ix in INDEXES.items.values()] == [2] * len(corpora(load_cases()))
     assert across.share >= 0.9, across.misses
     assert within.share >= 0.9, within.misses
 

@@ -24,21 +24,13 @@ from mcp_offload.server.offload_server import OffloadServer, build_server
 from mcp_offload.server.tools import result_of
 from mcp_offload.settings import Settings
 from support import ERAS, text_of
-from support.ranked_relevance import Passage, corpora, load_cases, score
-
-PLANTED = "2026-03-02 11:04:17 ERROR payment-gateway: upstream call to the card processor timed out after 30 s"
+from support.planted_log import PLANTED, planted_log
+from support.ranked_relevance import score_in_services
 
 
 def log_text(lines: int = 20_000, planted_at: int = 12_345) -> str:
     """An access-log-like text with one planted error line at 1-based line `planted_at`."""
-    services = ["search", "billing", "inventory", "auth", "catalog"]
-    out = [
-        f"2026-03-02 11:{i // 600 % 60:02d}:{i // 10 % 60:02d} INFO {services[i % 5]}: GET /api/v1/items/{i} 200 "
-        f"in {i % 97} ms"
-        for i in range(lines)
-    ]
-    out[planted_at - 1] = PLANTED
-    return "\n".join(out)
+    return planted_log(lines, planted_at)
 
 
 def orders_json(count: int = 3000) -> dict[str, Any]:
@@ -67,19 +59,7 @@ async def ranked(client: Client, question: str, **arguments: Any) -> tuple[str, 
 async def test_relevance_set_answers_in_the_top_3(services: Services) -> None:
     """Real outputs with planted and natural answers, paraphrased questions: >= 90 % answered in the top 3, asked
     across the whole session and within the answer's own output."""
-    scope = api.SessionScope.new()
-    cases = load_cases()
-    texts = corpora(cases)
-    handles = {name: (await api.offload(services, scope, text, name=name)).handle for name, text in texts.items()}
-
-    async def ask(question: str, handle: str | None) -> list[Passage]:
-        out = await api.search(services, scope, question, handle=handle, ranked=True, max_results=3)
-        assert out.passages is not None
-        return [Passage(p.handle, p.start_line, p.end_line) for p in out.passages]
-
-    assert len(cases) >= 40
-    across = await score(cases, texts, handles, ask, across=True)
-    within = await score(cases, texts, handles, ask, across=False)
+    across, within = await score_in_services(services)
     assert across.share >= 0.9, across.misses
     assert within.share >= 0.9, within.misses
 

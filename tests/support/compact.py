@@ -73,7 +73,7 @@ def handle_in(text: str) -> str:
 def validate(fmt: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> None:
     """The scripted upstream's request validation, the same code that answers 400 to a real SDK."""
     if fmt == "anthropic":
-        body = {"model": "claude-sonnet-4-5", "max_tokens": 100, "messages": messages, "tools": tools}
+        body = {"model": "claude-sonnet-4-6", "max_tokens": 100, "messages": messages, "tools": tools}
         validate_messages_request(body, Signer())
     elif fmt == "openai":
         validate_chat_request({"model": "gpt-4.1", "messages": messages, "tools": tools})

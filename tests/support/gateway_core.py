@@ -95,7 +95,7 @@ def client_tools(api: ApiKind) -> list[dict[str, Any]]:
 def make_body(api: ApiKind, system: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
     if api == "anthropic":
         return {
-            "model": "claude-sonnet-4-5",
+            "model": "claude-sonnet-4-6",
             "max_tokens": 1024,
             "system": system,
             "messages": messages,

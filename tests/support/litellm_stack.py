@@ -21,7 +21,7 @@ from llm_upstream import UpstreamServer
 from support.store import RedisServer, have_redis_server
 
 MODEL = "scripted"  # an OpenAI deployment (Chat Completions, Responses) on the scripted upstream
-CLAUDE = "claude-sonnet-4-5"  # an Anthropic deployment (Messages) on the same upstream
+CLAUDE = "claude-sonnet-4-6"  # an Anthropic deployment (Messages) on the same upstream
 OFFLOAD_GUARDRAIL = "mcp_offload.integrations.litellm.OffloadGuardrail"  # the native guardrail, by name
 UPSTREAM_KEY = "sk-up"  # the credential the proxy sends upstream (the upstream's prompt cache is per credential)
 
