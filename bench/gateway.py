@@ -50,6 +50,7 @@ sys.path.append(str(HERE.parent / "tests"))
 from llm_upstream import CacheUsage, Turn, UpstreamServer, reply, session_key, tool_call  # noqa: E402
 from llm_upstream.errors import ApiKind  # noqa: E402
 from mcp_offload.cachesafe.cost import prices_for  # noqa: E402
+from support.gateway_process import gateway_process  # noqa: E402
 
 MODES = ("direct", "gateway", "clear-old", "naive")
 MODELS: dict[ApiKind, str] = {"anthropic": "claude-sonnet-4-6", "openai_chat": "gpt-4o", "responses": "gpt-5"}
@@ -531,52 +532,6 @@ def serve_upstream(quick: bool) -> None:
 
 
 # -- the gateway process -------------------------------------------------------------------------------------------
-@contextlib.contextmanager
-def gateway_process(upstream: RemoteUpstream, store: str) -> Iterator[str]:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    cmd = [
-        sys.executable,
-        "-m",
-        "mcp_offload",
-        "gateway",
-        "--port",
-        str(port),
-        "--store",
-        store,
-        "--anthropic-upstream",
-        upstream.base_url,
-        "--openai-upstream",
-        upstream.openai_url,
-        "--log-level",
-        "WARNING",
-    ]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"the gateway exited: {proc.stderr.read().decode()[-2000:] if proc.stderr else ''}")
-            with contextlib.suppress(httpx2.HTTPError):
-                if httpx2.get(base + "/healthz", timeout=1).status_code == 200:
-                    break
-            if time.monotonic() > deadline:
-                raise RuntimeError("the gateway did not become healthy in 30 s")
-            time.sleep(0.1)
-        yield base
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
 # -- one scenario, four modes, turn by turn -------------------------------------------------------------------------
 def run_scenario(
     scenario: Scenario, upstream: RemoteUpstream, gateway: str, http: httpx2.Client
@@ -675,8 +630,11 @@ def measure(quick: bool) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     with (
         tempfile.TemporaryDirectory(prefix="bench-gateway-") as store,
+        tempfile.TemporaryDirectory(prefix="bench-gateway-log-") as logs,
         upstream_process(quick) as upstream,
-        gateway_process(upstream, store) as gateway,
+        gateway_process(
+            store, upstream.base_url, upstream.openai_url, Path(logs) / "gateway.log", "--log-level", "WARNING"
+        ) as gateway,
         httpx2.Client(timeout=600) as http,
     ):
         print(f"[gateway] no-offload call latency ({50 if quick else 300} calls each way)", file=sys.stderr)

@@ -7,49 +7,30 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import anthropic
 import httpx2
 
 from llm_upstream import UpstreamServer
+from support import free_port
+from support.gateway_process import gateway_args, wait_healthy
 from support.gateway_server import StartGateway
 from support.llm_conversations import BASH_ANTHROPIC, NEEDLE, anthropic_messages, build_log, search_then_answer
 
 CLI = [sys.executable, "-m", "mcp_offload"]
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _wait_healthy(base: str, proc: subprocess.Popen[bytes], timeout_s: float = 30) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else "exited"
-        try:
-            if httpx2.get(base + "/healthz", timeout=1).status_code == 200:
-                return
-        except httpx2.HTTPError:
-            time.sleep(0.1)
-    raise AssertionError("the gateway did not become healthy")
-
-
 def test_cli_serves_logs_and_stops(upstream: UpstreamServer, tmp_path: Path) -> None:
-    port = _free_port()
+    port = free_port()
     store = tmp_path / "store"
-    args = [*CLI, "gateway", "--port", str(port), "--store", str(store), "--anthropic-upstream", upstream.base_url,
-            "--openai-upstream", upstream.openai_url, "--threshold-tokens", "500"]  # fmt: skip
+    args = gateway_args(port, store, upstream.base_url, upstream.openai_url, "--threshold-tokens", "500")
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ})
     base = f"http://127.0.0.1:{port}"
     try:
-        _wait_healthy(base, proc)
+        wait_healthy(base, proc, lambda: proc.stderr.read().decode() if proc.poll() is not None and proc.stderr else "")
         health = httpx2.get(base + "/healthz").json()
         assert health["status"] == "ok" and health["service"] == "gateway"
         upstream.use(search_then_answer())
@@ -81,7 +62,7 @@ def test_cli_serves_logs_and_stops(upstream: UpstreamServer, tmp_path: Path) -> 
 
 
 def test_cli_refuses_an_open_address() -> None:
-    refused = subprocess.run([*CLI, "gateway", "--host", "0.0.0.0", "--port", str(_free_port())],
+    refused = subprocess.run([*CLI, "gateway", "--host", "0.0.0.0", "--port", str(free_port())],
                              capture_output=True, text=True, timeout=60)  # fmt: skip
     assert refused.returncode == 2
     assert "token" in refused.stderr and "Traceback" not in refused.stderr

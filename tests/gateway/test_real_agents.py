@@ -13,23 +13,19 @@ $MCP_OFFLOAD_TEST_AGENTS); without them the tests skip and say how to install th
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import json
 import os
 import random
 import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx2
 import pytest
 
 from llm_upstream import ReceivedRequest, UpstreamServer, extends
-from support import free_port
+from support.gateway_process import gateway_process
 
 AGENTS = Path(
     os.environ.get("MCP_OFFLOAD_TEST_AGENTS")
@@ -77,29 +73,10 @@ def workdir(tmp_path: Path, request: pytest.FixtureRequest) -> Path:
 @pytest.fixture
 def gateway(llm_upstream: UpstreamServer, tmp_path: Path) -> Iterator[str]:
     """`mcp-offload gateway` as its own process in front of the scripted upstream; yields its base URL."""
-    port = free_port()
-    log = (tmp_path / "gateway.log").open("wb")
-    cmd = [sys.executable, "-m", "mcp_offload", "gateway", "--port", str(port), "--store", str(tmp_path / "store"),
-           "--anthropic-upstream", llm_upstream.base_url, "--openai-upstream", llm_upstream.openai_url]  # fmt: skip
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(300):
-            if proc.poll() is not None:
-                raise RuntimeError(f"the gateway exited: {(tmp_path / 'gateway.log').read_text()[-2000:]}")
-            with contextlib.suppress(httpx2.HTTPError):
-                if httpx2.get(base + "/healthz", timeout=1).status_code == 200:
-                    break
-            time.sleep(0.1)
+    with gateway_process(
+        tmp_path / "store", llm_upstream.base_url, llm_upstream.openai_url, tmp_path / "gateway.log"
+    ) as base:
         yield base
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
 
 
 def run_agent(cmd: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
