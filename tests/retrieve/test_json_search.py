@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
@@ -18,14 +17,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mcp import Client
 
-from mcp_offload.core.services import build_services
 from mcp_offload.retrieve import json_structure
 from mcp_offload.retrieve.json_hits import json_hits
 from mcp_offload.retrieve.pattern import compile_pattern
 from mcp_offload.retrieve.search import SearchOptions, search_output
-from mcp_offload.server.offload_server import OffloadServer, build_server
+from mcp_offload.server.offload_server import OffloadServer
 from mcp_offload.server.tools import result_of
-from mcp_offload.settings import Settings
 from mcp_offload.store.base import Kind, OutputMeta, StoredOutput
 from mcp_offload.store.content_index import ContentIndex
 from mcp_offload.tokens import load_counter
@@ -188,21 +185,11 @@ async def test_text_outputs_have_no_json_paths_and_refuse_record_scope(server: O
         assert 'scope="record" needs a JSON or JSON Lines output' in text_of(result)
 
 
-@pytest.fixture
-async def redis_server(request: pytest.FixtureRequest) -> AsyncIterator[OffloadServer]:
-    url = request.getfixturevalue("redis_url")
-    services = build_services(Settings(store=url, jq_timeout_s=3.0, jq_workers=1))
-    try:
-        yield build_server(services)
-    finally:
-        await services.aclose()
-
-
-async def test_redis_lazy_buffer_outputs_get_paths_too(redis_server: OffloadServer) -> None:
+async def test_redis_lazy_buffer_outputs_get_paths_too(redis_offload_server: OffloadServer) -> None:
     document = api_response(orders=5000)
     content = json.dumps(document, indent=1)
     assert len(content) > 1 << 20  # stored as a lazy buffer
-    async with Client(redis_server) as client:
+    async with Client(redis_offload_server) as client:
         handle = await offload(client, content)
         _, out = await search(client, pattern="Customer 4321", handle=handle, literal=True, scope="record")
         assert out["matches"][0]["json_path"] == ".data.orders[4321].customer.name"

@@ -7,7 +7,6 @@ from __future__ import annotations
 import itertools
 import json
 import time
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -16,13 +15,12 @@ from hypothesis import strategies as st
 from mcp import Client
 
 from mcp_offload.core import api
-from mcp_offload.core.services import Services, build_services
+from mcp_offload.core.services import Services
 from mcp_offload.errors import SearchError
 from mcp_offload.retrieve.ranked.index_cache import INDEXES
 from mcp_offload.retrieve.ranked.passages import LONGEST, passage_bounds
-from mcp_offload.server.offload_server import OffloadServer, build_server
+from mcp_offload.server.offload_server import OffloadServer
 from mcp_offload.server.tools import result_of
-from mcp_offload.settings import Settings
 from support import ERAS, text_of
 from support.planted_log import PLANTED, planted_log
 from support.ranked_relevance import score_in_services
@@ -201,20 +199,10 @@ async def test_sessions_never_rank_each_others_outputs(server: OffloadServer) ->
 # -- the Redis backend ------------------------------------------------------------------------------------------------
 
 
-@pytest.fixture
-async def redis_server(request: pytest.FixtureRequest) -> AsyncIterator[OffloadServer]:
-    url = request.getfixturevalue("redis_url")
-    services = build_services(Settings(store=url, jq_timeout_s=3.0, jq_workers=1))
-    try:
-        yield build_server(services)
-    finally:
-        await services.aclose()
-
-
-async def test_redis_lazy_outputs_rank_too(redis_server: OffloadServer) -> None:
+async def test_redis_lazy_outputs_rank_too(redis_offload_server: OffloadServer) -> None:
     content = json.dumps(orders_json(20_000), indent=1)
     assert len(content) > 1 << 20  # stored chunked, read through a lazy buffer
-    async with Client(redis_server) as client:
+    async with Client(redis_offload_server) as client:
         handle = await offload(client, content)
         assert INDEXES.wait_idle(30)  # built in the background at offload, kept in this process only (no sidecar)
         builds, loads = INDEXES.builds, INDEXES.loads

@@ -8,17 +8,16 @@ from __future__ import annotations
 import json
 import tempfile
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 from mcp import Client
 
 from mcp_offload.core import api
-from mcp_offload.core.services import Services, build_services
+from mcp_offload.core.services import Services
 from mcp_offload.errors import QueryError
 from mcp_offload.retrieve.sql.detect import is_sql
-from mcp_offload.server.offload_server import OffloadServer, build_server
+from mcp_offload.server.offload_server import OffloadServer
 from mcp_offload.server.tools import result_of
 from mcp_offload.settings import Settings
 from support import ERAS, text_of
@@ -228,19 +227,11 @@ async def test_blob_outputs_are_refused(services: Services) -> None:
         await api.query(services, scope, blob.handle, "SELECT 1")
 
 
-@pytest.fixture
-async def redis_server(request: pytest.FixtureRequest) -> AsyncIterator[OffloadServer]:
-    url = request.getfixturevalue("redis_url")
-    services = build_services(Settings(store=url, jq_timeout_s=TIMEOUT_S, jq_workers=1))
-    try:
-        yield build_server(services)
-    finally:
-        await services.aclose()
-
-
-async def test_redis_outputs_are_queried_through_a_private_copy_that_is_removed(redis_server: OffloadServer) -> None:
+async def test_redis_outputs_are_queried_through_a_private_copy_that_is_removed(
+    redis_offload_server: OffloadServer,
+) -> None:
     before = set(Path(tempfile.gettempdir()).glob("mcp-offload-sql-*"))  # noqa: ASYNC240
-    async with Client(redis_server) as client:
+    async with Client(redis_offload_server) as client:
         handle = await offload(client, orders_csv(40_000))  # > 1 MiB: a lazy, chunked output
         assert (
             await sql(client, handle, "SELECT count(*) AS n FROM t WHERE status = 'paid'") == "n\n13333\n\n(1 row(s))"

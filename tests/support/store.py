@@ -20,6 +20,9 @@ from typing import Any
 
 import pytest
 
+from mcp_offload.core.services import build_services
+from mcp_offload.server.offload_server import OffloadServer, build_server
+from mcp_offload.settings import Settings
 from mcp_offload.store.base import AdminStore, OutputMeta, Store
 from mcp_offload.store.content_index import ContentIndex
 from mcp_offload.store.fs import FilesystemStore
@@ -170,3 +173,13 @@ async def put_bytes(store: Store, scope: str, data: bytes, *, name: str | None =
     meta = make_meta(data, name=name)
     await store.put(scope, meta, ContentIndex.build(data), data)
     return meta.handle
+
+
+@pytest.fixture
+async def redis_offload_server(redis_url: str) -> AsyncIterator[OffloadServer]:
+    """The MCP server over the session's Redis store (one jq worker, a 3 s jq limit)."""
+    services = build_services(Settings(store=redis_url, jq_timeout_s=3.0, jq_workers=1))
+    try:
+        yield build_server(services)
+    finally:
+        await services.aclose()
