@@ -15,7 +15,15 @@ import pytest
 
 from mcp_offload import AsyncCompactor, Compactor, ContextWindowExceeded, OffloadError
 from mcp_offload.messages.base import OFFLOADED_ARGUMENTS
-from support.compact import anthropic_turn, big_json, chat_turn, read_whole, responses_turn, validate
+from support.compact import (
+    anthropic_turn,
+    big_json,
+    chat_turn,
+    read_whole,
+    responses_turn,
+    set_call_arguments,
+    validate,
+)
 
 TURNS = {"anthropic": anthropic_turn, "openai": chat_turn, "responses": responses_turn}
 
@@ -90,12 +98,7 @@ async def test_last_resort_order_arguments_then_old_user_text_then_last(compacto
     noted = {"role": "assistant", "content": "noted"}
     chat = [user(fmt, "first: " + paste), noted, *TURNS[fmt]("c1", "ok", question="second")]
     call = chat[3]
-    if fmt == "anthropic":
-        call["content"][0]["input"] = json.loads(arguments)
-    elif fmt == "openai":
-        call["tool_calls"][0]["function"]["arguments"] = arguments
-    else:
-        call["arguments"] = arguments
+    set_call_arguments(fmt, call, arguments)
     chat.append(user(fmt, "last: " + paste))
     # every message is kept by the boundary (no step 1-3 may touch them); room for the last paste but not for all
     # three big parts: the arguments and the first paste go, the last message stays as it is

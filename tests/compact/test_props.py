@@ -21,7 +21,7 @@ from pydantic import TypeAdapter
 from mcp_offload import Compactor, ContextWindowExceeded
 from mcp_offload.core import api
 from mcp_offload.server.tools import result_of
-from support.compact import anthropic_turn, big_json, chat_turn, handle_in, responses_turn, validate
+from support.compact import anthropic_turn, big_json, chat_turn, handle_in, responses_turn, set_call_arguments, validate
 
 TURNS = {"anthropic": anthropic_turn, "openai": chat_turn, "responses": responses_turn}
 TEXT = st.text(st.characters(codec="utf-8"), min_size=0, max_size=60)
@@ -140,12 +140,7 @@ def test_with_a_window_it_fits_or_raises(
         turn = TURNS[fmt](f"call_{i}", f"result line {i}\n" * result_lines, question=f"ask {i}\n" * (user_lines + 1))
         arguments = json.dumps({"patch": f"+ line {i}\n" * arg_lines})
         call = turn[1]
-        if fmt == "anthropic":
-            call["content"][0]["input"] = json.loads(arguments)
-        elif fmt == "openai":
-            call["tool_calls"][0]["function"]["arguments"] = arguments
-        else:
-            call["arguments"] = arguments
+        set_call_arguments(fmt, call, arguments)
         messages += turn
     messages.append({"role": "user", "content": "and now?"})
     prompt = "system rule\n" * system

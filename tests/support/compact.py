@@ -65,6 +65,17 @@ async def read_whole(compactor: AsyncCompactor, handle: str) -> str:
         start = out.next_start
 
 
+def set_call_arguments(fmt: str, call: dict[str, Any], arguments: str) -> None:
+    """Give the (first) tool call of `call`, an assistant message / Responses item of a `*_turn`, these JSON
+    arguments, in that format's own place for them."""
+    if fmt == "anthropic":
+        call["content"][0]["input"] = json.loads(arguments)
+    elif fmt == "openai":
+        call["tool_calls"][0]["function"]["arguments"] = arguments
+    else:
+        call["arguments"] = arguments
+
+
 def handle_in(text: str) -> str:
     assert text.startswith("Stored as out_"), text[:80]
     return text.split()[2]
