@@ -6,7 +6,10 @@
 # Usage: export "$(bash .ci/agents-deps.sh)"   (stdout is MCP_OFFLOAD_TEST_AGENTS=…/node_modules; progress on stderr)
 # PREFIX defaults to ${XDG_CACHE_HOME:-~/.cache}/mcp-offload/agents (outside the repo; the tests look there too
 # when MCP_OFFLOAD_TEST_AGENTS is unset). Safe to run again: npm skips what is already there.
-set -euo pipefail
+set -Eeuo pipefail
+# Never exit silently: a failing step says which line and command failed, and the caller's
+# `export "$(…)"` then sees a non-zero status instead of an empty line.
+trap 'rc=$?; echo "agents-deps: failed (exit $rc) at line $LINENO: $BASH_COMMAND" >&2; exit $rc' ERR
 
 CLAUDE_CODE_VERSION=2.1.328
 CODEX_VERSION=0.169.0

@@ -20,7 +20,10 @@
 # Env: PYTHON (interpreter whose installed jq.py version to match; default .venv/bin/python, else python3),
 #      JQPY_VERSION (override the jq.py version), XDG_CACHE_HOME, CFLAGS_OPT (default "-O2").
 # Measured: ~55 s CPU (46 s user + 9 s sys) including the pip fetch; 4.5 min wall on 2 heavily loaded cores, est. 1-1.5 min idle.
-set -euo pipefail
+set -Eeuo pipefail
+# Never exit silently: a failing step says which line and command failed, and the caller's
+# `export "$(…)"` then sees a non-zero status instead of an empty line.
+trap 'rc=$?; echo "build-libjq: failed (exit $rc) at line $LINENO: $BASH_COMMAND" >&2; exit $rc' ERR
 cd "$(dirname "$0")/.."
 
 say() { echo "build-libjq: $*" >&2; }

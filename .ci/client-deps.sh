@@ -7,7 +7,10 @@
 # Usage: export "$(bash .ci/client-deps.sh)"   (stdout is MCP_OFFLOAD_TEST_CLIENTS=…; progress goes to stderr)
 # PREFIX defaults to ${XDG_CACHE_HOME:-~/.cache}/mcp-offload/clients (outside the repo; the tests look there too when
 # MCP_OFFLOAD_TEST_CLIENTS is unset). Safe to run again: npm skips what is already there.
-set -euo pipefail
+set -Eeuo pipefail
+# Never exit silently: a failing step says which line and command failed, and the caller's
+# `export "$(…)"` then sees a non-zero status instead of an empty line.
+trap 'rc=$?; echo "client-deps: failed (exit $rc) at line $LINENO: $BASH_COMMAND" >&2; exit $rc' ERR
 
 NPM_INSPECTOR_VERSION=2.12.0
 

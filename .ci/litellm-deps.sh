@@ -13,7 +13,10 @@
 # 1.108.5 is the newest release whose `proxy` extra resolves from PyPI here (1.108.10+ pin litellm-enterprise /
 # litellm-proxy-extras / litellm-proxy builds that are not published); it has the `headroom` guardrail and the
 # agentic-loop hooks (`async_should_run_agentic_loop`, `async_build_agentic_loop_plan`) the tests use.
-set -euo pipefail
+set -Eeuo pipefail
+# Never exit silently: a failing step says which line and command failed, and the caller's
+# `export "$(…)"` then sees a non-zero status instead of an empty line.
+trap 'rc=$?; echo "litellm-deps: failed (exit $rc) at line $LINENO: $BASH_COMMAND" >&2; exit $rc' ERR
 
 LITELLM_VERSION=1.108.5
 
@@ -21,7 +24,7 @@ prefix=${PREFIX:-${XDG_CACHE_HOME:-$HOME/.cache}/mcp-offload/litellm-venv}
 python=${PYTHON:-python3}
 
 [ -x "$prefix/bin/python" ] || "$python" -m venv "$prefix"
-installed=$("$prefix/bin/python" -m pip show litellm 2>/dev/null | awk '/^Version:/ {print $2}')
+installed=$("$prefix/bin/python" -m pip show litellm 2>/dev/null | awk '/^Version:/ {print $2}' || true)  # not installed yet: empty
 if [ "$installed" != "$LITELLM_VERSION" ] || [ ! -x "$prefix/bin/litellm" ]; then
   "$prefix/bin/python" -m pip install --quiet --disable-pip-version-check "litellm[proxy]==$LITELLM_VERSION" >&2
 fi

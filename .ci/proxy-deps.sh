@@ -8,7 +8,10 @@
 #        progress goes to stderr)
 # PREFIX defaults to ${XDG_CACHE_HOME:-~/.cache}/mcp-offload/proxy-servers (outside the repo; the tests look there
 # too when MCP_OFFLOAD_TEST_NODE_MODULES is unset). Safe to run again: npm/pip skip what is already there.
-set -euo pipefail
+set -Eeuo pipefail
+# Never exit silently: a failing step says which line and command failed, and the caller's
+# `export "$(…)"` then sees a non-zero status instead of an empty line.
+trap 'rc=$?; echo "proxy-deps: failed (exit $rc) at line $LINENO: $BASH_COMMAND" >&2; exit $rc' ERR
 
 NPM_FILESYSTEM_VERSION=2026.8.31
 NPM_EVERYTHING_VERSION=2026.8.31

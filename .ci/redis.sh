@@ -7,7 +7,8 @@
 #
 # Usage from .ci/run:  eval "$(.ci/redis.sh start)"; export REDIS_URL; trap '.ci/redis.sh stop' EXIT
 # The store tests read REDIS_URL when it is set; otherwise they start their own redis-server.
-set -euo pipefail
+set -Eeuo pipefail
+trap 'rc=$?; echo "redis.sh: failed (exit $rc) at line $LINENO: $BASH_COMMAND" >&2; exit $rc' ERR
 
 cmd=${1:-start}
 state=${2:-${TMPDIR:-/tmp}/mcp-offload-ci-redis}
