@@ -1,4 +1,5 @@
-"""Output stores: the `Store` protocol and its backends. `open_store` picks one from a location string."""
+"""Output stores: the `Store` protocol and its backends. `open_store` picks one from a location string (the rule,
+the Redis client and the key prefix are `location.py`'s, shared with the records kept beside the outputs)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from typing import Any
 
 from mcp_offload.store.base import AdminStore, OutputMeta, ScannedOutput, Store, StoredOutput
 from mcp_offload.store.lifecycle import StoreLimits, SweepReport
+from mcp_offload.store.location import is_redis_location, open_beside
 
 __all__ = [
     "AdminStore",
@@ -20,14 +22,6 @@ __all__ = [
     "open_store",
 ]
 
-REDIS_SCHEMES = ("redis://", "rediss://", "valkey://", "valkeys://", "unix://")
-
-
-def is_redis_location(location: str) -> bool:
-    """The one rule for a location string (`--store`, MCP_OFFLOAD_STORE): a Redis/Valkey URL, else a directory.
-    The store and the savings record beside it both choose their backend by it."""
-    return location.startswith(REDIS_SCHEMES)
-
 
 def open_store(
     location: str, *, limits: StoreLimits | None = None, clock: Callable[[], float] | None = None, **options: Any
@@ -39,10 +33,15 @@ def open_store(
     extra: dict[str, Any] = dict(options)
     if clock is not None:
         extra["clock"] = clock
-    if is_redis_location(location):
+
+    def redis(url: str) -> AdminStore:
         from mcp_offload.store.redis import RedisStore
 
-        return RedisStore(location, limits=limits, **extra)
-    from mcp_offload.store.fs import FilesystemStore
+        return RedisStore(url, limits=limits, **extra)
 
-    return FilesystemStore(location, limits=limits, **extra)
+    def directory(path: str) -> AdminStore:
+        from mcp_offload.store.fs import FilesystemStore
+
+        return FilesystemStore(path, limits=limits, **extra)
+
+    return open_beside(location, directory=directory, redis=redis)
