@@ -222,9 +222,9 @@ class DecisionRecord:
 
 
 def _open_backend(location: str) -> RecordBackend:
-    from mcp_offload.store import REDIS_SCHEMES
+    from mcp_offload.store import is_redis_location
 
-    if location.startswith(REDIS_SCHEMES):
+    if is_redis_location(location):
         from mcp_offload.cachesafe.record.redis import RedisRecord
 
         return RedisRecord(location)
