@@ -1,42 +1,77 @@
-"""Where everything kept beside the outputs lives: the location rule, the Redis key prefix, the Redis client.
+"""What a store location string names, and the one place a Redis client is made from it.
 
-A store location (`--store`, MCP_OFFLOAD_STORE) is a Redis/Valkey URL or a directory. The outputs (`store/`), the
-savings record (`savings/`) and the gateway's decision record (`cachesafe/record/`) all live at the same location,
-each with a filesystem and a Redis backend, and all of them choose and open their backend here:
+The one rule for `--store` / MCP_OFFLOAD_STORE, asked by the store, the savings record and the decision record alike
+(everything kept beside the outputs lives at the same location, each with a filesystem and a Redis backend):
 
-    open_beside(location, directory=..., redis=...)   the one rule: a Redis URL, else a directory
+    redis://  rediss://  valkey://  valkeys://  unix://          one Redis node (`RedisStore`, single-node layout)
+    redis+cluster://host:port[,host:port…]  rediss+cluster://…    a Redis Cluster, through any of the seed nodes
+    (valkey+cluster:// and valkeys+cluster:// are aliases)
+    anything else without a scheme                                a directory (`FilesystemStore`)
+
+A location that looks like a URL (`word://…`) with any other scheme is a mistake, never a directory: it is refused
+before anything is created (a `--store foo://x` must not leave a folder named `foo:` behind).
+
+    open_beside(location, directory=..., redis=...)   the backend of one record type at a location
     open_redis(location) / open_redis_sync(location)  the one place a Redis client is made from a location
     KEY_PREFIX                                        every Redis key starts with it (`mcp-offload:v1`)
 
-A new kind of location (a Redis Cluster URL, say) is one scheme in `REDIS_SCHEMES` and one branch in
-`_client_url`/`open_redis`; no backend changes. What a failing backend raises is drawn in `store/failures.py`.
+A new kind of Redis location is one branch in `open_redis`/`open_redis_sync`; no backend changes. What a failing
+backend raises is drawn in `store/failures.py`.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from mcp_offload.errors import StoreUnavailable
+from mcp_offload.errors import SettingsError, StoreUnavailable
 
 if TYPE_CHECKING:  # redis is imported when a client is made, so a filesystem store never loads it
     import redis
     import redis.asyncio
 
 T = TypeVar("T")
+StoreKind = Literal["fs", "redis", "cluster"]
 
 KEY_PREFIX = "mcp-offload:v1"
 REDIS_SCHEMES = ("redis://", "rediss://", "valkey://", "valkeys://", "unix://")
+CLUSTER_SCHEMES = ("redis+cluster://", "rediss+cluster://", "valkey+cluster://", "valkeys+cluster://")
 _ALIASES = (("valkey://", "redis://"), ("valkeys://", "rediss://"))  # same protocol, other name
+_URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+KNOWN = "a directory, redis://…, rediss://…, valkey://…, unix://…, or redis+cluster://host:port[,host:port…]"
+
+
+class StoreLocationError(SettingsError):
+    """A store location that names no store this program knows (an unknown URL scheme, a malformed cluster URL).
+    Reported at startup, before anything is created; the CLI exits with status 1."""
+
+    exit_status = 1
+
+
+def store_kind(location: str) -> StoreKind:
+    """Which backend `location` names; `StoreLocationError` for a URL of a scheme no backend knows."""
+    if location.startswith(REDIS_SCHEMES):
+        return "redis"
+    if location.startswith(CLUSTER_SCHEMES):
+        return "cluster"
+    found = _URL.match(location)
+    if found:
+        raise StoreLocationError(
+            f"the store location {location!r} has the unknown scheme '{found.group(1)}://'; nothing was created. "
+            f"A store is {KNOWN}"
+        )
+    return "fs"
 
 
 def is_redis_location(location: str) -> bool:
-    """The one rule for a location string: a Redis/Valkey URL, else a directory."""
-    return location.startswith(REDIS_SCHEMES)
+    """A Redis or Redis Cluster URL (else a directory, or an error for an unknown scheme)."""
+    return store_kind(location) != "fs"
 
 
 def open_beside(location: str, *, directory: Callable[[str], T], redis: Callable[[str], T]) -> T:
-    """The backend of one record type at `location`: `redis(location)` for a Redis URL, else `directory(location)`."""
+    """The backend of one record type at `location`: `redis(location)` for a Redis (or Redis Cluster) URL, else
+    `directory(location)`; `StoreLocationError` for a URL of an unknown scheme."""
     return redis(location) if is_redis_location(location) else directory(location)
 
 
