@@ -66,11 +66,11 @@ async def reach(services: Services, session: GatewaySession, arguments: Mapping[
         return session.scope
     except UnknownHandle:
         pass
-    except (OffloadError, OSError):  # malformed, expired, a failing store: the tool's own answer says so
+    except OffloadError:  # malformed, expired, a failing store: the tool's own answer says so
         return session.scope
     try:
         owner = (await open_record(services).backend.get(key, [FIELD + handle])).get(FIELD + handle)
-    except (OffloadError, OSError):
+    except OffloadError:
         return session.scope
     if owner is None or owner == session.scope.key:
         return session.scope

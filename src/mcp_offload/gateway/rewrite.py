@@ -21,10 +21,11 @@ from typing import Any
 
 from mcp_offload.cachesafe.history import history_for
 from mcp_offload.cachesafe.record import open_record
-from mcp_offload.cachesafe.rewrite import STORE_FAILURES, RewritePolicy, json_chars, rewrite_messages
+from mcp_offload.cachesafe.rewrite import RewritePolicy, json_chars, rewrite_messages
 from mcp_offload.cachesafe.session import GatewaySession, derive_session
 from mcp_offload.cachesafe.tool_text import ApiKind, retrieval_tools
 from mcp_offload.core.services import Services
+from mcp_offload.errors import StoreError
 from mcp_offload.gateway.handle_reach import mentions_known_handle, remember
 
 __all__ = ["Rewrite", "RewriteUnavailable", "rewrite_request"]
@@ -72,7 +73,7 @@ async def rewrite_request(
         )
     except ValueError:
         return Rewrite(body=body, changed=False, session=session)  # the upstream answers it with its own error
-    except STORE_FAILURES as exc:
+    except StoreError as exc:
         reason = f"the store failed ({type(exc).__name__}: {exc})"
         log.warning("gateway: %s; forwarding the request unmodified", reason)
         if policy.fail_closed:
@@ -117,7 +118,7 @@ async def _handed_a_handle(
         if (await record.state(session, [])).bypass is not None:
             return False
         await record.decide(session, {}, tools=True)
-    except STORE_FAILURES as exc:
+    except StoreError as exc:
         log.warning("gateway: the credential's handle index failed (%s: %s)", type(exc).__name__, exc)
         return False
     return True
