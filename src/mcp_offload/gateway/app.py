@@ -39,7 +39,7 @@ from starlette.types import Message, Receive, Scope, Send
 
 from mcp_offload.apis.gemini.dialect import GeminiDialect
 from mcp_offload.apis.gemini.routes import ModelCall, credential_headers, generate_call
-from mcp_offload.cachesafe.record import open_record
+from mcp_offload.cachesafe.record import arrival_order, open_record
 from mcp_offload.cachesafe.session import GatewaySession, derive_session
 from mcp_offload.cachesafe.tool_text import RETRIEVAL_TOOL_NAMES
 from mcp_offload.core.services import Services
@@ -94,6 +94,7 @@ class Exchange:
     bypassed: bool = False
     answered: bool = False  # the whole answer went out
     report: TurnReport = field(default_factory=TurnReport)
+    arrived: int = field(default_factory=arrival_order)  # orders this request's expansion against a retry's
 
 
 class GatewayApp:
@@ -292,7 +293,7 @@ class GatewayApp:
         exchange.status = response.status_code
         dialect = DIALECTS[api]
         loop_on = may_loop and not exchange.bypassed and response.status_code == 200
-        retriever = SessionRetriever(self.services, rewrite.session, api) if rewrite is not None else None
+        retriever = None if rewrite is None else SessionRetriever(self.services, rewrite.session, api, exchange.arrived)
         content_type = response.headers.get("content-type", "")
         if exchange.stream and response.status_code == 200 and content_type.startswith("text/event-stream"):
             looping = retriever if loop_on else None
