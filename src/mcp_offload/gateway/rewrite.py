@@ -18,10 +18,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mcp_offload.cachesafe.history import history_for
-from mcp_offload.cachesafe.rewrite import STORE_FAILURES, RewritePolicy, json_chars, rewrite_messages
+from mcp_offload.cachesafe.rewrite import RewritePolicy, json_chars, rewrite_messages
 from mcp_offload.cachesafe.session import GatewaySession, derive_session
 from mcp_offload.cachesafe.tool_text import ApiKind, retrieval_tools
 from mcp_offload.core.services import Services
+from mcp_offload.errors import StoreError
 
 __all__ = ["Rewrite", "RewriteUnavailable", "rewrite_request"]
 
@@ -75,7 +76,7 @@ async def rewrite_request(
         )
     except ValueError:
         return Rewrite(body=body, changed=False, session=session)  # the upstream answers it with its own error
-    except STORE_FAILURES as exc:
+    except StoreError as exc:
         reason = f"the store failed ({type(exc).__name__}: {exc})"
         log.warning("gateway: %s; forwarding the request unmodified", reason)
         if policy.fail_closed:
