@@ -1,10 +1,12 @@
 """`mcp-offload gateway`: the LLM gateway (see mcp_offload.gateway), a reverse proxy for the Anthropic Messages,
-OpenAI Chat Completions and Responses APIs that keeps large tool results out of the history, cache-safely.
+OpenAI Chat Completions, Responses and Gemini APIs that keeps large tool results out of the history, cache-safely.
 
     mcp-offload gateway [--host 127.0.0.1] [--port 8788] [--anthropic-upstream URL] [--openai-upstream URL]
-                        [--store DIR|redis://…] [--retrieval transparent|visible] [--threshold-tokens N]
+                        [--gemini-upstream URL] [--store DIR|redis://…] [--retrieval transparent|visible]
+                        [--threshold-tokens N]
 
-Point clients at it: `ANTHROPIC_BASE_URL=http://127.0.0.1:8788`, `OPENAI_BASE_URL=http://127.0.0.1:8788/v1`.
+Point clients at it: `ANTHROPIC_BASE_URL=http://127.0.0.1:8788`, `OPENAI_BASE_URL=http://127.0.0.1:8788/v1`,
+`GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:8788` (Gemini CLI; `google-genai`: `http_options={"base_url": …}`).
 Like the HTTP service it binds loopback by default, refuses a non-loopback address without a token (unless
 --allow-open) and checks Host/Origin against loopback names plus --allowed-hosts / --allowed-origins.
 """
@@ -18,6 +20,7 @@ from typing import Any
 
 import anyio
 
+from mcp_offload.apis.gemini.routes import GEMINI_DEFAULT
 from mcp_offload.cachesafe.rewrite import RewritePolicy
 from mcp_offload.cli.arg_types import OneLineParser, http_url, port
 from mcp_offload.cli.event_loop import loop_options
@@ -36,7 +39,7 @@ _DEFAULT_POLICY, _DEFAULT_LIMITS, _DEFAULT_UPSTREAM = RewritePolicy(), LoopLimit
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:  # argparse's _SubParsersAction is private
     parser: argparse.ArgumentParser = subparsers.add_parser(
-        "gateway", help="the LLM gateway (Anthropic / OpenAI APIs)", description=__doc__.split("\n\n")[0]
+        "gateway", help="the LLM gateway (Anthropic / OpenAI / Gemini APIs)", description=__doc__.split("\n\n")[0]
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     parser.add_argument(
@@ -53,6 +56,11 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:  # argparse's _SubPa
         type=http_url,
         default=os.environ.get("MCP_OFFLOAD_OPENAI_UPSTREAM", OPENAI_DEFAULT),
         help=f"OpenAI API base URL, with its /v1 (default {OPENAI_DEFAULT})",
+    )
+    parser.add_argument(
+        "--gemini-upstream",
+        default=os.environ.get("MCP_OFFLOAD_GEMINI_UPSTREAM", GEMINI_DEFAULT),
+        help=f"Gemini API base URL, without its /v1beta (default {GEMINI_DEFAULT})",
     )
     parser.add_argument("--store", help="store directory or redis://host:port/db (env MCP_OFFLOAD_STORE)")
     parser.add_argument(
@@ -127,6 +135,7 @@ def options_from_args(args: argparse.Namespace, environ: dict[str, str] | None =
         upstream=UpstreamConfig(
             anthropic_base=args.anthropic_upstream,
             openai_base=args.openai_upstream,
+            gemini_base=args.gemini_upstream,
             read_timeout_s=args.upstream_timeout,
         ),
         policy=RewritePolicy(
