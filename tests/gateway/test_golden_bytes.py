@@ -43,6 +43,8 @@ def _minimal(api: ApiKind) -> dict[str, Any]:
         return {"model": "m", "max_tokens": 1, "messages": [{"role": "user", "content": "x"}]}
     if api == "openai_chat":
         return {"model": "m", "messages": [{"role": "user", "content": "x"}]}
+    if api == "gemini":
+        return {"contents": [{"role": "user", "parts": [{"text": "x"}]}]}
     return {"model": "m", "input": "x"}
 
 
