@@ -34,6 +34,10 @@ class Settings:
     preview_tokens: int = 500
     # one read returns at most this many tokens
     read_max_tokens: int = 5000
+    # answers cut to what a client shows its model whole, besides the built-in caps of Codex, Claude Code and Copilot
+    # CLI (server/client_caps.py): NAME=SIZE pairs, comma-separated, NAME a clientInfo name or * for any other
+    # client, SIZE bytes (10KB) or tokens (25000tokens) or both (48KB+25000tokens)
+    client_caps: str = ""
     # search: defaults and hard caps
     search_max_results_cap: int = 500
     search_line_chars: int = 300
