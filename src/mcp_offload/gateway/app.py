@@ -35,11 +35,11 @@ import httpx2
 import orjson
 from starlette.types import Message, Receive, Scope, Send
 
-from mcp_offload.cachesafe.record import open_record
+from mcp_offload.cachesafe.record import arrival_order, open_record
 from mcp_offload.cachesafe.session import GatewaySession, derive_session
 from mcp_offload.cachesafe.tool_text import RETRIEVAL_TOOL_NAMES
 from mcp_offload.core.services import Services
-from mcp_offload.errors import StoreUnavailable
+from mcp_offload.errors import StoreError
 from mcp_offload.gateway.access import GatewayAccess
 from mcp_offload.gateway.accounting import TurnCounters
 from mcp_offload.gateway.accounting import add_usage as account
@@ -89,6 +89,7 @@ class Exchange:
     bypassed: bool = False
     answered: bool = False  # the whole answer went out
     report: TurnReport = field(default_factory=TurnReport)
+    arrived: int = field(default_factory=arrival_order)  # orders this request's expansion against a retry's
 
 
 class GatewayApp:
@@ -187,7 +188,7 @@ class GatewayApp:
     async def _status(self, path: str, send: Send) -> None:
         try:
             stats = await gateway_stats(self.services)
-        except (StoreUnavailable, OSError) as exc:
+        except StoreError as exc:
             error = GatewayError(503, "store_unavailable", f"The gateway's store is unavailable: {exc}")
             await _send_bytes(send, 503, JSON_HEADERS, error_body("openai", error))
             return
@@ -270,7 +271,7 @@ class GatewayApp:
         exchange.status = response.status_code
         dialect = DIALECTS[api]
         loop_on = may_loop and not exchange.bypassed and response.status_code == 200
-        retriever = SessionRetriever(self.services, rewrite.session, api) if rewrite is not None else None
+        retriever = None if rewrite is None else SessionRetriever(self.services, rewrite.session, api, exchange.arrived)
         content_type = response.headers.get("content-type", "")
         if exchange.stream and response.status_code == 200 and content_type.startswith("text/event-stream"):
             looping = retriever if loop_on else None
@@ -364,7 +365,7 @@ class GatewayApp:
                 "store_unavailable",
                 f"The gateway's store is unavailable ({exc.reason}) and it is set to fail closed; retry later.",
             ) from None
-        except (StoreUnavailable, OSError) as exc:
+        except StoreError as exc:
             if policy.fail_closed:
                 raise GatewayError(503, "store_unavailable", f"The gateway's store is unavailable: {exc}") from None
             exchange.fail_open = f"{type(exc).__name__}: {exc}"
@@ -399,7 +400,7 @@ class GatewayApp:
             log.warning("session %s bypassed: %s", rewrite.session.key[:12], reason)
             try:
                 await open_record(self.services).mark_bypass(rewrite.session, reason)
-            except (StoreUnavailable, OSError) as exc:
+            except StoreError as exc:
                 log.warning("could not record the bypass: %s", exc)
         return original
 

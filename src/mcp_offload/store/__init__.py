@@ -1,4 +1,5 @@
-"""Output stores: the `Store` protocol and its backends. `open_store` picks one from a location string."""
+"""Output stores: the `Store` protocol and its backends. `open_store` picks one from a location string (the rule,
+the Redis client and the key prefix are `location.py`'s, shared with the records kept beside the outputs)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from typing import Any
 
 from mcp_offload.store.base import AdminStore, OutputMeta, ScannedOutput, Store, StoredOutput
 from mcp_offload.store.lifecycle import StoreLimits, SweepReport
+from mcp_offload.store.location import StoreLocationError, is_redis_location, open_beside, store_kind
 
 __all__ = [
     "AdminStore",
@@ -14,35 +16,37 @@ __all__ = [
     "ScannedOutput",
     "Store",
     "StoreLimits",
+    "StoreLocationError",
     "StoredOutput",
     "SweepReport",
     "is_redis_location",
     "open_store",
+    "store_kind",
 ]
-
-REDIS_SCHEMES = ("redis://", "rediss://", "valkey://", "valkeys://", "unix://")
-
-
-def is_redis_location(location: str) -> bool:
-    """The one rule for a location string (`--store`, MCP_OFFLOAD_STORE): a Redis/Valkey URL, else a directory.
-    The store and the savings record beside it both choose their backend by it."""
-    return location.startswith(REDIS_SCHEMES)
 
 
 def open_store(
     location: str, *, limits: StoreLimits | None = None, clock: Callable[[], float] | None = None, **options: Any
 ) -> AdminStore:
-    """`redis://…`/`rediss://…`/`valkey://…` → Redis backend; anything else is a filesystem directory.
+    """`redis://…`/`rediss://…`/`valkey://…` → Redis backend; a location without a URL scheme is a filesystem
+    directory; a URL of any other scheme is a `StoreLocationError` (store/location.py), before anything is created.
 
     `limits` bounds the store (TTL, quotas; `StoreLimits.from_settings(settings)`); `clock` is for tests.
     """
     extra: dict[str, Any] = dict(options)
     if clock is not None:
         extra["clock"] = clock
-    if is_redis_location(location):
+    if store_kind(location) == "cluster":
+        raise StoreLocationError(f"{location!r}: Redis Cluster stores are not supported yet; nothing was created")
+
+    def redis(url: str) -> AdminStore:
         from mcp_offload.store.redis import RedisStore
 
-        return RedisStore(location, limits=limits, **extra)
-    from mcp_offload.store.fs import FilesystemStore
+        return RedisStore(url, limits=limits, **extra)
 
-    return FilesystemStore(location, limits=limits, **extra)
+    def directory(path: str) -> AdminStore:
+        from mcp_offload.store.fs import FilesystemStore
+
+        return FilesystemStore(path, limits=limits, **extra)
+
+    return open_beside(location, directory=directory, redis=redis)

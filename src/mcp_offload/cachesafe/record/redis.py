@@ -4,27 +4,21 @@
 Set-if-absent is one Lua script (HSETNX per field, then HMGET of all of them, then the TTL and the session's
 recency), so any number of gateway instances on one Redis agree on every field: the first writer wins and everyone
 reads its value. Counters are HINCRBY (instances add up). Keys expire `RECORD_TTL_S` after the session's last write.
-Failures are `StoreUnavailable` (connect timeout 2 s, socket timeout 5 s), which the gateway turns into fail-open.
+Failures are `StoreUnavailable` (connect timeout 2 s, socket timeout 5 s; the client and the translation are the
+store's: `store/location.py`, `store/failures.py`), which the gateway turns into fail-open.
 """
 
 from __future__ import annotations
 
+import functools
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-import redis
-import redis.asyncio
-from redis.backoff import NoBackoff
-from redis.retry import Retry
-
 from mcp_offload.cachesafe.record.base import RECORD_TTL_S
-from mcp_offload.errors import StoreUnavailable
+from mcp_offload.store.failures import redis_errors
 from mcp_offload.store.handles import validate_scope
-from mcp_offload.store.redis import normalise_url
-
-DEFAULT_PREFIX = "mcp-offload:v1"  # the store's own key prefix (store/redis.py)
+from mcp_offload.store.location import KEY_PREFIX, open_redis
 
 # KEYS: fields hash, sessions zset. ARGV: name1, value1, name2, value2, ..., ttl_ms, now_ms, session
 _PUT_IF_ABSENT = """
@@ -40,14 +34,24 @@ return values
 """
 
 
-@contextmanager
-def _redis_errors() -> Iterator[None]:
-    try:
-        yield
-    except redis.exceptions.RedisError as exc:
-        raise StoreUnavailable(
-            "the shared store (Redis) is unreachable right now, so the gateway's decision record cannot be read"
-        ) from exc
+# KEYS: fields hash, sessions zset. ARGV: name1, order1, value1, ..., ttl_ms, now_ms, session. A field's order is
+# kept in the field "o:<name>"; a field without one (set by put_if_absent) counts as the earliest.
+_PUT_LATEST = """
+local n = #ARGV - 3
+for i = 1, n, 3 do
+  local held = redis.call('HGET', KEYS[1], 'o:' .. ARGV[i])
+  if not held or tonumber(held) < tonumber(ARGV[i + 1]) then
+    redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 2], 'o:' .. ARGV[i], ARGV[i + 1])
+  end
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[n + 1])
+redis.call('ZADD', KEYS[2], ARGV[n + 2], ARGV[n + 3])
+return 1
+"""
+
+
+UNAVAILABLE = "the shared store (Redis) is unreachable right now, so the gateway's decision record cannot be read"
+_redis_errors = functools.partial(redis_errors, UNAVAILABLE, full=None)
 
 
 class RedisRecord:
@@ -55,7 +59,7 @@ class RedisRecord:
         self,
         url: str,
         *,
-        prefix: str = DEFAULT_PREFIX,
+        prefix: str = KEY_PREFIX,
         ttl_s: float = RECORD_TTL_S,
         clock: Callable[[], float] = time.time,
         connect_timeout_s: float = 2.0,
@@ -64,15 +68,9 @@ class RedisRecord:
         self.prefix = prefix
         self.ttl_ms = int(ttl_s * 1000)
         self.clock = clock
-        self._client: Any = redis.asyncio.Redis.from_url(
-            normalise_url(url),
-            socket_connect_timeout=connect_timeout_s,
-            socket_timeout=socket_timeout_s,
-            # one immediate retry on a broken connection (a restarted server), none on a timeout (a hung one)
-            retry=Retry(NoBackoff(), 1, supported_errors=(redis.exceptions.ConnectionError,)),
-            retry_on_timeout=False,
-        )
+        self._client: Any = open_redis(url, connect_timeout_s=connect_timeout_s, socket_timeout_s=socket_timeout_s)
         self._put = self._client.register_script(_PUT_IF_ABSENT)
+        self._put_latest = self._client.register_script(_PUT_LATEST)
 
     def _fields_key(self, session: str) -> str:
         return f"{self.prefix}:gw:r:{validate_scope(session)}"
@@ -100,6 +98,14 @@ class RedisRecord:
         with _redis_errors():
             values = await self._put(keys=[self._fields_key(session), self._sessions_key], args=args)
         return {f: v.decode("utf-8") for f, v in zip(names, values, strict=True) if v is not None}
+
+    async def put_latest(self, session: str, items: Mapping[str, tuple[int, str]]) -> None:
+        if not items:
+            return
+        args: list[Any] = [x for name, (order, value) in items.items() for x in (name, order, value)]
+        args += [self.ttl_ms, int(self.clock() * 1000), session]
+        with _redis_errors():
+            await self._put_latest(keys=[self._fields_key(session), self._sessions_key], args=args)
 
     async def add(self, session: str, counts: Mapping[str, int]) -> None:
         kept = {k: v for k, v in counts.items() if v}
