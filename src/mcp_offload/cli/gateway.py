@@ -22,6 +22,7 @@ import anyio
 
 from mcp_offload.apis.gemini.routes import GEMINI_DEFAULT
 from mcp_offload.cachesafe.rewrite import RewritePolicy
+from mcp_offload.cli.arg_types import OneLineParser, http_url, port
 from mcp_offload.cli.event_loop import loop_options
 from mcp_offload.cli.exit_status import exit_status
 from mcp_offload.gateway.loop import LoopLimits
@@ -41,14 +42,18 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:  # argparse's _SubPa
         "gateway", help="the LLM gateway (Anthropic / OpenAI / Gemini APIs)", description=__doc__.split("\n\n")[0]
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port to listen on (default {DEFAULT_PORT})")
+    parser.add_argument(
+        "--port", type=port, default=DEFAULT_PORT, help=f"port to listen on, 1-65535 (default {DEFAULT_PORT})"
+    )
     parser.add_argument(
         "--anthropic-upstream",
+        type=http_url,
         default=os.environ.get("MCP_OFFLOAD_ANTHROPIC_UPSTREAM", ANTHROPIC_DEFAULT),
         help=f"Anthropic API base URL (default {ANTHROPIC_DEFAULT})",
     )
     parser.add_argument(
         "--openai-upstream",
+        type=http_url,
         default=os.environ.get("MCP_OFFLOAD_OPENAI_UPSTREAM", OPENAI_DEFAULT),
         help=f"OpenAI API base URL, with its /v1 (default {OPENAI_DEFAULT})",
     )
@@ -149,8 +154,11 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def parser() -> argparse.ArgumentParser:
+    """`mcp-offload gateway`'s own parser (its options are what the dispatcher lets precede the command's name)."""
+    return add_parser(OneLineParser(prog="mcp-offload").add_subparsers(dest="command", required=True))
+
+
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="mcp-offload")
-    add_parser(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(["gateway", *argv])
+    args = parser().parse_args(argv)
     return exit_status(lambda: run(args), prog="mcp-offload gateway")
