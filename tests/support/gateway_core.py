@@ -47,7 +47,7 @@ def _consume(value: Any) -> Any:
     return value
 
 
-_GEMINI_FIELDS = {
+_GEMINI_FIELDS: dict[str, TypeAdapter[Any]] = {
     "contents": TypeAdapter(list[genai_types.Content]),
     "tools": TypeAdapter(list[genai_types.Tool]),
     "systemInstruction": TypeAdapter(genai_types.Content),
@@ -59,7 +59,7 @@ _GEMINI_FIELDS = {
 def validate_body(api: str, body: dict[str, Any]) -> None:
     """Raises pydantic's ValidationError when `body` is not a valid request of `api` per its SDK's types."""
     if api == "gemini":
-        unknown = TypeAdapter(list[str]).validate_python([k for k in body if k not in _GEMINI_FIELDS] or [])
+        unknown = [k for k in body if k not in _GEMINI_FIELDS]
         if unknown:
             raise ValueError(f"unknown Gemini request fields: {unknown}")
         for key, value in body.items():
