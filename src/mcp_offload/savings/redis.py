@@ -2,6 +2,7 @@
 
 A field is a JSON array `[server, tool, counter]` and its value the count, so a flush is one pipeline of HINCRBY
 (atomic, so any number of instances add up correctly) plus an EXPIRE per day touched; reading is one HGETALL per day.
+On a Redis Cluster each day's hash lives in its own slot; the flush pipeline goes to each day's master.
 """
 
 from __future__ import annotations
@@ -10,8 +11,6 @@ import json
 import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
-
-import redis.asyncio
 
 from mcp_offload.savings.record import COUNTERS, FLUSH_INTERVAL_S, Batch, SavingsKey, SavingsRecord
 
@@ -32,13 +31,11 @@ class RedisSavings(SavingsRecord):
         flush_interval_s: float = FLUSH_INTERVAL_S,
     ) -> None:
         super().__init__(clock=clock, flush_interval_s=flush_interval_s)
-        from mcp_offload.store.redis import normalise_url
+        from mcp_offload.store.redis.client import open_async, parse_target
 
         self.prefix = prefix
         self.ttl_s = ttl_s
-        self._client: Any = redis.asyncio.Redis.from_url(
-            normalise_url(url), socket_connect_timeout=2.0, socket_timeout=2.0
-        )
+        self._client: Any = open_async(parse_target(url), socket_connect_timeout=2.0, socket_timeout=2.0)
 
     def _key(self, day: str) -> str:
         return f"{self.prefix}:savings:{day}"

@@ -1,9 +1,11 @@
 """The decision record on the Redis store: per session `P:gw:r:<session>` (hash: field -> JSON text) and
-`P:gw:c:<session>` (hash: counter -> integer), plus `P:gw:sessions` (zset: session -> last write, ms).
+`P:gw:c:<session>` (hash: counter -> integer), plus `P:gw:sessions` (zset: session -> last write, ms). On a Redis
+Cluster the session is a hash tag (`P:gw:r:{<session>}`), so a session's two hashes share a slot.
 
-Set-if-absent is one Lua script (HSETNX per field, then HMGET of all of them, then the TTL and the session's
-recency), so any number of gateway instances on one Redis agree on every field: the first writer wins and everyone
-reads its value. Counters are HINCRBY (instances add up). Keys expire `RECORD_TTL_S` after the session's last write.
+Set-if-absent is one Lua script on the session's hash (HSETNX per field, then HMGET of all of them, then the TTL),
+followed by the session's recency in the sessions zset (another slot on a cluster), so any number of gateway
+instances on one Redis or one cluster agree on every field: the first writer wins and everyone reads its value.
+Counters are HINCRBY (instances add up). Keys expire `RECORD_TTL_S` after the session's last write.
 Failures are `StoreUnavailable` (connect timeout 2 s, socket timeout 5 s), which the gateway turns into fail-open.
 """
 
@@ -15,27 +17,22 @@ from contextlib import contextmanager
 from typing import Any
 
 import redis
-import redis.asyncio
-from redis.backoff import NoBackoff
-from redis.retry import Retry
 
 from mcp_offload.cachesafe.record.base import RECORD_TTL_S
 from mcp_offload.errors import StoreUnavailable
 from mcp_offload.store.handles import validate_scope
-from mcp_offload.store.redis import normalise_url
+from mcp_offload.store.redis.client import default_options, open_async, parse_target
 
 DEFAULT_PREFIX = "mcp-offload:v1"  # the store's own key prefix (store/redis.py)
 
-# KEYS: fields hash, sessions zset. ARGV: name1, value1, name2, value2, ..., ttl_ms, now_ms, session
+# KEYS: fields hash. ARGV: name1, value1, name2, value2, ..., ttl_ms
 _PUT_IF_ABSENT = """
-local n = #ARGV - 3
+local n = #ARGV - 1
 for i = 1, n, 2 do redis.call('HSETNX', KEYS[1], ARGV[i], ARGV[i + 1]) end
 local names = {}
 for i = 1, n, 2 do names[#names + 1] = ARGV[i] end
 local values = redis.call('HMGET', KEYS[1], unpack(names))
 redis.call('PEXPIRE', KEYS[1], ARGV[n + 1])
-redis.call('ZADD', KEYS[2], ARGV[n + 2], ARGV[n + 3])
-redis.call('ZREMRANGEBYSCORE', KEYS[2], 0, tonumber(ARGV[n + 2]) - tonumber(ARGV[n + 1]))
 return values
 """
 
@@ -44,7 +41,7 @@ return values
 def _redis_errors() -> Iterator[None]:
     try:
         yield
-    except redis.exceptions.RedisError as exc:
+    except (redis.exceptions.RedisError, redis.exceptions.RedisClusterException) as exc:
         raise StoreUnavailable(
             "the shared store (Redis) is unreachable right now, so the gateway's decision record cannot be read"
         ) from exc
@@ -64,21 +61,16 @@ class RedisRecord:
         self.prefix = prefix
         self.ttl_ms = int(ttl_s * 1000)
         self.clock = clock
-        self._client: Any = redis.asyncio.Redis.from_url(
-            normalise_url(url),
-            socket_connect_timeout=connect_timeout_s,
-            socket_timeout=socket_timeout_s,
-            # one immediate retry on a broken connection (a restarted server), none on a timeout (a hung one)
-            retry=Retry(NoBackoff(), 1, supported_errors=(redis.exceptions.ConnectionError,)),
-            retry_on_timeout=False,
-        )
+        self.target = parse_target(url)
+        self._tag = "{%s}" if self.target.cluster else "%s"
+        self._client: Any = open_async(self.target, **default_options(connect_timeout_s, socket_timeout_s))
         self._put = self._client.register_script(_PUT_IF_ABSENT)
 
     def _fields_key(self, session: str) -> str:
-        return f"{self.prefix}:gw:r:{validate_scope(session)}"
+        return f"{self.prefix}:gw:r:{self._tag % validate_scope(session)}"
 
     def _counters_key(self, session: str) -> str:
-        return f"{self.prefix}:gw:c:{validate_scope(session)}"
+        return f"{self.prefix}:gw:c:{self._tag % validate_scope(session)}"
 
     @property
     def _sessions_key(self) -> str:
@@ -96,9 +88,10 @@ class RedisRecord:
             return {}
         names = list(items)
         args: list[Any] = [x for name in names for x in (name, items[name])]
-        args += [self.ttl_ms, int(self.clock() * 1000), session]
+        args.append(self.ttl_ms)
         with _redis_errors():
-            values = await self._put(keys=[self._fields_key(session), self._sessions_key], args=args)
+            values = await self._put(keys=[self._fields_key(session)], args=args)
+            await self._touch(session)
         return {f: v.decode("utf-8") for f, v in zip(names, values, strict=True) if v is not None}
 
     async def add(self, session: str, counts: Mapping[str, int]) -> None:
@@ -107,13 +100,21 @@ class RedisRecord:
             return
         key = self._counters_key(session)
         with _redis_errors():
-            async with self._client.pipeline(transaction=True) as pipe:
+            async with self._client.pipeline(transaction=True) as pipe:  # the session's two hashes: one slot
                 for name, value in kept.items():
                     pipe.hincrby(key, name, value)
                 pipe.pexpire(key, self.ttl_ms)
                 pipe.pexpire(self._fields_key(session), self.ttl_ms)  # a session in use keeps its decisions
-                pipe.zadd(self._sessions_key, {session: int(self.clock() * 1000)})
                 await pipe.execute()
+            await self._touch(session)
+
+    async def _touch(self, session: str) -> None:
+        """The session's last write in the sessions zset, and sessions older than the TTL out of it."""
+        now_ms = int(self.clock() * 1000)
+        async with self._client.pipeline(transaction=False) as pipe:
+            pipe.zadd(self._sessions_key, {session: now_ms})
+            pipe.zremrangebyscore(self._sessions_key, 0, now_ms - self.ttl_ms)
+            await pipe.execute()
 
     async def counters(self, session: str) -> dict[str, int]:
         with _redis_errors():

@@ -12,9 +12,8 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from typing import Any, cast
 
-import redis
-
 from mcp_offload.store.base import CHUNK
+from mcp_offload.store.redis.client import SyncClient
 from mcp_offload.store.redis.connection import redis_errors
 
 
@@ -32,7 +31,7 @@ class RedisBuffer:
     CACHED_SLICE = 256 * 1024
     PIECE = CHUNK
 
-    def __init__(self, client: redis.Redis, key: str, size: int, on_missing: Callable[[], Exception]) -> None:
+    def __init__(self, client: SyncClient, key: str, size: int, on_missing: Callable[[], Exception]) -> None:
         self._client = client
         self._key = key
         self._size = size

@@ -1,4 +1,4 @@
-"""Talking to Redis: `valkey://` URL aliases and the translation of redis-py failures into the store's errors.
+"""The translation of redis-py failures (one node or a cluster) into the store's errors.
 
 Invariant: no redis-py exception leaves the store; a Redis "OOM" refusal is `StoreFull`, anything else
 `StoreUnavailable` with a message that names neither addresses nor tracebacks (the detail goes to the log).
@@ -15,14 +15,6 @@ import redis
 from mcp_offload.errors import StoreFull, StoreUnavailable
 
 log = logging.getLogger(__name__)
-
-
-def normalise_url(url: str) -> str:
-    """valkey:// and valkeys:// are aliases of redis:// and rediss:// (same protocol)."""
-    for alias, real in (("valkey://", "redis://"), ("valkeys://", "rediss://")):
-        if url.startswith(alias):
-            return real + url[len(alias) :]
-    return url
 
 
 def _unavailable(exc: Exception) -> StoreUnavailable:
@@ -45,6 +37,7 @@ def redis_errors() -> Iterator[None]:
             ) from exc
         log.warning("redis store: %s", exc)
         raise _unavailable(exc) from exc
-    except redis.exceptions.RedisError as exc:
+    except (redis.exceptions.RedisError, redis.exceptions.RedisClusterException) as exc:
+        # a cluster's own failures (no node answers, a slot not served during a failover) included
         log.warning("redis store: %s", exc)
         raise _unavailable(exc) from exc
