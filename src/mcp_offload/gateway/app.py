@@ -1,8 +1,10 @@
-"""The gateway's ASGI app: the three LLM APIs rewritten and looped, everything else relayed untouched.
+"""The gateway's ASGI app: the four LLM APIs rewritten and looped, everything else relayed untouched.
 
     POST /v1/messages[?beta=true]   Anthropic Messages      rewrite_request, then the retrieval loop
     POST /v1/chat/completions       OpenAI Chat Completions (same)
     POST /v1/responses              OpenAI Responses        (same)
+    POST /{v1beta|v1}/models/{model}:generateContent, :streamGenerateContent?alt=sse
+                                    Gemini                  (same; apis.gemini.routes tells them from OpenAI's)
     GET  /healthz                   ready (no token needed)
     GET  /stats, GET /              the gateway's figures (JSON, HTML): per session and in total, cost vs direct
     anything else                   relayed as is (/v1/messages/count_tokens, /v1/models, ...), streams streamed
@@ -35,16 +37,18 @@ import httpx2
 import orjson
 from starlette.types import Message, Receive, Scope, Send
 
-from mcp_offload.cachesafe.record import open_record
+from mcp_offload.apis.gemini.dialect import GeminiDialect
+from mcp_offload.apis.gemini.routes import ModelCall, credential_headers, generate_call
+from mcp_offload.cachesafe.record import arrival_order, open_record
 from mcp_offload.cachesafe.session import GatewaySession, derive_session
 from mcp_offload.cachesafe.tool_text import RETRIEVAL_TOOL_NAMES
 from mcp_offload.core.services import Services
-from mcp_offload.errors import StoreUnavailable
+from mcp_offload.errors import StoreError
 from mcp_offload.gateway.access import GatewayAccess
 from mcp_offload.gateway.accounting import TurnCounters
 from mcp_offload.gateway.accounting import add_usage as account
 from mcp_offload.gateway.compress_api import CompressApi, is_compress_path
-from mcp_offload.gateway.errors import GatewayError, error_body, family_of
+from mcp_offload.gateway.errors import ApiFamily, GatewayError, error_body, family_of
 from mcp_offload.gateway.loop import TurnReport, loop_json, loop_stream, relay_stream
 from mcp_offload.gateway.options import GatewayOptions
 from mcp_offload.gateway.request_body import ClientGone, parse_json, read_body
@@ -70,6 +74,7 @@ DIALECTS: dict[str, Dialect] = {
     "anthropic": AnthropicDialect(),
     "openai_chat": ChatDialect(),
     "responses": ResponsesDialect(),
+    "gemini": GeminiDialect(),
 }
 NO_RETRY = frozenset({401, 403, 408, 429})  # refusals about who or how often, not about the request's content
 JSON_HEADERS = [(b"content-type", b"application/json")]
@@ -89,6 +94,7 @@ class Exchange:
     bypassed: bool = False
     answered: bool = False  # the whole answer went out
     report: TurnReport = field(default_factory=TurnReport)
+    arrived: int = field(default_factory=arrival_order)  # orders this request's expansion against a retry's
 
 
 class GatewayApp:
@@ -117,7 +123,10 @@ class GatewayApp:
         headers = [(k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in scope.get("headers", ())]
         header_map = dict(headers)
         api = ROUTES.get(path) if method == "POST" else None
-        family = family_of(api) if api else family_for_request(path, header_map)
+        gemini = generate_call(method, path) if api is None else None
+        if gemini is not None:
+            api = "gemini"
+        family = family_of(api) if api else family_for_request(path, header_map, _query(scope))
         if path == "/healthz" and method == "GET":
             status = 503 if self.draining else 200
             body = {
@@ -150,7 +159,7 @@ class GatewayApp:
                     tg.start_soon(_watch_disconnect, receive, tg.cancel_scope, exchange)
                     try:
                         if api is not None:
-                            await self._api(api, scope, headers, header_map, body, send, exchange)
+                            await self._api(api, scope, headers, header_map, body, send, exchange, gemini)
                         else:
                             await self._relay(method, path, scope, headers, family, body, send, exchange)
                     except (GatewayError, ClientGone) as exc:  # raised out of the task group they would be grouped
@@ -187,7 +196,7 @@ class GatewayApp:
     async def _status(self, path: str, send: Send) -> None:
         try:
             stats = await gateway_stats(self.services)
-        except (StoreUnavailable, OSError) as exc:
+        except StoreError as exc:
             error = GatewayError(503, "store_unavailable", f"The gateway's store is unavailable: {exc}")
             await _send_bytes(send, 503, JSON_HEADERS, error_body("openai", error))
             return
@@ -203,13 +212,14 @@ class GatewayApp:
         path: str,
         scope: Scope,
         headers: list[tuple[str, str]],
-        family: str,
+        family: ApiFamily,
         body: bytes,
         send: Send,
         exchange: Exchange,
     ) -> None:
-        """Anything that is not one of the three APIs: relayed byte for byte, response streamed."""
-        url = self.upstream.url("anthropic" if family == "anthropic" else "openai", path, _query(scope))
+        """Anything that is not one of the APIs (or a Gemini body that is not a JSON object): relayed byte for byte,
+        response streamed."""
+        url = self.upstream.url(family, path, _query(scope))
         response = await self.upstream.open(method, url, request_headers(headers, decoded=False), body or None)
         exchange.status = response.status_code
         try:
@@ -237,11 +247,24 @@ class GatewayApp:
         raw: bytes,
         send: Send,
         exchange: Exchange,
+        gemini: ModelCall | None = None,
     ) -> None:
-        request = parse_json(header_map, raw)
-        exchange.stream = request.get("stream") is True
-        exchange.model = str(request.get("model") or "")
-        rewrite = await self._rewrite(api, request, header_map, exchange)
+        if gemini is not None:
+            try:
+                request = parse_json(header_map, raw)
+            except GatewayError:  # a Gemini request the gateway cannot read: the upstream answers it
+                exchange.api = "relay"
+                await self._relay("POST", scope["path"], scope, headers, "gemini", raw, send, exchange)
+                return
+            exchange.stream = gemini.stream
+            exchange.model = gemini.model
+            session_headers = credential_headers(header_map, _query(scope))
+        else:
+            request = parse_json(header_map, raw)
+            exchange.stream = request.get("stream") is True
+            exchange.model = str(request.get("model") or "")
+            session_headers = header_map
+        rewrite = await self._rewrite(api, request, session_headers, exchange)
         may_loop = (
             rewrite is not None
             and rewrite.tools_injected
@@ -270,7 +293,7 @@ class GatewayApp:
         exchange.status = response.status_code
         dialect = DIALECTS[api]
         loop_on = may_loop and not exchange.bypassed and response.status_code == 200
-        retriever = SessionRetriever(self.services, rewrite.session, api) if rewrite is not None else None
+        retriever = None if rewrite is None else SessionRetriever(self.services, rewrite.session, api, exchange.arrived)
         content_type = response.headers.get("content-type", "")
         if exchange.stream and response.status_code == 200 and content_type.startswith("text/event-stream"):
             looping = retriever if loop_on else None
@@ -357,14 +380,14 @@ class GatewayApp:
         """The rewritten request; None when the gateway must send the original (fail-open)."""
         policy = self.options.policy
         try:
-            rewrite = await rewrite_request(self.services, api, request, headers, policy)
+            rewrite = await rewrite_request(self.services, api, request, headers, policy, model=exchange.model)
         except RewriteUnavailable as exc:
             raise GatewayError(
                 503,
                 "store_unavailable",
                 f"The gateway's store is unavailable ({exc.reason}) and it is set to fail closed; retry later.",
             ) from None
-        except (StoreUnavailable, OSError) as exc:
+        except StoreError as exc:
             if policy.fail_closed:
                 raise GatewayError(503, "store_unavailable", f"The gateway's store is unavailable: {exc}") from None
             exchange.fail_open = f"{type(exc).__name__}: {exc}"
@@ -399,7 +422,7 @@ class GatewayApp:
             log.warning("session %s bypassed: %s", rewrite.session.key[:12], reason)
             try:
                 await open_record(self.services).mark_bypass(rewrite.session, reason)
-            except (StoreUnavailable, OSError) as exc:
+            except StoreError as exc:
                 log.warning("could not record the bypass: %s", exc)
         return original
 
@@ -442,7 +465,9 @@ def _usage_requested(request: dict[str, Any]) -> bool:
 
 def _single_choice(request: dict[str, Any]) -> bool:
     n = request.get("n")
-    return n is None or n == 1
+    config = request.get("generationConfig")
+    candidates = config.get("candidateCount") if isinstance(config, dict) else None  # Gemini's `n`
+    return (n is None or n == 1) and (candidates is None or candidates == 1)
 
 
 def _query(scope: Scope) -> str:

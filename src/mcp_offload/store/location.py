@@ -1,6 +1,7 @@
-"""What a store location string names: a filesystem directory, one Redis (or Valkey), or a Redis Cluster.
+"""What a store location string names, and the one place a Redis client is made from it.
 
-The one rule for `--store` / MCP_OFFLOAD_STORE, asked by the store, the savings record and the decision record alike:
+The one rule for `--store` / MCP_OFFLOAD_STORE, asked by the store, the savings record and the decision record alike
+(everything kept beside the outputs lives at the same location, each with a filesystem and a Redis backend):
 
     redis://  rediss://  valkey://  valkeys://  unix://          one Redis node (`RedisStore`, single-node layout)
     redis+cluster://host:port[,host:port…]  rediss+cluster://…    a Redis Cluster, through any of the seed nodes
@@ -9,19 +10,52 @@ The one rule for `--store` / MCP_OFFLOAD_STORE, asked by the store, the savings 
 
 A location that looks like a URL (`word://…`) with any other scheme is a mistake, never a directory: it is refused
 before anything is created (a `--store foo://x` must not leave a folder named `foo:` behind).
+
+    open_beside(location, directory=..., redis=...)   the backend of one record type at a location
+    open_redis(location) / open_redis_sync(location)  the one place a Redis client is made from a location
+    KEY_PREFIX                                        every Redis key starts with it (`mcp-offload:v1`)
+
+A new kind of Redis location is one branch in `open_redis`/`open_redis_sync`; no backend changes. What a failing
+backend raises is drawn in `store/failures.py`.
+
+A cluster URL lists seed nodes; its user, password and query options (TLS options included) apply to every node, and
+the client learns the rest of the cluster from the seeds. The cluster client follows MOVED/ASK and reloads the slot
+map on a connection error (a failover), retrying `CLUSTER_RETRIES` times with a short capped backoff, so a call that
+falls into a failover window fails within seconds (`StoreUnavailable`) instead of hanging, and the next call finds
+the new master. `store/redis/startup.py` checks at start that the URL's kind matches what answers there.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Literal
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from urllib.parse import unquote
 
-from mcp_offload.errors import SettingsError
+from mcp_offload.errors import SettingsError, StoreUnavailable
 
+if TYPE_CHECKING:  # redis is imported when a client is made, so a filesystem store never loads it
+    import redis
+    import redis.asyncio
+    import redis.cluster
+
+    AsyncRedis = redis.asyncio.Redis | redis.asyncio.RedisCluster
+    SyncRedis = redis.Redis | redis.cluster.RedisCluster
+
+T = TypeVar("T")
 StoreKind = Literal["fs", "redis", "cluster"]
 
+KEY_PREFIX = "mcp-offload:v1"
 REDIS_SCHEMES = ("redis://", "rediss://", "valkey://", "valkeys://", "unix://")
 CLUSTER_SCHEMES = ("redis+cluster://", "rediss+cluster://", "valkey+cluster://", "valkeys+cluster://")
+_ALIASES = (  # same protocol, other name
+    ("valkey://", "redis://"),
+    ("valkeys://", "rediss://"),
+    ("valkey+cluster://", "redis+cluster://"),
+    ("valkeys+cluster://", "rediss+cluster://"),
+)
+CLUSTER_RETRIES = 3  # attempts after the first when a cluster node fails: ~2 s of backoff before giving up
 _URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 KNOWN = "a directory, redis://…, rediss://…, valkey://…, unix://…, or redis+cluster://host:port[,host:port…]"
 
@@ -51,3 +85,133 @@ def store_kind(location: str) -> StoreKind:
 def is_redis_location(location: str) -> bool:
     """A Redis or Redis Cluster URL (else a directory, or an error for an unknown scheme)."""
     return store_kind(location) != "fs"
+
+
+def open_beside(location: str, *, directory: Callable[[str], T], redis: Callable[[str], T]) -> T:
+    """The backend of one record type at `location`: `redis(location)` for a Redis (or Redis Cluster) URL, else
+    `directory(location)`; `StoreLocationError` for a URL of an unknown scheme."""
+    return redis(location) if is_redis_location(location) else directory(location)
+
+
+def normalise_url(url: str) -> str:
+    """valkey:// and valkeys:// are aliases of redis:// and rediss:// (same protocol), likewise with +cluster."""
+    for alias, real in _ALIASES:
+        if url.startswith(alias):
+            return real + url[len(alias) :]
+    return url
+
+
+def _client_options(connect_timeout_s: float, socket_timeout_s: float, retry_once: bool) -> dict[str, Any]:
+    import redis
+    from redis.backoff import NoBackoff
+    from redis.retry import Retry
+
+    options: dict[str, Any] = {"socket_connect_timeout": connect_timeout_s, "socket_timeout": socket_timeout_s}
+    if retry_once:  # one immediate retry on a broken connection (a restarted server), none on a timeout (a hung one)
+        options["retry"] = Retry(NoBackoff(), 1, supported_errors=(redis.exceptions.ConnectionError,))
+        options["retry_on_timeout"] = False
+    return options
+
+
+def _invalid(exc: ValueError) -> StoreUnavailable:
+    return StoreUnavailable(f"the store location is not a valid Redis URL ({exc})")
+
+
+@dataclass(frozen=True)
+class ClusterSeeds:
+    """A cluster URL taken apart: the seed nodes, and the client options every node shares (credentials, TLS)."""
+
+    seeds: tuple[tuple[str, int], ...]
+    options: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def shown(self) -> str:
+        """The URL without credentials or options, for messages."""
+        return "redis+cluster://" + ",".join(f"{h}:{p}" for h, p in self.seeds)
+
+
+def parse_cluster(location: str) -> ClusterSeeds:
+    """The seeds and shared options of a cluster URL (`StoreLocationError` when it names no usable seed)."""
+    from redis.connection import parse_url
+
+    scheme, rest = normalise_url(location).split("://", 1)
+    tls = scheme.startswith("rediss")
+    cut = min((i for i in (rest.find("/"), rest.find("?")) if i >= 0), default=len(rest))
+    netloc, tail = rest[:cut], rest[cut:]
+    auth, _, hosts = netloc.rpartition("@")
+    seeds: list[tuple[str, int]] = []
+    for part in filter(None, hosts.split(",")):
+        host, colon, port = part.rpartition(":")
+        if not colon or not host or not port.isdigit():
+            raise StoreLocationError(f"the cluster URL names the seed {part!r}; each seed is host:port")
+        seeds.append((unquote(host.strip("[]")), int(port)))
+    if not seeds:
+        raise StoreLocationError("the cluster URL names no node (redis+cluster://host:port[,host:port…])")
+    first = f"{'rediss' if tls else 'redis'}://{auth + '@' if auth else ''}{hosts.split(',')[0]}{tail}"
+    try:
+        parsed: dict[str, Any] = parse_url(first)  # type: ignore[no-untyped-call]
+    except ValueError as exc:
+        raise StoreLocationError(f"the cluster URL is not valid ({exc})") from None
+    if int(parsed.get("db") or 0):
+        raise StoreLocationError("a Redis Cluster has only database 0: drop the /db from the cluster URL")
+    options = {k: v for k, v in parsed.items() if k not in ("host", "port", "db", "connection_class")}
+    if tls:
+        options["ssl"] = True
+    return ClusterSeeds(tuple(seeds), options)
+
+
+def _cluster_options(seeds: ClusterSeeds, connect_timeout_s: float, socket_timeout_s: float) -> dict[str, Any]:
+    from redis.backoff import ExponentialBackoff
+    from redis.retry import Retry
+
+    return {
+        **seeds.options,
+        "socket_connect_timeout": connect_timeout_s,
+        "socket_timeout": socket_timeout_s,
+        "retry": Retry(ExponentialBackoff(cap=1.0, base=0.1), CLUSTER_RETRIES),
+        "require_full_coverage": False,  # a slot without a master fails its own calls, not every call
+    }
+
+
+def open_redis(
+    location: str, *, connect_timeout_s: float = 2.0, socket_timeout_s: float = 5.0, retry_once: bool = True
+) -> AsyncRedis:
+    """An asyncio client for the Redis (or Redis Cluster) at `location` (connects lazily). `retry_once`: one
+    immediate retry on a broken connection, none on a timeout; without it, redis-py's own default (a cluster client
+    always has its own policy, above). A malformed URL is `StoreUnavailable`."""
+    import redis.asyncio
+
+    if store_kind(location) == "cluster":
+        seeds = parse_cluster(location)
+        nodes = [redis.asyncio.cluster.ClusterNode(h, p) for h, p in seeds.seeds]
+        return redis.asyncio.RedisCluster(
+            startup_nodes=nodes, **_cluster_options(seeds, connect_timeout_s, socket_timeout_s)
+        )
+    try:
+        return redis.asyncio.Redis.from_url(
+            normalise_url(location), **_client_options(connect_timeout_s, socket_timeout_s, retry_once)
+        )
+    except ValueError as exc:
+        raise _invalid(exc) from exc
+
+
+def open_redis_sync(
+    location: str, *, connect_timeout_s: float = 2.0, socket_timeout_s: float = 5.0, retry_once: bool = True
+) -> SyncRedis:
+    """The synchronous twin of `open_redis` (its own connection pool), for reads made from worker threads. A cluster
+    client connects at once, to learn the slot map."""
+    import redis
+    import redis.cluster
+
+    if store_kind(location) == "cluster":
+        seeds = parse_cluster(location)
+        nodes = [redis.cluster.ClusterNode(h, p) for h, p in seeds.seeds]  # type: ignore[no-untyped-call]
+        return redis.cluster.RedisCluster(
+            startup_nodes=nodes, **_cluster_options(seeds, connect_timeout_s, socket_timeout_s)
+        )
+    try:
+        return redis.Redis.from_url(
+            normalise_url(location), **_client_options(connect_timeout_s, socket_timeout_s, retry_once)
+        )
+    except ValueError as exc:
+        raise _invalid(exc) from exc

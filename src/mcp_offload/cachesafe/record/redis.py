@@ -6,24 +6,21 @@ Set-if-absent is one Lua script on the session's hash (HSETNX per field, then HM
 followed by the session's recency in the sessions zset (another slot on a cluster), so any number of gateway
 instances on one Redis or one cluster agree on every field: the first writer wins and everyone reads its value.
 Counters are HINCRBY (instances add up). Keys expire `RECORD_TTL_S` after the session's last write.
-Failures are `StoreUnavailable` (connect timeout 2 s, socket timeout 5 s), which the gateway turns into fail-open.
+Failures are `StoreUnavailable` (connect timeout 2 s, socket timeout 5 s; the client and the translation are the
+store's: `store/location.py`, `store/failures.py`), which the gateway turns into fail-open.
 """
 
 from __future__ import annotations
 
+import functools
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-import redis
-
 from mcp_offload.cachesafe.record.base import RECORD_TTL_S
-from mcp_offload.errors import StoreUnavailable
+from mcp_offload.store.failures import redis_errors
 from mcp_offload.store.handles import validate_scope
-from mcp_offload.store.redis.client import default_options, open_async, parse_target
-
-DEFAULT_PREFIX = "mcp-offload:v1"  # the store's own key prefix (store/redis.py)
+from mcp_offload.store.location import KEY_PREFIX, open_redis, store_kind
 
 # KEYS: fields hash. ARGV: name1, value1, name2, value2, ..., ttl_ms
 _PUT_IF_ABSENT = """
@@ -37,14 +34,23 @@ return values
 """
 
 
-@contextmanager
-def _redis_errors() -> Iterator[None]:
-    try:
-        yield
-    except (redis.exceptions.RedisError, redis.exceptions.RedisClusterException) as exc:
-        raise StoreUnavailable(
-            "the shared store (Redis) is unreachable right now, so the gateway's decision record cannot be read"
-        ) from exc
+# KEYS: fields hash. ARGV: name1, order1, value1, ..., ttl_ms. A field's order is
+# kept in the field "o:<name>"; a field without one (set by put_if_absent) counts as the earliest.
+_PUT_LATEST = """
+local n = #ARGV - 1
+for i = 1, n, 3 do
+  local held = redis.call('HGET', KEYS[1], 'o:' .. ARGV[i])
+  if not held or tonumber(held) < tonumber(ARGV[i + 1]) then
+    redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 2], 'o:' .. ARGV[i], ARGV[i + 1])
+  end
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[n + 1])
+return 1
+"""
+
+
+UNAVAILABLE = "the shared store (Redis) is unreachable right now, so the gateway's decision record cannot be read"
+_redis_errors = functools.partial(redis_errors, UNAVAILABLE, full=None)
 
 
 class RedisRecord:
@@ -52,7 +58,7 @@ class RedisRecord:
         self,
         url: str,
         *,
-        prefix: str = DEFAULT_PREFIX,
+        prefix: str = KEY_PREFIX,
         ttl_s: float = RECORD_TTL_S,
         clock: Callable[[], float] = time.time,
         connect_timeout_s: float = 2.0,
@@ -61,10 +67,10 @@ class RedisRecord:
         self.prefix = prefix
         self.ttl_ms = int(ttl_s * 1000)
         self.clock = clock
-        self.target = parse_target(url)
-        self._tag = "{%s}" if self.target.cluster else "%s"
-        self._client: Any = open_async(self.target, **default_options(connect_timeout_s, socket_timeout_s))
+        self._tag = "{%s}" if store_kind(url) == "cluster" else "%s"
+        self._client: Any = open_redis(url, connect_timeout_s=connect_timeout_s, socket_timeout_s=socket_timeout_s)
         self._put = self._client.register_script(_PUT_IF_ABSENT)
+        self._put_latest = self._client.register_script(_PUT_LATEST)
 
     def _fields_key(self, session: str) -> str:
         return f"{self.prefix}:gw:r:{self._tag % validate_scope(session)}"
@@ -93,6 +99,15 @@ class RedisRecord:
             values = await self._put(keys=[self._fields_key(session)], args=args)
             await self._touch(session)
         return {f: v.decode("utf-8") for f, v in zip(names, values, strict=True) if v is not None}
+
+    async def put_latest(self, session: str, items: Mapping[str, tuple[int, str]]) -> None:
+        if not items:
+            return
+        args: list[Any] = [x for name, (order, value) in items.items() for x in (name, order, value)]
+        args.append(self.ttl_ms)
+        with _redis_errors():
+            await self._put_latest(keys=[self._fields_key(session)], args=args)
+            await self._touch(session)
 
     async def add(self, session: str, counts: Mapping[str, int]) -> None:
         kept = {k: v for k, v in counts.items() if v}

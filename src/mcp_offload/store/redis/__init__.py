@@ -1,6 +1,6 @@
 """Redis (or Valkey) backend: several mcp-offload instances share one store, any instance serves any read.
 
-Keys, for prefix P (default `mcp-offload:v1`), scope s and handle h (member m = "s:h"):
+Keys, for prefix P (default `mcp-offload:v1`, `store.location.KEY_PREFIX`), scope s and handle h (member m = "s:h"):
 
     P:d:s:h     string   the content bytes
     P:m:s:h     hash     meta (JSON), index (ContentIndex.to_bytes), size
@@ -64,12 +64,14 @@ One concept per module, each a layer that uses only the ones below it (import-li
     keyspace.py     the key names (one node or a cluster), the store clock in ms, the synchronous client
     buffer.py       `RedisBuffer`: the lazy, page-cached bytes view of a large output
     scripts.py      the Lua scripts of `store/lua/` (package data), loaded with their shared prelude
-    client.py       store URL -> client (one node or a cluster), URL aliases, the startup check
-    connection.py   the translation of redis-py failures into the store's errors
+    startup.py      the startup check: the URL's kind against what answers there, which masters have a replica
+
+The client comes from `store/location.py` (`open_redis`: URL aliases, one node or a cluster, timeouts, retry policy)
+and redis-py failures are translated by `store/failures.py` (`redis_errors`), as for every record kept beside the
+outputs.
 """
 
 from mcp_offload.store.redis.buffer import RedisBuffer
-from mcp_offload.store.redis.client import RedisTarget, normalise_url, open_async, parse_target
 from mcp_offload.store.redis.store import RedisStore
 
-__all__ = ["RedisBuffer", "RedisStore", "RedisTarget", "normalise_url", "open_async", "parse_target"]
+__all__ = ["RedisBuffer", "RedisStore"]

@@ -10,11 +10,13 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from mcp_offload.store.base import CHUNK
-from mcp_offload.store.redis.client import SyncClient
-from mcp_offload.store.redis.connection import redis_errors
+from mcp_offload.store.failures import redis_errors
+
+if TYPE_CHECKING:
+    from mcp_offload.store.location import SyncRedis
 
 
 class RedisBuffer:
@@ -31,7 +33,7 @@ class RedisBuffer:
     CACHED_SLICE = 256 * 1024
     PIECE = CHUNK
 
-    def __init__(self, client: SyncClient, key: str, size: int, on_missing: Callable[[], Exception]) -> None:
+    def __init__(self, client: SyncRedis, key: str, size: int, on_missing: Callable[[], Exception]) -> None:
         self._client = client
         self._key = key
         self._size = size

@@ -20,13 +20,14 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import redis
 import redis.asyncio
 from redis.commands.core import AsyncScript
 
-from mcp_offload.store.redis.client import AsyncClient
+if TYPE_CHECKING:
+    from mcp_offload.store.location import AsyncRedis
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +41,7 @@ class ReplicaLag(Exception):
 class ReplicaAcks:
     """Run a write script and, when its master has a replica, WAIT for one acknowledgement on the same connection."""
 
-    def __init__(self, client: AsyncClient, *, cluster: bool, timeout_ms: int) -> None:
+    def __init__(self, client: AsyncRedis, *, cluster: bool, timeout_ms: int) -> None:
         self._client = client
         self._cluster = cluster
         self.timeout_ms = timeout_ms

@@ -14,27 +14,30 @@ from __future__ import annotations
 import secrets
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from redis.commands.core import AsyncScript
 
 from mcp_offload.store.lifecycle import StoreLimits
-from mcp_offload.store.redis.client import AsyncClient, RedisTarget, SyncClient, open_sync
+from mcp_offload.store.location import open_redis_sync
+
+if TYPE_CHECKING:
+    from mcp_offload.store.location import AsyncRedis, SyncRedis
 
 
 class RedisKeyspace:
     """Settings, clients and scripts of one `RedisStore`, and the key names every concept uses."""
 
     url: str
-    target: RedisTarget
+    cluster: bool  # a Redis Cluster (redis+cluster://): the key layout below and the store-wide ledger
     limits: StoreLimits
     clock: Callable[[], float]
     prefix: str
     eager_bytes: int
     read_lease_ms: int
     _options: dict[str, Any]
-    _client: AsyncClient
-    _sync: SyncClient | None
+    _client: AsyncRedis
+    _sync: SyncRedis | None
     _sync_lock: threading.Lock
     _reap: AsyncScript
     _publish: AsyncScript
@@ -43,12 +46,8 @@ class RedisKeyspace:
     _delete: AsyncScript
     _ledger_ops: AsyncScript
 
-    @property
-    def cluster(self) -> bool:
-        return self.target.cluster
-
     def _tag(self, scope: str) -> str:
-        return f"{{{scope}}}" if self.target.cluster else scope
+        return f"{{{scope}}}" if self.cluster else scope
 
     def _key(self, kind: str, scope: str, handle: str) -> str:
         return f"{self.prefix}:{kind}:{self._tag(scope)}:{handle}"
@@ -68,13 +67,13 @@ class RedisKeyspace:
     def _ledger(self, scope: str) -> list[str]:
         """The 4 ledger keys (lru, exp, size, tot; prelude.lua's `ledger`) that the scripts of `scope` book in: the
         store-wide ones on one node, the session's own on a cluster (the store-wide view is then `_global()`)."""
-        if self.target.cluster:
+        if self.cluster:
             return [self._scope_key(scope, kind) for kind in ("glru", "exp", "size", "gtot")]
         return self._global()
 
     def _global(self) -> list[str]:
         """The store-wide books (lru, exp, size, tot): P:g:* on one node, one hash slot `{g}` on a cluster."""
-        tag = ":{g}" if self.target.cluster else ""
+        tag = ":{g}" if self.cluster else ""
         return [f"{self.prefix}:g{tag}:{kind}" for kind in ("lru", "exp", "size", "tot")]
 
     def _staging(self, scope: str) -> str:
@@ -88,8 +87,8 @@ class RedisKeyspace:
     def _tomb_ms(self) -> int:
         return max(int(self.limits.tombstone_ttl_s * 1000), 1)
 
-    def _sync_client(self) -> SyncClient:
+    def _sync_client(self) -> SyncRedis:
         with self._sync_lock:
             if self._sync is None:
-                self._sync = open_sync(self.target, **self._options)
+                self._sync = open_redis_sync(self.url, **self._options)
             return self._sync

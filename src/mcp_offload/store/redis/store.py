@@ -1,6 +1,6 @@
 """`RedisStore`: the `Store` protocol on Redis/Valkey, composed of the concepts of this package.
 
-This module makes the clients (timeouts and the retry policy of the package docstring), registers the scripts,
+This module opens the clients (`store.location.open_redis`: timeouts and the retry policy), registers the scripts,
 and holds the small operations of no concept of their own: sweep (reap expired outputs), ping and close.
 """
 
@@ -13,14 +13,15 @@ from collections.abc import Callable
 from typing import Any
 
 from mcp_offload.store.base import CHUNK
+from mcp_offload.store.failures import redis_errors
 from mcp_offload.store.lifecycle import StoreLimits, SweepReport
+from mcp_offload.store.location import KEY_PREFIX, open_redis, store_kind
 from mcp_offload.store.redis.admin_scan import AdminScan
-from mcp_offload.store.redis.client import Probe, check_mode, default_options, open_async, parse_target
-from mcp_offload.store.redis.connection import redis_errors
 from mcp_offload.store.redis.durability import ReplicaAcks
 from mcp_offload.store.redis.publish import Publishing
 from mcp_offload.store.redis.reading import Reading
 from mcp_offload.store.redis.scripts import LUA_DELETE, LUA_LEDGER, LUA_OPEN, LUA_PUBLISH, LUA_REAP, LUA_UNPIN
+from mcp_offload.store.redis.startup import Probe, check_mode
 
 REPLICA_ACK_TIMEOUT_S = 2.0
 
@@ -35,7 +36,7 @@ class RedisStore(Publishing, Reading, AdminScan):
         *,
         limits: StoreLimits | None = None,
         clock: Callable[[], float] = time.time,
-        prefix: str = "mcp-offload:v1",
+        prefix: str = KEY_PREFIX,
         connect_timeout_s: float = 2.0,
         socket_timeout_s: float = 5.0,
         eager_bytes: int = CHUNK,
@@ -44,27 +45,25 @@ class RedisStore(Publishing, Reading, AdminScan):
         check: bool = True,
     ) -> None:
         """`check`: the startup check of the URL against what answers there (client.check_mode); on by default."""
-        self.target = parse_target(url)
-        self.url = self.target.url
+        self.url = url
+        self.cluster = store_kind(url) == "cluster"
         self.limits = limits or StoreLimits()
         self.clock = clock
         self.prefix = prefix
         self.eager_bytes = eager_bytes
         self.read_lease_ms = int(read_lease_s * 1000)
-        self._options: dict[str, Any] = default_options(connect_timeout_s, socket_timeout_s)
-        probe = check_mode(self.target, connect_timeout_s) if check else Probe()
+        self._options: dict[str, Any] = {"connect_timeout_s": connect_timeout_s, "socket_timeout_s": socket_timeout_s}
+        probe = check_mode(url, connect_timeout_s) if check else Probe()
         self._sync = probe.sync
         self._sync_lock = threading.Lock()
-        self._client = open_async(self.target, **self._options)
+        self._client = open_redis(url, **self._options)
         self._reap = self._client.register_script(LUA_REAP)
         self._publish = self._client.register_script(LUA_PUBLISH)
         self._open = self._client.register_script(LUA_OPEN)
         self._unpin = self._client.register_script(LUA_UNPIN)
         self._delete = self._client.register_script(LUA_DELETE)
         self._ledger_ops = self._client.register_script(LUA_LEDGER)
-        self._acks = ReplicaAcks(
-            self._client, cluster=self.target.cluster, timeout_ms=int(replica_ack_timeout_s * 1000)
-        )
+        self._acks = ReplicaAcks(self._client, cluster=self.cluster, timeout_ms=int(replica_ack_timeout_s * 1000))
         self._acks.announce(probe.replicas)
 
     async def sweep(self) -> SweepReport:
