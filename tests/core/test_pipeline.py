@@ -89,7 +89,7 @@ async def test_every_front_end_gives_the_model_the_same_text(tmp_path: Any) -> N
     scope = compactor.scope
     session = GatewaySession(scope=scope, key=scope.key)
     stored = await api.offload(services, scope, DOC, name="items")
-    calls = [
+    calls: list[tuple[str, dict[str, Any]]] = [
         ("search_large_output", {"pattern": "item-1[0-9]", "handle": stored.handle}),
         ("query_large_output", {"handle": stored.handle, "query": ".items | length"}),
         ("read_large_output", {"handle": UNKNOWN}),

@@ -62,7 +62,7 @@ from mcp_offload.core.api import SessionScope
 from mcp_offload.core.services import Services
 from mcp_offload.errors import ExpiredHandle, StoreError, UnknownHandle
 from mcp_offload.gateway.errors import GatewayError
-from mcp_offload.gateway.message_shape import FORMAT_NAMES, ShapeError, formats_of, shape_of
+from mcp_offload.gateway.message_shape import FORMAT_NAMES, Shape, ShapeError, formats_of, shape_of
 from mcp_offload.gateway.request_body import json_object
 from mcp_offload.gateway.retrieval import run_retrieval
 from mcp_offload.store.handles import scope_key
@@ -74,7 +74,7 @@ log = logging.getLogger("mcp_offload.gateway.compress")
 COMPRESS_PATHS = ("/v1/compress", "/v1/retrieve", "/health", "/readyz")
 AFFINITY_HEADERS = ("x-headroom-session-id", "x-session-affinity", "x-session-id", "x-mcp-offload-session")
 BYPASS_HEADERS = ("x-headroom-bypass", "x-mcp-offload-bypass")
-FORMATS: dict[str, ApiKind] = {
+FORMATS: dict[str, Shape] = {  # the compression service speaks the three message-list formats
     "openai": "openai_chat",
     "openai_chat": "openai_chat",
     "chat": "openai_chat",

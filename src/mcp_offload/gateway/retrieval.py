@@ -1,7 +1,8 @@
 """Run one of the gateway's retrieval tool calls for a session, exactly as the MCP server runs it, and never raise.
 
 The call goes through the core tool pipeline (`core/pipeline.run_tool`: the tools' own validation, rendering and
-error answers), over the session's scope, so the model reads the same text from the gateway as from the MCP server.
+error answers), over the session's scope (or, for a handle another conversation of the same credential stored, that
+conversation's: `handle_reach`), so the model reads the same text from the gateway as from the MCP server.
 Arguments may be an object or a JSON text (Chat Completions and Responses carry them as a string). Anything wrong
 (an unknown tool, arguments that are not a JSON object, a malformed or unknown handle, a failing store) comes back
 as `is_error` with a message for the model. When the handle was stored by this gateway and is now expired or gone,
@@ -24,6 +25,7 @@ from mcp_offload.core.pipeline import run_tool
 from mcp_offload.core.services import Services
 from mcp_offload.core.tools import TOOLS_BY_NAME, CallContext
 from mcp_offload.errors import ExpiredHandle, OffloadError, UnknownHandle
+from mcp_offload.gateway.handle_reach import reach
 from mcp_offload.store.handles import validate_handle
 
 log = logging.getLogger("mcp_offload.gateway")
@@ -91,7 +93,10 @@ async def run_retrieval(services: Services, session: GatewaySession, name: str, 
     if isinstance(args, str):
         return answer(f"Invalid arguments for {name}: {args}", True)
     try:
-        result = await run_tool(TOOLS_BY_NAME[name], CallContext(services, session.scope), args)
+        scope = await reach(services, session, args)
+        if scope != session.scope:  # a handle of another conversation of the credential (a parent agent's)
+            session = GatewaySession(key=scope.key, scope=scope, credential=session.credential)
+        result = await run_tool(TOOLS_BY_NAME[name], CallContext(services, scope), args)
         text = result.text
         if result.is_error and "handle" in args:
             text += await _producer_note(services, session, args["handle"])
