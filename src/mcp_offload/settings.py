@@ -68,6 +68,9 @@ class Settings:
     store_max_bytes: int = 4 * 1024**3  # the whole store may hold
     store_max_outputs: int = 10_000  # outputs the whole store may hold
     store_sweep_interval_s: float = 600.0  # how often expired outputs and crashed writers' debris are swept
+    # Redis (one node or a cluster): a put returns once a replica acknowledged the output (WAIT), when its master
+    # has one; after this long without an ack the put fails and nothing is stored. 0: never wait
+    store_replica_ack_timeout_s: float = 2.0
     # names given to outputs
     max_name_chars: int = 200  # longer names are cut
 
