@@ -16,10 +16,11 @@ import functools
 import json
 from typing import Any, Literal
 
+from mcp_offload.apis.gemini.tools import function_declarations
 from mcp_offload.cachesafe.tool_defs import tool_definitions
 
-ApiKind = Literal["anthropic", "openai_chat", "responses"]
-API_KINDS: tuple[ApiKind, ...] = ("anthropic", "openai_chat", "responses")
+ApiKind = Literal["anthropic", "openai_chat", "responses", "gemini"]
+API_KINDS: tuple[ApiKind, ...] = ("anthropic", "openai_chat", "responses", "gemini")
 
 RETRIEVAL_TOOL_NAMES: frozenset[str] = frozenset(
     {"read_large_output", "search_large_output", "query_large_output", "list_outputs"}
@@ -36,6 +37,8 @@ def _name_of(definition: dict[str, Any]) -> str:
 
 @functools.cache
 def _frozen(api: ApiKind) -> str:
+    if api == "gemini":  # one Tool object of functionDeclarations
+        return json.dumps(function_declarations(RETRIEVAL_TOOL_NAMES), ensure_ascii=False, separators=(",", ":"))
     if api not in _TOOL_FORMAT:
         raise ValueError(f"unknown API {api!r}: use one of {', '.join(API_KINDS)}")
     chosen = [d for d in tool_definitions(_TOOL_FORMAT[api]) if _name_of(d) in RETRIEVAL_TOOL_NAMES]

@@ -25,8 +25,10 @@ from typing import Any
 import anyio
 from mcp import Client, StdioServerParameters
 
+from mcp_offload.cli.arg_types import OneLineParser
 from mcp_offload.cli.exit_status import exit_status
 from mcp_offload.core.api import SessionScope
+from mcp_offload.server.content_blocks import text_of
 from mcp_offload.server.tools import result_of
 from mcp_offload.settings import Settings
 from mcp_offload.tokens import load_counter
@@ -73,14 +75,14 @@ def make_log(rng: random.Random, lines: int = 20_000) -> str:
 
 
 def _text(result: Any) -> str:
-    return "".join(getattr(block, "text", "") for block in result.content)
+    return text_of(result.content)
 
 
 DEMO_SESSION = "demo"
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+def parser() -> argparse.ArgumentParser:
+    parser = OneLineParser(
         prog="mcp-offload demo",
         description="A worked example over a real stdio server: offload a large API response and a large log, find "
         "a planted fact in each (jq query, search, read), and print the token bill with and without offloading.",
@@ -95,7 +97,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str]) -> int:
-    args = _parser().parse_args(argv)
+    args = parser().parse_args(argv)
 
     def demo() -> int:
         settings = Settings.from_env().with_overrides(encoding=args.encoding)

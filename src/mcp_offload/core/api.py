@@ -1,7 +1,7 @@
 """The in-process API: store an output and get it back, with no MCP in between.
 
 Five plain async functions over the shared `Services` and a `SessionScope` (whose outputs to see), returning the result
-models of `core/results.py`. They are the whole retrieval path: the MCP tools (`server/tools.py`) validate
+models of `core/results.py`. They are the whole retrieval path: the tools (`core/tools.py`) validate
 arguments and render these results as text, the proxy stores large upstream results through `offload`, and the
 compaction API (`compact/`) stores tool results and answers the model's retrieval calls through the same functions.
 
@@ -127,9 +127,15 @@ async def read(
     end: int | None = None,
     start_line: int | None = None,
     end_line: int | None = None,
+    max_tokens: int | None = None,
+    max_bytes: int | None = None,
 ) -> ReadOutput:
-    """An exact slice by 1-based inclusive characters or lines, cut at `settings.read_max_tokens`."""
+    """An exact slice by 1-based inclusive characters or lines, cut at `settings.read_max_tokens` (or the smaller
+    `max_tokens`) and at `max_bytes` bytes when given (a client's own cap, `core/fit.py`)."""
     handle = validate_handle(handle)
+    cap = services.settings.read_max_tokens
+    if max_tokens is not None:
+        cap = min(cap, max_tokens)
     async with services.store.open(scope.key, handle) as output:
         result = await anyio.to_thread.run_sync(
             lambda: read_range(
@@ -138,8 +144,9 @@ async def read(
                 end=end,
                 start_line=start_line,
                 end_line=end_line,
-                max_tokens=services.settings.read_max_tokens,
+                max_tokens=cap,
                 counter=services.tokens,
+                max_bytes=max_bytes,
             )
         )
     return ReadOutput(handle=handle, **asdict(result))  # the engine's result, field for field

@@ -1,8 +1,10 @@
-"""The gateway's ASGI app: the three LLM APIs rewritten and looped, everything else relayed untouched.
+"""The gateway's ASGI app: the four LLM APIs rewritten and looped, everything else relayed untouched.
 
     POST /v1/messages[?beta=true]   Anthropic Messages      rewrite_request, then the retrieval loop
     POST /v1/chat/completions       OpenAI Chat Completions (same)
     POST /v1/responses              OpenAI Responses        (same)
+    POST /{v1beta|v1}/models/{model}:generateContent, :streamGenerateContent?alt=sse
+                                    Gemini                  (same; apis.gemini.routes tells them from OpenAI's)
     GET  /healthz                   ready (no token needed)
     GET  /stats, GET /              the gateway's figures (JSON, HTML): per session and in total, cost vs direct
     anything else                   relayed as is (/v1/messages/count_tokens, /v1/models, ...), streams streamed
@@ -35,6 +37,8 @@ import httpx2
 import orjson
 from starlette.types import Message, Receive, Scope, Send
 
+from mcp_offload.apis.gemini.dialect import GeminiDialect
+from mcp_offload.apis.gemini.routes import ModelCall, credential_headers, generate_call
 from mcp_offload.cachesafe.record import arrival_order, open_record
 from mcp_offload.cachesafe.session import GatewaySession, derive_session
 from mcp_offload.cachesafe.tool_text import RETRIEVAL_TOOL_NAMES
@@ -44,7 +48,7 @@ from mcp_offload.gateway.access import GatewayAccess
 from mcp_offload.gateway.accounting import TurnCounters
 from mcp_offload.gateway.accounting import add_usage as account
 from mcp_offload.gateway.compress_api import CompressApi, is_compress_path
-from mcp_offload.gateway.errors import GatewayError, error_body, family_of
+from mcp_offload.gateway.errors import ApiFamily, GatewayError, error_body, family_of
 from mcp_offload.gateway.loop import TurnReport, loop_json, loop_stream, relay_stream
 from mcp_offload.gateway.options import GatewayOptions
 from mcp_offload.gateway.request_body import ClientGone, parse_json, read_body
@@ -70,6 +74,7 @@ DIALECTS: dict[str, Dialect] = {
     "anthropic": AnthropicDialect(),
     "openai_chat": ChatDialect(),
     "responses": ResponsesDialect(),
+    "gemini": GeminiDialect(),
 }
 NO_RETRY = frozenset({401, 403, 408, 429})  # refusals about who or how often, not about the request's content
 JSON_HEADERS = [(b"content-type", b"application/json")]
@@ -118,7 +123,10 @@ class GatewayApp:
         headers = [(k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in scope.get("headers", ())]
         header_map = dict(headers)
         api = ROUTES.get(path) if method == "POST" else None
-        family = family_of(api) if api else family_for_request(path, header_map)
+        gemini = generate_call(method, path) if api is None else None
+        if gemini is not None:
+            api = "gemini"
+        family = family_of(api) if api else family_for_request(path, header_map, _query(scope))
         if path == "/healthz" and method == "GET":
             status = 503 if self.draining else 200
             body = {
@@ -151,7 +159,7 @@ class GatewayApp:
                     tg.start_soon(_watch_disconnect, receive, tg.cancel_scope, exchange)
                     try:
                         if api is not None:
-                            await self._api(api, scope, headers, header_map, body, send, exchange)
+                            await self._api(api, scope, headers, header_map, body, send, exchange, gemini)
                         else:
                             await self._relay(method, path, scope, headers, family, body, send, exchange)
                     except (GatewayError, ClientGone) as exc:  # raised out of the task group they would be grouped
@@ -204,13 +212,14 @@ class GatewayApp:
         path: str,
         scope: Scope,
         headers: list[tuple[str, str]],
-        family: str,
+        family: ApiFamily,
         body: bytes,
         send: Send,
         exchange: Exchange,
     ) -> None:
-        """Anything that is not one of the three APIs: relayed byte for byte, response streamed."""
-        url = self.upstream.url("anthropic" if family == "anthropic" else "openai", path, _query(scope))
+        """Anything that is not one of the APIs (or a Gemini body that is not a JSON object): relayed byte for byte,
+        response streamed."""
+        url = self.upstream.url(family, path, _query(scope))
         response = await self.upstream.open(method, url, request_headers(headers, decoded=False), body or None)
         exchange.status = response.status_code
         try:
@@ -238,11 +247,24 @@ class GatewayApp:
         raw: bytes,
         send: Send,
         exchange: Exchange,
+        gemini: ModelCall | None = None,
     ) -> None:
-        request = parse_json(header_map, raw)
-        exchange.stream = request.get("stream") is True
-        exchange.model = str(request.get("model") or "")
-        rewrite = await self._rewrite(api, request, header_map, exchange)
+        if gemini is not None:
+            try:
+                request = parse_json(header_map, raw)
+            except GatewayError:  # a Gemini request the gateway cannot read: the upstream answers it
+                exchange.api = "relay"
+                await self._relay("POST", scope["path"], scope, headers, "gemini", raw, send, exchange)
+                return
+            exchange.stream = gemini.stream
+            exchange.model = gemini.model
+            session_headers = credential_headers(header_map, _query(scope))
+        else:
+            request = parse_json(header_map, raw)
+            exchange.stream = request.get("stream") is True
+            exchange.model = str(request.get("model") or "")
+            session_headers = header_map
+        rewrite = await self._rewrite(api, request, session_headers, exchange)
         may_loop = (
             rewrite is not None
             and rewrite.tools_injected
@@ -358,7 +380,7 @@ class GatewayApp:
         """The rewritten request; None when the gateway must send the original (fail-open)."""
         policy = self.options.policy
         try:
-            rewrite = await rewrite_request(self.services, api, request, headers, policy)
+            rewrite = await rewrite_request(self.services, api, request, headers, policy, model=exchange.model)
         except RewriteUnavailable as exc:
             raise GatewayError(
                 503,
@@ -443,7 +465,9 @@ def _usage_requested(request: dict[str, Any]) -> bool:
 
 def _single_choice(request: dict[str, Any]) -> bool:
     n = request.get("n")
-    return n is None or n == 1
+    config = request.get("generationConfig")
+    candidates = config.get("candidateCount") if isinstance(config, dict) else None  # Gemini's `n`
+    return (n is None or n == 1) and (candidates is None or candidates == 1)
 
 
 def _query(scope: Scope) -> str:

@@ -6,6 +6,7 @@ raises its ordinary error type with our message (never a traceback, never an HTM
 - OpenAI (Chat Completions, Responses, anything else): `{"error": {"message", "type", "param", "code"}}`; in a Chat
   Completions stream a `data:` line with that body (what the SDK checks for); in a Responses stream an `error` event
   (`{"type": "error", "code", "message", "param", "sequence_number"}`).
+- Gemini: `{"error": {"code", "message", "status"}}` (apis.gemini.errors); in a stream a `data:` event with it.
 
 `GatewayError` is raised below the app (upstream unreachable, body problems) and turned into one of these once.
 """
@@ -16,9 +17,11 @@ from typing import Any, Literal
 
 import orjson
 
+from mcp_offload.apis.gemini.errors import error_document as gemini_error_document
+from mcp_offload.apis.gemini.errors import stream_error_event as gemini_stream_error
 from mcp_offload.gateway.stream.sse import encode_event
 
-ApiFamily = Literal["anthropic", "openai"]
+ApiFamily = Literal["anthropic", "openai", "gemini"]
 
 _ANTHROPIC_TYPES = {
     400: "invalid_request_error",
@@ -52,7 +55,9 @@ class GatewayError(Exception):
 
 
 def family_of(api: str) -> ApiFamily:
-    return "anthropic" if api == "anthropic" else "openai"
+    if api in ("anthropic", "gemini"):
+        return "anthropic" if api == "anthropic" else "gemini"
+    return "openai"
 
 
 def error_type(family: ApiFamily, status: int) -> str:
@@ -62,6 +67,8 @@ def error_type(family: ApiFamily, status: int) -> str:
 
 
 def error_document(family: ApiFamily, status: int, code: str, message: str) -> dict[str, Any]:
+    if family == "gemini":
+        return gemini_error_document(status, message)
     if family == "anthropic":
         return {"type": "error", "error": {"type": error_type(family, status), "message": message}}
     return {"error": {"message": message, "type": error_type(family, status), "param": None, "code": code}}
@@ -75,6 +82,8 @@ def stream_error_event(api: str, code: str, message: str, sequence_number: int =
     """The event that ends a stream the gateway cannot finish (upstream dropped, follow-up call failed)."""
     if api == "anthropic":
         return encode_event(error_document("anthropic", 500, code, message), "error")
+    if api == "gemini":
+        return gemini_stream_error(message)
     if api == "responses":
         data = {"type": "error", "code": code, "message": message, "param": None, "sequence_number": sequence_number}
         return encode_event(data, "error")

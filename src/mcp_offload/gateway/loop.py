@@ -42,7 +42,7 @@ from mcp_offload.gateway.stream.usage import add_usage, usage_of
 Emit = Callable[[bytes], Awaitable[None]]
 OpenCall = Callable[[dict[str, Any]], Awaitable[httpx2.Response]]
 
-END_STOP = {"anthropic": "end_turn", "openai_chat": "stop", "responses": "completed"}
+END_STOP = {"anthropic": "end_turn", "openai_chat": "stop", "responses": "completed", "gemini": "STOP"}
 
 
 @dataclass(frozen=True, slots=True)

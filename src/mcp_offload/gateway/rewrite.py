@@ -55,9 +55,16 @@ class RewriteUnavailable(Exception):
 
 
 async def rewrite_request(
-    services: Services, api: ApiKind, body: dict[str, Any], headers: Mapping[str, str], policy: RewritePolicy
+    services: Services,
+    api: ApiKind,
+    body: dict[str, Any],
+    headers: Mapping[str, str],
+    policy: RewritePolicy,
+    *,
+    model: str | None = None,
 ) -> Rewrite:
-    """The request to send upstream for `body` (see the module docstring for the rules)."""
+    """The request to send upstream for `body` (see the module docstring for the rules); `model` when the body does
+    not name it (Gemini: the path does)."""
     history = history_for(api)
     session = derive_session(api, body, headers)
     messages = history.messages(body)
@@ -69,7 +76,7 @@ async def rewrite_request(
 
     try:
         done = await rewrite_messages(
-            services, api, session, messages, policy, model=body.get("model"), head_chars=head
+            services, api, session, messages, policy, model=model or body.get("model"), head_chars=head
         )
     except ValueError:
         return Rewrite(body=body, changed=False, session=session)  # the upstream answers it with its own error

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from mcp_offload.apis.gemini.history import GeminiHistory
 from mcp_offload.cachesafe.history.anthropic import AnthropicHistory
 from mcp_offload.cachesafe.history.base import History, ResultPart, UserText, canonical_bytes, normalized
 from mcp_offload.cachesafe.history.openai_chat import OpenAIChatHistory
@@ -11,6 +12,7 @@ HISTORIES: dict[str, History] = {
     "anthropic": AnthropicHistory(),
     "openai_chat": OpenAIChatHistory(),
     "responses": ResponsesHistory(),
+    "gemini": GeminiHistory(),
 }
 
 

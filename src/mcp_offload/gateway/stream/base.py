@@ -19,7 +19,7 @@ from typing import Any, Literal, Protocol
 from mcp_offload.gateway.stream.sse import SseEvent
 from mcp_offload.gateway.stream.usage import UsageFigures
 
-ApiKind = Literal["anthropic", "openai_chat", "responses"]
+ApiKind = Literal["anthropic", "openai_chat", "responses", "gemini"]
 
 
 @dataclass(slots=True)
