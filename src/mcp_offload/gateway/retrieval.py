@@ -17,7 +17,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from mcp_offload.cachesafe.record import open_record
+from mcp_offload.cachesafe.record import Decision, open_record
 from mcp_offload.cachesafe.rewrite import PASTE_CALL_ID
 from mcp_offload.cachesafe.session import GatewaySession
 from mcp_offload.cachesafe.tool_text import RETRIEVAL_TOOL_NAMES
@@ -55,20 +55,32 @@ def _arguments(raw: Any) -> dict[str, Any] | str:
     return raw
 
 
+@dataclass(frozen=True, slots=True)
+class GoneHandle:
+    """A handle no longer stored in its session (expired, evicted, deleted), and the decision that stored it when the
+    record knows it (which tool call produced the output)."""
+
+    producer: Decision | None
+
+
+async def gone_handle(services: Services, session: GatewaySession, handle: str) -> GoneHandle | None:
+    """None while `handle` is stored in `session`; what the record knows of it once it is gone. The gateway's one
+    reading of "that handle is gone" (retrieval answers here, the compression service's 404). Raises the store's
+    other errors (`StoreError`)."""
+    try:
+        await services.store.meta(session.key, handle)
+        return None
+    except (UnknownHandle, ExpiredHandle):
+        return GoneHandle(await open_record(services).producer(session, handle))
+
+
 async def _producer_note(services: Services, session: GatewaySession, handle: Any) -> str:
     """' It held the result of tool call X (tool) …' when the handle is gone and the record knows its producer."""
     try:
-        handle = validate_handle(handle)
-        await services.store.meta(session.key, handle)
-        return ""  # the output is there: the error was about something else
-    except (UnknownHandle, ExpiredHandle):
-        pass
+        gone = await gone_handle(services, session, validate_handle(handle))
     except OffloadError:  # an invalid handle, a failing store: no note
         return ""
-    try:
-        decision = await open_record(services).producer(session, handle)
-    except OffloadError:
-        return ""
+    decision = gone.producer if gone is not None else None  # None: the output is there, the error was another
     if decision is None:
         return ""
     if decision.call_id == PASTE_CALL_ID:
