@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcp_offload.server.tools import TOOLS
+from mcp_offload.core.tools import TOOLS
 
 TOOL_FORMATS = ("anthropic", "openai", "responses")
 

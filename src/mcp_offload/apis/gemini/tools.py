@@ -1,12 +1,12 @@
 """The retrieval tools as Gemini `functionDeclarations`: the MCP server's own names, descriptions and argument
-schemas (`server.tools`), the schema as `parametersJsonSchema` (full JSON Schema, as Gemini CLI declares its own
+schemas (`core.tools`), the schema as `parametersJsonSchema` (full JSON Schema, as Gemini CLI declares its own
 tools; the older `parameters` field takes only an OpenAPI subset). One Tool object holds them all."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from mcp_offload.server.tools import TOOLS
+from mcp_offload.core.tools import TOOLS
 
 
 def function_declarations(names: frozenset[str]) -> list[dict[str, Any]]:
