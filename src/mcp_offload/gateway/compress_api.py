@@ -51,10 +51,10 @@ from typing import Any
 import anyio
 import orjson
 
+from mcp_offload.apis.names import ApiName
 from mcp_offload.cachesafe.record import open_record
 from mcp_offload.cachesafe.rewrite import REFERENCE_PREFIX, STORE_FAILURES, RewritePolicy, rewrite_messages
 from mcp_offload.cachesafe.session import GatewaySession, credential_digest
-from mcp_offload.cachesafe.tool_text import ApiKind
 from mcp_offload.core.api import SessionScope
 from mcp_offload.core.services import Services
 from mcp_offload.errors import ExpiredHandle, UnknownHandle
@@ -70,7 +70,7 @@ log = logging.getLogger("mcp_offload.gateway.compress")
 COMPRESS_PATHS = ("/v1/compress", "/v1/retrieve", "/health", "/readyz")
 AFFINITY_HEADERS = ("x-headroom-session-id", "x-session-affinity", "x-session-id", "x-mcp-offload-session")
 BYPASS_HEADERS = ("x-headroom-bypass", "x-mcp-offload-bypass")
-FORMATS: dict[str, ApiKind] = {
+FORMATS: dict[str, ApiName] = {
     "openai": "openai_chat",
     "openai_chat": "openai_chat",
     "chat": "openai_chat",
@@ -275,7 +275,7 @@ def caller_for(headers: Mapping[str, str]) -> Caller:
     return Caller(tenant=tenant, session=GatewaySession.of_key(key), index_key=scope_key(f"compress-index:{tenant}"))
 
 
-def _format_of(value: object) -> ApiKind:
+def _format_of(value: object) -> ApiName:
     if value is None:
         return "openai_chat"
     if isinstance(value, str) and value.lower() in FORMATS:

@@ -18,8 +18,8 @@ Rules, the same for the three APIs:
 - **Expansion**: after a loop (or a mixed turn) `record_expansion` stores what the upstream really saw for the
   assistant message the client received, so later turns are restored byte-identical (prompt cache, signatures).
 - **Streams are spliced, not buffered**: events go to the client as they arrive; only the retrieval tool calls and
-  the terminal events are held (see stream/). While the gateway runs retrieval calls and waits for the follow-up
-  it sends keep-alives (`ping` events on Anthropic, SSE comments on OpenAI).
+  the terminal events are held (see each API's `stream.py`). While the gateway runs retrieval calls and waits for
+  the follow-up it sends keep-alives (`ping` events on Anthropic, SSE comments on OpenAI).
 - **Failures**: a follow-up the upstream refuses, or a stream cut halfway, ends the client's stream with that API's
   error event (or, without a stream, answers with the upstream's error); nothing is left half-written.
 """
@@ -34,10 +34,10 @@ import anyio
 import httpx2
 import orjson
 
+from mcp_offload.apis.dialect import Answer, CallOutcome, Dialect, Round, ToolCall
+from mcp_offload.apis.sse import SseParser
+from mcp_offload.apis.usage import add_usage, usage_of
 from mcp_offload.gateway.errors import GatewayError
-from mcp_offload.gateway.stream.base import Answer, CallOutcome, Dialect, Round, ToolCall
-from mcp_offload.gateway.stream.sse import SseParser
-from mcp_offload.gateway.stream.usage import add_usage, usage_of
 
 Emit = Callable[[bytes], Awaitable[None]]
 OpenCall = Callable[[dict[str, Any]], Awaitable[httpx2.Response]]

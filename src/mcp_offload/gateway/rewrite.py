@@ -17,10 +17,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from mcp_offload.cachesafe.history import history_for
+from mcp_offload.apis.names import ApiName
+from mcp_offload.apis.registry import api_named
 from mcp_offload.cachesafe.rewrite import STORE_FAILURES, RewritePolicy, json_chars, rewrite_messages
 from mcp_offload.cachesafe.session import GatewaySession, derive_session
-from mcp_offload.cachesafe.tool_text import ApiKind, retrieval_tools
+from mcp_offload.cachesafe.tool_text import retrieval_tools
 from mcp_offload.core.services import Services
 
 __all__ = ["Rewrite", "RewriteUnavailable", "rewrite_request"]
@@ -50,10 +51,10 @@ class RewriteUnavailable(Exception):
 
 
 async def rewrite_request(
-    services: Services, api: ApiKind, body: dict[str, Any], headers: Mapping[str, str], policy: RewritePolicy
+    services: Services, api: ApiName, body: dict[str, Any], headers: Mapping[str, str], policy: RewritePolicy
 ) -> Rewrite:
     """The request to send upstream for `body` (see the module docstring for the rules)."""
-    history = history_for(api)
+    history = api_named(api).history
     session = derive_session(api, body, headers)
     messages = history.messages(body)
     if messages is None:

@@ -10,17 +10,18 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from mcp_offload.apis.dialect import Answer, ToolCall
+from mcp_offload.apis.names import ApiName
 from mcp_offload.cachesafe.record import record_expansion
 from mcp_offload.cachesafe.session import GatewaySession
 from mcp_offload.core.services import Services
 from mcp_offload.gateway.retrieval import run_retrieval
-from mcp_offload.gateway.stream.base import Answer, ApiKind, ToolCall
 
 log = logging.getLogger("mcp_offload.gateway")
 
 
 class SessionRetriever:
-    def __init__(self, services: Services, session: GatewaySession, api: ApiKind) -> None:
+    def __init__(self, services: Services, session: GatewaySession, api: ApiName) -> None:
         self.services, self.session, self.api = services, session, api
 
     async def answer(self, call: ToolCall) -> tuple[Answer, int]:

@@ -1,4 +1,4 @@
-"""The LLM providers behind the gateway: one pooled `httpx2.AsyncClient`, a base URL per API family, and the header
+"""The LLM providers behind the gateway: one pooled `httpx2.AsyncClient`, a base URL per provider, and the header
 rules of a reverse proxy.
 
 - URLs: Anthropic's base is used as `ANTHROPIC_BASE_URL` is (`https://api.anthropic.com` + `/v1/messages`); OpenAI's
@@ -20,7 +20,8 @@ from dataclasses import dataclass
 
 import httpx2
 
-from mcp_offload.gateway.errors import ApiFamily, GatewayError
+from mcp_offload.apis.names import Provider
+from mcp_offload.gateway.errors import GatewayError
 
 ANTHROPIC_DEFAULT = "https://api.anthropic.com"
 OPENAI_DEFAULT = "https://api.openai.com/v1"
@@ -43,7 +44,7 @@ _NOT_FORWARDED = frozenset({"host", "content-length", "x-mcp-offload-token", "x-
 _NOT_RETURNED = frozenset({"content-length", "date", "server"})
 
 
-def family_for_request(path: str, headers: Mapping[str, str]) -> ApiFamily:
+def provider_for_request(path: str, headers: Mapping[str, str]) -> Provider:
     if path.startswith("/v1/messages") or "anthropic-version" in headers or "x-api-key" in headers:
         return "anthropic"
     return "openai"
@@ -96,8 +97,8 @@ class Upstream:
             trust_env=False,  # the operator's upstream URL is where requests go; no proxy/netrc surprises
         )
 
-    def url(self, family: ApiFamily, path: str, query: str) -> str:
-        if family == "anthropic":
+    def url(self, provider: Provider, path: str, query: str) -> str:
+        if provider == "anthropic":
             url = self.config.anthropic_base.rstrip("/") + path
         else:
             rest = path[3:] if path == "/v1" or path.startswith("/v1/") else path
