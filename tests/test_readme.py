@@ -1,4 +1,5 @@
-"""The README's in-process API example runs as written (in a subprocess, on a temporary per-user store)."""
+"""The in-process API example of docs/library.md (linked from the README) runs as written (in a subprocess, on a
+temporary per-user store)."""
 
 from __future__ import annotations
 
@@ -8,11 +9,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+LIBRARY = Path(__file__).resolve().parents[1] / "docs" / "library.md"
 
 
-def test_the_api_example_in_how_it_is_built_runs(tmp_path: Path) -> None:
-    section = README.read_text().split("## How it is built", 1)[1]
+def test_the_in_process_api_example_runs(tmp_path: Path) -> None:
+    section = LIBRARY.read_text().split("## The in-process retrieval API", 1)[1]
     (code,) = re.findall(r"```python\n(.*?)```", section.split("\n## ", 1)[0], re.S)
     env = {**os.environ, "XDG_DATA_HOME": str(tmp_path / "data"), "HOME": str(tmp_path)}
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)

@@ -23,7 +23,7 @@ def default_store_dir() -> Path:
 @dataclass(frozen=True, slots=True)
 class Settings:
     # where outputs live: a directory (filesystem backend) or redis://host:port/db
-    store: str = ""
+    store: str = ""  # "": the per-user data directory (~/.local/share/mcp-offload/store on Linux)
     # tokens: tiktoken encoding name
     encoding: str = "o200k_base"
     # outputs up to this many chars get an exact token count; larger ones a sampled one, flagged approximate
@@ -35,37 +35,37 @@ class Settings:
     # one read returns at most this many tokens
     read_max_tokens: int = 5000
     # search: defaults and hard caps
-    search_max_results_cap: int = 500
-    search_line_chars: int = 300
-    search_max_pattern_chars: int = 4096
-    search_time_budget_s: float = 10.0
+    search_max_results_cap: int = 500  # the most hits one search returns, whatever max_results asks
+    search_line_chars: int = 300  # a hit's line is cut to this many chars around the match
+    search_max_pattern_chars: int = 4096  # the longest pattern accepted
+    search_time_budget_s: float = 10.0  # a search stops here and says its counts are not exact
     # jq: per-query time limit, output cap, program size cap, worker memory cap
-    jq_timeout_s: float = 10.0
-    jq_max_output_chars: int = 100_000
-    jq_max_program_chars: int = 10_000
-    jq_memory_mb: int = 2048
-    jq_workers: int = 2
+    jq_timeout_s: float = 10.0  # one query's time limit (SQL's too)
+    jq_max_output_chars: int = 100_000  # an answer is cut here, saying so (SQL's too)
+    jq_max_program_chars: int = 10_000  # the longest program accepted
+    jq_memory_mb: int = 2048  # per worker process
+    jq_workers: int = 2  # jq worker processes
     # the libjq the jq workers load: "auto" = the -O2 build of jq.py's own libjq that .ci/build-libjq.sh caches, when
     # present (same version, ~3x faster parsing), else jq.py's bundled -O0 one; "" = always the bundled one; or a path
     jq_library: str = "auto"
     # jq workers keep parsed inputs for repeat queries (parsed JSON is ~12x its text): per worker, at most
-    jq_cache_inputs: int = 4
-    jq_cache_input_mb: int = 256
-    jq_cache_memory_mb: int = 512
+    jq_cache_inputs: int = 4  # outputs (0: no cache)
+    jq_cache_input_mb: int = 256  # MB of their JSON text
+    jq_cache_memory_mb: int = 512  # MB of parsed values (counted in jq_memory_mb)
     # SQL over tabular outputs (DuckDB worker, retrieve/sql/): time limit and output cap as jq's (jq_timeout_s,
     # jq_max_output_chars); DuckDB's memory limit and threads, the query size cap
-    sql_memory_mb: int = 1024
-    sql_threads: int = 1
-    sql_max_query_chars: int = 10_000
+    sql_memory_mb: int = 1024  # DuckDB's memory limit
+    sql_threads: int = 1  # DuckDB's threads
+    sql_max_query_chars: int = 10_000  # the longest query accepted
     # store lifecycle (see store/lifecycle.py): time to live, per-session and global quotas, sweep period
-    store_ttl_s: float = 3 * 24 * 3600.0
-    store_session_max_bytes: int = 1024**3
-    store_session_max_outputs: int = 1000
-    store_max_bytes: int = 4 * 1024**3
-    store_max_outputs: int = 10_000
-    store_sweep_interval_s: float = 600.0
+    store_ttl_s: float = 3 * 24 * 3600.0  # an output lives this long from its offload
+    store_session_max_bytes: int = 1024**3  # one session may store (least recently used evicted first)
+    store_session_max_outputs: int = 1000  # outputs one session may store
+    store_max_bytes: int = 4 * 1024**3  # the whole store may hold
+    store_max_outputs: int = 10_000  # outputs the whole store may hold
+    store_sweep_interval_s: float = 600.0  # how often expired outputs and crashed writers' debris are swept
     # names given to outputs
-    max_name_chars: int = 200
+    max_name_chars: int = 200  # longer names are cut
 
     def store_location(self) -> str:
         return self.store or str(default_store_dir())

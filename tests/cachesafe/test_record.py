@@ -54,6 +54,29 @@ async def test_put_if_absent_keeps_the_first_value(backends: list[RecordBackend]
     assert await a.get(scope_key("other"), ["x"]) == {}
 
 
+async def test_put_latest_keeps_the_highest_order_whoever_writes_last(backends: list[RecordBackend]) -> None:
+    """A retried request's expansion: the latest arrival wins, whichever instance finishes last; a field set by
+    put_if_absent counts as the earliest; an equal or lower order changes nothing."""
+    a, b = backends
+    await a.put_if_absent(SESSION, {"x:1": "legacy"})
+    await a.put_latest(SESSION, {"x:1": (20, "second attempt"), "x:2": (5, "only")})
+    await b.put_latest(SESSION, {"x:1": (10, "first attempt, finished late")})
+    await b.put_latest(SESSION, {"x:1": (20, "same order, later write")})
+    assert await a.get(SESSION, ["x:1", "x:2"]) == await b.get(SESSION, ["x:1", "x:2"])
+    assert await b.get(SESSION, ["x:1", "x:2"]) == {"x:1": "second attempt", "x:2": "only"}
+    await b.put_latest(SESSION, {"x:1": (30, "a third attempt")})
+    assert await a.get(SESSION, ["x:1"]) == {"x:1": "a third attempt"}
+    assert await a.put_if_absent(SESSION, {"x:1": "set-if-absent never replaces"}) == {"x:1": "a third attempt"}
+
+    async def write(order: int) -> None:
+        await backends[order % 2].put_latest(SESSION, {"x:3": (order, f"attempt {order}")})
+
+    async with anyio.create_task_group() as tg:
+        for order in (3, 9, 1, 7, 5, 8, 2):
+            tg.start_soon(write, order)
+    assert await a.get(SESSION, ["x:3"]) == await b.get(SESSION, ["x:3"]) == {"x:3": "attempt 9"}
+
+
 async def test_racing_writers_agree_on_one_value(backends: list[RecordBackend]) -> None:
     fields = [f"d:{i}" for i in range(20)]
     seen: dict[int, dict[str, str]] = {}

@@ -82,6 +82,35 @@ def test_the_turn_after_a_loop_reads_the_whole_follow_up_from_the_cache(
     assert strip(restored) == strip(follow.body["messages"]) and breakpoints(nxt.body) <= 4
 
 
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
+def test_a_retried_request_restores_the_attempt_whose_answer_the_client_kept(
+    upstream: UpstreamServer, start_gateway: StartGateway, stream: bool
+) -> None:
+    """A client that sends the same request again (a timeout, a replay) gets the same answer text from a second
+    retrieval exchange (the model mints new call ids). The next turn must restore that second exchange: it is the
+    prompt the provider saw last, so the new turn extends it byte for byte and reads all of it from the cache."""
+    upstream.use(search_then_answer())
+    gateway = start_gateway(upstream)
+    client = anthropic.Anthropic(base_url=gateway.base_url, api_key="sk-ant-test", max_retries=0)
+    kwargs: dict[str, Any] = {"model": MODEL, "max_tokens": 256, "tools": [BASH_ANTHROPIC], "system": system(1)}
+    history = anthropic_messages(build_log())
+    call(client, stream=stream, messages=marked(history), **kwargs)  # the attempt whose answer the client lost
+    kept = call(client, stream=stream, messages=marked(history), **kwargs)  # the retry: the answer it keeps
+    _, follow_1, _, follow_2 = upstream.received("anthropic", ok_only=True)
+    ids = [f.body["messages"][-2]["content"][-1]["id"] for f in (follow_1, follow_2)]
+    assert ids[0] != ids[1]  # two exchanges told apart only by the model's call ids; the answers are the same text
+    assert strip(follow_1.body["messages"][-1]) != strip(follow_2.body["messages"][-1])
+
+    upstream.use([reply("you're welcome")])
+    answered = [*history, {"role": "assistant", "content": [b.model_dump() for b in kept.content]}]
+    call(client, stream=stream, messages=marked([*answered, {"role": "user", "content": "thanks"}]), **kwargs)
+    nxt = upstream.received("anthropic", ok_only=True)[-1]
+    restored = nxt.body["messages"][: len(follow_2.body["messages"])]
+    assert strip(restored) == strip(follow_2.body["messages"])  # the kept attempt's exchange, byte for byte
+    assert nxt.usage is not None and follow_2.usage is not None
+    assert nxt.usage.cache_read == follow_2.usage.prompt_tokens and nxt.usage.extends_previous
+
+
 def strip(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: strip(v) for k, v in value.items() if k != "cache_control"}

@@ -159,6 +159,79 @@ def test_bypass_header_and_anthropic_format(upstream: UpstreamServer, start_gate
     assert compress(gw.base_url, answered, format="anthropic").json()["ccr_hashes"] == []
 
 
+def three_formats(log: str) -> dict[str, list[dict[str, Any]]]:
+    """One exchange with a large tool result in each format the service reads, none naming its format."""
+    return {
+        "anthropic": [
+            {"role": "user", "content": "Build it."},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": log}]},
+        ],
+        "openai_chat": [
+            {"role": "system", "content": "You build projects."},
+            {"role": "user", "content": [{"type": "text", "text": "Build it."}]},
+            {"role": "assistant", "content": None, "tool_calls": [
+                {"id": "call_1", "type": "function", "function": {"name": "bash", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "call_1", "content": log},
+        ],
+        "responses": [
+            {"role": "user", "content": [{"type": "input_text", "text": "Build it."}]},
+            {"type": "function_call", "call_id": "fc_1", "name": "bash", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": "fc_1", "output": log},
+        ],
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("api", ["anthropic", "openai_chat", "responses"])
+def test_the_format_is_detected_when_none_is_named(
+    upstream: UpstreamServer, start_gateway: StartGateway, api: str
+) -> None:
+    gw = start_gateway(upstream)
+    messages = three_formats(build_log())[api]
+    detected = compress(gw.base_url, messages, headers={**A, "x-session-id": api})
+    assert detected.status_code == 200
+    body = detected.json()
+    assert body["format"] == api and len(body["ccr_hashes"]) == 1
+    assert body["tokens_before"] > 10 * body["tokens_after"] > 0  # the 100 KB result became a stub
+    assert "Stored as out_" in json.dumps(body["messages"][-1]) and build_log() not in json.dumps(body["messages"])
+    named = compress(gw.base_url, messages, headers={**A, "x-session-id": api}, format=api)
+    assert named.json()["messages"] == body["messages"]  # detected or named: the same stub bytes
+    plain = compress(gw.base_url, [{"role": "user", "content": "hello"}]).json()  # every format reads it alike
+    assert plain["messages"] == [{"role": "user", "content": "hello"}] and plain["ccr_hashes"] == []
+
+
+@pytest.mark.parametrize(
+    ("messages", "format_", "code", "says"),
+    [
+        ([{"role": "model", "parts": [{"text": "hi"}]}], None, "unrecognized_messages", "messages[0] (role 'model')"),
+        ([{"role": "user", "content": 7}], None, "unrecognized_messages", "not a message of any known format"),
+        (  # an Anthropic tool result in an OpenAI Chat list: two formats mixed
+            [*three_formats("x" * 9_000)["openai_chat"], three_formats("y")["anthropic"][2]],
+            None, "unrecognized_messages", "mix formats",
+        ),
+        (three_formats("x" * 9_000)["anthropic"], "openai", "format_mismatch", "messages[1]"),
+        (three_formats("x" * 9_000)["responses"], "anthropic", "format_mismatch", "OpenAI Responses"),
+        (three_formats("x" * 9_000)["anthropic"], "bedrock", "unknown_format", "use one of"),
+    ],
+)  # fmt: skip
+def test_a_list_of_no_single_format_or_the_wrong_one_is_a_400_and_stores_nothing(
+    upstream: UpstreamServer,
+    start_gateway: StartGateway,
+    messages: list[dict[str, Any]],
+    format_: str | None,
+    code: str,
+    says: str,
+) -> None:
+    gw = start_gateway(upstream)
+    extra: dict[str, Any] = {} if format_ is None else {"format": format_}
+    answer = compress(gw.base_url, messages, A, **extra)
+    assert answer.status_code == 400, answer.text
+    error = answer.json()["error"]
+    assert error["code"] == code and says in error["message"] and "\n" not in error["message"]
+    assert gw.app is not None
+    assert gw.run(gw.app.services.store.list(caller_for(A).session.key)) == []  # nothing stored
+
+
 def test_affinity_sessions_restart_and_token(
     upstream: UpstreamServer, start_gateway: StartGateway, tmp_path: Path
 ) -> None:

@@ -3,6 +3,8 @@
 - 0: done
 - 1: `CommandDeclined`: the command did nothing on purpose or could not do it (an unknown handle, no confirmation,
   an unreadable savings record); nothing was changed
+- 1 also: a store location that names no store (`StoreLocationError`: an unknown URL scheme, no reachable cluster
+  node, a cluster URL for a single node or the reverse); nothing was created
 - 2: `OperatorError` (a bad flag, environment variable or config file, a refused exposure) or `OffloadError` (the
   store refused: full, unreachable, an invalid handle); nothing was changed
 - 130: interrupted (Ctrl-C), or stdout closed under us (`… | head`)
@@ -37,7 +39,8 @@ def exit_status(run: Callable[[], int | None], *, prog: str = "mcp-offload") -> 
         return DECLINED
     except (OperatorError, OffloadError) as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
-        return FAILED
+        status = getattr(exc, "exit_status", FAILED)  # a store location naming no store: 1 (store/location.py)
+        return status if isinstance(status, int) else FAILED
     except BrokenPipeError:
         _discard_stdout()
         return INTERRUPTED

@@ -40,7 +40,7 @@ from mcp_offload.apis.dialect import Dialect
 from mcp_offload.apis.names import ApiName
 from mcp_offload.apis.registry import api_for_path, api_for_provider, api_named
 from mcp_offload.apis.usage import usage_of
-from mcp_offload.cachesafe.record import open_record
+from mcp_offload.cachesafe.record import arrival_order, open_record
 from mcp_offload.cachesafe.session import GatewaySession, derive_session
 from mcp_offload.cachesafe.tool_text import RETRIEVAL_TOOL_NAMES
 from mcp_offload.core.services import Services
@@ -79,6 +79,7 @@ class Exchange:
     bypassed: bool = False
     answered: bool = False  # the whole answer went out
     report: TurnReport = field(default_factory=TurnReport)
+    arrived: int = field(default_factory=arrival_order)  # orders this request's expansion against a retry's
 
 
 class GatewayApp:
@@ -261,7 +262,9 @@ class GatewayApp:
         exchange.status = response.status_code
         dialect = api.dialect
         loop_on = may_loop and not exchange.bypassed and response.status_code == 200
-        retriever = SessionRetriever(self.services, rewrite.session, api.name) if rewrite is not None else None
+        retriever = (
+            None if rewrite is None else SessionRetriever(self.services, rewrite.session, api.name, exchange.arrived)
+        )
         content_type = response.headers.get("content-type", "")
         if exchange.stream and response.status_code == 200 and content_type.startswith("text/event-stream"):
             looping = retriever if loop_on else None

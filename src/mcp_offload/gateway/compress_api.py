@@ -3,7 +3,8 @@ served by mcp-offload over the gateway's cache-safe core.
 
     POST /v1/compress              {"messages": [...], "model"?, "format"?} -> the same number of messages, tool
                                    results over the threshold replaced by mcp-offload's reference + preview and a
-                                   marker `[... Retrieve more: hash=<24 hex>]`; `ccr_hashes` lists the hashes
+                                   marker `[... Retrieve more: hash=<24 hex>]`; `ccr_hashes` lists the hashes,
+                                   `format` the message format used (named, or detected: `message_shape`)
     GET  /v1/retrieve/{hash}       ?query=  -> {"hash", "original_content", ...}
     POST /v1/retrieve/{hash}       {"query"?}
     POST /v1/retrieve              {"hash", "query"?}
@@ -31,7 +32,9 @@ is answered exactly like an unknown one (404). Sessions: the affinity header (`x
 tenant; without one the tenant is one session (harmless: decisions are keyed by content). The bypass header
 (`x-headroom-bypass: true`, or `x-mcp-offload-bypass: true`) returns the messages unchanged.
 
-Errors are JSON `{"error": {"code", "message"}}`: 400 for a malformed message list or an unknown `format`, 401 for a
+Errors are JSON `{"error": {"code", "message"}}`: 400 for a malformed message list (`invalid_messages`), an unknown
+`format` (`unknown_format`), messages that are not the `format` named (`format_mismatch`) or, without `format`,
+match no single format (`unrecognized_messages`: a message of no known format, or of two formats mixed), 401 for a
 missing gateway token, 404 for an unknown / other tenant's / expired hash (the message says which of the caller's own
 it is: expired), 503 when the store is down. The caller's contract defines fail-open: LiteLLM's guardrail with
 `unreachable_fallback: fail_open` forwards the request uncompressed on any non-200; by default it fails closed.
@@ -59,6 +62,7 @@ from mcp_offload.core.api import SessionScope
 from mcp_offload.core.services import Services
 from mcp_offload.errors import ExpiredHandle, UnknownHandle
 from mcp_offload.gateway.errors import GatewayError
+from mcp_offload.gateway.message_shape import FORMAT_NAMES, ShapeError, formats_of, shape_of
 from mcp_offload.gateway.request_body import json_object
 from mcp_offload.gateway.retrieval import run_retrieval
 from mcp_offload.store.handles import scope_key
@@ -156,12 +160,12 @@ class CompressApi:
         return 200, {"status": "ready"}
 
     async def _compress(self, headers: dict[str, str], body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-        api = _format_of(body.get("format"))
         messages = _messages_of(body.get("messages"))
+        api = _format_of(body.get("format"), messages)
         tokens = self.services.tokens
         before = sum(tokens.count(_text_of(m)) for m in messages)
         if any(str(headers.get(h, "")).lower() == "true" for h in BYPASS_HEADERS):
-            return 200, _compressed(messages, before, before, [], bypass=True)
+            return 200, _compressed(api, messages, before, before, [], bypass=True)
         caller = caller_for(headers)
         model = body.get("model") if isinstance(body.get("model"), str) else None
         try:
@@ -169,7 +173,7 @@ class CompressApi:
         except ValueError as exc:
             raise GatewayError(400, "invalid_messages", f"The message list is malformed: {exc}") from None
         if not done.changed:
-            return 200, _compressed(messages, before, before, [])
+            return 200, _compressed(api, messages, before, before, [])
         out: list[dict[str, Any]] = []
         hashes: list[str] = []
         index: dict[str, str] = {}
@@ -183,7 +187,7 @@ class CompressApi:
         if index:
             await open_record(self.services).backend.put_if_absent(caller.index_key, index)
         after = sum(tokens.count(_text_of(m)) for m in out)
-        return 200, _compressed(out, before, after, hashes)
+        return 200, _compressed(api, out, before, after, hashes)
 
     def _hash(self, caller: Caller, handle: str, index: dict[str, str], hashes: list[str]) -> str:
         value = hmac.new(caller.tenant.encode(), handle.encode(), hashlib.sha256).hexdigest()[:HASH_CHARS]
@@ -275,13 +279,30 @@ def caller_for(headers: Mapping[str, str]) -> Caller:
     return Caller(tenant=tenant, session=GatewaySession.of_key(key), index_key=scope_key(f"compress-index:{tenant}"))
 
 
-def _format_of(value: object) -> ApiName:
+def _format_of(value: object, messages: list[dict[str, Any]]) -> ApiName:
+    """The named format, or the one the messages are written in (`message_shape`): a list that matches no single
+    format, or one that cannot be the format named, is refused rather than passed through untouched (a result the
+    rewrite cannot read would silently stay as it is)."""
     if value is None:
-        return "openai_chat"
-    if isinstance(value, str) and value.lower() in FORMATS:
-        return FORMATS[value.lower()]
-    known = ", ".join(sorted(FORMATS))
-    raise GatewayError(400, "unknown_format", f"Unknown message format {str(value)[:60]!r}; use one of: {known}.")
+        try:
+            return shape_of(messages)
+        except ShapeError as exc:
+            raise GatewayError(400, "unrecognized_messages", str(exc)) from None
+    if not (isinstance(value, str) and value.lower() in FORMATS):
+        known = ", ".join(sorted(FORMATS))
+        raise GatewayError(400, "unknown_format", f"Unknown message format {str(value)[:60]!r}; use one of: {known}.")
+    named = FORMATS[value.lower()]
+    for i, m in enumerate(messages):
+        fits = formats_of(m)
+        if fits and named not in fits:
+            raise GatewayError(
+                400,
+                "format_mismatch",
+                f'"format" is {value!r} but messages[{i}] is not a {FORMAT_NAMES[named]} message '
+                f"(it reads as {' or '.join(FORMAT_NAMES[f] for f in sorted(fits))}); "
+                'send the right "format", or none to have it detected.',
+            )
+    return named
 
 
 def _messages_of(value: object) -> list[dict[str, Any]]:
@@ -320,7 +341,8 @@ def _mark(value: Any, seen: set[str], hash_of: Callable[[str], str]) -> Any:
 
 
 def _text_of(message: Mapping[str, Any]) -> str:
-    return "".join(_strings(message.get("content")))
+    """The text a message puts in the prompt: its content, or a Responses tool output item's `output`."""
+    return "".join(_strings(message.get("content"))) + "".join(_strings(message.get("output")))
 
 
 def _any_word(query: str) -> str:
@@ -329,10 +351,11 @@ def _any_word(query: str) -> str:
 
 
 def _compressed(
-    messages: list[dict[str, Any]], before: int, after: int, hashes: list[str], *, bypass: bool = False
+    api: ApiName, messages: list[dict[str, Any]], before: int, after: int, hashes: list[str], *, bypass: bool = False
 ) -> dict[str, Any]:
     return {
         "messages": messages,
+        "format": api,
         "tokens_before": before,
         "tokens_after": after,
         "tokens_saved": max(before - after, 0),

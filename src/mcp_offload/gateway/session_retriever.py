@@ -12,7 +12,7 @@ from typing import Any
 
 from mcp_offload.apis.dialect import Answer, ToolCall
 from mcp_offload.apis.names import ApiName
-from mcp_offload.cachesafe.record import record_expansion
+from mcp_offload.cachesafe.record import arrival_order, record_expansion
 from mcp_offload.cachesafe.session import GatewaySession
 from mcp_offload.core.services import Services
 from mcp_offload.gateway.retrieval import run_retrieval
@@ -21,8 +21,12 @@ log = logging.getLogger("mcp_offload.gateway")
 
 
 class SessionRetriever:
-    def __init__(self, services: Services, session: GatewaySession, api: ApiName) -> None:
+    """The store side for one request; `arrived` orders its expansion (`arrival_order()` when the request came in:
+    a retried request's replaces the earlier attempt's, `record_expansion`)."""
+
+    def __init__(self, services: Services, session: GatewaySession, api: ApiName, arrived: int | None = None) -> None:
         self.services, self.session, self.api = services, session, api
+        self.arrived = arrival_order() if arrived is None else arrived
 
     async def answer(self, call: ToolCall) -> tuple[Answer, int]:
         try:
@@ -34,7 +38,9 @@ class SessionRetriever:
 
     async def record_expansion(self, client_message: Any, upstream_messages: list[dict[str, Any]]) -> None:
         try:
-            await record_expansion(self.services, self.session, self.api, client_message, upstream_messages)
+            await record_expansion(
+                self.services, self.session, self.api, client_message, upstream_messages, order=self.arrived
+            )
         except Exception as exc:
             log.warning(
                 "could not record the retrieval expansion (%s: %s); later turns send the client's copy",

@@ -7,6 +7,7 @@ from typing import Any
 
 from mcp_offload.store.base import AdminStore, OutputMeta, ScannedOutput, Store, StoredOutput
 from mcp_offload.store.lifecycle import StoreLimits, SweepReport
+from mcp_offload.store.location import StoreLocationError, is_redis_location, store_kind
 
 __all__ = [
     "AdminStore",
@@ -14,32 +15,30 @@ __all__ = [
     "ScannedOutput",
     "Store",
     "StoreLimits",
+    "StoreLocationError",
     "StoredOutput",
     "SweepReport",
     "is_redis_location",
     "open_store",
+    "store_kind",
 ]
-
-REDIS_SCHEMES = ("redis://", "rediss://", "valkey://", "valkeys://", "unix://")
-
-
-def is_redis_location(location: str) -> bool:
-    """The one rule for a location string (`--store`, MCP_OFFLOAD_STORE): a Redis/Valkey URL, else a directory.
-    The store and the savings record beside it both choose their backend by it."""
-    return location.startswith(REDIS_SCHEMES)
 
 
 def open_store(
     location: str, *, limits: StoreLimits | None = None, clock: Callable[[], float] | None = None, **options: Any
 ) -> AdminStore:
-    """`redis://…`/`rediss://…`/`valkey://…` → Redis backend; anything else is a filesystem directory.
+    """`redis://…`/`rediss://…`/`valkey://…` → Redis backend; a location without a URL scheme is a filesystem
+    directory; a URL of any other scheme is a `StoreLocationError` (store/location.py), before anything is created.
 
     `limits` bounds the store (TTL, quotas; `StoreLimits.from_settings(settings)`); `clock` is for tests.
     """
     extra: dict[str, Any] = dict(options)
     if clock is not None:
         extra["clock"] = clock
-    if is_redis_location(location):
+    kind = store_kind(location)
+    if kind == "cluster":
+        raise StoreLocationError(f"{location!r}: Redis Cluster stores are not supported yet; nothing was created")
+    if kind == "redis":
         from mcp_offload.store.redis import RedisStore
 
         return RedisStore(location, limits=limits, **extra)

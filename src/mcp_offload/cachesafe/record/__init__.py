@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Literal
@@ -201,8 +202,10 @@ class DecisionRecord:
                 out[d] = expansion
         return out
 
-    async def add_expansion(self, session: GatewaySession, digest: str, expansion: Expansion) -> None:
-        await self.backend.put_if_absent(session.key, {f"x:{digest}": expansion.to_json(), EXPANDED_FIELD: "1"})
+    async def add_expansion(self, session: GatewaySession, digest: str, expansion: Expansion, order: int) -> None:
+        """Record `expansion` for the client copy `digest` unless one of a later request (`order`) is recorded."""
+        items = {f"x:{digest}": (order, expansion.to_json()), EXPANDED_FIELD: (0, "1")}
+        await self.backend.put_latest(session.key, items)
 
     async def transcripts(self, session: GatewaySession, digests: Sequence[str]) -> dict[str, str]:
         """The `Compactor`'s recorded transcript notes among `digests` (digest -> the note's JSON)."""
@@ -220,9 +223,9 @@ class DecisionRecord:
 
 
 def _open_backend(location: str) -> RecordBackend:
-    from mcp_offload.store import REDIS_SCHEMES
+    from mcp_offload.store import is_redis_location
 
-    if location.startswith(REDIS_SCHEMES):
+    if is_redis_location(location):
         from mcp_offload.cachesafe.record.redis import RedisRecord
 
         return RedisRecord(location)
@@ -263,6 +266,7 @@ async def record_expansion(
     upstream_messages: Sequence[Message],
     *,
     previous_message: Message | None = None,
+    order: int | None = None,
 ) -> None:
     """Remember that the client's copy of a model response (`client_message`: the assistant message it received;
     for Responses the list of output items) stands for `upstream_messages`: what the upstream really saw and
@@ -276,8 +280,12 @@ async def record_expansion(
 
     `previous_message`: the last message of the client's request that produced this response, as the client sent it
     (before the rewrite). Pass it: it keys the expansion by what the response answered too, so two identical client
-    copies in one session (a short "Done." twice) are restored each to their own exchange. Without it, the first
-    expansion recorded for an identical copy wins.
+    copies in one session (a short "Done." twice) are restored each to their own exchange.
+
+    `order`: when the request that produced the response arrived (`arrival_order()`, the default: now). A retried
+    request (the client sent the same request again after a timeout, a replay) gets the same answer text from a new
+    exchange (new call ids): the client keeps the answer of its latest request, so the expansion of the latest
+    arrival replaces an earlier one for the same copy, whichever finishes last, on any instance.
 
     Raises `StoreUnavailable` when the store is down (nothing is recorded: later turns then send the client's copy,
     which costs cache hits but loses nothing)."""
@@ -290,7 +298,13 @@ async def record_expansion(
     expansion = Expansion(messages=upstream[:cut], pending=upstream[cut:])
     if not expansion.messages:
         raise ValueError("upstream_messages must hold the model's messages, not only tool results")
-    await open_record(services).add_expansion(session, unit_digest(api, client, previous_message), expansion)
+    when = arrival_order() if order is None else order
+    await open_record(services).add_expansion(session, unit_digest(api, client, previous_message), expansion, when)
+
+
+def arrival_order() -> int:
+    """The order of a request arriving now: microseconds since the epoch (exact in Redis' Lua numbers)."""
+    return time.time_ns() // 1_000
 
 
 __all__ = [
@@ -299,6 +313,7 @@ __all__ = [
     "DecisionRecord",
     "Expansion",
     "SessionState",
+    "arrival_order",
     "open_record",
     "part_digest",
     "record_expansion",

@@ -1,10 +1,12 @@
 """The decision record on the filesystem store: one append-only JSON-lines log per session,
 `<store root>/gateway/v1/<session key>.jsonl` (0600 in a 0700 directory, opened with O_NOFOLLOW).
 
-A line is `{"f": field, "v": value}` or `{"c": {counter: n}}`. Set-if-absent takes an exclusive flock on the log,
-reads what it has not read yet, appends only the fields still absent (one `write` on an O_APPEND descriptor) and
-releases the lock; readers need no lock and parse complete lines only, and the first value of a field wins, so even
-a torn or duplicated write never makes two readers disagree. Each process caches what it has parsed (by inode and
+A line is `{"f": field, "v": value}`, `{"f": field, "v": value, "o": order}` (`put_latest`) or
+`{"c": {counter: n}}`. Set-if-absent takes an exclusive flock on the log, reads what it has not read yet, appends
+only the fields still absent (one `write` on an O_APPEND descriptor) and releases the lock; readers need no lock and
+parse complete lines only, and the first value of a field wins (a line with an order replaces it when its order is
+higher than the one the field holds; no order counts as the lowest), so even a torn or duplicated write never makes
+two readers disagree. Each process caches what it has parsed (by inode and
 offset), so a turn reads only the lines added since its last one. Logs unused for `RECORD_TTL_S` are removed.
 """
 
@@ -44,6 +46,7 @@ class _Parsed:
     inode: int = -1
     offset: int = 0
     fields: dict[str, str] = field(default_factory=dict)
+    orders: dict[str, int] = field(default_factory=dict)  # the order of the value a `put_latest` field holds
     counters: dict[str, int] = field(default_factory=dict)
 
 
@@ -98,8 +101,11 @@ class FilesystemRecord:
                 continue  # a line torn by a full disk: skipped by every reader alike
             if not isinstance(entry, dict):
                 continue
-            name, value, counts = entry.get("f"), entry.get("v"), entry.get("c")
-            if isinstance(name, str) and isinstance(value, str):
+            name, value, counts, order = entry.get("f"), entry.get("v"), entry.get("c"), entry.get("o")
+            if isinstance(name, str) and isinstance(value, str) and isinstance(order, int):
+                if name not in state.fields or order > state.orders.get(name, -1):  # the latest order wins
+                    state.fields[name], state.orders[name] = value, order
+            elif isinstance(name, str) and isinstance(value, str):
                 state.fields.setdefault(name, value)  # the first value wins
             elif isinstance(counts, dict):
                 for key, count in counts.items():
@@ -167,6 +173,21 @@ class FilesystemRecord:
             self._last_sweep = self.clock()
             await self._run(self._sessions_sync)  # removes the logs of sessions unused for ttl_s
         return held
+
+    def _put_latest_sync(self, session: str, items: Mapping[str, tuple[int, str]]) -> None:
+        with self._locked_log(session) as fd:
+            state = self._catch_up(session, fd)
+            lines = [
+                json.dumps({"f": k, "v": v, "o": o}, ensure_ascii=True, separators=(",", ":")).encode() + b"\n"
+                for k, (o, v) in items.items()
+                if k not in state.fields or o > state.orders.get(k, -1)
+            ]
+            if lines:
+                self._append(fd, lines)
+
+    async def put_latest(self, session: str, items: Mapping[str, tuple[int, str]]) -> None:
+        if items:
+            await self._run(self._put_latest_sync, session, items)
 
     def _add_sync(self, session: str, counts: Mapping[str, int]) -> None:
         line = json.dumps({"c": dict(counts)}, ensure_ascii=True, separators=(",", ":")).encode() + b"\n"

@@ -40,6 +40,22 @@ return values
 """
 
 
+# KEYS: fields hash, sessions zset. ARGV: name1, order1, value1, ..., ttl_ms, now_ms, session. A field's order is
+# kept in the field "o:<name>"; a field without one (set by put_if_absent) counts as the earliest.
+_PUT_LATEST = """
+local n = #ARGV - 3
+for i = 1, n, 3 do
+  local held = redis.call('HGET', KEYS[1], 'o:' .. ARGV[i])
+  if not held or tonumber(held) < tonumber(ARGV[i + 1]) then
+    redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 2], 'o:' .. ARGV[i], ARGV[i + 1])
+  end
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[n + 1])
+redis.call('ZADD', KEYS[2], ARGV[n + 2], ARGV[n + 3])
+return 1
+"""
+
+
 @contextmanager
 def _redis_errors() -> Iterator[None]:
     try:
@@ -73,6 +89,7 @@ class RedisRecord:
             retry_on_timeout=False,
         )
         self._put = self._client.register_script(_PUT_IF_ABSENT)
+        self._put_latest = self._client.register_script(_PUT_LATEST)
 
     def _fields_key(self, session: str) -> str:
         return f"{self.prefix}:gw:r:{validate_scope(session)}"
@@ -100,6 +117,14 @@ class RedisRecord:
         with _redis_errors():
             values = await self._put(keys=[self._fields_key(session), self._sessions_key], args=args)
         return {f: v.decode("utf-8") for f, v in zip(names, values, strict=True) if v is not None}
+
+    async def put_latest(self, session: str, items: Mapping[str, tuple[int, str]]) -> None:
+        if not items:
+            return
+        args: list[Any] = [x for name, (order, value) in items.items() for x in (name, order, value)]
+        args += [self.ttl_ms, int(self.clock() * 1000), session]
+        with _redis_errors():
+            await self._put_latest(keys=[self._fields_key(session), self._sessions_key], args=args)
 
     async def add(self, session: str, counts: Mapping[str, int]) -> None:
         kept = {k: v for k, v in counts.items() if v}

@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# Start or stop a throwaway Redis Cluster on loopback for the test suite: 3 masters + 3 replicas, no persistence,
+# from Debian's redis-server (no config files of our own; each node writes only its nodes.conf into STATE_DIR).
+#
+#   .ci/redis-cluster.sh start [STATE_DIR]  installs redis-server when missing, starts six nodes on free 127.0.0.1
+#                                           ports, joins them (redis-cli --cluster create … --cluster-replicas 1),
+#                                           waits until `cluster info` says cluster_state:ok on every node and
+#                                           every master has its replica, prints REDIS_CLUSTER_URL=redis+cluster://…
+#   .ci/redis-cluster.sh stop  [STATE_DIR]  stops the nodes started by `start` (by their pid files), removes STATE_DIR
+#
+# cluster-node-timeout is 1500 ms (env CLUSTER_NODE_TIMEOUT_MS), so the failover tests see a replica promoted within
+# a few seconds of a master's death instead of the default 15 s.
+# Usage from .ci/run: export_from .ci/redis-cluster.sh env -- start; trap '… .ci/redis-cluster.sh stop' EXIT
+set -Eeuo pipefail
+trap 'rc=$?; echo "redis-cluster.sh: failed (exit $rc) at line $LINENO: $BASH_COMMAND" >&2; exit $rc' ERR
+
+cmd=${1:-start}
+state=${2:-${TMPDIR:-/tmp}/mcp-offload-ci-redis-cluster}
+timeout_ms=${CLUSTER_NODE_TIMEOUT_MS:-1500}
+NODES=6
+
+url_of() {
+  local seeds=() port
+  while read -r port; do seeds+=("127.0.0.1:$port"); done <"$state/ports"
+  local IFS=,
+  echo "REDIS_CLUSTER_URL=redis+cluster://${seeds[*]}"
+}
+
+healthy() {  # every node says ok, and the cluster has 3 masters each with one replica
+  local port
+  while read -r port; do
+    redis-cli -h 127.0.0.1 -p "$port" cluster info 2>/dev/null | grep -q '^cluster_state:ok' || return 1
+  done <"$state/ports"
+  port=$(head -n1 "$state/ports")
+  [ "$(redis-cli -h 127.0.0.1 -p "$port" cluster nodes | grep -c ' slave ')" = 3 ] || return 1
+}
+
+case "$cmd" in
+start)
+  if ! command -v redis-server >/dev/null 2>&1; then
+    echo "redis-cluster.sh: installing redis-server" >&2
+    sudo_cmd=""
+    [ "$(id -u)" = 0 ] || sudo_cmd="sudo"
+    $sudo_cmd apt-get update -qq >&2
+    DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq redis-server >&2
+  fi
+  if [ -f "$state/ports" ] && healthy; then
+    url_of
+    exit 0
+  fi
+  rm -rf "$state"
+  mkdir -p "$state"
+  python3 -c '
+import random, socket
+def free(port):
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+ports = set()
+while len(ports) < '"$NODES"':  # a node listens on port and on its cluster bus, port + 10000: both must be free
+    port = random.randint(20000, 55000)
+    if port not in ports and free(port) and free(port + 10000):
+        ports.add(port)
+print("\n".join(map(str, sorted(ports))))' >"$state/ports"
+  sort -u "$state/ports" | wc -l | grep -qx "$NODES"
+  while read -r port; do
+    mkdir -p "$state/$port"
+    redis-server --bind 127.0.0.1 --port "$port" --save "" --appendonly no --protected-mode yes \
+      --cluster-enabled yes --cluster-config-file "$state/$port/nodes.conf" --cluster-node-timeout "$timeout_ms" \
+      --daemonize yes --pidfile "$state/$port/redis.pid" --logfile "$state/$port/redis.log" --dir "$state/$port" >&2
+  done <"$state/ports"
+  for _ in $(seq 50); do
+    ready=0
+    while read -r port; do
+      redis-cli -h 127.0.0.1 -p "$port" ping 2>/dev/null | grep -q PONG && ready=$((ready + 1))
+    done <"$state/ports"
+    [ "$ready" = "$NODES" ] && break
+    sleep 0.1
+  done
+  seeds=()
+  while read -r port; do seeds+=("127.0.0.1:$port"); done <"$state/ports"
+  redis-cli --cluster create "${seeds[@]}" --cluster-replicas 1 --cluster-yes >"$state/create.log" 2>&1 || {
+    echo "redis-cluster.sh: redis-cli --cluster create failed; its output follows" >&2
+    cat "$state/create.log" >&2
+    exit 1
+  }
+  for _ in $(seq 300); do
+    if healthy; then
+      url_of
+      exit 0
+    fi
+    sleep 0.1
+  done
+  echo "redis-cluster.sh: the cluster did not reach cluster_state:ok with 3 replicas in 30 s; logs follow" >&2
+  tail -n 20 "$state"/*/redis.log >&2 || true
+  exit 1
+  ;;
+stop)
+  if [ -f "$state/ports" ]; then
+    while read -r port; do
+      [ -f "$state/$port/redis.pid" ] && kill "$(cat "$state/$port/redis.pid")" 2>/dev/null || true
+    done <"$state/ports"
+    for _ in $(seq 50); do
+      alive=0
+      while read -r port; do
+        [ -f "$state/$port/redis.pid" ] && kill -0 "$(cat "$state/$port/redis.pid")" 2>/dev/null && alive=1
+      done <"$state/ports"
+      [ "$alive" = 0 ] && break
+      sleep 0.1
+    done
+  fi
+  rm -rf "$state"
+  ;;
+*)
+  echo "usage: $0 start|stop [STATE_DIR]" >&2
+  exit 2
+  ;;
+esac
