@@ -12,8 +12,9 @@ Exception
  │    ├── InvalidContent            invalid_content    -32602 invalid params
  │    ├── TooLarge                  too_large          -32602 invalid params
  │    ├── NotEnumerable             not_enumerable     -32602 invalid params
- │    ├── StoreFull                 store_full         -32603 internal error
- │    ├── StoreUnavailable          store_unavailable  -32603 internal error
+ │    ├── StoreError .............. the store failed (any backend of anything kept beside the outputs)
+ │    │    ├── StoreFull            store_full         -32603 internal error
+ │    │    └── StoreUnavailable     store_unavailable  -32603 internal error
  │    ├── HandleExists              handle_exists      -32602 invalid params (a put under a derived handle already
  │    │                                                 published: the same content stored first by someone else)
  │    └── ContextWindowExceeded     context_window_exceeded -32602 invalid params (Compactor: the request cannot
@@ -110,7 +111,15 @@ class NotEnumerable(OffloadError):
     code = "not_enumerable"
 
 
-class StoreFull(OffloadError):
+class StoreError(OffloadError):
+    """The store failed: the one thing a caller catches for "the store (outputs, savings or decision record) could not
+    be read or written". Backends raise only these two, never `OSError` or a driver's error (`store/failures.py`)."""
+
+    code = "store_error"
+    rpc_code = INTERNAL_ERROR
+
+
+class StoreFull(StoreError):
     """The store is over its quota or the disk is full."""
 
     code = "store_full"
@@ -141,7 +150,7 @@ class ContextWindowExceeded(OffloadError):
         )
 
 
-class StoreUnavailable(OffloadError):
+class StoreUnavailable(StoreError):
     """The store cannot be reached or written (permissions, Redis down, ...)."""
 
     code = "store_unavailable"

@@ -72,11 +72,10 @@ from mcp_offload.cachesafe.tool_text import is_retrieval_tool
 from mcp_offload.core import api as core
 from mcp_offload.core.render import render_reference
 from mcp_offload.core.services import Services
-from mcp_offload.errors import InvalidContent, StoreFull, StoreUnavailable, TooLarge
+from mcp_offload.errors import InvalidContent, StoreError, TooLarge
 from mcp_offload.store.handles import PREFIX, derived_handle
 
 __all__ = [
-    "STORE_FAILURES",
     "ClearToolUses",
     "MessagesRewrite",
     "Pressure",
@@ -111,9 +110,6 @@ class RewritePolicy:
     offload_user_pastes_tokens: int | None = None  # user texts this large (not the last turn) join the prefix rules
     batch_tokens: int | None = None  # the least a cost-rule batch clears (None: clear_tool_uses.clear_at_least_tokens)
     fail_closed: bool = False
-
-
-STORE_FAILURES = (StoreUnavailable, StoreFull, OSError)
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,8 +165,8 @@ async def rewrite_messages(
     unreachable) stays inline with a warning in `MessagesRewrite.warnings` instead of failing the whole turn.
     Recorded decisions apply wherever their parts are, whatever `eligible` says.
 
-    Messages and blocks it cannot read are kept as they are and skipped (`History.view`). Raises the store's errors
-    (`StoreUnavailable`, `StoreFull`, OSError) when the record or the store fails (nothing recorded). The gateway
+    Messages and blocks it cannot read are kept as they are and skipped (`History.view`). Raises `StoreError`
+    (`StoreUnavailable`, `StoreFull`) when the record or the store fails (nothing recorded). The gateway
     (`rewrite_request`) and the `Compactor` share it."""
     history = api_named(api).history
     views = [history.view(m, i) for i, m in enumerate(messages)]
@@ -486,7 +482,7 @@ class _Turn:
             log.info("%s: %s stays inline (%s)", self.scope.source, label, exc)
             self.warnings.append(f"could not store {label} ({type(exc).__name__}: {exc}); it stays inline")
             return
-        except STORE_FAILURES as exc:
+        except StoreError as exc:
             if not self.scope.keep_inline_on_store_failure:
                 raise
             self.warnings.append(f"could not store {label} ({type(exc).__name__}: {exc}); it stays inline")

@@ -48,7 +48,6 @@ from mcp_offload.apis.message import Message, Part, ToolResult, dump_block
 from mcp_offload.cachesafe.record import Decision, open_record, part_digest
 from mcp_offload.cachesafe.rewrite import (
     CHARS_PER_TOKEN,
-    STORE_FAILURES,
     Pressure,
     RewritePolicy,
     json_chars,
@@ -71,7 +70,7 @@ from mcp_offload.core import api
 from mcp_offload.core.render import render_reference
 from mcp_offload.core.results import OffloadOutput
 from mcp_offload.core.services import Services, build_services
-from mcp_offload.errors import ContextWindowExceeded
+from mcp_offload.errors import ContextWindowExceeded, StoreError
 from mcp_offload.server.tools import TOOLS_BY_NAME, ToolCall, call_tool
 from mcp_offload.settings import Settings
 from mcp_offload.store.handles import PREFIX, derived_handle
@@ -285,7 +284,7 @@ class AsyncCompactor:
                 source="compact",
                 keep_inline_on_store_failure=True,
             )
-        except STORE_FAILURES as exc:  # the record is down: nothing is lost, the messages go as they are
+        except StoreError as exc:  # the record is down: nothing is lost, the messages go as they are
             self._warn(report, f"could not read the decision record ({type(exc).__name__}: {exc}); nothing offloaded")
             return False
         for warning in done.warnings:
@@ -330,7 +329,7 @@ class AsyncCompactor:
         record = open_record(self.services)
         try:
             decisions = (await record.state(self._core_session, [m.digest for m in images])).decisions
-        except STORE_FAILURES as exc:
+        except StoreError as exc:
             self._warn(report, f"could not read the decision record ({type(exc).__name__}: {exc}); images inline")
             return False
         new: dict[str, Decision] = {}
@@ -343,7 +342,7 @@ class AsyncCompactor:
         if new:
             try:
                 decisions.update(await record.decide(self._core_session, new, tools=False))
-            except STORE_FAILURES as exc:
+            except StoreError as exc:
                 self._warn(report, f"could not record the images ({type(exc).__name__}: {exc}); they stay inline")
                 return False
             report.offloaded += [d.handle for d in new.values()]
@@ -533,7 +532,7 @@ class AsyncCompactor:
                 self._core_session, _turns_digest(request, first, last + 1), json.dumps({"note": note})
             )
             note = json.loads(held)["note"]
-        except STORE_FAILURES as exc:
+        except StoreError as exc:
             self._warn(report, f"could not record the {label} ({type(exc).__name__}: {exc}); used it once")
         report.transcript = stored.handle
         before = sum(request.tokens(i) for i in range(first, last + 2))
@@ -556,7 +555,7 @@ class AsyncCompactor:
             )
             try:
                 found = await record.transcripts(self._core_session, list(digests))
-            except STORE_FAILURES as exc:
+            except StoreError as exc:
                 self._warn(report, f"could not read the decision record ({type(exc).__name__}: {exc})")
                 return
             if not found:

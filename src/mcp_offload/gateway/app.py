@@ -44,7 +44,7 @@ from mcp_offload.cachesafe.record import arrival_order, open_record
 from mcp_offload.cachesafe.session import GatewaySession, derive_session
 from mcp_offload.cachesafe.tool_text import RETRIEVAL_TOOL_NAMES
 from mcp_offload.core.services import Services
-from mcp_offload.errors import StoreUnavailable
+from mcp_offload.errors import StoreError
 from mcp_offload.gateway.access import GatewayAccess
 from mcp_offload.gateway.accounting import TurnCounters
 from mcp_offload.gateway.accounting import add_usage as account
@@ -179,7 +179,7 @@ class GatewayApp:
     async def _status(self, path: str, send: Send) -> None:
         try:
             stats = await gateway_stats(self.services)
-        except (StoreUnavailable, OSError) as exc:
+        except StoreError as exc:
             error = GatewayError(503, "store_unavailable", f"The gateway's store is unavailable: {exc}")
             await _send_bytes(send, 503, JSON_HEADERS, error_body("openai_chat", error))
             return
@@ -358,7 +358,7 @@ class GatewayApp:
                 "store_unavailable",
                 f"The gateway's store is unavailable ({exc.reason}) and it is set to fail closed; retry later.",
             ) from None
-        except (StoreUnavailable, OSError) as exc:
+        except StoreError as exc:
             if policy.fail_closed:
                 raise GatewayError(503, "store_unavailable", f"The gateway's store is unavailable: {exc}") from None
             exchange.fail_open = f"{type(exc).__name__}: {exc}"
@@ -393,7 +393,7 @@ class GatewayApp:
             log.warning("session %s bypassed: %s", rewrite.session.key[:12], reason)
             try:
                 await open_record(self.services).mark_bypass(rewrite.session, reason)
-            except (StoreUnavailable, OSError) as exc:
+            except StoreError as exc:
                 log.warning("could not record the bypass: %s", exc)
         return original
 

@@ -56,11 +56,11 @@ import orjson
 
 from mcp_offload.apis.names import ApiName
 from mcp_offload.cachesafe.record import open_record
-from mcp_offload.cachesafe.rewrite import REFERENCE_PREFIX, STORE_FAILURES, RewritePolicy, rewrite_messages
+from mcp_offload.cachesafe.rewrite import REFERENCE_PREFIX, RewritePolicy, rewrite_messages
 from mcp_offload.cachesafe.session import GatewaySession, credential_digest
 from mcp_offload.core.api import SessionScope
 from mcp_offload.core.services import Services
-from mcp_offload.errors import ExpiredHandle, UnknownHandle
+from mcp_offload.errors import ExpiredHandle, StoreError, UnknownHandle
 from mcp_offload.gateway.errors import GatewayError
 from mcp_offload.gateway.message_shape import FORMAT_NAMES, ShapeError, formats_of, shape_of
 from mcp_offload.gateway.request_body import json_object
@@ -143,7 +143,7 @@ class CompressApi:
             raise GatewayError(405, "method_not_allowed", f"{method} {path} is not a route of this service.")
         except GatewayError as exc:
             return exc.status, {"error": {"code": exc.code, "message": exc.message}}
-        except STORE_FAILURES as exc:
+        except StoreError as exc:
             log.warning("compress api: the store failed: %s: %s", type(exc).__name__, exc)
             return 503, _store_down(exc)
         except Exception:  # the contract's callers read JSON: never a traceback on the wire
@@ -155,7 +155,7 @@ class CompressApi:
     async def _ready(self) -> tuple[int, dict[str, Any]]:
         try:
             await open_record(self.services).backend.get(scope_key("readyz"), ["probe"])
-        except STORE_FAILURES as exc:
+        except StoreError as exc:
             return 503, {"status": "unavailable", **_store_down(exc)}
         return 200, {"status": "ready"}
 

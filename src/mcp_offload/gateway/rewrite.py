@@ -19,10 +19,11 @@ from typing import Any
 
 from mcp_offload.apis.names import ApiName
 from mcp_offload.apis.registry import api_named
-from mcp_offload.cachesafe.rewrite import STORE_FAILURES, RewritePolicy, json_chars, rewrite_messages
+from mcp_offload.cachesafe.rewrite import RewritePolicy, json_chars, rewrite_messages
 from mcp_offload.cachesafe.session import GatewaySession, derive_session
 from mcp_offload.cachesafe.tool_text import retrieval_tools
 from mcp_offload.core.services import Services
+from mcp_offload.errors import StoreError
 
 __all__ = ["Rewrite", "RewriteUnavailable", "rewrite_request"]
 
@@ -69,7 +70,7 @@ async def rewrite_request(
         )
     except ValueError:
         return Rewrite(body=body, changed=False, session=session)  # the upstream answers it with its own error
-    except STORE_FAILURES as exc:
+    except StoreError as exc:
         reason = f"the store failed ({type(exc).__name__}: {exc})"
         log.warning("gateway: %s; forwarding the request unmodified", reason)
         if policy.fail_closed:

@@ -19,6 +19,7 @@ from mcp_offload.savings.record import (
     summarize,
     summary_json,
 )
+from mcp_offload.store.location import open_beside
 
 __all__ = ["SavingsKey", "SavingsRecord", "SavingsRow", "last_days", "open_savings", "summarize", "summary_json"]
 
@@ -27,12 +28,15 @@ def open_savings(
     location: str, *, clock: Callable[[], float] = time.time, flush_interval_s: float = FLUSH_INTERVAL_S
 ) -> SavingsRecord:
     """The record kept beside the store at `location` (same location string as `open_store`)."""
-    from mcp_offload.store import is_redis_location
 
-    if is_redis_location(location):
+    def redis(url: str) -> SavingsRecord:
         from mcp_offload.savings.redis import RedisSavings
 
-        return RedisSavings(location, clock=clock, flush_interval_s=flush_interval_s)
-    from mcp_offload.savings.fs import FilesystemSavings
+        return RedisSavings(url, clock=clock, flush_interval_s=flush_interval_s)
 
-    return FilesystemSavings(location, clock=clock, flush_interval_s=flush_interval_s)
+    def directory(path: str) -> SavingsRecord:
+        from mcp_offload.savings.fs import FilesystemSavings
+
+        return FilesystemSavings(path, clock=clock, flush_interval_s=flush_interval_s)
+
+    return open_beside(location, directory=directory, redis=redis)

@@ -3,7 +3,8 @@
 Each flush appends one line per (server, tool) with the counts to add. Several processes may write the same file
 at once: every line is one `write` on an `O_APPEND` descriptor and shorter than PIPE_BUF, so lines never
 interleave. Files are 0600 in a 0700 directory, opened with `O_NOFOLLOW` (the store's discipline); a line that does
-not parse (a disk that filled up mid-write) is skipped on reading.
+not parse (a disk that filled up mid-write) is skipped on reading (`store/record_files.py`). An `OSError` is
+`StoreUnavailable` (`store/failures.py`).
 """
 
 from __future__ import annotations
@@ -16,8 +17,16 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from mcp_offload.os_support import O_CLOEXEC, O_NOFOLLOW
 from mcp_offload.savings.record import COUNTERS, FLUSH_INTERVAL_S, Batch, SavingsKey, SavingsRecord
+from mcp_offload.store.failures import filesystem_errors
+from mcp_offload.store.record_files import (
+    APPEND_FLAGS,
+    FILE_MODE,
+    READ_FLAGS,
+    json_line,
+    make_private_directory,
+    write_all,
+)
 
 log = logging.getLogger(__name__)
 
@@ -39,36 +48,36 @@ class FilesystemSavings(SavingsRecord):
         return self.directory / f"{day}.jsonl"
 
     async def _write(self, batch: Batch) -> None:
-        self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         by_day: dict[str, list[bytes]] = {}
         for key, counts in batch.items():
-            record = {"server": key.server[:MAX_NAME_CHARS], "tool": key.tool[:MAX_NAME_CHARS], **counts}
-            line = json.dumps(record, separators=(",", ":"), ensure_ascii=True).encode() + b"\n"
+            line = json_line({"server": key.server[:MAX_NAME_CHARS], "tool": key.tool[:MAX_NAME_CHARS], **counts})
             if len(line) > _PIPE_BUF:  # cannot happen with capped names and integer counts; never tear a line
                 continue
             by_day.setdefault(key.day, []).append(line)
-        for day, lines in by_day.items():
-            flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | O_NOFOLLOW | O_CLOEXEC
-            fd = os.open(self._path(day), flags, 0o600)
-            try:
-                for line in lines:
-                    os.write(fd, line)
-            finally:
-                os.close(fd)
+        with filesystem_errors("the savings record could not be written ({reason})"):
+            make_private_directory(self.directory)
+            for day, lines in by_day.items():
+                fd = os.open(self._path(day), APPEND_FLAGS, FILE_MODE)
+                try:
+                    for line in lines:
+                        write_all(fd, line)
+                finally:
+                    os.close(fd)
 
     async def _read(self, days: Sequence[str]) -> Iterable[tuple[SavingsKey, dict[str, int]]]:
         found: list[tuple[SavingsKey, dict[str, int]]] = []
-        for day in days:
-            try:
-                fd = os.open(self._path(day), os.O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
-            except FileNotFoundError:
-                continue
-            with os.fdopen(fd, "rb") as file:
-                for raw in file:
-                    parsed = _parse(raw)
-                    if parsed is not None:
-                        server, tool, counts = parsed
-                        found.append((SavingsKey(day, server, tool), counts))
+        with filesystem_errors("the savings record could not be read ({reason})"):
+            for day in days:
+                try:
+                    fd = os.open(self._path(day), READ_FLAGS)
+                except FileNotFoundError:
+                    continue
+                with os.fdopen(fd, "rb") as file:
+                    for raw in file:
+                        parsed = _parse(raw)
+                        if parsed is not None:
+                            server, tool, counts = parsed
+                            found.append((SavingsKey(day, server, tool), counts))
         return found
 
 

@@ -11,12 +11,12 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-import redis.asyncio
-
 from mcp_offload.savings.record import COUNTERS, FLUSH_INTERVAL_S, Batch, SavingsKey, SavingsRecord
+from mcp_offload.store.failures import redis_errors
+from mcp_offload.store.location import KEY_PREFIX, open_redis
 
 TTL_S = 400 * 24 * 3600
-DEFAULT_PREFIX = "mcp-offload:v1"  # the store's own key prefix (store/redis.py)
+UNAVAILABLE = "the shared store (Redis) is unreachable right now, so the savings record cannot be read or written"
 
 
 class RedisSavings(SavingsRecord):
@@ -26,24 +26,24 @@ class RedisSavings(SavingsRecord):
         self,
         url: str,
         *,
-        prefix: str = DEFAULT_PREFIX,
+        prefix: str = KEY_PREFIX,
         ttl_s: int = TTL_S,
         clock: Callable[[], float] = time.time,
         flush_interval_s: float = FLUSH_INTERVAL_S,
     ) -> None:
         super().__init__(clock=clock, flush_interval_s=flush_interval_s)
-        from mcp_offload.store.redis import normalise_url
-
         self.prefix = prefix
         self.ttl_s = ttl_s
-        self._client: Any = redis.asyncio.Redis.from_url(
-            normalise_url(url), socket_connect_timeout=2.0, socket_timeout=2.0
-        )
+        self._client: Any = open_redis(url, socket_timeout_s=2.0, retry_once=False)
 
     def _key(self, day: str) -> str:
         return f"{self.prefix}:savings:{day}"
 
     async def _write(self, batch: Batch) -> None:
+        with redis_errors(UNAVAILABLE, full=None):
+            await self._write_pipeline(batch)
+
+    async def _write_pipeline(self, batch: Batch) -> None:
         async with self._client.pipeline(transaction=False) as pipe:
             days: set[str] = set()
             for key, counts in batch.items():
@@ -57,7 +57,8 @@ class RedisSavings(SavingsRecord):
     async def _read(self, days: Sequence[str]) -> Iterable[tuple[SavingsKey, dict[str, int]]]:
         found: list[tuple[SavingsKey, dict[str, int]]] = []
         for day in days:
-            fields: dict[bytes, bytes] = await self._client.hgetall(self._key(day))
+            with redis_errors(UNAVAILABLE, full=None):
+                fields: dict[bytes, bytes] = await self._client.hgetall(self._key(day))
             for raw, value in fields.items():
                 try:
                     server, tool, name = json.loads(raw)

@@ -1,4 +1,5 @@
-"""Output stores: the `Store` protocol and its backends. `open_store` picks one from a location string."""
+"""Output stores: the `Store` protocol and its backends. `open_store` picks one from a location string (the rule,
+the Redis client and the key prefix are `location.py`'s, shared with the records kept beside the outputs)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import Any
 
 from mcp_offload.store.base import AdminStore, OutputMeta, ScannedOutput, Store, StoredOutput
 from mcp_offload.store.lifecycle import StoreLimits, SweepReport
-from mcp_offload.store.location import StoreLocationError, is_redis_location, store_kind
+from mcp_offload.store.location import StoreLocationError, is_redis_location, open_beside, store_kind
 
 __all__ = [
     "AdminStore",
@@ -35,13 +36,17 @@ def open_store(
     extra: dict[str, Any] = dict(options)
     if clock is not None:
         extra["clock"] = clock
-    kind = store_kind(location)
-    if kind == "cluster":
+    if store_kind(location) == "cluster":
         raise StoreLocationError(f"{location!r}: Redis Cluster stores are not supported yet; nothing was created")
-    if kind == "redis":
+
+    def redis(url: str) -> AdminStore:
         from mcp_offload.store.redis import RedisStore
 
-        return RedisStore(location, limits=limits, **extra)
-    from mcp_offload.store.fs import FilesystemStore
+        return RedisStore(url, limits=limits, **extra)
 
-    return FilesystemStore(location, limits=limits, **extra)
+    def directory(path: str) -> AdminStore:
+        from mcp_offload.store.fs import FilesystemStore
+
+        return FilesystemStore(path, limits=limits, **extra)
+
+    return open_beside(location, directory=directory, redis=redis)

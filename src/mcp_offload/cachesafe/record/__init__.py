@@ -22,6 +22,7 @@ from mcp_offload.apis.registry import api_named
 from mcp_offload.cachesafe.record.base import RECORD_TTL_S, RecordBackend
 from mcp_offload.cachesafe.session import GatewaySession
 from mcp_offload.core.services import Services
+from mcp_offload.store.location import open_beside
 
 ATTACHMENT = "gateway.record"
 TOOLS_FIELD, EXPANDED_FIELD, BYPASS_FIELD = "tools", "expanded", "bypass"
@@ -222,16 +223,20 @@ class DecisionRecord:
         await self.backend.put_if_absent(session.key, {BYPASS_FIELD: reason or "bypass"})
 
 
-def _open_backend(location: str) -> RecordBackend:
-    from mcp_offload.store import is_redis_location
+def _redis_backend(url: str) -> RecordBackend:
+    from mcp_offload.cachesafe.record.redis import RedisRecord
 
-    if is_redis_location(location):
-        from mcp_offload.cachesafe.record.redis import RedisRecord
+    return RedisRecord(url)
 
-        return RedisRecord(location)
+
+def _directory_backend(path: str) -> RecordBackend:
     from mcp_offload.cachesafe.record.fs import FilesystemRecord
 
-    return FilesystemRecord(location)
+    return FilesystemRecord(path)
+
+
+def _open_backend(location: str) -> RecordBackend:
+    return open_beside(location, directory=_directory_backend, redis=_redis_backend)
 
 
 def open_record(services: Services) -> DecisionRecord:

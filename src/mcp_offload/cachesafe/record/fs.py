@@ -1,5 +1,6 @@
 """The decision record on the filesystem store: one append-only JSON-lines log per session,
-`<store root>/gateway/v1/<session key>.jsonl` (0600 in a 0700 directory, opened with O_NOFOLLOW).
+`<store root>/gateway/v1/<session key>.jsonl` (0600 in a 0700 directory, opened with O_NOFOLLOW: the discipline of
+`store/record_files.py`; an `OSError` is `StoreUnavailable`, `store/failures.py`).
 
 A line is `{"f": field, "v": value}`, `{"f": field, "v": value, "o": order}` (`put_latest`) or
 `{"c": {counter: n}}`. Set-if-absent takes an exclusive flock on the log, reads what it has not read yet, appends
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import json
 import os
 import threading
@@ -27,18 +29,25 @@ from typing import Any, TypeVar
 import anyio
 
 from mcp_offload.cachesafe.record.base import RECORD_TTL_S
-from mcp_offload.errors import StoreUnavailable
-from mcp_offload.os_support import O_CLOEXEC, O_NOFOLLOW
+from mcp_offload.store.failures import filesystem_errors
 from mcp_offload.store.handles import validate_scope
+from mcp_offload.store.record_files import (
+    FILE_MODE,
+    READ_APPEND_FLAGS,
+    READ_FLAGS,
+    json_line,
+    make_private_directory,
+    write_all,
+)
 
 T = TypeVar("T")
 DIRECTORY = ("gateway", "v1")
 SUFFIX = ".jsonl"
 CACHED_SESSIONS = 256
 SWEEP_INTERVAL_S = 600.0
-# the flags from os_support: the package imports where one is missing (the filesystem store then refuses to start)
-_READ = os.O_RDONLY | O_NOFOLLOW | O_CLOEXEC
-_LOG = os.O_RDWR | os.O_APPEND | os.O_CREAT | O_NOFOLLOW | O_CLOEXEC
+_read_errors = functools.partial(filesystem_errors, "the gateway record could not be read ({reason})")
+_write_errors = functools.partial(filesystem_errors, "the gateway record could not be written ({reason})")
+_io_errors = functools.partial(filesystem_errors, "the gateway record could not be read or written ({reason})")
 
 
 @dataclass(slots=True)
@@ -66,9 +75,8 @@ class FilesystemRecord:
 
     def _ensure_directory(self) -> None:
         if not self._made:
-            self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-            if self.directory.is_symlink() or not self.directory.is_dir():
-                raise StoreUnavailable("the gateway record directory is not a plain directory; check --store")
+            plain = "the gateway record directory is not a plain directory; check --store"
+            make_private_directory(self.directory, plain=plain)
             self._made = True
 
     def _state(self, session: str) -> _Parsed:
@@ -116,7 +124,7 @@ class FilesystemRecord:
 
     def _read(self, session: str) -> _Parsed:
         try:
-            fd = os.open(self._path(session), _READ)
+            fd = os.open(self._path(session), READ_FLAGS)
         except FileNotFoundError:
             return _Parsed()
         try:
@@ -127,7 +135,7 @@ class FilesystemRecord:
     @contextlib.contextmanager
     def _locked_log(self, session: str) -> Iterator[int]:
         self._ensure_directory()
-        fd = os.open(self._path(session), _LOG, 0o600)
+        fd = os.open(self._path(session), READ_APPEND_FLAGS, FILE_MODE)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             yield fd
@@ -136,28 +144,19 @@ class FilesystemRecord:
 
     @staticmethod
     def _append(fd: int, lines: list[bytes]) -> None:
-        payload = b"".join(lines)
-        view = memoryview(payload)
-        while view:
-            view = view[os.write(fd, view) :]
+        write_all(fd, b"".join(lines))
 
     # -- the backend interface ---------------------------------------------------------------------------------
     async def get(self, session: str, fields: Sequence[str]) -> dict[str, str]:
         # lock-free and small (the lines added since this process last read): read inline, a thread hop costs more
-        try:
+        with _read_errors():
             state = self._read(session)
-        except OSError as exc:
-            raise StoreUnavailable(f"the gateway record could not be read ({exc.strerror})") from exc
         return {f: state.fields[f] for f in fields if f in state.fields}
 
     def _put_sync(self, session: str, items: Mapping[str, str]) -> dict[str, str]:
         with self._locked_log(session) as fd:
             state = self._catch_up(session, fd)
-            lines = [
-                json.dumps({"f": k, "v": v}, ensure_ascii=True, separators=(",", ":")).encode() + b"\n"
-                for k, v in items.items()
-                if k not in state.fields
-            ]
+            lines = [json_line({"f": k, "v": v}) for k, v in items.items() if k not in state.fields]
             if lines:
                 self._append(fd, lines)
             else:
@@ -178,7 +177,7 @@ class FilesystemRecord:
         with self._locked_log(session) as fd:
             state = self._catch_up(session, fd)
             lines = [
-                json.dumps({"f": k, "v": v, "o": o}, ensure_ascii=True, separators=(",", ":")).encode() + b"\n"
+                json_line({"f": k, "v": v, "o": o})
                 for k, (o, v) in items.items()
                 if k not in state.fields or o > state.orders.get(k, -1)
             ]
@@ -190,7 +189,7 @@ class FilesystemRecord:
             await self._run(self._put_latest_sync, session, items)
 
     def _add_sync(self, session: str, counts: Mapping[str, int]) -> None:
-        line = json.dumps({"c": dict(counts)}, ensure_ascii=True, separators=(",", ":")).encode() + b"\n"
+        line = json_line({"c": dict(counts)})
         with self._locked_log(session) as fd:
             self._append(fd, [line])
 
@@ -198,7 +197,7 @@ class FilesystemRecord:
         """Append `line` if the log's lock is free right now (one small write: cheaper inline than a thread hop,
         which costs milliseconds on a busy machine); False when another writer holds it."""
         self._ensure_directory()
-        fd = os.open(self._path(session), _LOG, 0o600)
+        fd = os.open(self._path(session), READ_APPEND_FLAGS, FILE_MODE)
         try:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -213,12 +212,10 @@ class FilesystemRecord:
         kept = {k: v for k, v in counts.items() if v}
         if not kept:
             return
-        line = json.dumps({"c": kept}, ensure_ascii=True, separators=(",", ":")).encode() + b"\n"
-        try:
+        line = json_line({"c": kept})
+        with _write_errors():
             if self._add_now(session, line):
                 return
-        except OSError as exc:
-            raise StoreUnavailable(f"the gateway record could not be written ({exc.strerror})") from exc
         await self._run(self._add_sync, session, kept)  # the lock is busy: wait for it in a worker thread
 
     async def counters(self, session: str) -> dict[str, int]:
@@ -249,10 +246,8 @@ class FilesystemRecord:
         return await self._run(self._sessions_sync)
 
     async def _run(self, fn: Callable[..., T], *args: Any) -> T:
-        try:
+        with _io_errors():
             return await anyio.to_thread.run_sync(fn, *args)
-        except OSError as exc:
-            raise StoreUnavailable(f"the gateway record could not be read or written ({exc.strerror})") from exc
 
     async def aclose(self) -> None:
         self._parsed.clear()

@@ -4,27 +4,21 @@
 Set-if-absent is one Lua script (HSETNX per field, then HMGET of all of them, then the TTL and the session's
 recency), so any number of gateway instances on one Redis agree on every field: the first writer wins and everyone
 reads its value. Counters are HINCRBY (instances add up). Keys expire `RECORD_TTL_S` after the session's last write.
-Failures are `StoreUnavailable` (connect timeout 2 s, socket timeout 5 s), which the gateway turns into fail-open.
+Failures are `StoreUnavailable` (connect timeout 2 s, socket timeout 5 s; the client and the translation are the
+store's: `store/location.py`, `store/failures.py`), which the gateway turns into fail-open.
 """
 
 from __future__ import annotations
 
+import functools
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-import redis
-import redis.asyncio
-from redis.backoff import NoBackoff
-from redis.retry import Retry
-
 from mcp_offload.cachesafe.record.base import RECORD_TTL_S
-from mcp_offload.errors import StoreUnavailable
+from mcp_offload.store.failures import redis_errors
 from mcp_offload.store.handles import validate_scope
-from mcp_offload.store.redis import normalise_url
-
-DEFAULT_PREFIX = "mcp-offload:v1"  # the store's own key prefix (store/redis.py)
+from mcp_offload.store.location import KEY_PREFIX, open_redis
 
 # KEYS: fields hash, sessions zset. ARGV: name1, value1, name2, value2, ..., ttl_ms, now_ms, session
 _PUT_IF_ABSENT = """
@@ -56,14 +50,8 @@ return 1
 """
 
 
-@contextmanager
-def _redis_errors() -> Iterator[None]:
-    try:
-        yield
-    except redis.exceptions.RedisError as exc:
-        raise StoreUnavailable(
-            "the shared store (Redis) is unreachable right now, so the gateway's decision record cannot be read"
-        ) from exc
+UNAVAILABLE = "the shared store (Redis) is unreachable right now, so the gateway's decision record cannot be read"
+_redis_errors = functools.partial(redis_errors, UNAVAILABLE, full=None)
 
 
 class RedisRecord:
@@ -71,7 +59,7 @@ class RedisRecord:
         self,
         url: str,
         *,
-        prefix: str = DEFAULT_PREFIX,
+        prefix: str = KEY_PREFIX,
         ttl_s: float = RECORD_TTL_S,
         clock: Callable[[], float] = time.time,
         connect_timeout_s: float = 2.0,
@@ -80,14 +68,7 @@ class RedisRecord:
         self.prefix = prefix
         self.ttl_ms = int(ttl_s * 1000)
         self.clock = clock
-        self._client: Any = redis.asyncio.Redis.from_url(
-            normalise_url(url),
-            socket_connect_timeout=connect_timeout_s,
-            socket_timeout=socket_timeout_s,
-            # one immediate retry on a broken connection (a restarted server), none on a timeout (a hung one)
-            retry=Retry(NoBackoff(), 1, supported_errors=(redis.exceptions.ConnectionError,)),
-            retry_on_timeout=False,
-        )
+        self._client: Any = open_redis(url, connect_timeout_s=connect_timeout_s, socket_timeout_s=socket_timeout_s)
         self._put = self._client.register_script(_PUT_IF_ABSENT)
         self._put_latest = self._client.register_script(_PUT_LATEST)
 

@@ -8,7 +8,6 @@ is ever visible. A full disk is `StoreFull`, any other OS error `StoreUnavailabl
 
 from __future__ import annotations
 
-import errno
 import os
 import secrets
 
@@ -19,13 +18,15 @@ try:
 except ImportError:  # pragma: no cover - not Linux/macOS: FilesystemStore refuses to start (os_support.py)
     fcntl = None  # type: ignore[assignment]
 
-from mcp_offload.errors import HandleExists, StoreFull, StoreUnavailable
+from mcp_offload.errors import HandleExists
 from mcp_offload.store.base import OutputMeta
 from mcp_offload.store.content_index import ContentIndex
+from mcp_offload.store.failures import filesystem_errors
 from mcp_offload.store.fs.eviction import Eviction
 from mcp_offload.store.fs.tree import CONTENT, INDEX, META, NEW_FILE_FLAGS
 
-_FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
+DISK_FULL = "the store's disk is full; nothing was stored. Free disk space or lower the store's size limits."
+WRITE_FAILED = "the store could not be written ({reason}); nothing was stored."
 
 
 class Publishing(Eviction):
@@ -58,11 +59,8 @@ class Publishing(Eviction):
                                 os.fsync(scope_fd)
         except OSError as exc:
             self._remove_tmp(staging)
-            if exc.errno in _FULL_ERRNOS:
-                raise StoreFull(
-                    "the store's disk is full; nothing was stored. Free disk space or lower the store's size limits."
-                ) from exc
-            raise StoreUnavailable(f"the store could not be written ({exc.strerror}); nothing was stored.") from exc
+            with filesystem_errors(WRITE_FAILED, full=DISK_FULL):
+                raise exc
         except BaseException:
             self._remove_tmp(staging)
             raise

@@ -15,6 +15,7 @@ import os
 import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 import anyio
 
@@ -22,6 +23,7 @@ from mcp_offload.errors import StoreUnavailable
 from mcp_offload.os_support import O_CLOEXEC, O_NOFOLLOW, missing_for_fs_store
 from mcp_offload.store.base import OutputMeta, ScannedOutput, StoredOutput
 from mcp_offload.store.content_index import ContentIndex
+from mcp_offload.store.failures import filesystem_errors
 from mcp_offload.store.fs.admin_scan import AdminScan
 from mcp_offload.store.fs.publish import Publishing
 from mcp_offload.store.fs.reading import Reading
@@ -32,6 +34,8 @@ from mcp_offload.store.handles import validate_handle, validate_scope
 from mcp_offload.store.lifecycle import StoreLimits, SweepReport, check_fits_at_all
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
+IO_FAILED = "the store could not be read or written ({reason})"
 
 
 class FilesystemStore(Publishing, Sweeping, Reading, AdminScan, SidecarFiles):
@@ -78,25 +82,25 @@ class FilesystemStore(Publishing, Sweeping, Reading, AdminScan, SidecarFiles):
         if len(data) != index.size:
             raise ValueError("index does not describe the data")  # programming error
         check_fits_at_all(len(data), self.limits)  # before writing anything
-        await anyio.to_thread.run_sync(self._put_sync, scope, meta, index, data)
+        await self._in_thread(self._put_sync, scope, meta, index, data)
         if self.clock() - self._last_sweep >= self.limits.sweep_interval_s:
             await self.sweep()
 
     async def sweep(self, *, debris_grace_s: float = DEBRIS_GRACE_S) -> SweepReport:
         """Remove expired outputs (leaving tombstones), crashed writers' debris and old tombstones."""
         self._last_sweep = self.clock()
-        return await anyio.to_thread.run_sync(self._sweep_sync, debris_grace_s)
+        return await self._in_thread(self._sweep_sync, debris_grace_s)
 
     async def meta(self, scope: str, handle: str) -> OutputMeta:
         validate_scope(scope)
         validate_handle(handle)
-        return await anyio.to_thread.run_sync(self._meta_sync, scope, handle)
+        return await self._in_thread(self._meta_sync, scope, handle)
 
     @contextlib.asynccontextmanager
     async def open(self, scope: str, handle: str) -> AsyncIterator[StoredOutput]:
         validate_scope(scope)
         validate_handle(handle)
-        output, dir_fd = await anyio.to_thread.run_sync(self._open_sync, scope, handle)
+        output, dir_fd = await self._in_thread(self._open_sync, scope, handle)
         try:
             yield output
         finally:
@@ -109,15 +113,21 @@ class FilesystemStore(Publishing, Sweeping, Reading, AdminScan, SidecarFiles):
 
     async def list(self, scope: str) -> list[OutputMeta]:
         validate_scope(scope)
-        return await anyio.to_thread.run_sync(self._list_sync, scope)
+        return await self._in_thread(self._list_sync, scope)
 
     async def delete(self, scope: str, handle: str) -> None:
         validate_scope(scope)
         validate_handle(handle)
-        await anyio.to_thread.run_sync(self._delete_sync, scope, handle)
+        await self._in_thread(self._delete_sync, scope, handle)
 
     async def scan(self, *, expired: bool = False) -> builtins.list[ScannedOutput]:  # builtins: `list` is a method here
-        return await anyio.to_thread.run_sync(self._scan_outputs_sync, expired)
+        return await self._in_thread(self._scan_outputs_sync, expired)
+
+    async def _in_thread(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run blocking file work in a worker thread; an `OSError` it lets out is `StoreUnavailable` (each concept
+        already translates the ones it expects: a missing output is `UnknownHandle`, a full disk `StoreFull`)."""
+        with filesystem_errors(IO_FAILED):
+            return await anyio.to_thread.run_sync(fn, *args)
 
     async def aclose(self) -> None:
         return None

@@ -1,6 +1,6 @@
 """Redis (or Valkey) backend: several mcp-offload instances share one store, any instance serves any read.
 
-Keys, for prefix P (default `mcp-offload:v1`), scope s and handle h (member m = "s:h"):
+Keys, for prefix P (default `mcp-offload:v1`, `store.location.KEY_PREFIX`), scope s and handle h (member m = "s:h"):
 
     P:d:s:h     string   the content bytes
     P:m:s:h     hash     meta (JSON), index (ContentIndex.to_bytes), size
@@ -54,11 +54,11 @@ One concept per module, each a layer that uses only the ones below it (import-li
     keyspace.py     the key names, the store clock in ms, the lazily made synchronous client
     buffer.py       `RedisBuffer`: the lazy, page-cached bytes view of a large output
     scripts.py      the Lua scripts of `store/lua/` (package data), loaded with their shared prelude
-    connection.py   URL aliases and the translation of redis-py failures into the store's errors
+The client comes from `store/location.py` (`open_redis`: URL aliases, timeouts, retry policy) and redis-py failures
+are translated by `store/failures.py` (`redis_errors`), as for every record kept beside the outputs.
 """
 
 from mcp_offload.store.redis.buffer import RedisBuffer
-from mcp_offload.store.redis.connection import normalise_url
 from mcp_offload.store.redis.store import RedisStore
 
-__all__ = ["RedisBuffer", "RedisStore", "normalise_url"]
+__all__ = ["RedisBuffer", "RedisStore"]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import orjson
 
 from mcp_offload.store.base import OutputMeta, ScannedOutput
-from mcp_offload.store.redis.connection import redis_errors
+from mcp_offload.store.failures import redis_errors
 from mcp_offload.store.redis.keyspace import RedisKeyspace
 
 

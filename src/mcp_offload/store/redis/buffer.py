@@ -15,7 +15,7 @@ from typing import Any, cast
 import redis
 
 from mcp_offload.store.base import CHUNK
-from mcp_offload.store.redis.connection import redis_errors
+from mcp_offload.store.failures import redis_errors
 
 
 class RedisBuffer:

@@ -15,6 +15,7 @@ import redis.asyncio
 from redis.commands.core import AsyncScript
 
 from mcp_offload.store.lifecycle import StoreLimits
+from mcp_offload.store.location import open_redis_sync
 
 
 class RedisKeyspace:
@@ -49,5 +50,5 @@ class RedisKeyspace:
     def _sync_client(self) -> redis.Redis:
         with self._sync_lock:
             if self._sync is None:
-                self._sync = redis.Redis.from_url(self.url, **self._options)
+                self._sync = open_redis_sync(self.url, **self._options)
             return self._sync

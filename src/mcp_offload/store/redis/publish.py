@@ -21,9 +21,9 @@ import orjson
 from mcp_offload.errors import HandleExists, StoreFull, StoreUnavailable
 from mcp_offload.store.base import CHUNK, OutputMeta
 from mcp_offload.store.content_index import ContentIndex
+from mcp_offload.store.failures import redis_errors
 from mcp_offload.store.handles import validate_handle, validate_scope
 from mcp_offload.store.lifecycle import Candidate, NeedMoreCandidates, Usage, check_fits_at_all, fits, plan_eviction
-from mcp_offload.store.redis.connection import redis_errors
 from mcp_offload.store.redis.keyspace import RedisKeyspace
 
 log = logging.getLogger(__name__)

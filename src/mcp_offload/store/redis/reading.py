@@ -20,10 +20,10 @@ import redis
 from mcp_offload.errors import UnknownHandle
 from mcp_offload.store.base import OutputMeta, StoredOutput
 from mcp_offload.store.content_index import ContentIndex
+from mcp_offload.store.failures import redis_errors
 from mcp_offload.store.handles import validate_handle, validate_scope
 from mcp_offload.store.lifecycle import gone_error
 from mcp_offload.store.redis.buffer import RedisBuffer
-from mcp_offload.store.redis.connection import redis_errors
 from mcp_offload.store.redis.keyspace import RedisKeyspace
 
 log = logging.getLogger(__name__)

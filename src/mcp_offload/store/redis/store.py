@@ -1,6 +1,6 @@
 """`RedisStore`: the `Store` protocol on Redis/Valkey, composed of the concepts of this package.
 
-This module makes the clients (timeouts and the retry policy of the package docstring), registers the scripts,
+This module opens the clients (`store.location.open_redis`: timeouts and the retry policy), registers the scripts,
 and holds the small operations of no concept of their own: sweep (reap expired outputs), ping and close.
 """
 
@@ -13,15 +13,12 @@ from collections.abc import Callable
 from typing import Any
 
 import redis
-import redis.asyncio
-from redis.backoff import NoBackoff
-from redis.retry import Retry
 
-from mcp_offload.errors import StoreUnavailable
 from mcp_offload.store.base import CHUNK
+from mcp_offload.store.failures import redis_errors
 from mcp_offload.store.lifecycle import StoreLimits, SweepReport
+from mcp_offload.store.location import KEY_PREFIX, open_redis
 from mcp_offload.store.redis.admin_scan import AdminScan
-from mcp_offload.store.redis.connection import normalise_url, redis_errors
 from mcp_offload.store.redis.publish import Publishing
 from mcp_offload.store.redis.reading import Reading
 from mcp_offload.store.redis.scripts import LUA_DELETE, LUA_OPEN, LUA_PUBLISH, LUA_REAP, LUA_UNPIN
@@ -36,29 +33,20 @@ class RedisStore(Publishing, Reading, AdminScan):
         *,
         limits: StoreLimits | None = None,
         clock: Callable[[], float] = time.time,
-        prefix: str = "mcp-offload:v1",
+        prefix: str = KEY_PREFIX,
         connect_timeout_s: float = 2.0,
         socket_timeout_s: float = 5.0,
         eager_bytes: int = CHUNK,
         read_lease_s: float = 600.0,
     ) -> None:
-        self.url = normalise_url(url)
+        self.url = url
         self.limits = limits or StoreLimits()
         self.clock = clock
         self.prefix = prefix
         self.eager_bytes = eager_bytes
         self.read_lease_ms = int(read_lease_s * 1000)
-        self._options: dict[str, Any] = {
-            "socket_connect_timeout": connect_timeout_s,
-            "socket_timeout": socket_timeout_s,
-            # one immediate retry on a broken connection (a restarted server), none on a timeout (a hung one)
-            "retry": Retry(NoBackoff(), 1, supported_errors=(redis.exceptions.ConnectionError,)),
-            "retry_on_timeout": False,
-        }
-        try:
-            self._client = redis.asyncio.Redis.from_url(self.url, **self._options)
-        except ValueError as exc:
-            raise StoreUnavailable(f"the store location is not a valid Redis URL ({exc})") from exc
+        self._options: dict[str, Any] = {"connect_timeout_s": connect_timeout_s, "socket_timeout_s": socket_timeout_s}
+        self._client = open_redis(url, **self._options)
         self._sync: redis.Redis | None = None
         self._sync_lock = threading.Lock()
         self._reap = self._client.register_script(LUA_REAP)
