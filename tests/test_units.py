@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mcp_offload.units import format_duration, format_size, parse_duration, parse_size
+from mcp_offload.units import check_url_port, format_duration, format_size, parse_duration, parse_port, parse_size
 
 
 @pytest.mark.parametrize(
@@ -48,3 +48,25 @@ def test_sizes_round_trip(size: int) -> None:
 @given(st.integers(0, 10**8))
 def test_durations_round_trip(seconds: int) -> None:
     assert parse_duration(format_duration(seconds)) == seconds
+
+
+@pytest.mark.parametrize(("text", "port"), [("1", 1), ("8765", 8765), ("65535", 65535), (" 80 ", 80)])
+def test_ports_in_range(text: str, port: int) -> None:
+    assert parse_port(text) == port
+
+
+@pytest.mark.parametrize("text", ["0", "65536", "70000", "-1", "+80", "8_0", "80.0", "", "٨٠", "http"])
+def test_ports_out_of_range_or_not_numbers_are_refused(text: str) -> None:
+    with pytest.raises(ValueError, match=r"port|not a port"):
+        parse_port(text)
+
+
+@pytest.mark.parametrize("url", ["http://h:70000", "https://u:p@h:0/x", "http://[::1]:65536/v1", "http://h:x/"])
+def test_urls_with_a_port_out_of_range_are_refused(url: str) -> None:
+    with pytest.raises(ValueError, match="port"):
+        check_url_port(url)
+
+
+@pytest.mark.parametrize("url", ["http://h", "https://h:443/v1", "http://[::1]:8080/", "http://u:p@h/"])
+def test_urls_without_a_port_or_in_range_pass(url: str) -> None:
+    check_url_port(url)

@@ -1,19 +1,22 @@
-"""Durations and sizes as people write them, for flags and `MCP_OFFLOAD_*` variables alike.
+"""Durations, sizes and ports as people write them, for flags and `MCP_OFFLOAD_*` variables alike.
 
 - `parse_duration`: `90s`, `15m`, `2h`, `3d`, `1w`, `1.5h`, `500ms`; a bare number is seconds.
 - `parse_size`: `512`, `64KB`, `1MiB`, `1GiB`, `4G`, `1.5GB`; a bare number is bytes. KB/MB/GB/TB are powers of
   1000, KiB/MiB/GiB/TiB and the one-letter K/M/G/T powers of 1024 (as `ls -h` and `du` mean them).
+- `parse_port`, `check_url_port`: a TCP port is 1-65535; nothing wraps 70000 round to 4464 (the socket layer would).
 """
 
 from __future__ import annotations
 
 import math
 import re
+from urllib.parse import urlsplit
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?|\.\d+)\s*(ms|s|sec|m|min|h|d|w)?", re.ASCII | re.IGNORECASE)
 _DURATION_UNITS = {"": 1.0, "ms": 0.001, "s": 1.0, "sec": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
 _DURATION_UNITS["w"] = 7 * 86400.0
 _SIZE = re.compile(r"(\d+(?:\.\d+)?|\.\d+)\s*([kmgt]?i?b?)", re.ASCII | re.IGNORECASE)
+_DIGITS = re.compile(r"[0-9]+", re.ASCII)
 _POWERS = {"": 0, "k": 1, "m": 2, "g": 3, "t": 4}
 
 
@@ -42,6 +45,36 @@ def parse_size(text: str) -> int:
     if not math.isfinite(value) or value >= 2**63:
         raise ValueError(f"{text!r} is too large a size")
     return int(value)
+
+
+PORT_MIN, PORT_MAX = 1, 65535
+
+
+def parse_port(text: str) -> int:
+    """A TCP port, 1-65535; ValueError saying so (an unchecked 70000 would be bound as 70000 - 65536)."""
+    if not _DIGITS.fullmatch(text.strip()):
+        raise ValueError(f"{text!r} is not a port (a whole number {PORT_MIN}-{PORT_MAX})")
+    port = int(text)
+    if not PORT_MIN <= port <= PORT_MAX:
+        raise ValueError(f"port {port} is out of range ({PORT_MIN}-{PORT_MAX})")
+    return port
+
+
+def check_url_port(url: str) -> None:
+    """ValueError when `url` names a port outside 1-65535 (or one that is not a number); no port is fine."""
+    try:
+        netloc = urlsplit(url).netloc
+    except ValueError as exc:  # an unbalanced [IPv6 bracket
+        raise ValueError(f"{url[:100]!r} is not a URL ({exc})") from None
+    host_port = netloc.rpartition("@")[2]
+    if host_port.startswith("["):
+        host_port = host_port.partition("]")[2]
+    _, colon, port = host_port.rpartition(":")
+    if colon and port:
+        try:
+            parse_port(port)
+        except ValueError as exc:
+            raise ValueError(f"{url[:100]!r}: {exc}") from None
 
 
 def format_duration(seconds: float) -> str:

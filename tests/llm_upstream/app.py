@@ -1,4 +1,5 @@
-"""The ASGI app: the three LLM APIs (+ count_tokens and models), validating, cache-simulating, scripted."""
+"""The ASGI app: the four LLM APIs (+ count_tokens and models), validating, cache-simulating, scripted (Gemini's
+routes: gemini_app.py)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from starlette.routing import Route
 
 from llm_upstream import emit_anthropic, emit_chat, emit_responses
 from llm_upstream.errors import ApiError, ApiKind, InvalidRequest, error_body, request_id
+from llm_upstream.gemini_app import gemini_key, gemini_routes, model_list
 from llm_upstream.prompt import render_anthropic, render_chat, render_responses
 from llm_upstream.script import Reply, Text, Thinking, ToolCall, Turn
 from llm_upstream.state import ReceivedRequest, UpstreamState, session_key
@@ -45,6 +47,8 @@ def build_app(state: UpstreamState) -> Starlette:
     async def models(request: Request) -> Response:
         headers = {k.lower(): v for k, v in request.headers.items()}
         state.record(ReceivedRequest(None, request.url.path, headers, None))
+        if gemini_key(request):  # Gemini's listing (GET /v1/models?key=… or with x-goog-api-key)
+            return JSONResponse(model_list())
         if "anthropic-version" in headers:
             data: list[dict[str, Any]] = [
                 {"type": "model", "id": m, "display_name": m, "created_at": "2025-09-29T00:00:00Z"}
@@ -71,6 +75,7 @@ def build_app(state: UpstreamState) -> Starlette:
             Route("/v1/models", models, methods=["GET"]),
             Route("/healthz", healthz, methods=["GET"]),
             Route("/_upstream/requests", log, methods=["GET"]),
+            *gemini_routes(state),
         ]
     )
 

@@ -12,6 +12,9 @@ Anthropic (documented rules, simplified where noted):
   tokens from the hit to the last breakpoint written, `input_tokens` = the rest after the last breakpoint.
 * Entries live `ttl_s` (5 min, or 1 h for `ttl: "1h"`) after their last use.
 
+Gemini (implicit caching): as OpenAI, the longest prefix shared with a live entry, at part granularity, once at
+least `gemini_min_tokens` (1024, as for Gemini 2.5 Flash) match, reported exactly (`cachedContentTokenCount`).
+
 OpenAI (automatic caching): every request's whole prompt is cached; a request reads the longest prefix it shares
 with a live entry, reported in 128-token steps once at least 1024 tokens match (`cached_tokens`); no write charge.
 Prefixes are compared at message / input-item granularity: a change inside a message misses from that message on
@@ -98,11 +101,13 @@ class PromptCache:
         ttl_s: float = 300.0,
         anthropic_min_tokens: int = 1024,
         lookback_blocks: int = 20,
+        gemini_min_tokens: int = 1024,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.ttl_s = ttl_s
         self.anthropic_min_tokens = anthropic_min_tokens
         self.lookback_blocks = lookback_blocks
+        self.gemini_min_tokens = gemini_min_tokens
         self.clock = clock
         self._sessions: dict[str, _Session] = {}
         self._lock = threading.Lock()
@@ -160,7 +165,18 @@ class PromptCache:
             self._count(state, usage)
             return usage
 
-    def openai(self, session: str, segments: list[Segment], retention_s: float | None = None) -> CacheUsage:
+    def gemini(self, session: str, segments: list[Segment]) -> CacheUsage:
+        return self.openai(session, segments, min_tokens=self.gemini_min_tokens, step_tokens=1)
+
+    def openai(
+        self,
+        session: str,
+        segments: list[Segment],
+        retention_s: float | None = None,
+        *,
+        min_tokens: int = OPENAI_MIN_TOKENS,
+        step_tokens: int = OPENAI_STEP_TOKENS,
+    ) -> CacheUsage:
         hashes, totals = _chain(segments)
         n = len(segments)
         now = self.clock()
@@ -170,7 +186,7 @@ class PromptCache:
             while q < n and state.entries.get(hashes[q + 1], -1.0) > now:
                 q += 1
             matched = totals[q]
-            cached = (matched // OPENAI_STEP_TOKENS) * OPENAI_STEP_TOKENS if matched >= OPENAI_MIN_TOKENS else 0
+            cached = (matched // step_tokens) * step_tokens if matched >= min_tokens else 0
             expiry = now + (retention_s or self.ttl_s)
             for h in hashes[1:]:
                 if state.entries.get(h, -1.0) < expiry:

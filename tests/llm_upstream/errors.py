@@ -5,6 +5,7 @@ The bodies follow the providers' documented shapes:
 
 * Anthropic: ``{"type": "error", "error": {"type": "invalid_request_error", "message": …}, "request_id": …}``
 * OpenAI (Chat and Responses): ``{"error": {"message": …, "type": …, "param": …, "code": …}}``
+* Gemini: ``{"error": {"code": 400, "message": …, "status": "INVALID_ARGUMENT"}}``
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import secrets
 from dataclasses import dataclass
 from typing import Any, Literal
 
-ApiKind = Literal["anthropic", "openai_chat", "responses"]
+ApiKind = Literal["anthropic", "openai_chat", "responses", "gemini"]
 
 _ANTHROPIC_TYPES = {
     400: "invalid_request_error",
@@ -25,6 +26,8 @@ _ANTHROPIC_TYPES = {
     500: "api_error",
     529: "overloaded_error",
 }
+_GEMINI_STATUS = {400: "INVALID_ARGUMENT", 403: "PERMISSION_DENIED", 404: "NOT_FOUND", 429: "RESOURCE_EXHAUSTED",
+                  500: "INTERNAL", 503: "UNAVAILABLE", 504: "DEADLINE_EXCEEDED"}  # fmt: skip
 _OPENAI_TYPES = {
     400: "invalid_request_error",
     401: "invalid_request_error",
@@ -62,6 +65,14 @@ def request_id() -> str:
 def error_body(
     api: ApiKind, status: int, message: str, *, param: str | None = None, error_type: str | None = None
 ) -> dict[str, Any]:
+    if api == "gemini":
+        return {
+            "error": {
+                "code": status,
+                "message": message,
+                "status": error_type or _GEMINI_STATUS.get(status, "INTERNAL"),
+            }
+        }
     if api == "anthropic":
         kind = error_type or _ANTHROPIC_TYPES.get(status, "api_error" if status >= 500 else "invalid_request_error")
         return {"type": "error", "error": {"type": kind, "message": message}, "request_id": request_id()}

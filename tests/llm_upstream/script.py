@@ -82,14 +82,24 @@ class Turn:
     session: str
     index: int  # 0-based number of this generating request in the whole server
     prior_items: list[dict[str, Any]] = field(default_factory=list)  # Responses: items of previous_response_id
+    model_name: str = ""  # Gemini: the model named in the path
     _events: list[tuple[str, Any]] | None = None
 
     @property
     def model(self) -> str:
-        return str(self.body.get("model", ""))
+        return self.model_name or str(self.body.get("model", ""))
+
+    def _declarations(self) -> list[dict[str, Any]]:
+        """Gemini: every function declaration of every Tool object."""
+        found: list[dict[str, Any]] = []
+        for tool in self.body.get("tools") or []:
+            found.extend(d for d in tool.get("functionDeclarations") or [] if isinstance(d, dict))
+        return found
 
     @property
     def tool_names(self) -> list[str]:
+        if self.api == "gemini":
+            return [str(d.get("name", "")) for d in self._declarations()]
         names = []
         for tool in self.body.get("tools") or []:
             if self.api == "openai_chat":
@@ -99,6 +109,8 @@ class Turn:
         return names
 
     def tool(self, name: str) -> dict[str, Any] | None:
+        if self.api == "gemini":
+            return next((dict(d) for d in self._declarations() if d.get("name") == name), None)
         for tool in self.body.get("tools") or []:
             spec = (tool.get("function") or tool.get("custom") or tool) if self.api == "openai_chat" else tool
             if spec.get("name") == name:
@@ -161,6 +173,9 @@ class Turn:
         return [*self.prior_items, *(items or [])]
 
     def _walk(self) -> Iterator[tuple[str, Any]]:
+        if self.api == "gemini":
+            yield from _walk_gemini(self.body.get("contents") or [])
+            return
         if self.api == "anthropic":
             for msg in self.body.get("messages") or []:
                 role, content = msg.get("role"), msg.get("content")
@@ -203,6 +218,27 @@ class Turn:
                 elif kind in ("function_call_output", "custom_tool_call_output"):
                     out = item.get("output")
                     yield "result", (item["call_id"], out if isinstance(out, str) else _flat(out))
+
+
+def _walk_gemini(contents: list[dict[str, Any]]) -> Iterator[tuple[str, Any]]:
+    for content in contents:
+        role = content.get("role", "user")
+        if role == "model":
+            yield "turn", None
+        for part in content.get("parts") or []:
+            if isinstance(part.get("text"), str) and not part.get("thought"):
+                yield ("assistant" if role == "model" else "user"), part["text"]
+            elif isinstance(part.get("functionCall"), dict):
+                call = part["functionCall"]
+                yield "call", (call.get("id") or call.get("name"), call.get("name", ""), call.get("args"))
+            elif isinstance(part.get("functionResponse"), dict):
+                answer = part["functionResponse"]
+                response = answer.get("response")
+                if isinstance(response, dict) and len(response) == 1 and isinstance(next(iter(response.values())), str):
+                    text = next(iter(response.values()))
+                else:
+                    text = json.dumps(response, ensure_ascii=False)
+                yield "result", (answer.get("id") or answer.get("name"), text)
 
 
 def _has_type(blocks: list[Any], kind: str) -> bool:
@@ -318,7 +354,7 @@ class AgentScript:
 
 
 def _properties(spec: dict[str, Any]) -> dict[str, Any]:
-    schema = spec.get("input_schema") or spec.get("parameters") or {}
+    schema = spec.get("input_schema") or spec.get("parameters") or spec.get("parametersJsonSchema") or {}
     props = schema.get("properties") if isinstance(schema, dict) else None
     return props if isinstance(props, dict) else {}
 

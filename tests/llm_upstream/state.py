@@ -46,7 +46,11 @@ class ReceivedRequest:
 
 def session_key(api: ApiKind, headers: dict[str, str], model: str) -> str:
     """`api:credential-hash:model`: the scope of a provider's prompt cache (the credential is hashed)."""
-    credential = headers.get("x-api-key") or headers.get("authorization", "").removeprefix("Bearer ").strip()
+    credential = (
+        headers.get("x-api-key")
+        or headers.get("x-goog-api-key")
+        or headers.get("authorization", "").removeprefix("Bearer ").strip()
+    )
     return f"{api}:{hashlib.sha256(credential.encode()).hexdigest()[:12]}:{model}"
 
 

@@ -15,7 +15,7 @@ from mcp_offload.core import api
 from mcp_offload.core.services import Services
 from mcp_offload.errors import HandleExists
 from mcp_offload.store.content_index import ContentIndex
-from mcp_offload.store.handles import derived_handle, scope_key, validate_handle
+from mcp_offload.store.handles import derived_handle, handles_in, new_handle, scope_key, validate_handle
 from support.store import SCOPE_A, SCOPE_B, StoreFactory, make_meta
 
 
@@ -80,3 +80,11 @@ async def test_ingest_under_a_derived_handle_is_idempotent(services: Services) -
     assert read.text.startswith("hello hello")
     with pytest.raises(Exception, match="not a valid handle"):
         await api.offload(services, scope, "x", handle="../etc/passwd")
+
+
+def test_handles_in_finds_whole_handles_once_each_in_order() -> None:
+    a, b = new_handle(), new_handle()
+    text = f"read {b}, then {a}; again {b}. Not x{a} nor {a}x nor {a.upper()} nor out_{'1' * 26}."
+    assert handles_in(text) == [b, a]
+    assert len(handles_in(" ".join(new_handle() for _ in range(10)), limit=3)) == 3
+    assert handles_in("no handle here: out_abc") == []

@@ -95,7 +95,7 @@ def gateway_options(upstream: UpstreamServer | str, **changes: Any) -> GatewayOp
     return dataclasses.replace(
         GatewayOptions(
             port=0,
-            upstream=UpstreamConfig(anthropic_base=base, openai_base=base + "/v1", read_timeout_s=30),
+            upstream=UpstreamConfig(anthropic_base=base, openai_base=base + "/v1", gemini_base=base, read_timeout_s=30),
             policy=policy,
             limits=limits,
         ),

@@ -68,6 +68,24 @@ def responses_input(log: str) -> ResponseInputParam:
     ]
 
 
+def gemini_contents(log: str, *, call_id: str | None = None) -> list[dict[str, Any]]:
+    """The Gemini conversation: the user's task, the model's Bash call, its result (`{"output": log}`, as Gemini CLI
+    sends it; with `call_id` the call and the result carry that id, as Gemini CLI adds one)."""
+    ids = {"id": call_id} if call_id else {}
+    return [
+        {"role": "user", "parts": [{"text": "Build the project and tell me what failed."}]},
+        {"role": "model", "parts": [{"functionCall": {**ids, "name": "Bash", "args": {"command": "make"}}}]},
+        {"role": "user", "parts": [{"functionResponse": {**ids, "name": "Bash", "response": {"output": log}}}]},
+    ]
+
+
+BASH_GEMINI: dict[str, Any] = {
+    "functionDeclarations": [
+        {"name": "Bash", "description": "Run a shell command", "parametersJsonSchema": _BASH_SCHEMA}
+    ]
+}
+
+
 def echo_assistant(content: Iterable[BaseModel], **dump: Any) -> MessageParam:
     """The assistant message a client sends back on its next turn: the response's blocks dumped to JSON (the SDK's
     response models and its request TypedDicts describe the same shapes, which the type checker cannot see)."""
@@ -111,4 +129,5 @@ def always_search() -> Any:
 
 def _tool_choice_none(body: dict[str, Any]) -> bool:
     choice = body.get("tool_choice")
-    return choice == "none" or (isinstance(choice, dict) and choice.get("type") == "none")
+    gemini = ((body.get("toolConfig") or {}).get("functionCallingConfig") or {}).get("mode")
+    return choice == "none" or (isinstance(choice, dict) and choice.get("type") == "none") or gemini == "NONE"

@@ -4,15 +4,20 @@ Each front end reads only this:
 
 - the `Compactor` (and the compression service, the LiteLLM guardrail through the cache-safe rewrite): `messages`
   (read one message, replace a tool result's parts), `history` (the request body: where the messages and tools
-  sit, what identifies a conversation, how expansions are put back), `tool_definition` (the injected tools' shape);
-- the gateway: `paths` (where it is served), `provider` (whose upstream answers it), `dialect` (answers and streams
-  in the retrieval loop), `error_document` / `stream_error_event` (failures in the client's own error format).
+  sit, what identifies a conversation, how expansions are put back), `tool_definitions` (the injected tools'
+  shape);
+- the gateway: `route` (is a request this API's, and what its path says), `provider` (whose upstream answers it),
+  `session_headers` (what scopes its session), `dialect` (answers and streams in the retrieval loop),
+  `error_document` / `stream_error_event` (failures in the client's own error format).
 
-`format_name` is the word the `Compactor`'s public `format=` argument and report use for it.
+`format_name` is the word the `Compactor`'s public `format=` argument and report use for it (None: the Compactor
+does not offer it).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from mcp_offload.apis.dialect import Dialect
@@ -21,17 +26,43 @@ from mcp_offload.apis.message import MessageFormat
 from mcp_offload.apis.names import ApiName, Provider
 
 
+@dataclass(frozen=True, slots=True)
+class Route:
+    """A request the gateway serves as an API call, with what its path says (Gemini names the model and whether it
+    streams in the path; the others in the body: None)."""
+
+    model: str | None = None
+    stream: bool | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolDeclaration:
+    """One tool, API-neutral: what every API's tool definition is made of."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+
+
 class LlmApi(Protocol):
     name: ApiName
-    format_name: str  # the Compactor's word (Chat Completions: "openai")
-    paths: tuple[str, ...]  # the request paths the gateway serves it on
+    format_name: str | None  # the Compactor's word (Chat Completions: "openai"); None: not offered there
     provider: Provider  # whose upstream base URL the gateway sends it to
+    relays_unreadable: bool  # a body that is not a JSON object goes upstream as is (else: a 400 of our own)
     messages: MessageFormat
     history: History
     dialect: Dialect
 
-    def tool_definition(self, name: str, description: str, input_schema: dict[str, Any]) -> dict[str, Any]:
-        """One tool as this API's request takes it in `tools`."""
+    def route(self, method: str, path: str) -> Route | None:
+        """The route when the gateway serves `method path` as this API's call, else None."""
+        ...
+
+    def session_headers(self, headers: Mapping[str, str], query: str) -> Mapping[str, str]:
+        """The headers that scope a request's session (its credential; Gemini's `?key=` counts as one)."""
+        ...
+
+    def tool_definitions(self, tools: Sequence[ToolDeclaration]) -> list[dict[str, Any]]:
+        """`tools` as this API's request takes them in `tools`."""
         ...
 
     def error_document(self, status: int, code: str, message: str) -> dict[str, Any]:

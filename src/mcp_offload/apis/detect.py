@@ -22,7 +22,7 @@ def api_of_format(name: str) -> LlmApi:
     """The API a caller names with `format=`: its `format_name` (`"openai"` for Chat Completions) or an alias."""
     api = api_for_format(FORMAT_ALIASES.get(name, name))
     if api is None:
-        known = ", ".join(a.format_name for a in APIS.values())
+        known = ", ".join(a.format_name for a in APIS.values() if a.format_name)
         raise ValueError(f"unknown message format {name!r}: use one of {known}")
     return api
 

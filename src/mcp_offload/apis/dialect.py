@@ -82,6 +82,7 @@ class Splicer(Protocol):
 
 class Dialect(Protocol):
     api: ApiName
+    end_stop: str  # the stop reason of an answer that ended normally (when the loop ends it for the model)
 
     def outcome(self, response: dict[str, Any], retrieval_names: frozenset[str]) -> CallOutcome: ...
 

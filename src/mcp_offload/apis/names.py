@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Literal, get_args
 
-ApiName = Literal["anthropic", "openai_chat", "responses"]
+ApiName = Literal["anthropic", "openai_chat", "responses", "gemini"]
 API_NAMES: tuple[ApiName, ...] = get_args(ApiName)
 
-Provider = Literal["anthropic", "openai"]
+Provider = Literal["anthropic", "openai", "gemini"]

@@ -1,10 +1,11 @@
 """Every LLM API mcp-offload speaks, one line each. Adding an API: its package under `apis/`, its name in
-`names.ApiName`, and its line here."""
+`names.ApiName`, and its line here (the order is the order requests are matched in)."""
 
 from __future__ import annotations
 
 from mcp_offload.apis.anthropic import AnthropicApi
-from mcp_offload.apis.base import LlmApi
+from mcp_offload.apis.base import LlmApi, Route
+from mcp_offload.apis.gemini import GeminiApi
 from mcp_offload.apis.names import ApiName, Provider
 from mcp_offload.apis.openai_chat import OpenAIChatApi
 from mcp_offload.apis.responses import ResponsesApi
@@ -13,6 +14,7 @@ APIS: dict[ApiName, LlmApi] = {
     "anthropic": AnthropicApi(),
     "openai_chat": OpenAIChatApi(),
     "responses": ResponsesApi(),
+    "gemini": GeminiApi(),
 }
 
 
@@ -24,11 +26,12 @@ def api_named(name: str) -> LlmApi:
         raise ValueError(f"unknown API {name!r}: use one of {', '.join(APIS)}") from None
 
 
-def api_for_path(path: str) -> LlmApi | None:
-    """The API the gateway serves on request path `path`; None for any other path (relayed as is)."""
+def api_for_request(method: str, path: str) -> tuple[LlmApi, Route] | None:
+    """The API the gateway serves `method path` as, with its route; None for anything else (relayed as is)."""
     for api in APIS.values():
-        if path in api.paths:
-            return api
+        route = api.route(method, path)
+        if route is not None:
+            return api, route
     return None
 
 

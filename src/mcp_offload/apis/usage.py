@@ -50,6 +50,7 @@ def openai_figures(usage: dict[str, Any], *, input_key: str, output_key: str) ->
 
 
 def usage_of(response: dict[str, Any]) -> dict[str, Any]:
-    """A copy of a JSON answer's usage object ({} when it has none); every dialect's `usage_of`."""
-    usage = response.get("usage")
+    """A copy of a JSON answer's usage object ({} when it has none); every dialect's `usage_of` (Gemini's is
+    `usageMetadata`)."""
+    usage = response.get("usage", response.get("usageMetadata"))
     return dict(usage) if isinstance(usage, dict) else {}

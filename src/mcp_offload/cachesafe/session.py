@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from mcp_offload.apis.history import canonical_bytes, normalized
@@ -49,6 +49,9 @@ class GatewaySession:
     key: str
     scope: SessionScope
     explicit: bool = False  # named by the x-mcp-offload-session header
+    # SHA-256 of the request's credential headers (`credential_digest`); "" when unknown. Who is asking, not which
+    # conversation: two credentials naming one session by the header are the same session.
+    credential: str = field(default="", compare=False)
 
     @classmethod
     def of_key(cls, key: str) -> GatewaySession:
@@ -70,14 +73,15 @@ def credential_digest(headers: Mapping[str, str]) -> str:
 def derive_session(api: ApiName, body: Mapping[str, Any], headers: Mapping[str, str]) -> GatewaySession:
     """The session of a request (see the module docstring for the rule)."""
     name = _lowered(headers).get(SESSION_HEADER)
+    credential = credential_digest(headers)
     if name is not None:
         try:
             scope = SessionScope.named(name.strip())
         except ValueError:
             pass
         else:
-            return GatewaySession(key=scope.key, scope=scope, explicit=True)
+            return GatewaySession(key=scope.key, scope=scope, explicit=True, credential=credential)
     opening = api_named(api).history.opening(body)
     digest = hashlib.sha256(canonical_bytes(normalized(opening))).hexdigest()
-    key = scope_key(f"gateway:{api}:{credential_digest(headers)}:{digest}")
-    return GatewaySession(key=key, scope=SessionScope(key))
+    key = scope_key(f"gateway:{api}:{credential}:{digest}")
+    return GatewaySession(key=key, scope=SessionScope(key), credential=credential)

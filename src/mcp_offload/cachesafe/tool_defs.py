@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcp_offload.apis.base import LlmApi
+from mcp_offload.apis.base import LlmApi, ToolDeclaration
 from mcp_offload.apis.registry import APIS, api_for_format
 from mcp_offload.server.tools import TOOLS
 
@@ -22,10 +22,14 @@ def tool_definitions(format: str) -> list[dict[str, Any]]:
     """The five tools for the API a `Compactor` caller names with `format` (its public word, or "chat")."""
     api = api_for_format(_ALIASES.get(format, format))
     if api is None:
-        known = ", ".join(a.format_name for a in APIS.values())
+        known = ", ".join(a.format_name for a in APIS.values() if a.format_name)
         raise ValueError(f"unknown tool format {format!r}: use one of {known}")
     return api_tool_definitions(api)
 
 
-def api_tool_definitions(api: LlmApi) -> list[dict[str, Any]]:
-    return [api.tool_definition(s.name, s.description, s.input_schema()) for s in TOOLS]
+def api_tool_definitions(api: LlmApi, names: frozenset[str] | None = None) -> list[dict[str, Any]]:
+    """The five tools (or those in `names`, in the same order) as `api` declares tools."""
+    chosen = [
+        ToolDeclaration(s.name, s.description, s.input_schema()) for s in TOOLS if names is None or s.name in names
+    ]
+    return api.tool_definitions(chosen)

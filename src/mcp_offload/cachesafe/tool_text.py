@@ -25,16 +25,9 @@ RETRIEVAL_TOOL_NAMES: frozenset[str] = frozenset(
 )
 
 
-def _name_of(definition: dict[str, Any]) -> str:
-    function = definition.get("function")
-    if isinstance(function, dict):
-        return str(function.get("name"))
-    return str(definition.get("name"))
-
-
 @functools.cache
 def _frozen(api: ApiName) -> str:
-    chosen = [d for d in api_tool_definitions(api_named(api)) if _name_of(d) in RETRIEVAL_TOOL_NAMES]
+    chosen = api_tool_definitions(api_named(api), RETRIEVAL_TOOL_NAMES)
     return json.dumps(chosen, ensure_ascii=False, separators=(",", ":"))
 
 

@@ -25,6 +25,7 @@ from typing import Any
 import anyio
 from mcp import Client, StdioServerParameters
 
+from mcp_offload.cli.arg_types import OneLineParser
 from mcp_offload.cli.exit_status import exit_status
 from mcp_offload.core.api import SessionScope
 from mcp_offload.server.tools import result_of
@@ -79,8 +80,8 @@ def _text(result: Any) -> str:
 DEMO_SESSION = "demo"
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+def parser() -> argparse.ArgumentParser:
+    parser = OneLineParser(
         prog="mcp-offload demo",
         description="A worked example over a real stdio server: offload a large API response and a large log, find "
         "a planted fact in each (jq query, search, read), and print the token bill with and without offloading.",
@@ -95,7 +96,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str]) -> int:
-    args = _parser().parse_args(argv)
+    args = parser().parse_args(argv)
 
     def demo() -> int:
         settings = Settings.from_env().with_overrides(encoding=args.encoding)

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import anyio
 
+from mcp_offload.cli.arg_types import OneLineParser, duration, port, size
 from mcp_offload.cli.client_config import user_servers_path
 from mcp_offload.cli.event_loop import loop_options
 from mcp_offload.cli.exit_status import exit_status
@@ -29,7 +30,6 @@ from mcp_offload.errors import SettingsError
 from mcp_offload.logs import log_to_stderr
 from mcp_offload.proxy import ProxyConfig, add_proxy_flags, open_proxy, proxy_config_from_args
 from mcp_offload.settings import Settings
-from mcp_offload.units import parse_duration, parse_size
 from mcp_offload.version import __version__
 
 log = logging.getLogger("mcp_offload")
@@ -73,7 +73,7 @@ def _epilog() -> str:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="mcp-offload",
         usage=_usage(),
         description="MCP server that keeps large tool outputs out of the context window, losslessly. Durations "
@@ -129,7 +129,7 @@ def _add_transport_flags(parser: argparse.ArgumentParser) -> None:
         help="stdio (default), http (streamable HTTP at /mcp), sse (/sse), both (/mcp and /sse)",
     )
     net.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    net.add_argument("--port", type=int, default=8765, help="port to listen on (default 8765)")
+    net.add_argument("--port", type=port, default=8765, help="port to listen on, 1-65535 (default 8765)")
     net.add_argument(
         "--token",
         action="append",
@@ -219,28 +219,14 @@ def check_session(session: str | None, transport: str) -> None:
         raise SettingsError(f"--session: {exc}") from None
 
 
-def duration(text: str) -> float:
-    """argparse type: `90s`, `15m`, `2h`, `3d` (a bare number is seconds)."""
-    try:
-        return parse_duration(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def size(text: str) -> int:
-    """argparse type: `512`, `64KB`, `1MiB`, `1GiB` (a bare number is bytes)."""
-    try:
-        return parse_size(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
 def main(argv: list[str] | None = None) -> None:
     """The one entry point: a subcommand's `main`, or the server; the exit status comes from `exit_status`."""
     argv = sys.argv[1:] if argv is None else argv
+    parser = _parser()
+    argv = command_first(parser, argv)
     if argv and argv[0] in SUBCOMMANDS:
         sys.exit(_run_subcommand(SUBCOMMANDS[argv[0]], argv[1:]))
-    args = _parser().parse_args(argv)
+    args = parser.parse_args(argv)
     log_to_stderr(args.log_level or "INFO")  # stdout is the MCP wire on stdio
     sys.exit(exit_status(lambda: run(args)))
 
@@ -259,6 +245,45 @@ def run(args: argparse.Namespace) -> int | None:
         return None
     anyio.run(serve_stdio, settings, proxy, args.session, backend_options=loop_options())
     return None
+
+
+def command_first(parser: argparse.ArgumentParser, argv: list[str]) -> list[str]:
+    """`mcp-offload --store X outputs list` → `mcp-offload outputs --store X list`: options written before a
+    subcommand's name move after it when the subcommand takes them; one that it does not take is a one-line error
+    (exit 2) naming the command, not argparse's `invalid choice: 'outputs'`. Anything else is left as it is."""
+    leading: list[str] = []
+    i = 0
+    while i < len(argv) and argv[i].startswith("-") and argv[i] != "--":
+        name, has_value, _ = argv[i].partition("=")
+        action = parser._option_string_actions.get(name)  # argparse keeps no public map of option → action
+        if action is None or name in ("-h", "--help", "-V", "--version"):
+            return argv  # an unknown option or help: the server's parser says what it says
+        takes_value = action.nargs != 0 and not has_value
+        leading += argv[i : i + 1 + takes_value]
+        i += 1 + takes_value
+    if not leading or i >= len(argv) or argv[i] not in SUBCOMMANDS:
+        return argv
+    command = SUBCOMMANDS[argv[i]]
+    taken = _options_of(command)
+    if taken is not None:
+        for token in leading:
+            name = token.partition("=")[0]
+            if token.startswith("-") and name in parser._option_string_actions and name not in taken:
+                parser.exit(
+                    2,
+                    f"mcp-offload: error: {name} does not apply to `{command.name}`; its options follow its name "
+                    f"(see mcp-offload {command.name} --help)\n",
+                )
+    return [argv[i], *leading, *argv[i + 1 :]]
+
+
+def _options_of(command: Subcommand) -> frozenset[str] | None:
+    """The option strings a subcommand's own parser takes right after its name (None: it does not say)."""
+    build = getattr(importlib.import_module(command.module), "parser", None)
+    if build is None:
+        return None
+    own: argparse.ArgumentParser = build()
+    return frozenset(own._option_string_actions)
 
 
 def _run_subcommand(command: Subcommand, argv: list[str]) -> int:

@@ -1,10 +1,12 @@
 """`mcp-offload gateway`: the LLM gateway (see mcp_offload.gateway), a reverse proxy for the Anthropic Messages,
-OpenAI Chat Completions and Responses APIs that keeps large tool results out of the history, cache-safely.
+OpenAI Chat Completions, Responses and Gemini APIs that keeps large tool results out of the history, cache-safely.
 
     mcp-offload gateway [--host 127.0.0.1] [--port 8788] [--anthropic-upstream URL] [--openai-upstream URL]
-                        [--store DIR|redis://…] [--retrieval transparent|visible] [--threshold-tokens N]
+                        [--gemini-upstream URL] [--store DIR|redis://…] [--retrieval transparent|visible]
+                        [--threshold-tokens N]
 
-Point clients at it: `ANTHROPIC_BASE_URL=http://127.0.0.1:8788`, `OPENAI_BASE_URL=http://127.0.0.1:8788/v1`.
+Point clients at it: `ANTHROPIC_BASE_URL=http://127.0.0.1:8788`, `OPENAI_BASE_URL=http://127.0.0.1:8788/v1`,
+`GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:8788` (Gemini CLI; `google-genai`: `http_options={"base_url": …}`).
 Like the HTTP service it binds loopback by default, refuses a non-loopback address without a token (unless
 --allow-open) and checks Host/Origin against loopback names plus --allowed-hosts / --allowed-origins.
 """
@@ -18,7 +20,9 @@ from typing import Any
 
 import anyio
 
+from mcp_offload.apis.gemini.routes import GEMINI_DEFAULT
 from mcp_offload.cachesafe.rewrite import RewritePolicy
+from mcp_offload.cli.arg_types import OneLineParser, http_url, port
 from mcp_offload.cli.event_loop import loop_options
 from mcp_offload.cli.exit_status import exit_status
 from mcp_offload.gateway.loop import LoopLimits
@@ -35,19 +39,28 @@ _DEFAULT_POLICY, _DEFAULT_LIMITS, _DEFAULT_UPSTREAM = RewritePolicy(), LoopLimit
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:  # argparse's _SubParsersAction is private
     parser: argparse.ArgumentParser = subparsers.add_parser(
-        "gateway", help="the LLM gateway (Anthropic / OpenAI APIs)", description=__doc__.split("\n\n")[0]
+        "gateway", help="the LLM gateway (Anthropic / OpenAI / Gemini APIs)", description=__doc__.split("\n\n")[0]
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port to listen on (default {DEFAULT_PORT})")
+    parser.add_argument(
+        "--port", type=port, default=DEFAULT_PORT, help=f"port to listen on, 1-65535 (default {DEFAULT_PORT})"
+    )
     parser.add_argument(
         "--anthropic-upstream",
+        type=http_url,
         default=os.environ.get("MCP_OFFLOAD_ANTHROPIC_UPSTREAM", ANTHROPIC_DEFAULT),
         help=f"Anthropic API base URL (default {ANTHROPIC_DEFAULT})",
     )
     parser.add_argument(
         "--openai-upstream",
+        type=http_url,
         default=os.environ.get("MCP_OFFLOAD_OPENAI_UPSTREAM", OPENAI_DEFAULT),
         help=f"OpenAI API base URL, with its /v1 (default {OPENAI_DEFAULT})",
+    )
+    parser.add_argument(
+        "--gemini-upstream",
+        default=os.environ.get("MCP_OFFLOAD_GEMINI_UPSTREAM", GEMINI_DEFAULT),
+        help=f"Gemini API base URL, without its /v1beta (default {GEMINI_DEFAULT})",
     )
     parser.add_argument("--store", help="store directory or redis://host:port/db (env MCP_OFFLOAD_STORE)")
     parser.add_argument(
@@ -122,6 +135,7 @@ def options_from_args(args: argparse.Namespace, environ: dict[str, str] | None =
         upstream=UpstreamConfig(
             anthropic_base=args.anthropic_upstream,
             openai_base=args.openai_upstream,
+            gemini_base=args.gemini_upstream,
             read_timeout_s=args.upstream_timeout,
         ),
         policy=RewritePolicy(
@@ -140,8 +154,11 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def parser() -> argparse.ArgumentParser:
+    """`mcp-offload gateway`'s own parser (its options are what the dispatcher lets precede the command's name)."""
+    return add_parser(OneLineParser(prog="mcp-offload").add_subparsers(dest="command", required=True))
+
+
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="mcp-offload")
-    add_parser(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(["gateway", *argv])
+    args = parser().parse_args(argv)
     return exit_status(lambda: run(args), prog="mcp-offload gateway")

@@ -16,6 +16,7 @@ import shutil
 import sys
 from pathlib import Path
 
+from mcp_offload.cli.arg_types import OneLineParser
 from mcp_offload.cli.atomic_file import backup, write_atomic
 from mcp_offload.cli.client_config import (
     ImportPlan,
@@ -33,8 +34,8 @@ from mcp_offload.errors import OperatorError
 from mcp_offload.proxy.config import parse_config
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+def parser() -> argparse.ArgumentParser:
+    parser = OneLineParser(
         prog="mcp-offload import-config",
         description="Move the MCP servers of a client config (Claude Desktop, Claude Code's ~/.claude.json or "
         ".mcp.json, Cursor's mcp.json) into mcp-offload's servers.json, leaving one 'offload' entry that runs "
@@ -140,7 +141,7 @@ def apply_plan(plan: ImportPlan) -> list[Path]:
 
 
 def main(argv: list[str]) -> int:
-    args = _parser().parse_args(argv)
+    args = parser().parse_args(argv)
     return exit_status(lambda: run(args))
 
 

@@ -16,25 +16,17 @@ import time
 
 import anyio
 
+from mcp_offload.cli.arg_types import OneLineParser, duration
 from mcp_offload.cli.exit_status import CommandDeclined, exit_status
 from mcp_offload.cli.output_view import as_json, human_bytes, rebuild_ingested, render_show, render_table
-from mcp_offload.cli.store_location import missing_store
+from mcp_offload.cli.store_location import missing_store, nothing_stored_yet, unused_default_store
 from mcp_offload.errors import ExpiredHandle, InvalidHandle, UnknownHandle
 from mcp_offload.settings import Settings
 from mcp_offload.store import AdminStore, ScannedOutput, open_store
 from mcp_offload.store.handles import validate_handle
 from mcp_offload.store.lifecycle import StoreLimits
-from mcp_offload.units import parse_duration
 
 _SESSION = re.compile(r"[0-9a-f]{1,32}", re.ASCII)
-
-
-def duration(text: str) -> float:
-    """`90s`, `15m`, `2h`, `3d`, `1w` (a bare number is seconds) → seconds."""
-    try:
-        return parse_duration(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def session_prefix(text: str) -> str:
@@ -43,14 +35,14 @@ def session_prefix(text: str) -> str:
     return text.lower()
 
 
-def _parser() -> argparse.ArgumentParser:
-    store_flag = argparse.ArgumentParser(add_help=False)
+def parser() -> argparse.ArgumentParser:
+    store_flag = OneLineParser(add_help=False)
     store_flag.add_argument(
         "--store",
         default=argparse.SUPPRESS,
         help="store directory or redis://host:port/db (default: env MCP_OFFLOAD_STORE, else the per-user store)",
     )
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="mcp-offload outputs", description="Inspect and clean the output store.", parents=[store_flag]
     )
     sub = parser.add_subparsers(dest="action", required=True, metavar="{list,show,rm,clear,gc}")
@@ -189,7 +181,24 @@ async def _gc(store: AdminStore) -> None:
     )
 
 
+def _fresh(args: argparse.Namespace) -> bool:
+    """No store named and the per-user one not created yet: say there is nothing (list: `[]` with --json); True
+    when that answered the command. `show` and `rm` of a handle still fail: there is no such output."""
+    fresh = unused_default_store(Settings.from_env().with_overrides(store=getattr(args, "store", None)))
+    if fresh is None:
+        return False
+    if args.action in ("show", "rm"):
+        raise CommandDeclined(f"no such output, {nothing_stored_yet(fresh)}")
+    if args.action == "list" and args.json:
+        print("[]")
+    else:
+        print(nothing_stored_yet(fresh))
+    return True
+
+
 async def run(args: argparse.Namespace) -> None:
+    if _fresh(args):
+        return
     store, settings = _open(getattr(args, "store", None))
     try:
         if args.action == "list":
@@ -207,5 +216,5 @@ async def run(args: argparse.Namespace) -> None:
 
 
 def main(argv: list[str]) -> int:
-    args = _parser().parse_args(argv)
+    args = parser().parse_args(argv)
     return exit_status(lambda: anyio.run(run, args))

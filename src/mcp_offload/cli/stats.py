@@ -16,12 +16,14 @@ import argparse
 import json
 import sys
 import time
+from pathlib import Path
 from typing import Any, TextIO
 
 import anyio
 
+from mcp_offload.cli.arg_types import OneLineParser
 from mcp_offload.cli.exit_status import CommandDeclined, exit_status
-from mcp_offload.cli.store_location import missing_store
+from mcp_offload.cli.store_location import missing_store, nothing_stored_yet, unused_default_store
 from mcp_offload.errors import OperatorError
 from mcp_offload.gateway.status import gateway_stats, stats_lines
 from mcp_offload.savings import SavingsRow, last_days, open_savings, summarize, summary_json
@@ -46,7 +48,11 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:  # argparse's _SubPa
 def run(args: argparse.Namespace) -> int:
     if not 1 <= args.days <= MAX_DAYS:
         raise OperatorError(f"--days must be between 1 and {MAX_DAYS}")
-    location = Settings.from_env().with_overrides(store=args.store).store_location()
+    settings = Settings.from_env().with_overrides(store=args.store)
+    fresh = unused_default_store(settings)
+    if fresh is not None:
+        return _nothing_yet(args, fresh)
+    location = settings.store_location()
     problem = missing_store(location)
     if problem is not None:
         raise CommandDeclined(problem)
@@ -69,11 +75,24 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _nothing_yet(args: argparse.Namespace, fresh: Path) -> int:
+    """The per-user store before the first offload: an empty record (the same document as an empty store's)."""
+    if args.json:
+        gateway = {"sessions": [], "sessions_total": 0, "totals": {"sessions": 0, "cost_ratio": None}}
+        print(json.dumps({**summary_json({}, last_days(args.days, time.time())), "gateway": gateway}, indent=2))
+    else:
+        print(f"No savings recorded: {nothing_stored_yet(fresh)}.")
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    """`mcp-offload stats`'s own parser (its options are what the dispatcher lets precede the command's name)."""
+    return add_parser(OneLineParser(prog="mcp-offload").add_subparsers(dest="command", required=True))
+
+
 def main(argv: list[str]) -> int:
     """`mcp-offload stats …` on its own parser (until the CLI dispatches subcommands itself)."""
-    parser = argparse.ArgumentParser(prog="mcp-offload")
-    add_parser(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(["stats", *argv])
+    args = parser().parse_args(argv)
     return exit_status(lambda: run(args), prog="mcp-offload stats")
 
 

@@ -1,10 +1,30 @@
-"""Whether a store location can be inspected by the shell-side commands (`outputs`, `stats`) without creating it."""
+"""Whether a store location can be inspected by the shell-side commands (`outputs`, `stats`) without creating it.
+
+A store named on purpose (`--store`, `MCP_OFFLOAD_STORE`) that does not exist is a mistake worth an error; the
+per-user default store that the first offloaded output has not created yet is not: there is just nothing in it.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from mcp_offload.settings import Settings, default_store_dir
 from mcp_offload.store import is_redis_location
+
+NOTHING_STORED = "nothing stored yet"
+
+
+def unused_default_store(settings: Settings) -> Path | None:
+    """The per-user default store's path when no store was named and nothing has been offloaded to it yet (the
+    directory does not exist); None otherwise."""
+    if settings.store:
+        return None
+    path = default_store_dir()
+    return None if path.exists() or path.is_symlink() else path
+
+
+def nothing_stored_yet(path: Path) -> str:
+    return f"{NOTHING_STORED} (the per-user store {path} is created by the first offloaded output)"
 
 
 def missing_store(where: str) -> str | None:

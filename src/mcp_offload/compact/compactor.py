@@ -54,7 +54,7 @@ from mcp_offload.cachesafe.rewrite import (
     rewrite_messages,
 )
 from mcp_offload.cachesafe.session import GatewaySession
-from mcp_offload.cachesafe.tool_defs import tool_definitions
+from mcp_offload.cachesafe.tool_defs import api_tool_definitions, tool_definitions
 from mcp_offload.compact.boundary import Boundary, BoundarySpec
 from mcp_offload.compact.budget import (
     IMAGE_TOKENS,
@@ -209,7 +209,7 @@ class AsyncCompactor:
         bound = Boundary.parse(boundary)
         budget = BudgetPolicy(context_window, trigger)
         request = self._read(llm_api, messages)  # all validated before anything is stored
-        report = CompactReport(format=llm_api.format_name, messages_in=len(request.messages))
+        report = CompactReport(format=_format_name(llm_api), messages_in=len(request.messages))
         self.last_report = report
         windowed = budget.limit is not None
         fixed = self._fixed_parts(llm_api, system, tools, retrieval_tools, max_output_tokens) if windowed else {}
@@ -402,13 +402,13 @@ class AsyncCompactor:
         if tools:
             parts["your tool definitions"] = self._count(_json([dump_block(t, 0) for t in tools]))
         if retrieval:
-            parts["the five retrieval tools"] = self._retrieval_tools_tokens(llm_api.format_name)
+            parts["the five retrieval tools"] = self._retrieval_tools_tokens(llm_api)
         return parts
 
-    def _retrieval_tools_tokens(self, format_name: str) -> int:
-        known = self._tool_tokens.get(format_name)
+    def _retrieval_tools_tokens(self, llm_api: LlmApi) -> int:
+        known = self._tool_tokens.get(llm_api.name)
         if known is None:
-            known = self._tool_tokens[format_name] = self._count(_json(tool_definitions(format_name)))
+            known = self._tool_tokens[llm_api.name] = self._count(_json(api_tool_definitions(llm_api)))
         return known
 
     async def _last_resort(
@@ -627,7 +627,7 @@ def _turns_digest(request: _Request, start: int, stop: int) -> str:
 
 def _turns_digests(request: _Request, start: int, stops: Sequence[int]) -> dict[str, int]:
     """`_turns_digest(request, start, stop)` -> stop, for each of the ascending `stops`, in one pass."""
-    h = hashlib.sha256(f"{request.api.format_name}:{start}:".encode())
+    h = hashlib.sha256(f"{_format_name(request.api)}:{start}:".encode())
     at, out = start, {}
     for stop in stops:
         for known in request.known[at:stop]:
@@ -635,6 +635,11 @@ def _turns_digests(request: _Request, start: int, stops: Sequence[int]) -> dict[
         at = stop
         out[h.hexdigest()] = stop
     return out
+
+
+def _format_name(llm_api: LlmApi) -> str:
+    """The API's `format=` word (report, digests, tool definitions); its name for one the Compactor does not offer."""
+    return llm_api.format_name or llm_api.name
 
 
 def _json(value: object) -> str:

@@ -1,8 +1,10 @@
-"""The gateway's ASGI app: the three LLM APIs rewritten and looped, everything else relayed untouched.
+"""The gateway's ASGI app: the LLM APIs of `mcp_offload.apis` rewritten and looped, everything else relayed untouched.
 
     POST /v1/messages[?beta=true]   Anthropic Messages      rewrite_request, then the retrieval loop
     POST /v1/chat/completions       OpenAI Chat Completions (same)
     POST /v1/responses              OpenAI Responses        (same)
+    POST /{v1beta|v1}/models/{model}:generateContent, :streamGenerateContent?alt=sse
+                                    Gemini                  (same; apis.gemini.routes tells them from OpenAI's)
     GET  /healthz                   ready (no token needed)
     GET  /stats, GET /              the gateway's figures (JSON, HTML): per session and in total, cost vs direct
     anything else                   relayed as is (/v1/messages/count_tokens, /v1/models, ...), streams streamed
@@ -26,7 +28,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,10 +37,10 @@ import httpx2
 import orjson
 from starlette.types import Message, Receive, Scope, Send
 
-from mcp_offload.apis.base import LlmApi
+from mcp_offload.apis.base import LlmApi, Route
 from mcp_offload.apis.dialect import Dialect
 from mcp_offload.apis.names import ApiName
-from mcp_offload.apis.registry import api_for_path, api_for_provider, api_named
+from mcp_offload.apis.registry import api_for_provider, api_for_request, api_named
 from mcp_offload.apis.usage import usage_of
 from mcp_offload.cachesafe.record import arrival_order, open_record
 from mcp_offload.cachesafe.session import GatewaySession, derive_session
@@ -107,9 +109,10 @@ class GatewayApp:
         method: str = scope["method"]
         headers = [(k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in scope.get("headers", ())]
         header_map = dict(headers)
-        api = api_for_path(path) if method == "POST" else None
+        served = api_for_request(method, path)
+        api = served[0] if served else None
         # the API whose error document a failure gets (a relayed path: its provider's first API)
-        errors_as = api.name if api else api_for_provider(provider_for_request(path, header_map)).name
+        errors_as = api.name if api else api_for_provider(provider_for_request(path, header_map, _query(scope))).name
         if path == "/healthz" and method == "GET":
             status = 503 if self.draining else 200
             body = {
@@ -141,8 +144,8 @@ class GatewayApp:
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(_watch_disconnect, receive, tg.cancel_scope, exchange)
                     try:
-                        if api is not None:
-                            await self._api(api, scope, headers, header_map, body, send, exchange)
+                        if served is not None:
+                            await self._api(*served, scope, headers, header_map, body, send, exchange)
                         else:
                             await self._relay(method, path, scope, headers, body, send, exchange)
                     except (GatewayError, ClientGone) as exc:  # raised out of the task group they would be grouped
@@ -199,8 +202,9 @@ class GatewayApp:
         send: Send,
         exchange: Exchange,
     ) -> None:
-        """Anything that is not one of the three APIs: relayed byte for byte, response streamed."""
-        provider = provider_for_request(path, dict(headers))
+        """Anything that is not one of the APIs (or a body the API relays unread): relayed byte for byte, response
+        streamed."""
+        provider = provider_for_request(path, dict(headers), _query(scope))
         url = self.upstream.url(provider, path, _query(scope))
         response = await self.upstream.open(method, url, request_headers(headers, decoded=False), body or None)
         exchange.status = response.status_code
@@ -223,6 +227,7 @@ class GatewayApp:
     async def _api(
         self,
         api: LlmApi,
+        route: Route,
         scope: Scope,
         headers: list[tuple[str, str]],
         header_map: dict[str, str],
@@ -230,10 +235,18 @@ class GatewayApp:
         send: Send,
         exchange: Exchange,
     ) -> None:
-        request = parse_json(header_map, raw)
-        exchange.stream = request.get("stream") is True
-        exchange.model = str(request.get("model") or "")
-        rewrite = await self._rewrite(api.name, request, header_map, exchange)
+        try:
+            request = parse_json(header_map, raw)
+        except GatewayError:
+            if not api.relays_unreadable:
+                raise
+            exchange.api = "relay"  # a request the gateway cannot read: the upstream answers it
+            await self._relay("POST", scope["path"], scope, headers, raw, send, exchange)
+            return
+        exchange.stream = route.stream if route.stream is not None else request.get("stream") is True
+        exchange.model = route.model if route.model is not None else str(request.get("model") or "")
+        session_headers = api.session_headers(header_map, _query(scope))
+        rewrite = await self._rewrite(api.name, request, session_headers, exchange)
         may_loop = (
             rewrite is not None
             and rewrite.tools_injected
@@ -346,12 +359,12 @@ class GatewayApp:
             await send({"type": "http.response.body", "body": b"", "more_body": False})
 
     async def _rewrite(
-        self, api: ApiName, request: dict[str, Any], headers: dict[str, str], exchange: Exchange
+        self, api: ApiName, request: dict[str, Any], headers: Mapping[str, str], exchange: Exchange
     ) -> Rewrite | None:
         """The rewritten request; None when the gateway must send the original (fail-open)."""
         policy = self.options.policy
         try:
-            rewrite = await rewrite_request(self.services, api, request, headers, policy)
+            rewrite = await rewrite_request(self.services, api, request, headers, policy, model=exchange.model)
         except RewriteUnavailable as exc:
             raise GatewayError(
                 503,
@@ -436,7 +449,9 @@ def _usage_requested(request: dict[str, Any]) -> bool:
 
 def _single_choice(request: dict[str, Any]) -> bool:
     n = request.get("n")
-    return n is None or n == 1
+    config = request.get("generationConfig")
+    candidates = config.get("candidateCount") if isinstance(config, dict) else None  # Gemini's `n`
+    return (n is None or n == 1) and (candidates is None or candidates == 1)
 
 
 def _query(scope: Scope) -> str:

@@ -74,7 +74,7 @@ log = logging.getLogger("mcp_offload.gateway.compress")
 COMPRESS_PATHS = ("/v1/compress", "/v1/retrieve", "/health", "/readyz")
 AFFINITY_HEADERS = ("x-headroom-session-id", "x-session-affinity", "x-session-id", "x-mcp-offload-session")
 BYPASS_HEADERS = ("x-headroom-bypass", "x-mcp-offload-bypass")
-FORMATS: dict[str, ApiName] = {
+FORMATS: dict[str, ApiName] = {  # the compression service speaks the three message-list formats
     "openai": "openai_chat",
     "openai_chat": "openai_chat",
     "chat": "openai_chat",

@@ -42,8 +42,6 @@ from mcp_offload.gateway.errors import GatewayError
 Emit = Callable[[bytes], Awaitable[None]]
 OpenCall = Callable[[dict[str, Any]], Awaitable[httpx2.Response]]
 
-END_STOP = {"anthropic": "end_turn", "openai_chat": "stop", "responses": "completed"}
-
 
 @dataclass(frozen=True, slots=True)
 class LoopLimits:
@@ -176,7 +174,7 @@ async def loop_json(
             ) from None
         responses.append(parsed)
         outcome = dialect.outcome(parsed, names)
-    stop = END_STOP[dialect.api] if plan.ignored_limit else None
+    stop = dialect.end_stop if plan.ignored_limit else None
     if report.mixed:
         rounds.append(Round(outcome, plan.answers))
     merged = dialect.merged(responses, names, stop)
@@ -276,7 +274,7 @@ async def _splice(
             )
             return
     keepalive.waiting = False
-    stop = END_STOP[dialect.api] if plan.ignored_limit else None
+    stop = dialect.end_stop if plan.ignored_limit else None
     for chunk in splicer.finish(stop):
         await emit(chunk)
     if report.mixed:

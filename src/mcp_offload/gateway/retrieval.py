@@ -1,6 +1,7 @@
 """Run one of the gateway's retrieval tool calls for a session, exactly as the MCP server runs it, and never raise.
 
-The call goes through the MCP tools' own validation and rendering (`tools.call_tool`), over the session's scope, so
+The call goes through the MCP tools' own validation and rendering (`tools.call_tool`), over the session's scope (or,
+for a handle another conversation of the same credential stored, that conversation's: `handle_reach`), so
 the model reads the same text from the gateway as from the MCP server. Arguments may be an object or a JSON text
 (Chat Completions and Responses carry them as a string). Anything wrong (an unknown tool, arguments that are not a
 JSON object, a malformed or unknown handle, a failing store) comes back as `is_error` with a message for the model.
@@ -21,6 +22,7 @@ from mcp_offload.cachesafe.session import GatewaySession
 from mcp_offload.cachesafe.tool_text import RETRIEVAL_TOOL_NAMES
 from mcp_offload.core.services import Services
 from mcp_offload.errors import ExpiredHandle, InvalidHandle, OffloadError, UnknownHandle
+from mcp_offload.gateway.handle_reach import reach
 from mcp_offload.server.tools import TOOLS_BY_NAME, ToolCall, call_tool
 from mcp_offload.store.handles import validate_handle
 
@@ -89,7 +91,10 @@ async def run_retrieval(services: Services, session: GatewaySession, name: str, 
     if isinstance(args, str):
         return answer(f"Invalid arguments for {name}: {args}", True)
     try:
-        result = await call_tool(TOOLS_BY_NAME[name], ToolCall(services, session.scope), args)
+        scope = await reach(services, session, args)
+        if scope != session.scope:  # a handle of another conversation of the credential (a parent agent's)
+            session = GatewaySession(key=scope.key, scope=scope, credential=session.credential)
+        result = await call_tool(TOOLS_BY_NAME[name], ToolCall(services, scope), args)
         text = "".join(getattr(block, "text", "") for block in result.content)
         if result.is_error and "handle" in args:
             text += await _producer_note(services, session, args["handle"])

@@ -4,7 +4,9 @@ list, plus the retrieval tools appended to the request's own.
     rewrite = await rewrite_request(services, "anthropic", body, headers, RewritePolicy())
     send(rewrite.body)   # `body` itself (the same object: forward the client's bytes) when rewrite.changed is False
 
-The rules are `cachesafe.rewrite`'s. Here: the session is derived from the request (`cachesafe.session`); a request
+The rules are `cachesafe.rewrite`'s. Here: the session is derived from the request (`cachesafe.session`); handles
+stored are added to the credential's index, and a session without the tools gets them from a request that mentions
+a handle of its credential (`handle_reach`: sub-agents); a request
 without a message list (or with a message that is not an object) is forwarded as is, for the upstream to answer; a
 store failure gives `Rewrite(changed=False, fail_open=reason)` (the original body, nothing recorded) or, with
 `fail_closed`, raises `RewriteUnavailable`.
@@ -19,11 +21,13 @@ from typing import Any
 
 from mcp_offload.apis.names import ApiName
 from mcp_offload.apis.registry import api_named
+from mcp_offload.cachesafe.record import open_record
 from mcp_offload.cachesafe.rewrite import RewritePolicy, json_chars, rewrite_messages
 from mcp_offload.cachesafe.session import GatewaySession, derive_session
 from mcp_offload.cachesafe.tool_text import retrieval_tools
 from mcp_offload.core.services import Services
 from mcp_offload.errors import StoreError
+from mcp_offload.gateway.handle_reach import mentions_known_handle, remember
 
 __all__ = ["Rewrite", "RewriteUnavailable", "rewrite_request"]
 
@@ -52,9 +56,16 @@ class RewriteUnavailable(Exception):
 
 
 async def rewrite_request(
-    services: Services, api: ApiName, body: dict[str, Any], headers: Mapping[str, str], policy: RewritePolicy
+    services: Services,
+    api: ApiName,
+    body: dict[str, Any],
+    headers: Mapping[str, str],
+    policy: RewritePolicy,
+    *,
+    model: str | None = None,
 ) -> Rewrite:
-    """The request to send upstream for `body` (see the module docstring for the rules)."""
+    """The request to send upstream for `body` (see the module docstring for the rules); `model` when the body does
+    not name it (Gemini: the path does)."""
     history = api_named(api).history
     session = derive_session(api, body, headers)
     messages = history.messages(body)
@@ -66,7 +77,7 @@ async def rewrite_request(
 
     try:
         done = await rewrite_messages(
-            services, api, session, messages, policy, model=body.get("model"), head_chars=head
+            services, api, session, messages, policy, model=model or body.get("model"), head_chars=head
         )
     except ValueError:
         return Rewrite(body=body, changed=False, session=session)  # the upstream answers it with its own error
@@ -76,18 +87,46 @@ async def rewrite_request(
         if policy.fail_closed:
             raise RewriteUnavailable(reason) from exc
         return Rewrite(body=body, changed=False, session=session, fail_open=reason)
-    if not done.changed and not done.tools_on:
+    handed = await _handed_a_handle(services, session, body, policy, done.offloaded, done.tools_on)
+    tools_on = done.tools_on or handed
+    if not done.changed and not tools_on:
         return Rewrite(body=body, changed=False, session=session)
     out = history.with_messages(body, done.messages) if done.changed else dict(body)
-    if done.tools_on:
+    if tools_on:
         out = history.with_tools(out, retrieval_tools(api))
     return Rewrite(
         body=out,
         changed=True,
         session=session,
-        tools_injected=done.tools_on,
+        tools_injected=tools_on,
         offloaded=done.offloaded,
         tokens_kept_out=done.tokens_kept_out,
         tokens_offloaded=done.tokens_offloaded,
         expanded=done.expanded,
     )
+
+
+async def _handed_a_handle(
+    services: Services,
+    session: GatewaySession,
+    body: Mapping[str, Any],
+    policy: RewritePolicy,
+    stored: list[str],
+    tools_on: bool,
+) -> bool:
+    """Record the handles this turn stored in the credential's index; then, for a session without the retrieval
+    tools, whether the request mentions a handle of the credential (a sub-agent handed its parent's handle): the
+    tools are turned on for the session, recorded and sticky (`handle_reach`). A store failure here only delays
+    that: logged, the request goes on."""
+    try:
+        await remember(services, session, stored)
+        if tools_on or policy.retrieval != "transparent" or not await mentions_known_handle(services, session, body):
+            return False
+        record = open_record(services)
+        if (await record.state(session, [])).bypass is not None:
+            return False
+        await record.decide(session, {}, tools=True)
+    except StoreError as exc:
+        log.warning("gateway: the credential's handle index failed (%s: %s)", type(exc).__name__, exc)
+        return False
+    return True

@@ -4,8 +4,11 @@ rules of a reverse proxy.
 - URLs: Anthropic's base is used as `ANTHROPIC_BASE_URL` is (`https://api.anthropic.com` + `/v1/messages`); OpenAI's
   as `OPENAI_BASE_URL` is (`https://api.openai.com/v1` + `/chat/completions`), so a client path `/v1/x` maps to
   `<openai base>/x`. The query string is kept (`/v1/messages?beta=true`).
-- Which provider a path that is not one of the three APIs goes to (`/v1/models`, `/v1/files`, ...): Anthropic when the
-  request carries `anthropic-version` or `x-api-key`, else OpenAI.
+- Gemini's base is used as `GOOGLE_GEMINI_BASE_URL` is (`https://generativelanguage.googleapis.com` +
+  `/v1beta/models/…`).
+- Which provider a path that is not one of the APIs goes to (`/v1/models`, `/v1/files`, ...): Gemini for its own
+  paths and key (apis.gemini.routes.is_gemini: `/v1beta/…`, `models/{m}:method`, `x-goog-api-key`, `?key=`),
+  Anthropic when the request carries `anthropic-version` or `x-api-key`, else OpenAI.
 - Headers: the client's headers go upstream untouched (credentials, `anthropic-beta`, `openai-organization`, ...)
   except hop-by-hop ones (RFC 9110 7.6.1, plus those named in `Connection`), `Host` and `Content-Length` (set from
   the body actually sent) and the gateway's own (`x-mcp-offload-*`, `Proxy-Authorization`). For the three APIs the
@@ -20,6 +23,7 @@ from dataclasses import dataclass
 
 import httpx2
 
+from mcp_offload.apis.gemini.routes import GEMINI_DEFAULT, is_gemini
 from mcp_offload.apis.names import Provider
 from mcp_offload.gateway.errors import GatewayError
 
@@ -44,7 +48,9 @@ _NOT_FORWARDED = frozenset({"host", "content-length", "x-mcp-offload-token", "x-
 _NOT_RETURNED = frozenset({"content-length", "date", "server"})
 
 
-def provider_for_request(path: str, headers: Mapping[str, str]) -> Provider:
+def provider_for_request(path: str, headers: Mapping[str, str], query: str = "") -> Provider:
+    if is_gemini(path, headers, query):
+        return "gemini"
     if path.startswith("/v1/messages") or "anthropic-version" in headers or "x-api-key" in headers:
         return "anthropic"
     return "openai"
@@ -79,6 +85,7 @@ def response_headers(headers: httpx2.Headers, *, decoded: bool) -> list[tuple[by
 class UpstreamConfig:
     anthropic_base: str = ANTHROPIC_DEFAULT
     openai_base: str = OPENAI_DEFAULT
+    gemini_base: str = GEMINI_DEFAULT
     connect_timeout_s: float = 10.0
     read_timeout_s: float = 600.0  # a long generation can be silent for minutes (the APIs ping, but not all do)
     max_connections: int = 200
@@ -100,6 +107,8 @@ class Upstream:
     def url(self, provider: Provider, path: str, query: str) -> str:
         if provider == "anthropic":
             url = self.config.anthropic_base.rstrip("/") + path
+        elif provider == "gemini":
+            url = self.config.gemini_base.rstrip("/") + path
         else:
             rest = path[3:] if path == "/v1" or path.startswith("/v1/") else path
             url = self.config.openai_base.rstrip("/") + rest
@@ -120,7 +129,7 @@ class Upstream:
                 502,
                 "upstream_unreachable",
                 f"The gateway could not reach the upstream at {_origin(url)}: {exc or type(exc).__name__}. "
-                "Check --anthropic-upstream / --openai-upstream and the network.",
+                "Check --anthropic-upstream / --openai-upstream / --gemini-upstream and the network.",
             ) from None
 
     async def aclose(self) -> None:

@@ -32,6 +32,7 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from mcp_offload.errors import OperatorError
+from mcp_offload.units import check_url_port
 
 log = logging.getLogger(__name__)
 
@@ -261,6 +262,10 @@ def _remote_target(entry: dict[str, Any], where: str, declared: str | None) -> R
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise ConfigError(f'{where}: "url" must be an http:// or https:// URL, got {url[:100]!r}')
+    try:
+        check_url_port(url)
+    except ValueError as exc:
+        raise ConfigError(f'{where}: "url" {exc}') from None
     headers = _string_map(entry.get("headers"), f'{where}: "headers"', allow_numbers=False)
     if declared in _SSE or (declared is None and parts.path.rstrip("/").endswith("/sse")):
         transport: Literal["http", "sse"] = "sse"

@@ -23,6 +23,7 @@ _BODY_CHARS = 26
 MAX_HANDLE_LEN = len(PREFIX) + _BODY_CHARS
 _GRAMMAR = re.compile(r"out_[a-z2-7]{26}", re.ASCII)
 _SCOPE = re.compile(r"[0-9a-f]{32}", re.ASCII)
+_MENTION = re.compile(r"(?<![A-Za-z0-9_])out_[a-z2-7]{26}(?![A-Za-z0-9_])", re.ASCII)
 
 
 def new_handle() -> str:
@@ -50,6 +51,17 @@ def validate_handle(value: object) -> str:
         f"{shown} is not a valid handle. Handles look like 'out_' + 26 letters/digits "
         "(e.g. out_abcdefghijklmnopqrstuvwx23); call list_outputs to see this session's handles."
     )
+
+
+def handles_in(text: str, limit: int = 64) -> list[str]:
+    """The well-formed handles mentioned in `text` (as whole words), each once, in order of first mention; at most
+    `limit` of them."""
+    found: dict[str, None] = {}
+    for match in _MENTION.finditer(text):
+        found[match.group(0)] = None
+        if len(found) >= limit:
+            break
+    return list(found)
 
 
 def scope_key(identity: str) -> str:

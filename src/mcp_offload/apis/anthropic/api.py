@@ -9,15 +9,16 @@ from mcp_offload.apis.anthropic.history import AnthropicHistory
 from mcp_offload.apis.anthropic.messages import AnthropicFormat
 from mcp_offload.apis.anthropic.stream import AnthropicDialect
 from mcp_offload.apis.dialect import Dialect
+from mcp_offload.apis.fixed_paths import FixedPathsApi
 from mcp_offload.apis.history import History
 from mcp_offload.apis.message import MessageFormat
 from mcp_offload.apis.names import ApiName, Provider
 
 
-class AnthropicApi:
+class AnthropicApi(FixedPathsApi):
     name: ApiName = "anthropic"
-    format_name: str = "anthropic"
-    paths: tuple[str, ...] = ("/v1/messages",)
+    format_name: str | None = "anthropic"
+    paths = ("/v1/messages",)
     provider: Provider = "anthropic"
 
     messages: MessageFormat

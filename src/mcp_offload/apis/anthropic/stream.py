@@ -47,6 +47,7 @@ def tool_result(answer: Answer) -> dict[str, Any]:
 
 class AnthropicDialect:
     api: ApiName = "anthropic"
+    end_stop = "end_turn"
 
     def outcome(self, response: dict[str, Any], retrieval_names: frozenset[str]) -> CallOutcome:
         content = response.get("content")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from mcp_offload.apis.dialect import Dialect
+from mcp_offload.apis.fixed_paths import FixedPathsApi
 from mcp_offload.apis.history import History
 from mcp_offload.apis.message import MessageFormat
 from mcp_offload.apis.names import ApiName, Provider
@@ -14,10 +15,10 @@ from mcp_offload.apis.openai_chat.stream import ChatDialect, stream_error_event
 from mcp_offload.apis.openai_error import openai_error_document
 
 
-class OpenAIChatApi:
+class OpenAIChatApi(FixedPathsApi):
     name: ApiName = "openai_chat"
-    format_name: str = "openai"
-    paths: tuple[str, ...] = ("/v1/chat/completions",)
+    format_name: str | None = "openai"
+    paths = ("/v1/chat/completions",)
     provider: Provider = "openai"
 
     messages: MessageFormat

@@ -74,6 +74,7 @@ def assistant_message(content: str | None, tool_calls: list[dict[str, Any]]) -> 
 
 class ChatDialect:
     api: ApiName = "openai_chat"
+    end_stop = "stop"
 
     def outcome(self, response: dict[str, Any], retrieval_names: frozenset[str]) -> CallOutcome:
         choices = response.get("choices") or [{}]

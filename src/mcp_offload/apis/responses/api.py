@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from mcp_offload.apis.dialect import Dialect
+from mcp_offload.apis.fixed_paths import FixedPathsApi
 from mcp_offload.apis.history import History
 from mcp_offload.apis.message import MessageFormat
 from mcp_offload.apis.names import ApiName, Provider
@@ -14,10 +15,10 @@ from mcp_offload.apis.responses.messages import ResponsesFormat
 from mcp_offload.apis.responses.stream import ResponsesDialect, stream_error_event
 
 
-class ResponsesApi:
+class ResponsesApi(FixedPathsApi):
     name: ApiName = "responses"
-    format_name: str = "responses"
-    paths: tuple[str, ...] = ("/v1/responses",)
+    format_name: str | None = "responses"
+    paths = ("/v1/responses",)
     provider: Provider = "openai"
 
     messages: MessageFormat

@@ -69,6 +69,7 @@ def _input_items(request: dict[str, Any]) -> list[Any]:
 
 class ResponsesDialect:
     api: ApiName = "responses"
+    end_stop = "completed"
 
     def outcome(self, response: dict[str, Any], retrieval_names: frozenset[str]) -> CallOutcome:
         items = [i for i in response.get("output") or [] if isinstance(i, dict)]

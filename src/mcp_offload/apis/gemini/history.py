@@ -1,0 +1,126 @@
+"""Gemini `generateContent` requests: `contents` (user / model), `systemInstruction`, `tools` (a list of Tool
+objects: `functionDeclarations`, `googleSearch`, `codeExecution`, …), `toolConfig`, `generationConfig`.
+
+Tool results are `functionResponse` parts of user contents (read and replaced by `messages.GeminiFormat`);
+everything else keeps its identity: `systemInstruction` is outside `contents`, thought parts and every
+`thoughtSignature` are never touched, and the last user turn is never rewritten (only tool results are).
+
+Matching a model content the client sends back (expansions, session openings) is done on a normalized form:
+clients re-serialize what they received (Gemini CLI merges adjacent text parts and drops thought parts; the
+`google-genai` SDK keeps parts as they came), so thought parts and empty text parts are dropped, adjacent plain text
+parts are merged and a text part's `thoughtSignature` is ignored (a `functionCall`'s stays).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from mcp_offload.apis.gemini.messages import GeminiFormat
+from mcp_offload.apis.history import History, UserText, normalized
+from mcp_offload.apis.message import Message
+
+RESULT_ROLES = ("user", "function")
+
+
+def declared_names(tools: Sequence[Any]) -> set[str]:
+    """The function names a request's `tools` declare."""
+    names: set[str] = set()
+    for tool in tools:
+        declarations = tool.get("functionDeclarations") if isinstance(tool, dict) else None
+        for declaration in declarations if isinstance(declarations, list) else []:
+            if isinstance(declaration, dict) and isinstance(declaration.get("name"), str):
+                names.add(declaration["name"])
+    return names
+
+
+def _normal_parts(parts: Any) -> list[Any]:
+    out: list[Any] = []
+    for part in parts if isinstance(parts, list) else []:
+        if not isinstance(part, dict) or part.get("thought") is True:
+            continue
+        if set(part) <= {"text", "thoughtSignature"} and isinstance(part.get("text"), str):
+            if not part["text"]:
+                continue
+            if out and isinstance(out[-1], dict) and set(out[-1]) == {"text"}:
+                out[-1] = {"text": out[-1]["text"] + part["text"]}
+            else:
+                out.append({"text": part["text"]})
+            continue
+        out.append(part)
+    return out
+
+
+class GeminiHistory(History):
+    api = "gemini"
+    format = GeminiFormat()
+    messages_key = "contents"
+    tool_results_follow_as_messages = False
+
+    def with_tools(self, body: Mapping[str, Any], tools: list[dict[str, Any]]) -> dict[str, Any]:
+        """The retrieval tools as one more Tool object after the client's, without the functions the client
+        declares itself (Gemini refuses a name declared twice); `body` as is when nothing is left to add."""
+        own = self.tools(body)
+        taken = declared_names(own)
+        added = []
+        for tool in tools:
+            declarations = [d for d in tool.get("functionDeclarations") or [] if d.get("name") not in taken]
+            if declarations:
+                added.append({**tool, "functionDeclarations": declarations})
+        return {**body, "tools": [*own, *added]} if added else dict(body)
+
+    def opening(self, body: Mapping[str, Any]) -> Any:
+        contents = body.get("contents")
+        first = contents[0] if isinstance(contents, list) and contents else None
+        system = body.get("systemInstruction")
+        return {
+            "system": self.normalize_message(system) if isinstance(system, dict) else system,
+            "first": self.normalize_message(first) if isinstance(first, dict) else first,
+        }
+
+    def is_model_output(self, message: Message) -> bool:
+        return message.get("role") == "model"
+
+    def normalize_message(self, message: Message) -> Any:
+        out = dict(message)
+        out["role"] = out.get("role") or "user"
+        if "parts" in out:
+            out["parts"] = _normal_parts(out["parts"])
+        return normalized(out)
+
+    def is_result_message(self, message: Message) -> bool:
+        parts = message.get("parts")
+        return (
+            message.get("role", "user") in RESULT_ROLES
+            and isinstance(parts, list)
+            and bool(parts)
+            and all(isinstance(p, dict) and "functionResponse" in p for p in parts)
+        )
+
+    def merge_results(self, messages: list[Message], at: int, pending: Sequence[Message]) -> list[Message]:
+        """The gateway's functionResponse parts go first in the client's next user content (which answers the
+        client's own calls of the same model content); without one, they form a user content of their own."""
+        parts = [p for m in pending for p in m.get("parts") or []]
+        if not parts:
+            return messages
+        if at < len(messages) and messages[at].get("role", "user") in RESULT_ROLES:
+            target = messages[at]
+            merged = {**target, "parts": [*parts, *(target.get("parts") or [])]}
+            return [*messages[:at], merged, *messages[at + 1 :]]
+        return [*messages[:at], {"role": "user", "parts": parts}, *messages[at:]]
+
+    def user_texts(self, messages: Sequence[Message], min_chars: int) -> list[UserText]:
+        found: list[UserText] = []
+        for i, message in enumerate(messages):
+            if message.get("role", "user") != "user":
+                continue
+            for slot, part in enumerate(message.get("parts") or []):
+                text = part.get("text") if isinstance(part, dict) and not part.get("thought") else None
+                if isinstance(text, str) and len(text) >= min_chars:
+                    found.append(UserText(i, slot, text))
+        return found
+
+    def replace_user_text(self, message: Message, slot: int, text: str) -> Message:
+        parts = list(message["parts"])
+        parts[slot] = {**parts[slot], "text": text}
+        return {**message, "parts": parts}

@@ -1,0 +1,106 @@
+"""The command line as a new user types it, run as a subprocess: ports outside 1-65535 are refused in one line
+before anything starts (70000 was bound as 70000 - 65536 = 4464), and options written before a subcommand's name
+reach the subcommand (or are refused in one line naming it), not argparse's `invalid choice: 'outputs'`."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+EXE = str(Path(sys.executable).with_name("mcp-offload"))
+
+
+def _run(*argv: str, env: dict[str, str] | None = None, timeout: float = 30) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [EXE, *argv], capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL, env=env
+    )
+
+
+def _nothing_listens_on(port: int) -> bool:
+    with socket.socket() as probe:
+        return probe.connect_ex(("127.0.0.1", port)) != 0
+
+
+RANGE = "is out of range (1-65535)"
+
+
+@pytest.mark.parametrize(
+    ("argv", "line"),
+    [
+        (["--port", "70000", "--transport", "http"], f"mcp-offload: error: argument --port: port 70000 {RANGE}"),
+        (["--port", "70000", "--transport", "sse"], f"mcp-offload: error: argument --port: port 70000 {RANGE}"),
+        (["--port", "0", "--transport", "both"], f"mcp-offload: error: argument --port: port 0 {RANGE}"),
+        (["--port", "-1", "--transport", "http"],
+         "mcp-offload: error: argument --port: '-1' is not a port (a whole number 1-65535)"),
+        (["gateway", "--port", "70000"], f"mcp-offload gateway: error: argument --port: port 70000 {RANGE}"),
+        (["gateway", "--port", "65536"], f"mcp-offload gateway: error: argument --port: port 65536 {RANGE}"),
+        (["gateway", "--anthropic-upstream", "http://127.0.0.1:70000"],
+         f"mcp-offload gateway: error: argument --anthropic-upstream: 'http://127.0.0.1:70000': port 70000 {RANGE}"),
+        (["gateway", "--openai-upstream", "http://[::1]:99999/v1"],
+         f"mcp-offload gateway: error: argument --openai-upstream: 'http://[::1]:99999/v1': port 99999 {RANGE}"),
+    ],
+)  # fmt: skip
+def test_a_port_out_of_range_is_one_line_exit_2_and_nothing_listens(argv: list[str], line: str) -> None:
+    done = _run(*argv)
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [line + f" (see {line.split(': error')[0]} --help)"]
+    assert done.stdout == ""
+    assert _nothing_listens_on(70000 - 65536)
+
+
+def test_a_port_in_an_environment_variable_is_checked_too() -> None:
+    env = {**os.environ, "MCP_OFFLOAD_OPENAI_UPSTREAM": "http://127.0.0.1:70000/v1"}
+    done = _run("gateway", "--port", "1", env=env)
+    assert done.returncode == 2 and len(done.stderr.splitlines()) == 1
+    assert "argument --openai-upstream: 'http://127.0.0.1:70000/v1': port 70000 is out of range" in done.stderr
+
+
+def test_a_port_in_a_proxied_servers_url_is_checked(tmp_path: Path) -> None:
+    config = tmp_path / "servers.json"
+    config.write_text(json.dumps({"mcpServers": {"api": {"url": "http://127.0.0.1:70000/mcp"}}}))
+    done = _run("--config", str(config), "--store", str(tmp_path / "store"))
+    assert done.returncode == 2 and len(done.stderr.splitlines()) == 1, done.stderr
+    assert "port 70000 is out of range (1-65535)" in done.stderr and "api" in done.stderr
+    assert not (tmp_path / "store").exists()
+
+
+def test_options_before_the_subcommand_reach_it(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    (store / "v1").mkdir(parents=True)
+    for argv in (
+        ["--store", str(store), "outputs", "list"],
+        [f"--store={store}", "outputs", "list", "--json"],
+        ["--store", str(store), "stats", "--days", "2"],
+    ):
+        done = _run(*argv)
+        assert done.returncode == 0, (argv, done.stderr)
+        assert "invalid choice" not in done.stderr
+    assert _run("--store", str(store), "outputs", "list", "--json").stdout.strip() == "[]"
+    assert "No savings recorded in the last 2 day(s)." in _run("--store", str(store), "stats", "--days", "2").stdout
+
+
+def test_an_option_before_a_subcommand_that_it_does_not_take_is_one_clear_line(tmp_path: Path) -> None:
+    for argv, option, command in (
+        (["--transport", "http", "outputs", "list"], "--transport", "outputs"),
+        (["--store", str(tmp_path), "import-config"], "--store", "import-config"),
+        (["--stateless", "stats"], "--stateless", "stats"),
+    ):
+        done = _run(*argv)
+        assert done.returncode == 2 and done.stdout == ""
+        assert done.stderr.splitlines() == [
+            f"mcp-offload: error: {option} does not apply to `{command}`; its options follow its name "
+            f"(see mcp-offload {command} --help)"
+        ]
+
+
+def test_a_redis_store_before_the_subcommand_is_used_by_it() -> None:
+    """The issue's command: the store is unreachable, and the answer says so (not `invalid choice`)."""
+    done = _run("--store", "redis://127.0.0.1:1/0", "outputs", "list")
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[-1].startswith("mcp-offload: the shared output store (Redis) is unreachable")

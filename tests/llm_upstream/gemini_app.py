@@ -1,0 +1,192 @@
+"""The Gemini API of the scripted upstream: `/{v1beta|v1}/models/{model}:generateContent`,
+`:streamGenerateContent?alt=sse`, `:countTokens`, and the model list.
+
+The key comes in `x-goog-api-key` or `?key=` (none: 403 PERMISSION_DENIED, as the API answers). The prompt is
+rendered one segment per tool declaration, system part and content part, and the implicit cache reads the longest
+prefix shared with an earlier prompt of the session (credential + model), at least `gemini_min_tokens` (1,024, as
+for Gemini 2.5 Flash), reported exactly as `cachedContentTokenCount`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from llm_upstream import emit_gemini
+from llm_upstream.errors import ApiError, InvalidRequest, error_body
+from llm_upstream.prompt import Segment, TokenCache
+from llm_upstream.script import Turn
+from llm_upstream.state import ReceivedRequest, UpstreamState, session_key
+from llm_upstream.validate_gemini import camel, validate_gemini_request
+
+GEMINI_MODELS = ["gemini-2.5-flash", "gemini-2.5-pro", "gemini-2.5-flash-lite", "gemini-3-pro-preview",
+                 "gemini-3-flash-preview"]  # fmt: skip
+VERSIONS = ("v1", "v1beta")
+METHODS = ("generateContent", "streamGenerateContent", "countTokens")
+
+
+def gemini_key(request: Request) -> str:
+    return request.headers.get("x-goog-api-key") or request.query_params.get("key") or ""
+
+
+def model_list() -> dict[str, Any]:
+    return {
+        "models": [
+            {"name": f"models/{m}", "version": "001", "displayName": m, "inputTokenLimit": 1_048_576,
+             "outputTokenLimit": 65_536, "supportedGenerationMethods": ["generateContent", "countTokens"]}
+            for m in GEMINI_MODELS
+        ]
+    }  # fmt: skip
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def part_text(part: dict[str, Any]) -> str:
+    if "text" in part:
+        return ("<thought>" if part.get("thought") else "") + str(part["text"])
+    if "functionCall" in part:
+        call = part["functionCall"]
+        return f"<function_call name={call.get('name')}>{_json(call.get('args', {}))}"
+    if "functionResponse" in part:
+        answer = part["functionResponse"]
+        return f"<function_response name={answer.get('name')}>{_json(answer.get('response'))}"
+    return _json({k: v for k, v in part.items() if k != "thoughtSignature"})
+
+
+def render_gemini(body: dict[str, Any], tokens: TokenCache) -> list[Segment]:
+    get = {camel(k): v for k, v in body.items()}
+    segments = [tokens.segment("<tool>" + _json(tool)) for tool in get.get("tools") or []]
+    system = get.get("systemInstruction")
+    for part in (system or {}).get("parts") or []:
+        segments.append(tokens.segment("<system>" + part_text(part)))
+    for content in get.get("contents") or []:
+        marker = f"<start_of_turn>{content.get('role', 'user')}\n"
+        for k, part in enumerate(content.get("parts") or []):
+            segments.append(tokens.segment((marker if k == 0 else "") + part_text(part)))
+    return segments
+
+
+def _error(entry: ReceivedRequest, status: int, message: str) -> Response:
+    entry.status, entry.error, entry.finished = status, message, True
+    return JSONResponse(error_body("gemini", status, message), status_code=status)
+
+
+async def handle(state: UpstreamState, request: Request) -> Response:
+    version, rest = request.path_params["version"], request.path_params["rest"]
+    model, _, method = rest.partition(":")
+    headers = {k.lower(): v for k, v in request.headers.items()}
+    entry = ReceivedRequest("gemini", request.url.path, headers, None)
+    state.record(entry)
+    if version not in VERSIONS or method not in METHODS:
+        return _error(entry, 404, f"Method not found: {rest}")
+    key = gemini_key(request)
+    if not key:
+        return _error(
+            entry,
+            403,
+            "Method doesn't allow unregistered callers (callers without established identity). Please use API Key "
+            "or other form of API consumer identity to call this API.",
+        )
+    if model not in GEMINI_MODELS:
+        message = f"models/{model} is not found for API version {version}, or is not supported for {method}."
+        return _error(entry, 404, message + " Call ListModels to see the list of available models.")
+    try:
+        body = json.loads(await request.body())
+    except ValueError:
+        return _error(entry, 400, "Invalid JSON payload received. Unexpected token.")
+    entry.body = body
+    try:
+        if method == "countTokens":
+            inner = body.get("generateContentRequest", body) if isinstance(body, dict) else body
+            validate_gemini_request(inner, model, state.signer)
+        else:
+            validate_gemini_request(body, model, state.signer)
+    except InvalidRequest as exc:
+        return _error(entry, exc.status, exc.message)
+    segments = render_gemini(body.get("generateContentRequest", body), state.tokens)
+    if method == "countTokens":
+        entry.finished = True
+        total = sum(s.tokens for s in segments)
+        return JSONResponse({"totalTokens": total, "promptTokensDetails": [{"modality": "TEXT", "tokenCount": total}]})
+    session = entry.session = session_key("gemini", {"x-api-key": key}, model)
+    turn = Turn("gemini", body, session, state.next_index(), model_name=model)
+    step = state.next_reply(turn)
+    entry.reply = step
+    if isinstance(step, ApiError):
+        await asyncio.sleep(0)
+        return _error(entry, step.status, step.message)
+    reply = step
+    usage = entry.usage = state.cache.gemini(session, segments)
+    out_tokens = reply.output_tokens if reply.output_tokens is not None else _output_tokens(state, reply)
+    entry.output_tokens = out_tokens
+    state.cache.stats(session).output_tokens += out_tokens
+    thinking = ((body.get("generationConfig") or {}).get("thinkingConfig") or {}).get("includeThoughts") is True
+    parts = emit_gemini.parts_of(reply, model, state.signer, state.mint_id, thinking)
+    rid = state.mint_id("")
+    if method == "generateContent":
+        if reply.first_token_delay_s:
+            await asyncio.sleep(reply.first_token_delay_s)
+        entry.first_event_at = time.monotonic()
+        entry.finished = True
+        return JSONResponse(emit_gemini.response(parts, reply, model, rid, usage, out_tokens))
+    entry.stream = True
+    if request.query_params.get("alt") != "sse":  # without alt=sse the API streams one JSON array
+        full = list(emit_gemini.stream_chunks(parts, reply, model, rid, usage, out_tokens))
+        entry.finished = True
+        return JSONResponse(full)
+    chunks = emit_gemini.stream_chunks(parts, reply, model, rid, usage, out_tokens)
+    return _stream(state, entry, reply, chunks)
+
+
+def _output_tokens(state: UpstreamState, reply: Any) -> int:
+    from llm_upstream.app import _output_tokens as count
+
+    return count(state, reply)
+
+
+def _stream(state: UpstreamState, entry: ReceivedRequest, reply: Any, chunks: Iterator[dict[str, Any]]) -> Response:
+    async def body() -> AsyncIterator[bytes]:
+        from llm_upstream.app import StreamDropped
+
+        state.active_streams += 1
+        try:
+            if reply.first_token_delay_s:
+                await asyncio.sleep(reply.first_token_delay_s)
+            for n, chunk in enumerate(chunks):
+                if reply.drop_after_events is not None and n >= reply.drop_after_events:
+                    raise StreamDropped(f"scripted drop after {n} events")
+                if n and reply.event_delay_s:
+                    await asyncio.sleep(reply.event_delay_s)
+                if entry.first_event_at is None:
+                    entry.first_event_at = time.monotonic()
+                yield b"data: " + _json(chunk).encode() + b"\r\n\r\n"
+            entry.finished = True
+        finally:
+            state.active_streams -= 1
+            if not entry.finished and reply.drop_after_events is None:
+                entry.client_gone = True
+
+    return StreamingResponse(body(), media_type="text/event-stream", headers={"x-gemini-service-tier": "standard"})
+
+
+def gemini_routes(state: UpstreamState) -> list[Route]:
+    async def generate(request: Request) -> Response:
+        return await handle(state, request)
+
+    async def models(request: Request) -> Response:
+        state.record(ReceivedRequest("gemini", request.url.path, dict(request.headers), None))
+        return JSONResponse(model_list())
+
+    return [
+        Route("/v1beta/models", models, methods=["GET"]),
+        Route("/{version}/models/{rest}", generate, methods=["POST"]),
+    ]
