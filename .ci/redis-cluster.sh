@@ -5,7 +5,7 @@
 #   .ci/redis-cluster.sh start [STATE_DIR]  installs redis-server when missing, starts six nodes on free 127.0.0.1
 #                                           ports, joins them (redis-cli --cluster create … --cluster-replicas 1),
 #                                           waits until `cluster info` says cluster_state:ok on every node and
-#                                           every master has its replica, prints REDIS_CLUSTER_URL=redis+cluster://…
+#                                           every master has its replica in sync, prints REDIS_CLUSTER_URL=redis+cluster://…
 #   .ci/redis-cluster.sh stop  [STATE_DIR]  stops the nodes started by `start` (by their pid files), removes STATE_DIR
 #
 # cluster-node-timeout is 1500 ms (env CLUSTER_NODE_TIMEOUT_MS), so the failover tests see a replica promoted within
@@ -26,10 +26,12 @@ url_of() {
   echo "REDIS_CLUSTER_URL=redis+cluster://${seeds[*]}"
 }
 
-healthy() {  # every node says ok, and the cluster has 3 masters each with one replica
-  local port
+healthy() {  # every node says ok, the cluster has 3 masters each with one replica, and every replica is in sync
+  local port info
   while read -r port; do
     redis-cli -h 127.0.0.1 -p "$port" cluster info 2>/dev/null | grep -q '^cluster_state:ok' || return 1
+    info=$(redis-cli -h 127.0.0.1 -p "$port" info replication 2>/dev/null) || return 1
+    if grep -q '^role:slave' <<<"$info"; then grep -q '^master_link_status:up' <<<"$info" || return 1; fi
   done <"$state/ports"
   port=$(head -n1 "$state/ports")
   [ "$(redis-cli -h 127.0.0.1 -p "$port" cluster nodes | grep -c ' slave ')" = 3 ] || return 1

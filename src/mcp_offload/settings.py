@@ -34,6 +34,10 @@ class Settings:
     preview_tokens: int = 500
     # one read returns at most this many tokens
     read_max_tokens: int = 5000
+    # MCP answers cut to what each client shows its model whole, besides the built-in caps (Codex 10,000 bytes, Claude
+    # Code 48,000 bytes + 25,000 tokens, Copilot CLI 8,000 bytes): NAME=SIZE pairs, comma-separated, NAME a clientInfo
+    # name or * for any other client, SIZE bytes (10KB), tokens (25000tokens) or both (48KB+25000tokens)
+    client_caps: str = ""
     # search: defaults and hard caps
     search_max_results_cap: int = 500  # the most hits one search returns, whatever max_results asks
     search_line_chars: int = 300  # a hit's line is cut to this many chars around the match
@@ -64,6 +68,9 @@ class Settings:
     store_max_bytes: int = 4 * 1024**3  # the whole store may hold
     store_max_outputs: int = 10_000  # outputs the whole store may hold
     store_sweep_interval_s: float = 600.0  # how often expired outputs and crashed writers' debris are swept
+    # Redis (one node or a cluster): a put returns once a replica acknowledged the output (WAIT), when its master
+    # has one; after this long without an ack the put fails and nothing is stored. 0: never wait
+    store_replica_ack_timeout_s: float = 2.0
     # names given to outputs
     max_name_chars: int = 200  # longer names are cut
 

@@ -24,17 +24,17 @@ from mcp_offload.gateway.accounting import TurnCounters, add_usage, session_summ
 from mcp_offload.gateway.rewrite import RewriteUnavailable, rewrite_request
 from mcp_offload.store.handles import scope_key
 from support.gateway_core import Conversation, headers_for, open_services
-from support.store import FakeClock, RedisServer, have_redis_server
+from support.store import FakeClock, RedisServer, have_redis_server, redis_location
 
 SESSION = scope_key("record-test")
 
 
-@pytest.fixture(params=["fs", "redis"])
+@pytest.fixture(params=["fs", "redis", "cluster"])
 async def backends(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[list[RecordBackend]]:
     """Two backend objects on the same data (two "instances")."""
     made: list[RecordBackend] = []
-    if request.param == "redis":
-        url = request.getfixturevalue("redis_url")
+    if request.param != "fs":
+        url = redis_location(request, request.param)
         prefix = "gw-test:" + secrets.token_hex(6)
         made = [RedisRecord(url, prefix=prefix), RedisRecord(url, prefix=prefix)]
     else:

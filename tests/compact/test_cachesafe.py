@@ -137,15 +137,15 @@ def test_prefix_rewritten_only_by_cost_rule_or_pressure(
         assert any(v.offloaded for v in known.values())
 
 
-async def test_two_instances_on_one_redis_agree(redis_url: str, tmp_path: Path) -> None:
+async def test_two_instances_on_one_redis_agree(shared_redis: str, tmp_path: Path) -> None:
     """Two Compactors on one Redis (two processes of one agent): racing on the same history they store each result
     once and send the same bytes; one continues where the other stopped with the other's prefix, byte for byte."""
     session = f"twins-{os.getpid()}-{tmp_path.name}"[:60]
     histories = list(loop("anthropic", 9))
     options: dict[str, Any] = {"boundary": ("keep-last", 4), "context_window": 10_000}
     async with (
-        AsyncCompactor(store=redis_url, session=session) as a,
-        AsyncCompactor(store=redis_url, session=session) as b,
+        AsyncCompactor(store=shared_redis, session=session) as a,
+        AsyncCompactor(store=shared_redis, session=session) as b,
     ):
         outs: dict[str, list[dict[str, Any]]] = {}
         reported: set[str] = set()

@@ -43,6 +43,8 @@ def _minimal(api: ApiName) -> dict[str, Any]:
         return {"model": "m", "max_tokens": 1, "messages": [{"role": "user", "content": "x"}]}
     if api == "openai_chat":
         return {"model": "m", "messages": [{"role": "user", "content": "x"}]}
+    if api == "gemini":
+        return {"contents": [{"role": "user", "parts": [{"text": "x"}]}]}
     return {"model": "m", "input": "x"}
 
 
@@ -62,7 +64,11 @@ def test_the_retrieval_tool_names_and_how_they_are_recognised() -> None:
 
     assert {"read_large_output", "search_large_output", "query_large_output", "list_outputs"} == RETRIEVAL_TOOL_NAMES
     for api in APIS:
-        names = {t["function"]["name"] if "function" in t else t["name"] for t in retrieval_tools(api)}
+        tools = retrieval_tools(api)
+        if api == "gemini":  # one Tool object declaring the four functions
+            names = {d["name"] for d in tools[0]["functionDeclarations"]}
+        else:
+            names = {t["function"]["name"] if "function" in t else t["name"] for t in tools}
         assert names == RETRIEVAL_TOOL_NAMES
     for name in ("read_large_output", "mcp__offload__search_large_output", "offload.list_outputs"):
         assert is_retrieval_tool(name), name

@@ -23,7 +23,16 @@ from mcp_offload.cachesafe.rewrite import RewritePolicy
 from mcp_offload.core.services import Services, build_services
 from mcp_offload.gateway.retrieval import run_retrieval
 from mcp_offload.gateway.rewrite import rewrite_request
-from support.gateway_core import APIS, Conversation, headers_for, model_turn, results_turn, settings_for, wire
+from support.gateway_core import (
+    APIS,
+    Conversation,
+    headers_for,
+    model_turn,
+    results_turn,
+    settings_for,
+    user_text,
+    wire,
+)
 
 POLICY = RewritePolicy(threshold_tokens=200)
 TURNS = 30
@@ -34,6 +43,8 @@ def final_answer(api: ApiName, text: str, n: int) -> dict[str, Any]:
         return {"role": "assistant", "content": [{"type": "text", "text": text}]}
     if api == "openai_chat":
         return {"role": "assistant", "content": text}
+    if api == "gemini":
+        return {"role": "model", "parts": [{"text": text}]}
     return {
         "type": "message",
         "role": "assistant",
@@ -50,6 +61,9 @@ def client_copy(api: ApiName, call_output: list[dict[str, Any]], final: dict[str
         return {"role": "assistant", "content": blocks}
     if api == "openai_chat":
         return dict(final)
+    if api == "gemini":  # as Gemini CLI keeps it: adjacent text parts merged into one
+        said = "".join(p.get("text", "") for p in call_output[0]["parts"] if "functionCall" not in p)
+        return {"role": "model", "parts": [{"text": said + final["parts"][0]["text"]}]}
     return [item for item in call_output if item.get("type") != "function_call"] + [final]
 
 
@@ -93,7 +107,7 @@ async def simulate(api: ApiName, seed: int, store: Path, loop_every: int) -> lis
                     previous_message=body[key][-1],
                 )
                 conv.messages += copy_for_client if isinstance(copy_for_client, list) else [copy_for_client]
-                conv.messages.append({"role": "user", "content": f"Good, continue ({turn})."})
+                conv.messages.append(user_text(api, f"Good, continue ({turn})."))
     finally:
         await services.aclose()
     return sent

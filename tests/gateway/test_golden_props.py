@@ -120,10 +120,10 @@ def test_turn_n_plus_1_extends_turn_n_byte_for_byte_across_a_restart(api: ApiNam
 
 
 @pytest.mark.parametrize("api", APIS)
-async def test_two_instances_on_one_redis_taking_turns_keep_the_prefix(api: ApiName, redis_url: str) -> None:
+async def test_two_instances_on_one_redis_taking_turns_keep_the_prefix(api: ApiName, shared_redis: str) -> None:
     async with AsyncExitStack() as stack:
-        a = await stack.enter_async_context(open_services(redis_url))
-        b = await stack.enter_async_context(open_services(redis_url))
+        a = await stack.enter_async_context(open_services(shared_redis))
+        b = await stack.enter_async_context(open_services(shared_redis))
         conv = Conversation(api, seed=11, large_every=2)
         credential = "redis-" + secrets.token_hex(8)
         bodies = await run_conversation(api, conv, lambda turn: (a, b)[turn % 2], credential)
@@ -136,11 +136,11 @@ async def test_two_instances_on_one_redis_taking_turns_keep_the_prefix(api: ApiN
 
 
 @pytest.mark.parametrize("api", APIS)
-async def test_two_instances_racing_on_the_same_result_record_one_decision(api: ApiName, redis_url: str) -> None:
+async def test_two_instances_racing_on_the_same_result_record_one_decision(api: ApiName, shared_redis: str) -> None:
     async with AsyncExitStack() as stack:
         # different preview sizes: the two would write different replacement texts, so agreeing proves set-if-absent
         instances = [
-            await stack.enter_async_context(open_services(redis_url, preview_tokens=tokens)) for tokens in (500, 150)
+            await stack.enter_async_context(open_services(shared_redis, preview_tokens=tokens)) for tokens in (500, 150)
         ]
         conv = Conversation(api, seed=5, large_every=1)
         credential = "race-" + secrets.token_hex(8)

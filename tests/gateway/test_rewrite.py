@@ -39,6 +39,12 @@ SMALL = "exit 0: 3 tests passed"
 
 
 def _tool_names(api: ApiName, tools: list[dict[str, Any]]) -> list[str]:
+    if api == "gemini":
+        return [
+            n
+            for t in tools
+            for n in ([d["name"] for d in t["functionDeclarations"]] if "functionDeclarations" in t else list(t))
+        ]
     return [t["function"]["name"] if "function" in t else t["name"] for t in tools]
 
 

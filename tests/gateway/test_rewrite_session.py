@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from mcp_offload.apis.names import ApiName
+from mcp_offload.apis.registry import api_named
 from mcp_offload.cachesafe.rewrite import RewritePolicy
 from mcp_offload.cachesafe.session import SESSION_HEADER, derive_session
 from mcp_offload.core.api import SessionScope
@@ -35,6 +36,8 @@ def test_same_credential_and_opening_is_one_session_whatever_comes_later(api: Ap
         changed["system"] = "another system prompt"
     elif api == "openai_chat":
         changed["messages"][0] = {"role": "system", "content": "another system prompt"}
+    elif api == "gemini":
+        changed["systemInstruction"] = {"parts": [{"text": "another system prompt"}]}
     else:
         changed["instructions"] = "another system prompt"
     assert derive_session(api, changed, headers_for(api, "sk-1")) != first
@@ -102,7 +105,7 @@ async def test_forks_share_decisions_and_bytes(tmp_path: Path, api: ApiName) -> 
         out_left = await rewrite_request(services, api, left.body(), headers, POLICY)
         out_right = await rewrite_request(services, api, right.body(), headers, POLICY)
         assert out_left.session == out_right.session == base.session
-        key = "input" if api == "responses" else "messages"
+        key = api_named(api).history.messages_key
         shared = wire(base.body[key])[:-1]
         assert wire(out_left.body[key]).startswith(shared) and wire(out_right.body[key]).startswith(shared)
         assert set(out_left.offloaded).isdisjoint(out_right.offloaded)

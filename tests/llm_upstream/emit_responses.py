@@ -42,6 +42,7 @@ def items_of(reply: Reply, signer: Signer, mint_id: Callable[[str], str], encryp
                 "id": mint_id("fc_"), "type": "function_call", "status": "completed",
                 "call_id": block.id or mint_id("call_"),
                 "name": block.name, "arguments": json.dumps(block.arguments, ensure_ascii=False),
+                **({"namespace": block.namespace} if block.namespace else {}),
             })  # fmt: skip
         elif isinstance(block, Thinking):
             item: dict[str, Any] = {"id": mint_id("rs_"), "type": "reasoning",

@@ -30,6 +30,7 @@ class ToolCall:
     name: str
     arguments: dict[str, Any] = field(default_factory=dict)
     id: str | None = None  # minted by the server when None
+    namespace: str | None = None  # Responses: the `namespace` tool holding it (Codex groups MCP tools so)
 
 
 @dataclass(frozen=True, slots=True)

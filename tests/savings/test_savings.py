@@ -21,6 +21,7 @@ from mcp_offload.savings.redis import RedisSavings
 from mcp_offload.server.offload_server import build_server
 from mcp_offload.server.tools import result_of
 from mcp_offload.settings import Settings
+from support.store import redis_location
 
 DAY = 86_400.0
 T0 = 1_760_000_000.0  # 2025-10-09 UTC
@@ -37,12 +38,12 @@ class Clock:
 Opener = Callable[..., SavingsRecord]
 
 
-@pytest.fixture(params=["fs", "redis"])
+@pytest.fixture(params=["fs", "redis", "cluster"])
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[Opener, Clock]:
     """Opens the savings record of one store location (Redis: under a key prefix of this test alone)."""
     if request.param == "fs":
         return functools.partial(open_savings, str(tmp_path / "store")), Clock()
-    url = request.getfixturevalue("redis_url")
+    url = redis_location(request, request.param)
     return functools.partial(RedisSavings, url, prefix=f"test-{secrets.token_hex(4)}"), Clock()
 
 

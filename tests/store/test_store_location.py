@@ -15,6 +15,7 @@ import pytest
 from mcp_offload.compact import Compactor
 from mcp_offload.errors import SettingsError
 from mcp_offload.store import StoreLocationError, open_store, store_kind
+from support import free_port
 
 UNKNOWN = ["foo://x", "http://127.0.0.1:6379", "file:///tmp/store", "redis+clustr://127.0.0.1:7000", "Redis://h"]
 
@@ -55,7 +56,7 @@ def test_unknown_schemes_are_refused_before_anything_is_created(
 
 @pytest.mark.parametrize(
     "front_end",
-    [[], ["--transport", "http", "--port", "0"], ["gateway"], ["outputs", "list"], ["stats"]],
+    [[], ["--transport", "http", "--port", str(free_port())], ["gateway"], ["outputs", "list"], ["stats"]],
     ids=["mcp-stdio", "mcp-http", "gateway", "outputs", "stats"],
 )
 def test_every_front_end_refuses_an_unknown_scheme_with_one_line(front_end: list[str], tmp_path: Path) -> None:

@@ -1,5 +1,6 @@
-"""Builders for the gateway core tests: request bodies of the three APIs (validated with the SDKs' own request
-types), a tool-heavy conversation simulator, and services on a filesystem or Redis store.
+"""Builders for the gateway core tests: request bodies of the four APIs (validated with the SDKs' own request
+types; Gemini: google-genai's `Content` / `Tool` models, which forbid unknown fields), a tool-heavy conversation
+simulator, and services on a filesystem or Redis store.
 
 `validate_body(api, body)` runs the body through pydantic validation of the SDK's `*CreateParamsNonStreaming`
 TypedDict (iterables consumed, so every message and block is checked), the same shapes the SDK clients send.
@@ -17,6 +18,7 @@ from typing import Any
 
 from anthropic.types.beta.message_create_params import MessageCreateParamsNonStreaming as BetaCreateParams
 from anthropic.types.message_create_params import MessageCreateParamsNonStreaming
+from google.genai import types as genai_types
 from openai.types.chat.completion_create_params import CompletionCreateParamsNonStreaming
 from openai.types.responses.response_create_params import ResponseCreateParamsNonStreaming
 from pydantic import TypeAdapter
@@ -26,7 +28,7 @@ from mcp_offload.apis.names import ApiName
 from mcp_offload.core.services import Services, build_services
 from mcp_offload.settings import Settings
 
-APIS: tuple[ApiName, ...] = ("anthropic", "openai_chat", "responses")
+APIS: tuple[ApiName, ...] = ("anthropic", "openai_chat", "responses", "gemini")
 _ADAPTERS: dict[str, TypeAdapter[Any]] = {
     "anthropic": TypeAdapter(MessageCreateParamsNonStreaming),
     "anthropic_beta": TypeAdapter(BetaCreateParams),  # compaction blocks, context_management, betas
@@ -45,8 +47,24 @@ def _consume(value: Any) -> Any:
     return value
 
 
+_GEMINI_FIELDS: dict[str, TypeAdapter[Any]] = {
+    "contents": TypeAdapter(list[genai_types.Content]),
+    "tools": TypeAdapter(list[genai_types.Tool]),
+    "systemInstruction": TypeAdapter(genai_types.Content),
+    "toolConfig": TypeAdapter(genai_types.ToolConfig),
+    "generationConfig": TypeAdapter(genai_types.GenerationConfig),
+}
+
+
 def validate_body(api: str, body: dict[str, Any]) -> None:
     """Raises pydantic's ValidationError when `body` is not a valid request of `api` per its SDK's types."""
+    if api == "gemini":
+        unknown = [k for k in body if k not in _GEMINI_FIELDS]
+        if unknown:
+            raise ValueError(f"unknown Gemini request fields: {unknown}")
+        for key, value in body.items():
+            _GEMINI_FIELDS[key].validate_python(value)
+        return
     _consume(_ADAPTERS[api].validate_python(body))
 
 
@@ -83,6 +101,10 @@ CLIENT_TOOLS = {
     "responses": [
         {"type": "function", "name": "bash", "description": "Run", "parameters": {"type": "object"}, "strict": False}
     ],
+    "gemini": [
+        {"functionDeclarations": [{"name": "bash", "description": "Run", "parametersJsonSchema": {"type": "object"}}]},
+        {"googleSearch": {}},
+    ],
 }
 
 
@@ -103,10 +125,19 @@ def make_body(api: ApiName, system: str, messages: list[dict[str, Any]], tools: 
         }
     if api == "openai_chat":
         return {"model": "gpt-4.1", "messages": [{"role": "system", "content": system}, *messages], "tools": tools}
+    if api == "gemini":  # the model is in the path (rewrite_request(..., model=...))
+        return {
+            "contents": messages,
+            "systemInstruction": {"parts": [{"text": system}]},
+            "tools": tools,
+            "generationConfig": {"temperature": 0.2},
+        }
     return {"model": "gpt-5", "instructions": system, "input": messages, "tools": tools}
 
 
 def user_text(api: ApiName, text: str) -> dict[str, Any]:
+    if api == "gemini":
+        return {"role": "user", "parts": [{"text": text}]}
     return {"role": "user", "content": text}
 
 
@@ -119,6 +150,14 @@ def model_turn(api: ApiName, calls: list[tuple[str, str, dict[str, Any]]], text:
         ]
         blocks += [{"type": "tool_use", "id": cid, "name": name, "input": args} for cid, name, args in calls]
         return [{"role": "assistant", "content": blocks}]
+    if api == "gemini":  # Gemini CLI's shape: thought parts dropped, the call's id and thoughtSignature kept
+        parts: list[dict[str, Any]] = [{"text": text}] if text else []
+        for k, (cid, name, args) in enumerate(calls):
+            part: dict[str, Any] = {"functionCall": {"id": cid, "name": name, "args": args}}
+            if k == 0:
+                part["thoughtSignature"] = f"sig-{n}-" + "A" * 40
+            parts.append(part)
+        return [{"role": "model", "parts": parts}]
     if api == "openai_chat":
         return [
             {
@@ -159,6 +198,13 @@ def results_turn(api: ApiName, results: list[tuple[str, str]], user: str | None 
         if user:
             blocks.append({"type": "text", "text": user})
         return [{"role": "user", "content": blocks}]
+    if api == "gemini":
+        parts: list[dict[str, Any]] = [
+            {"functionResponse": {"id": cid, "name": "bash", "response": {"output": text}}} for cid, text in results
+        ]
+        if user:
+            parts.append({"text": user})
+        return [{"role": "user", "parts": parts}]
     if api == "openai_chat":
         out: list[dict[str, Any]] = [{"role": "tool", "tool_call_id": cid, "content": text} for cid, text in results]
     else:
@@ -222,4 +268,6 @@ HeadersFactory = Callable[[str], dict[str, str]]
 def headers_for(api: ApiName, credential: str) -> dict[str, str]:
     if api == "anthropic":
         return {"x-api-key": credential, "anthropic-version": "2023-06-01"}
+    if api == "gemini":
+        return {"x-goog-api-key": credential}
     return {"authorization": f"Bearer {credential}"}

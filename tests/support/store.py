@@ -2,8 +2,10 @@
 
 Registered as a plugin by tests/conftest.py; the store tests import its helpers. Redis: when
 REDIS_URL is set (`.ci/redis.sh start` prints it) the suite uses that server; otherwise it starts its own
-redis-server on a free loopback port. Each test gets its own key prefix, so tests never see each other's data.
-Without a redis-server binary the Redis half of the suite is skipped with a loud reason.
+redis-server on a free loopback port. Redis Cluster likewise: REDIS_CLUSTER_URL (`.ci/redis-cluster.sh start`),
+else a cluster of our own (3 masters, 3 replicas) started by that script for the session. Each test gets its own
+key prefix, so tests never see each other's data. Without a redis-server binary the Redis half of the suite is
+skipped with a loud reason.
 """
 
 from __future__ import annotations
@@ -99,6 +101,81 @@ def redis_url() -> Iterator[str]:
         server.stop()
 
 
+REPO = Path(__file__).resolve().parents[2]
+CLUSTER_SCRIPT = REPO / ".ci" / "redis-cluster.sh"
+
+
+class RedisCluster:
+    """A Redis Cluster of six loopback redis-servers (3 masters, 3 replicas) started by `.ci/redis-cluster.sh`."""
+
+    def __init__(self, state: Path, *, node_timeout_ms: int = 1500) -> None:
+        self.state = state
+        self.node_timeout_ms = node_timeout_ms
+        self.url = ""
+
+    def start(self) -> RedisCluster:
+        env = {**os.environ, "CLUSTER_NODE_TIMEOUT_MS": str(self.node_timeout_ms)}
+        done = subprocess.run(
+            ["bash", str(CLUSTER_SCRIPT), "start", str(self.state)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        if done.returncode != 0 or not done.stdout.startswith("REDIS_CLUSTER_URL="):
+            raise RuntimeError(f"the Redis Cluster did not start: {done.stderr[-2000:]}")
+        self.url = done.stdout.strip().split("=", 1)[1]
+        return self
+
+    @property
+    def ports(self) -> list[int]:
+        return [int(p) for p in (self.state / "ports").read_text().split()]
+
+    def pid(self, port: int) -> int:
+        return int((self.state / str(port) / "redis.pid").read_text())
+
+    def stop(self) -> None:
+        subprocess.run(["bash", str(CLUSTER_SCRIPT), "stop", str(self.state)], capture_output=True, timeout=60)
+
+
+@pytest.fixture(scope="session")
+def redis_cluster_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A reachable Redis Cluster for the whole session: $REDIS_CLUSTER_URL, or our own six nodes."""
+    if os.environ.get("REDIS_CLUSTER_URL"):
+        yield os.environ["REDIS_CLUSTER_URL"]
+        return
+    if not have_redis_server():
+        pytest.skip(NO_REDIS)
+    cluster = RedisCluster(tmp_path_factory.mktemp("redis-cluster")).start()
+    try:
+        yield cluster.url
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture
+def private_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisCluster]:
+    """A Redis Cluster of this test alone (to kill a master): failover within ~3 s (cluster-node-timeout 1 s)."""
+    if not have_redis_server():
+        pytest.skip(NO_REDIS)
+    cluster = RedisCluster(tmp_path_factory.mktemp("private-cluster"), node_timeout_ms=1000).start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+def redis_location(request: pytest.FixtureRequest, backend: str) -> str:
+    """The URL of the parametrized Redis backend: "redis" (one node) or "cluster"."""
+    return str(request.getfixturevalue("redis_cluster_url" if backend == "cluster" else "redis_url"))
+
+
+@pytest.fixture(params=["redis", "cluster"])
+def shared_redis(request: pytest.FixtureRequest) -> str:
+    """One Redis node, then a Redis Cluster: for the tests of several instances sharing one Redis store."""
+    return redis_location(request, str(request.param))
+
+
 @pytest.fixture
 def private_redis() -> Iterator[RedisServer]:
     """A redis-server of this test alone (for stop/restart tests)."""
@@ -127,7 +204,7 @@ class FakeClock:
 StoreFactory = Callable[..., AdminStore]
 
 
-@pytest.fixture(params=["fs", "redis"])
+@pytest.fixture(params=["fs", "redis", "cluster"])
 def backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
@@ -135,7 +212,7 @@ def backend(request: pytest.FixtureRequest) -> str:
 @pytest.fixture
 async def make_store(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterator[StoreFactory]:
     """`make_store(limits=..., clock=...)` -> a store of the parametrized backend; same data for every call."""
-    url = request.getfixturevalue("redis_url") if backend == "redis" else None
+    url = redis_location(request, backend) if backend != "fs" else None
     prefix = f"mcp-offload-test:{secrets.token_hex(6)}"
     made: list[Store] = []
 

@@ -25,6 +25,7 @@ from mcp_offload.cli.arg_types import OneLineParser, duration, port, size
 from mcp_offload.cli.client_config import user_servers_path
 from mcp_offload.cli.event_loop import loop_options
 from mcp_offload.cli.exit_status import exit_status
+from mcp_offload.core.answer_cap import parse_client_caps
 from mcp_offload.core.api import SessionScope
 from mcp_offload.errors import SettingsError
 from mcp_offload.logs import log_to_stderr
@@ -92,6 +93,13 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--encoding", help="tiktoken encoding (default o200k_base; env MCP_OFFLOAD_ENCODING)")
     parser.add_argument("--preview-tokens", type=int, help="preview budget in tokens (default 500)")
     parser.add_argument("--read-max-tokens", type=int, help="tokens one read returns at most (default 5000)")
+    parser.add_argument(
+        "--client-caps",
+        metavar="NAME=SIZE,...",
+        help="cap answers to what a client shows its model whole, by clientInfo name (* any other client): bytes "
+        "(10KB) or tokens (25000tokens); Codex, Claude Code, Copilot CLI have built-in caps "
+        "(env MCP_OFFLOAD_CLIENT_CAPS)",
+    )
     parser.add_argument("--max-output-bytes", type=size, metavar="SIZE", help="largest output accepted (256MiB)")
     parser.add_argument("--jq-timeout", type=duration, dest="jq_timeout_s", metavar="DURATION", help="jq limit (10s)")
     parser.add_argument(
@@ -172,6 +180,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         encoding=args.encoding,
         preview_tokens=args.preview_tokens,
         read_max_tokens=args.read_max_tokens,
+        client_caps=args.client_caps,
         max_output_bytes=args.max_output_bytes,
         jq_timeout_s=args.jq_timeout_s,
         store_ttl_s=args.store_ttl_s,
@@ -235,6 +244,7 @@ def run(args: argparse.Namespace) -> int | None:
     """Serve (stdio or HTTP). Operator errors (a refused network configuration, a bad config file
     or setting) and store errors propagate to `exit_status`."""
     settings = settings_from_args(args)
+    parse_client_caps(settings.client_caps)  # a bad or too small cap: one line, exit 2, nothing started
     discover_config(args)
     check_session(args.session, args.transport)
     proxy = proxy_config_from_args(args)  # read first: a bad config file fails before anything starts

@@ -127,9 +127,15 @@ async def read(
     end: int | None = None,
     start_line: int | None = None,
     end_line: int | None = None,
+    max_tokens: int | None = None,
+    max_bytes: int | None = None,
 ) -> ReadOutput:
-    """An exact slice by 1-based inclusive characters or lines, cut at `settings.read_max_tokens`."""
+    """An exact slice by 1-based inclusive characters or lines, cut at `settings.read_max_tokens` (or the smaller
+    `max_tokens`) and at `max_bytes` bytes when given (a client's own cap, `core/fit.py`)."""
     handle = validate_handle(handle)
+    cap = services.settings.read_max_tokens
+    if max_tokens is not None:
+        cap = min(cap, max_tokens)
     async with services.store.open(scope.key, handle) as output:
         result = await anyio.to_thread.run_sync(
             lambda: read_range(
@@ -138,8 +144,9 @@ async def read(
                 end=end,
                 start_line=start_line,
                 end_line=end_line,
-                max_tokens=services.settings.read_max_tokens,
+                max_tokens=cap,
                 counter=services.tokens,
+                max_bytes=max_bytes,
             )
         )
     return ReadOutput(handle=handle, **asdict(result))  # the engine's result, field for field

@@ -56,7 +56,14 @@ def render_reference(out: OffloadOutput) -> str:
     return "\n".join(line for line in lines if line)
 
 
-def render_read(out: ReadOutput, max_tokens: int) -> str:
+def read_call(handle: str, mode: str, start: int, end: int) -> str:
+    """The exact call that reads a range: "read_large_output(handle='out_…', start_line=815, end_line=2000)"."""
+    first, last = ("start_line", "end_line") if mode == "lines" else ("start", "end")
+    return f"read_large_output(handle={handle!r}, {first}={start}, {last}={end})"
+
+
+def render_read(out: ReadOutput, cap_label: str) -> str:
+    """`cap_label`: the cap a cut read was cut at, as the model reads it ("the 5,000-token cap")."""
     unit = "lines" if out.mode == "lines" else "chars"
     # Not the handle (the model just named it) nor the token count (it is reading them): ~17 tokens a read, most of
     # a one-line lookup's answer.
@@ -65,25 +72,32 @@ def render_read(out: ReadOutput, max_tokens: int) -> str:
     if out.note:
         tail.append(f"[{out.note}]")
     if out.next_start is not None:
-        key = "start_line" if out.mode == "lines" else "start"
-        tail.append(f"[cut at the {n(max_tokens)}-token cap: continue with {key}={out.next_start}]")
+        end = out.total if out.next_end is None else out.next_end
+        call = read_call(out.handle, out.next_mode or out.mode, out.next_start, end)
+        tail.append(f"[cut at {cap_label}: continue with {call}]")
     return "\n".join([head, out.text, *tail]) if tail else f"{head}\n{out.text}"
 
 
 def render_search(out: SearchOutput, scoped: str | None) -> str:
     """`scoped`: the handle searched, or None when the search covered all of the session's outputs."""
+    return "\n".join(line for block in search_blocks(out, scoped) for line in block)
+
+
+def search_blocks(out: SearchOutput, scoped: str | None) -> list[list[str]]:
+    """The lines of a search answer in blocks: the header, then one block per hit, then what follows them (the
+    note on more matches, the records). An answer cut to fit a client's cap ends at a block's end."""
     where = scoped or f"{out.outputs_searched} output(s)"
     if out.passages is not None:
-        return _render_passages(out, where, scoped)
+        return [[line] for line in _render_passages(out, where, scoped).split("\n")]
     total = n(out.total_matches) + ("" if out.total_is_exact else "+")
     if not out.matches:
-        return f"No match for {out.pattern!r} in {where}."
-    lines = [f"{total} match(es) for {out.pattern!r} in {where}; showing {len(out.matches)}:"]
+        return [[f"No match for {out.pattern!r} in {where}."]]
+    blocks = [[f"{total} match(es) for {out.pattern!r} in {where}; showing {len(out.matches)}:"]]
     for m in out.matches:
         # One output searched: its handle is in the first line, not on every hit (as rg names no file for one
         # file); it cost ~30 % of a 50-hit result's tokens. Across outputs each line names its output.
         prefix = "" if scoped else f"{m.handle}:"
-        lines.extend(f"  {prefix}{c.line}-  {c.text}" for c in m.before)
+        lines = [f"  {prefix}{c.line}-  {c.text}" for c in m.before]
         # Character positions only where the line number cannot read the hit: its line was cut (a minified JSON,
         # a huge log line). Elsewhere they cost ~8 tokens a hit (~25 % of a 50-hit answer) and say nothing more.
         chars = f" [chars {m.start}–{m.end}]" if was_cut(m.text) else ""
@@ -91,11 +105,15 @@ def render_search(out: SearchOutput, scoped: str | None) -> str:
         if m.json_path is not None:
             lines.append(_json_place(m))
         lines.extend(f"  {prefix}{c.line}-  {c.text}" for c in m.after)
+        blocks.append(lines)
+    rest = []
     if out.truncated:
-        lines.append("[more matches not shown: raise max_results or narrow the pattern]")
+        rest.append("[more matches not shown: raise max_results or narrow the pattern]")
     if out.records is not None:
-        lines.extend(_render_records(out.records))
-    return "\n".join(lines)
+        rest.extend(_render_records(out.records))
+    if rest:
+        blocks.append(rest)
+    return blocks
 
 
 def _render_passages(out: SearchOutput, where: str, scoped: str | None) -> str:

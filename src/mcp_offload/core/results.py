@@ -53,6 +53,12 @@ class ReadOutput(BaseModel):
     next_start: int | None
     note: str | None
     text: str
+    next_end: int | None = Field(default=None, description="When cut: the end of the rest of the range")
+    next_mode: str | None = Field(
+        default=None,
+        description="When cut: the unit of next_start/next_end, 'lines' or 'chars' (chars when one line alone was "
+        "over the cap: the rest of it and of the range by characters)",
+    )
 
 
 class ContextLine(BaseModel):

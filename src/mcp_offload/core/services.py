@@ -59,7 +59,11 @@ def build_services(settings: Settings) -> Services:
         raise SettingsError(str(exc)) from None
     return Services(
         settings=settings,
-        store=open_store(settings.store_location(), limits=StoreLimits.from_settings(settings)),
+        store=open_store(
+            settings.store_location(),
+            limits=StoreLimits.from_settings(settings),
+            replica_ack_timeout_s=settings.store_replica_ack_timeout_s,
+        ),
         tokens=tokens,
         jq=JqRunner(
             workers=settings.jq_workers,

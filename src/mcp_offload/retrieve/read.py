@@ -26,6 +26,10 @@ class ReadResult:
     truncated: bool  # the request was cut to fit the token cap
     next_start: int | None  # where to continue (same unit), None when the request was fully served
     note: str | None = None
+    # the rest of the range: read it with (next_start, next_end) in `next_mode` (lines, or chars when one line alone
+    # was over the cap: the rest of that line and of the range, by characters); reading it rebuilds the range exactly
+    next_end: int | None = None
+    next_mode: str | None = None
 
 
 def read_range(
@@ -37,7 +41,10 @@ def read_range(
     end_line: int | None = None,
     max_tokens: int,
     counter: TokenCounter,
+    max_bytes: int | None = None,
 ) -> ReadResult:
+    """The range, cut at `max_tokens` tokens and (when given) `max_bytes` bytes of UTF-8; a cut result says where
+    the rest of the range starts and ends (`next_start`, `next_end`, `next_mode`)."""
     meta, index = output.meta, output.index
     if meta.kind == "blob":
         raise InvalidContent(
@@ -70,6 +77,8 @@ def read_range(
     else:
         b0, b1 = index.byte_of_char(data, first - 1), index.byte_of_char(data, last)
     fetch_end = min(b1, b0 + max_tokens * BYTES_PER_TOKEN_CEILING)
+    if max_bytes is not None:
+        fetch_end = min(fetch_end, b0 + max(max_bytes, 1))
     text = decode_utf8_prefix(output.read_bytes(b0, fetch_end))
     cut = fetch_end < b1
     prefix, tokens = counter.truncate(text, max_tokens)
@@ -84,14 +93,13 @@ def read_range(
         if complete:
             text = text[:complete]
             got = text.count("\n")
-            return ReadResult(text, unit, first, first + got - 1, total, counter.count(text), True, first + got, note)
-        # A single line longer than the cap: hand back its start and continue by characters.
+            tokens = counter.count(text)
+            return ReadResult(text, unit, first, first + got - 1, total, tokens, True, first + got, note, last, unit)
+        # A single line longer than the cap: hand back its start and continue by characters to the range's end.
         char0 = index.char_of_byte(data, b0) + 1
+        char_end = index.char_of_byte(data, b1)  # the range's last character (its last line's newline included)
         tokens = counter.count(text)
-        note = (
-            f"line {first:,} alone is over the {max_tokens:,}-token cap; returned its first {len(text):,} chars. "
-            f"Continue with start={char0 + len(text)} (characters)."
-        )
-        return ReadResult(text, unit, first, first, total, tokens, True, None, note)
+        note = f"line {first:,} alone is over the cap; returned its first {len(text):,} chars"
+        return ReadResult(text, unit, first, first, total, tokens, True, char0 + len(text), note, char_end, "chars")
     got_end = first + len(text) - 1
-    return ReadResult(text, unit, first, got_end, total, tokens, True, got_end + 1, note)
+    return ReadResult(text, unit, first, got_end, total, tokens, True, got_end + 1, note, last, unit)

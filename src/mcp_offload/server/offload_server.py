@@ -22,6 +22,7 @@ from mcp_offload.core.output_uri import is_output_uri
 from mcp_offload.core.services import Services
 from mcp_offload.errors import OffloadError
 from mcp_offload.server.change_notifier import ChangeNotifier
+from mcp_offload.server.client_caps import ClientCaps
 from mcp_offload.server.extension import Extension, Extensions
 from mcp_offload.server.resources import OUTPUT_TEMPLATE, read_output_resource, resource_of
 from mcp_offload.server.savings_tap import SavingsTap
@@ -81,6 +82,7 @@ def build_server(
     naming it on the same store) instead of a fresh private one."""
     policy: ScopePolicy = scope_policy or RunScope()
     private = scope_policy is None and session is None  # one process, one fresh session: handles do not travel
+    caps = ClientCaps(services.settings.client_caps)
     own_tools = [spec.to_tool() for spec in TOOLS]
     own_schemas = {tool.name: tool.input_schema for tool in own_tools}  # built once, not per 2026-07-28 call
     ext = Extensions([*extensions, SavingsTap(services.savings, services.tokens)])  # the tap innermost
@@ -103,6 +105,7 @@ def build_server(
             session=scope_of(ctx),
             progress=ctx.session.report_progress,
             private_session=private,
+            cap=caps.for_request(ctx),
         )
 
     async def list_tools(

@@ -32,8 +32,10 @@ import mcp.types as types
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from mcp_offload.core import api
+from mcp_offload.core.answer_cap import UNCAPPED, AnswerCap
+from mcp_offload.core.fit import fitted_read, fitted_reference, fitted_search, fitted_text
 from mcp_offload.core.progress import ProgressFn
-from mcp_offload.core.render import render_list, render_query, render_read, render_reference, render_search
+from mcp_offload.core.render import render_list, render_query
 from mcp_offload.core.results import ListOutput, OffloadOutput, QueryOutput, ReadOutput, SearchOutput
 from mcp_offload.core.services import Services
 from mcp_offload.errors import OffloadError, UnknownHandle
@@ -96,6 +98,7 @@ class ToolCall:
     session: api.SessionScope  # whose outputs the call sees (its `.key` is the store's scope key)
     progress: ProgressFn | None = None  # set when the client asked for progress (sent a progress token)
     private_session: bool = False  # a stdio server's own session: outputs of other processes are not visible
+    cap: AnswerCap = UNCAPPED  # what the calling client shows its model whole (server/client_caps.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,20 +166,21 @@ async def offload_tool(call: ToolCall, args: OffloadArgs) -> ToolReply:
     out = await api.offload(
         call.services, call.session, args.content, name=args.name, source="offload", progress=call.progress
     )
-    return ToolReply(render_reference(out), out)
+    return ToolReply(await fitted_reference(call.services, out, call.cap), out)
 
 
 async def read_tool(call: ToolCall, args: ReadArgs) -> ToolReply:
-    out = await api.read(
+    text, out = await fitted_read(
         call.services,
         call.session,
         args.handle,
+        call.cap,
         start=args.start,
         end=args.end,
         start_line=args.start_line,
         end_line=args.end_line,
     )
-    return ToolReply(render_read(out, call.services.settings.read_max_tokens), out)
+    return ToolReply(text, out)
 
 
 async def search_tool(call: ToolCall, args: SearchArgs) -> ToolReply:
@@ -193,7 +197,7 @@ async def search_tool(call: ToolCall, args: SearchArgs) -> ToolReply:
         unit=args.unit,
         ranked=args.ranked,
     )
-    return ToolReply(render_search(out, args.handle), out)
+    return ToolReply(await fitted_search(call.services, call.session, out, args.handle, call.cap), out)
 
 
 async def query_tool(call: ToolCall, args: QueryArgs) -> ToolReply:
@@ -207,12 +211,12 @@ async def query_tool(call: ToolCall, args: QueryArgs) -> ToolReply:
         progress=call.progress,
     )
     text = render_query(out, call.services.settings.jq_max_output_chars, sql=is_sql(args.query))
-    return ToolReply(text, out)
+    return ToolReply(await fitted_text(call.services, call.session, text, call.cap, "query answer"), out)
 
 
 async def list_tool(call: ToolCall, args: NoArgs) -> ToolReply:
     out = await api.list_outputs(call.services, call.session)
-    return ToolReply(render_list(out), out)
+    return ToolReply(await fitted_text(call.services, call.session, render_list(out), call.cap, "list"), out)
 
 
 # The descriptions are paid on every turn of every conversation: each says once what tells the tool apart from the

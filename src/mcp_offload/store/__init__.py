@@ -26,22 +26,29 @@ __all__ = [
 
 
 def open_store(
-    location: str, *, limits: StoreLimits | None = None, clock: Callable[[], float] | None = None, **options: Any
+    location: str,
+    *,
+    limits: StoreLimits | None = None,
+    clock: Callable[[], float] | None = None,
+    replica_ack_timeout_s: float | None = None,
+    **options: Any,
 ) -> AdminStore:
-    """`redis://…`/`rediss://…`/`valkey://…` → Redis backend; a location without a URL scheme is a filesystem
-    directory; a URL of any other scheme is a `StoreLocationError` (store/location.py), before anything is created.
+    """`redis://…`/`rediss://…`/`valkey://…`/`redis+cluster://…` → Redis backend; a location without a URL
+    scheme is a filesystem directory; a URL of any other scheme is a `StoreLocationError` (store/location.py),
+    before anything is created.
 
-    `limits` bounds the store (TTL, quotas; `StoreLimits.from_settings(settings)`); `clock` is for tests.
+    `limits` bounds the store (TTL, quotas; `StoreLimits.from_settings(settings)`); `clock` is for tests;
+    `replica_ack_timeout_s`: how long a Redis put waits for a replica's ack (0: never waits; Redis only).
     """
     extra: dict[str, Any] = dict(options)
     if clock is not None:
         extra["clock"] = clock
-    if store_kind(location) == "cluster":
-        raise StoreLocationError(f"{location!r}: Redis Cluster stores are not supported yet; nothing was created")
 
     def redis(url: str) -> AdminStore:
         from mcp_offload.store.redis import RedisStore
 
+        if replica_ack_timeout_s is not None:
+            return RedisStore(url, limits=limits, replica_ack_timeout_s=replica_ack_timeout_s, **extra)
         return RedisStore(url, limits=limits, **extra)
 
     def directory(path: str) -> AdminStore:

@@ -46,7 +46,8 @@ def redis_errors(unavailable: str = REDIS_UNAVAILABLE, *, full: str | None = RED
             raise StoreFull(full) from exc
         log.warning("redis store: %s", exc)
         raise StoreUnavailable(unavailable) from exc
-    except redis.exceptions.RedisError as exc:
+    except (redis.exceptions.RedisError, redis.exceptions.RedisClusterException) as exc:
+        # a cluster's own failures (no node answers, a slot not served during a failover) included
         log.warning("redis store: %s", exc)
         raise StoreUnavailable(unavailable) from exc
 

@@ -17,19 +17,31 @@ before anything is created (a `--store foo://x` must not leave a folder named `f
 
 A new kind of Redis location is one branch in `open_redis`/`open_redis_sync`; no backend changes. What a failing
 backend raises is drawn in `store/failures.py`.
+
+A cluster URL lists seed nodes; its user, password and query options (TLS options included) apply to every node, and
+the client learns the rest of the cluster from the seeds. The cluster client follows MOVED/ASK and reloads the slot
+map on a connection error (a failover), retrying `CLUSTER_RETRIES` times with a short capped backoff, so a call that
+falls into a failover window fails within seconds (`StoreUnavailable`) instead of hanging, and the next call finds
+the new master. `store/redis/startup.py` checks at start that the URL's kind matches what answers there.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from urllib.parse import unquote
 
 from mcp_offload.errors import SettingsError, StoreUnavailable
 
 if TYPE_CHECKING:  # redis is imported when a client is made, so a filesystem store never loads it
     import redis
     import redis.asyncio
+    import redis.cluster
+
+    AsyncRedis = redis.asyncio.Redis | redis.asyncio.RedisCluster
+    SyncRedis = redis.Redis | redis.cluster.RedisCluster
 
 T = TypeVar("T")
 StoreKind = Literal["fs", "redis", "cluster"]
@@ -37,7 +49,13 @@ StoreKind = Literal["fs", "redis", "cluster"]
 KEY_PREFIX = "mcp-offload:v1"
 REDIS_SCHEMES = ("redis://", "rediss://", "valkey://", "valkeys://", "unix://")
 CLUSTER_SCHEMES = ("redis+cluster://", "rediss+cluster://", "valkey+cluster://", "valkeys+cluster://")
-_ALIASES = (("valkey://", "redis://"), ("valkeys://", "rediss://"))  # same protocol, other name
+_ALIASES = (  # same protocol, other name
+    ("valkey://", "redis://"),
+    ("valkeys://", "rediss://"),
+    ("valkey+cluster://", "redis+cluster://"),
+    ("valkeys+cluster://", "rediss+cluster://"),
+)
+CLUSTER_RETRIES = 3  # attempts after the first when a cluster node fails: ~2 s of backoff before giving up
 _URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 KNOWN = "a directory, redis://…, rediss://…, valkey://…, unix://…, or redis+cluster://host:port[,host:port…]"
 
@@ -76,7 +94,7 @@ def open_beside(location: str, *, directory: Callable[[str], T], redis: Callable
 
 
 def normalise_url(url: str) -> str:
-    """valkey:// and valkeys:// are aliases of redis:// and rediss:// (same protocol)."""
+    """valkey:// and valkeys:// are aliases of redis:// and rediss:// (same protocol), likewise with +cluster."""
     for alias, real in _ALIASES:
         if url.startswith(alias):
             return real + url[len(alias) :]
@@ -99,13 +117,76 @@ def _invalid(exc: ValueError) -> StoreUnavailable:
     return StoreUnavailable(f"the store location is not a valid Redis URL ({exc})")
 
 
+@dataclass(frozen=True)
+class ClusterSeeds:
+    """A cluster URL taken apart: the seed nodes, and the client options every node shares (credentials, TLS)."""
+
+    seeds: tuple[tuple[str, int], ...]
+    options: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def shown(self) -> str:
+        """The URL without credentials or options, for messages."""
+        return "redis+cluster://" + ",".join(f"{h}:{p}" for h, p in self.seeds)
+
+
+def parse_cluster(location: str) -> ClusterSeeds:
+    """The seeds and shared options of a cluster URL (`StoreLocationError` when it names no usable seed)."""
+    from redis.connection import parse_url
+
+    scheme, rest = normalise_url(location).split("://", 1)
+    tls = scheme.startswith("rediss")
+    cut = min((i for i in (rest.find("/"), rest.find("?")) if i >= 0), default=len(rest))
+    netloc, tail = rest[:cut], rest[cut:]
+    auth, _, hosts = netloc.rpartition("@")
+    seeds: list[tuple[str, int]] = []
+    for part in filter(None, hosts.split(",")):
+        host, colon, port = part.rpartition(":")
+        if not colon or not host or not port.isdigit():
+            raise StoreLocationError(f"the cluster URL names the seed {part!r}; each seed is host:port")
+        seeds.append((unquote(host.strip("[]")), int(port)))
+    if not seeds:
+        raise StoreLocationError("the cluster URL names no node (redis+cluster://host:port[,host:port…])")
+    first = f"{'rediss' if tls else 'redis'}://{auth + '@' if auth else ''}{hosts.split(',')[0]}{tail}"
+    try:
+        parsed: dict[str, Any] = parse_url(first)  # type: ignore[no-untyped-call]
+    except ValueError as exc:
+        raise StoreLocationError(f"the cluster URL is not valid ({exc})") from None
+    if int(parsed.get("db") or 0):
+        raise StoreLocationError("a Redis Cluster has only database 0: drop the /db from the cluster URL")
+    options = {k: v for k, v in parsed.items() if k not in ("host", "port", "db", "connection_class")}
+    if tls:
+        options["ssl"] = True
+    return ClusterSeeds(tuple(seeds), options)
+
+
+def _cluster_options(seeds: ClusterSeeds, connect_timeout_s: float, socket_timeout_s: float) -> dict[str, Any]:
+    from redis.backoff import ExponentialBackoff
+    from redis.retry import Retry
+
+    return {
+        **seeds.options,
+        "socket_connect_timeout": connect_timeout_s,
+        "socket_timeout": socket_timeout_s,
+        "retry": Retry(ExponentialBackoff(cap=1.0, base=0.1), CLUSTER_RETRIES),
+        "require_full_coverage": False,  # a slot without a master fails its own calls, not every call
+    }
+
+
 def open_redis(
     location: str, *, connect_timeout_s: float = 2.0, socket_timeout_s: float = 5.0, retry_once: bool = True
-) -> redis.asyncio.Redis:
-    """An asyncio client for the Redis at `location` (connects lazily). `retry_once`: one immediate retry on a broken
-    connection, none on a timeout; without it, redis-py's own default. A malformed URL is `StoreUnavailable`."""
+) -> AsyncRedis:
+    """An asyncio client for the Redis (or Redis Cluster) at `location` (connects lazily). `retry_once`: one
+    immediate retry on a broken connection, none on a timeout; without it, redis-py's own default (a cluster client
+    always has its own policy, above). A malformed URL is `StoreUnavailable`."""
     import redis.asyncio
 
+    if store_kind(location) == "cluster":
+        seeds = parse_cluster(location)
+        nodes = [redis.asyncio.cluster.ClusterNode(h, p) for h, p in seeds.seeds]
+        return redis.asyncio.RedisCluster(
+            startup_nodes=nodes, **_cluster_options(seeds, connect_timeout_s, socket_timeout_s)
+        )
     try:
         return redis.asyncio.Redis.from_url(
             normalise_url(location), **_client_options(connect_timeout_s, socket_timeout_s, retry_once)
@@ -116,10 +197,18 @@ def open_redis(
 
 def open_redis_sync(
     location: str, *, connect_timeout_s: float = 2.0, socket_timeout_s: float = 5.0, retry_once: bool = True
-) -> redis.Redis:
-    """The synchronous twin of `open_redis` (its own connection pool), for reads made from worker threads."""
+) -> SyncRedis:
+    """The synchronous twin of `open_redis` (its own connection pool), for reads made from worker threads. A cluster
+    client connects at once, to learn the slot map."""
     import redis
+    import redis.cluster
 
+    if store_kind(location) == "cluster":
+        seeds = parse_cluster(location)
+        nodes = [redis.cluster.ClusterNode(h, p) for h, p in seeds.seeds]  # type: ignore[no-untyped-call]
+        return redis.cluster.RedisCluster(
+            startup_nodes=nodes, **_cluster_options(seeds, connect_timeout_s, socket_timeout_s)
+        )
     try:
         return redis.Redis.from_url(
             normalise_url(location), **_client_options(connect_timeout_s, socket_timeout_s, retry_once)

@@ -1,4 +1,3 @@
--- ARGV: P, s, h
-local pin = ARGV[1] .. ':p:' .. ARGV[2] .. ':' .. ARGV[3]
-if redis.call('DECR', pin) <= 0 then redis.call('DEL', pin) end
+-- KEYS: the pin. ARGV: none
+if redis.call('DECR', KEYS[1]) <= 0 then redis.call('DEL', KEYS[1]) end
 return 1

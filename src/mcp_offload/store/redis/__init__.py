@@ -9,7 +9,7 @@ Keys, for prefix P (default `mcp-offload:v1`, `store.location.KEY_PREFIX`), scop
     P:s:s:lru   zset     h -> last use (ms)            P:s:s:tot  hash  b (bytes), n (outputs)
     P:g:lru     zset     m -> last use (ms)            P:g:tot    hash  b, n
     P:g:exp     zset     m -> logical expiry (ms)      P:g:size   hash  m -> bytes
-    P:w:<rand>  string   staging for a put in progress (expires after an hour: crashed writers' debris)
+    P:w:s:<rand> string  staging for a put in progress (expires after an hour: crashed writers' debris)
 
 Atomicity: a put APPENDs the content to a staging key in 1 MiB pieces, then one Lua script checks the quotas,
 evicts the planned victims and RENAMEs staging -> P:d (plus meta and bookkeeping) all at once, so no reader
@@ -42,8 +42,16 @@ key to the reader until its lease ends (like an unlinked-but-mmapped file on the
 
 Failure: connect timeout 2 s, socket timeout 5 s, one immediate retry on a broken connection (to survive a
 restarted server) and none on a timeout (a hung server), then `StoreUnavailable`;
-a Redis "OOM" refusal is `StoreFull`. The client reconnects by itself when Redis is back. Lua scripts touch
-keys computed at run time, so this backend targets a standalone Redis/Valkey, not Redis Cluster.
+a Redis "OOM" refusal is `StoreFull`. The client reconnects by itself when Redis is back.
+
+Redis Cluster (`redis+cluster://host:port[,host:port…]`): every key a script touches comes in KEYS, and on a
+cluster the scope in each key name is a hash tag (P:d:{s}:h, P:s:{s}:lru …), so one session's keys share a slot
+and sessions spread over every master. The store-wide books cannot share a slot with a session, so on a cluster
+each session keeps its own ledger (P:s:{s}:glru/exp/size/gtot) and the store-wide one (P:g:{g}:lru/exp/size/tot)
+is kept beside it by reservation (ledger.py: the store-wide quota never overshoots, it can only be too strict for a
+while after a crashed writer). A put returns once a replica acknowledged it when its master has one
+(durability.py: WAIT on the publishing connection). The cluster client follows MOVED/ASK and reloads the slot map
+after a failover; a call that falls into the window fails with `StoreUnavailable` within a few seconds.
 
 One concept per module, each a layer that uses only the ones below it (import-linter checks the order):
 
@@ -51,11 +59,16 @@ One concept per module, each a layer that uses only the ones below it (import-li
     publish.py      put: upload to staging, plan LRU victims, publish atomically (publish.lua), retry on races
     reading.py      the pinned open (open.lua), meta, list, explicit delete (delete.lua)
     admin_scan.py   every output with its times, for the `outputs` admin command
-    keyspace.py     the key names, the store clock in ms, the lazily made synchronous client
+    ledger.py       reaping, and a cluster's store-wide books (reserve, publish, forget: ledger.lua)
+    durability.py   WAIT for a replica's ack after a publish, and which masters have a replica
+    keyspace.py     the key names (one node or a cluster), the store clock in ms, the synchronous client
     buffer.py       `RedisBuffer`: the lazy, page-cached bytes view of a large output
     scripts.py      the Lua scripts of `store/lua/` (package data), loaded with their shared prelude
-The client comes from `store/location.py` (`open_redis`: URL aliases, timeouts, retry policy) and redis-py failures
-are translated by `store/failures.py` (`redis_errors`), as for every record kept beside the outputs.
+    startup.py      the startup check: the URL's kind against what answers there, which masters have a replica
+
+The client comes from `store/location.py` (`open_redis`: URL aliases, one node or a cluster, timeouts, retry policy)
+and redis-py failures are translated by `store/failures.py` (`redis_errors`), as for every record kept beside the
+outputs.
 """
 
 from mcp_offload.store.redis.buffer import RedisBuffer

@@ -9,27 +9,29 @@ import orjson
 
 from mcp_offload.store.base import OutputMeta, ScannedOutput
 from mcp_offload.store.failures import redis_errors
-from mcp_offload.store.redis.keyspace import RedisKeyspace
+from mcp_offload.store.redis.ledger import Ledger
 
 
-class AdminScan(RedisKeyspace):
+class AdminScan(Ledger):
     """List every output of every scope for the admin command."""
 
     async def scan(self, *, expired: bool = False) -> list[ScannedOutput]:
-        """ZSCAN over P:g:exp (every published output is a member), then meta and recency in one pipeline.
+        """ZSCAN over the store-wide expiry zset (every published output is a member), then meta and recency in one
+        pipeline (on a cluster, one per master).
 
         A put scores g:lru and g:exp at one instant (now, now + TTL): an output whose two scores are still one TTL
         apart (by this store's TTL setting) has not been opened since.
         """
         with redis_errors():
-            expiries = {m.decode(): float(score) async for m, score in self._client.zscan_iter(f"{self.prefix}:g:exp")}
+            glru, gexp, _, _ = self._global()
+            expiries = {m.decode(): float(score) async for m, score in self._client.zscan_iter(gexp)}
             members = [m for m in expiries if len(m) > 33 and m[32] == ":"]
             if not members:
                 return []
             async with self._client.pipeline(transaction=False) as pipe:
                 for member in members:
                     pipe.hget(self._key("m", member[:32], member[33:]), "meta")
-                pipe.zmscore(f"{self.prefix}:g:lru", members)
+                pipe.zmscore(glru, members)
                 *raw_metas, used = await pipe.execute()
         now, ttl_ms, found = self._now_ms(), int(self.limits.ttl_s * 1000), list[ScannedOutput]()
         for member, raw, last in zip(members, raw_metas, used, strict=True):

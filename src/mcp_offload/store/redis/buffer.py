@@ -10,12 +10,13 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
-from typing import Any, cast
-
-import redis
+from typing import TYPE_CHECKING, Any, cast
 
 from mcp_offload.store.base import CHUNK
 from mcp_offload.store.failures import redis_errors
+
+if TYPE_CHECKING:
+    from mcp_offload.store.location import SyncRedis
 
 
 class RedisBuffer:
@@ -32,7 +33,7 @@ class RedisBuffer:
     CACHED_SLICE = 256 * 1024
     PIECE = CHUNK
 
-    def __init__(self, client: redis.Redis, key: str, size: int, on_missing: Callable[[], Exception]) -> None:
+    def __init__(self, client: SyncRedis, key: str, size: int, on_missing: Callable[[], Exception]) -> None:
         self._client = client
         self._key = key
         self._size = size

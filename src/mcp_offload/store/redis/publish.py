@@ -4,6 +4,10 @@ Invariants: the staging key always carries its expiry (each upload batch is MULT
 debris expires by itself; the script re-verifies the plan (no victim pinned, quotas hold) and publishes,
 evicts and books everything in one step or nothing; on any failure the staging key is deleted. Concurrent
 puts racing for the same victims retry with fresh numbers, at most `PUBLISH_ATTEMPTS` times, then `StoreFull`.
+
+On a cluster the planned victims are evicted one by one first (each in its own session's slot), the output is
+booked store-wide (ledger.py), then published without victims; see ledger.py for the quota's bound. Either way
+`put` returns only once a replica has the output, when its master has one (durability.py).
 """
 
 from __future__ import annotations
@@ -12,8 +16,7 @@ import contextlib
 import functools
 import logging
 import random
-import secrets
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import orjson
@@ -24,7 +27,8 @@ from mcp_offload.store.content_index import ContentIndex
 from mcp_offload.store.failures import redis_errors
 from mcp_offload.store.handles import validate_handle, validate_scope
 from mcp_offload.store.lifecycle import Candidate, NeedMoreCandidates, Usage, check_fits_at_all, fits, plan_eviction
-from mcp_offload.store.redis.keyspace import RedisKeyspace
+from mcp_offload.store.redis.durability import ReplicaAcks, ReplicaLag
+from mcp_offload.store.redis.ledger import Ledger
 
 log = logging.getLogger(__name__)
 
@@ -42,8 +46,10 @@ def _candidate(member: str, score: float, sizes: dict[str, Any]) -> Candidate:
     return Candidate(member[:32], member[33:], int(sizes.get(member) or 0), score / 1000)
 
 
-class Publishing(RedisKeyspace):
+class Publishing(Ledger):
     """Store one output: upload, make room, publish."""
+
+    _acks: ReplicaAcks
 
     async def put(self, scope: str, meta: OutputMeta, index: ContentIndex, data: bytes) -> None:
         validate_scope(scope)
@@ -51,7 +57,7 @@ class Publishing(RedisKeyspace):
         if len(data) != index.size:
             raise ValueError("index does not describe the data")  # programming error
         check_fits_at_all(len(data), self.limits)
-        staging = f"{self.prefix}:w:{secrets.token_hex(12)}"
+        staging = self._staging(scope)
         published = False
         try:
             with redis_errors():
@@ -80,8 +86,8 @@ class Publishing(RedisKeyspace):
 
     async def _usage(self, scope: str) -> tuple[Usage, Usage]:
         async with self._client.pipeline(transaction=False) as pipe:
-            pipe.hmget(f"{self.prefix}:s:{scope}:tot", "b", "n")
-            pipe.hmget(f"{self.prefix}:g:tot", "b", "n")
+            pipe.hmget(self._scope_key(scope, "tot"), "b", "n")
+            pipe.hmget(self._global()[3], "b", "n")
             (sb, sn), (gb, gn) = await pipe.execute()
         return Usage(int(sb or 0), int(sn or 0)), Usage(int(gb or 0), int(gn or 0))
 
@@ -91,33 +97,19 @@ class Publishing(RedisKeyspace):
         limits = self.limits
         meta_json, index_raw = orjson.dumps(meta.to_dict()), index.to_bytes()
         for attempt in range(PUBLISH_ATTEMPTS):
-            await self._reap(args=[self.prefix, self._now_ms(), self._tomb_ms, 64])
+            await self._reap_some(64)
             scope_usage, total_usage = await self._usage(scope)
             victims = (
                 []
                 if fits(size, scope_usage, total_usage, limits)
                 else await self._plan(scope, size, scope_usage, total_usage)
             )
-            result = await self._publish(
-                args=[
-                    self.prefix,
-                    self._now_ms(),
-                    scope,
-                    meta.handle,
-                    staging,
-                    size,
-                    int(limits.ttl_s * 1000),
-                    self._tomb_ms,
-                    int(limits.ttl_s * 1000) + KEY_TTL_SLACK_MS,
-                    meta_json,
-                    index_raw,
-                    limits.scope_max_bytes,
-                    limits.scope_max_outputs,
-                    limits.max_bytes,
-                    limits.max_outputs,
-                    *(f"{v.scope}:{v.handle}" for v in victims),
-                ]
-            )
+            if self.cluster:
+                result = await self._publish_on_cluster(
+                    scope, meta.handle, staging, size, victims, meta_json, index_raw
+                )
+            else:
+                result = await self._publish_script(scope, meta.handle, staging, size, victims, meta_json, index_raw)
             if result == b"ok":
                 if victims:
                     log.info("redis store: evicted %d output(s) to stay within limits", len(victims))
@@ -133,13 +125,109 @@ class Publishing(RedisKeyspace):
             "stored. Retry in a moment."
         )
 
+    async def _publish_script(
+        self,
+        scope: str,
+        handle: str,
+        staging: str,
+        size: int,
+        victims: list[Candidate],
+        meta_json: bytes,
+        index_raw: bytes,
+        *,
+        store_wide: bool = True,
+    ) -> bytes:
+        """publish.lua, acknowledged by a replica when the master has one; on a lagging replica the output is
+        removed again and the put fails (`StoreUnavailable`): it must not be reported stored."""
+        limits = self.limits
+        keys = [*self._group(scope, handle), *self._ledger(scope), staging]
+        for v in victims:
+            keys += self._group(v.scope, v.handle)
+        unlimited = 2**62  # a cluster's session script leaves the store-wide quota to the ledger's reservation
+        args: list[Any] = [
+            self._now_ms(),
+            scope,
+            handle,
+            size,
+            int(limits.ttl_s * 1000),
+            self._tomb_ms,
+            int(limits.ttl_s * 1000) + KEY_TTL_SLACK_MS,
+            meta_json,
+            index_raw,
+            limits.scope_max_bytes,
+            limits.scope_max_outputs,
+            limits.max_bytes if store_wide else unlimited,
+            limits.max_outputs if store_wide else unlimited,
+            *(f"{v.scope}:{v.handle}" for v in victims),
+        ]
+        try:
+            return cast(bytes, await self._acks.run(self._publish, keys, args))
+        except ReplicaLag:
+            with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
+                await self._delete(
+                    keys=[*self._group(scope, handle), *self._ledger(scope)],
+                    args=[self._now_ms(), scope, handle, self._tomb_ms, "delete"],
+                )
+            raise StoreUnavailable(
+                "the shared store (Redis) could not confirm that a replica holds the output within "
+                f"{self._acks.timeout_ms} ms; nothing was stored. Retry in a moment."
+            ) from None
+
+    async def _publish_on_cluster(
+        self,
+        scope: str,
+        handle: str,
+        staging: str,
+        size: int,
+        victims: list[Candidate],
+        meta_json: bytes,
+        index_raw: bytes,
+    ) -> bytes:
+        """Evict the victims one by one, book store-wide, publish in the session's slot, then settle the books."""
+        evicted: list[str] = []
+        try:
+            for v in victims:
+                found = await self._delete(
+                    keys=[*self._group(v.scope, v.handle), *self._ledger(v.scope)],
+                    args=[self._now_ms(), v.scope, v.handle, self._tomb_ms, "evict"],
+                )
+                if found[0] == b"pinned":
+                    return b"pinned"
+                evicted.append(f"{v.scope}:{v.handle}")
+        finally:
+            with anyio.CancelScope(shield=True):
+                await self._unbook(evicted)
+        member = f"{scope}:{handle}"
+        reserved = await self._reserve(member, size)
+        if reserved == b"exists":
+            if await self._client.exists(self._key("m", scope, handle)):
+                return b"exists"
+            await self._unbook([member])  # a booking left by an output already gone: drop it, plan again
+            return b"over"
+        if reserved != b"ok":
+            return reserved
+        result = b""
+        try:
+            result = await self._publish_script(
+                scope, handle, staging, size, [], meta_json, index_raw, store_wide=False
+            )
+        finally:
+            with anyio.CancelScope(shield=True):
+                if result == b"ok":
+                    if await self._book_published(member) != b"ok":
+                        log.warning("redis store: the store-wide booking of an output was reaped before it was out")
+                else:
+                    await self._unbook([member])
+        return result
+
     async def _plan(self, scope: str, size: int, scope_usage: Usage, total_usage: Usage) -> list[Candidate]:
         """LRU victims via the shared policy, paging through the LRU zsets only as far as needed."""
         page = 64
+        glru, _, gsize, _ = self._global()
         while True:
             async with self._client.pipeline(transaction=False) as pipe:
-                pipe.zrange(f"{self.prefix}:s:{scope}:lru", 0, page - 1, withscores=True)
-                pipe.zrange(f"{self.prefix}:g:lru", 0, page - 1, withscores=True)
+                pipe.zrange(self._scope_key(scope, "lru"), 0, page - 1, withscores=True)
+                pipe.zrange(glru, 0, page - 1, withscores=True)
                 scope_lru, global_lru = await pipe.execute()
             members = [f"{scope}:{h.decode()}" for h, _ in scope_lru] + [m.decode() for m, _ in global_lru]
             members = list(dict.fromkeys(members))
@@ -147,9 +235,10 @@ class Publishing(RedisKeyspace):
             pins: set[str] = set()
             if members:
                 async with self._client.pipeline(transaction=False) as pipe:
-                    pipe.hmget(f"{self.prefix}:g:size", members)
-                    pipe.mget([f"{self.prefix}:p:{m}" for m in members])
-                    sizes_raw, pins_raw = await pipe.execute()
+                    pipe.hmget(gsize, members)
+                    for m in members:
+                        pipe.get(self._key("p", m[:32], m[33:]))
+                    sizes_raw, *pins_raw = await pipe.execute()
                 sizes = dict(zip(members, sizes_raw, strict=True))
                 pins = {m for m, p in zip(members, pins_raw, strict=True) if p and int(p) > 0}
 

@@ -24,12 +24,12 @@ from mcp_offload.store.failures import redis_errors
 from mcp_offload.store.handles import validate_handle, validate_scope
 from mcp_offload.store.lifecycle import gone_error
 from mcp_offload.store.redis.buffer import RedisBuffer
-from mcp_offload.store.redis.keyspace import RedisKeyspace
+from mcp_offload.store.redis.ledger import Ledger
 
 log = logging.getLogger(__name__)
 
 
-class Reading(RedisKeyspace):
+class Reading(Ledger):
     """Open (pinned), describe, list and delete published outputs."""
 
     async def _lookup(self, scope: str, handle: str, mode: str) -> list[Any]:
@@ -37,17 +37,13 @@ class Reading(RedisKeyspace):
         validate_handle(handle)
         with redis_errors():
             result: list[Any] = await self._open(
-                args=[
-                    self.prefix,
-                    self._now_ms(),
-                    scope,
-                    handle,
-                    self._tomb_ms,
-                    self.read_lease_ms,
-                    mode,
-                    self.eager_bytes,
-                ]
+                keys=[*self._group(scope, handle), *self._ledger(scope)],
+                args=[self._now_ms(), scope, handle, self._tomb_ms, self.read_lease_ms, mode, self.eager_bytes],
             )
+            if self.cluster and result[0] == b"gone":
+                await self._unbook([f"{scope}:{handle}"])  # removed on sight: the store-wide books follow
+            elif self.cluster and result[0] == b"ok" and mode == "open":
+                await self._client.zadd(self._global()[0], {f"{scope}:{handle}": self._now_ms()}, xx=True)
         if result[0] == b"gone":
             raise gone_error(handle, result[1].decode("ascii", "replace"), self.limits)
         if result[0] != b"ok":
@@ -79,21 +75,22 @@ class Reading(RedisKeyspace):
         finally:
             with anyio.CancelScope(shield=True):
                 try:
-                    await self._unpin(args=[self.prefix, scope, handle])
-                except redis.exceptions.RedisError as exc:  # the pin lease expires by itself
+                    await self._unpin(keys=[self._key("p", scope, handle)])
+                except (redis.exceptions.RedisError, redis.exceptions.RedisClusterException) as exc:
+                    # the pin lease expires by itself
                     log.warning("redis store: could not release a reader pin (%s)", exc)
 
     async def list(self, scope: str) -> list[OutputMeta]:
         validate_scope(scope)
         with redis_errors():
-            members = cast(list[bytes], await self._client.zrange(f"{self.prefix}:s:{scope}:lru", 0, -1))
+            members = cast(list[bytes], await self._client.zrange(self._scope_key(scope, "lru"), 0, -1))
             handles = [h.decode() for h in members]
             if not handles:
                 return []
             async with self._client.pipeline(transaction=False) as pipe:
                 for handle in handles:
                     pipe.hget(self._key("m", scope, handle), "meta")
-                pipe.zmscore(f"{self.prefix}:g:exp", [f"{scope}:{h}" for h in handles])
+                pipe.zmscore(self._ledger(scope)[1], [f"{scope}:{h}" for h in handles])
                 *raw_metas, expiries = await pipe.execute()
         now = self._now_ms()
         metas = [
@@ -108,7 +105,12 @@ class Reading(RedisKeyspace):
         validate_scope(scope)
         validate_handle(handle)
         with redis_errors():
-            result = await self._delete(args=[self.prefix, self._now_ms(), scope, handle, self._tomb_ms])
+            result = await self._delete(
+                keys=[*self._group(scope, handle), *self._ledger(scope)],
+                args=[self._now_ms(), scope, handle, self._tomb_ms, "delete"],
+            )
+            if self.cluster and result[0] == b"ok":
+                await self._unbook([f"{scope}:{handle}"])
         if result[0] == b"gone":
             raise gone_error(handle, result[1].decode("ascii", "replace"), self.limits)
         if result[0] != b"ok":

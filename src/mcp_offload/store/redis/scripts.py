@@ -1,7 +1,8 @@
 """The Lua scripts of `store/lua/` (shipped as package data of `mcp_offload.store`), read once at import.
 
-Every script but `unpin` runs with the shared prelude in front. Each one is atomic in Redis, which is what keeps
-the bookkeeping (totals, LRU and expiry zsets) in agreement with the keys.
+Every script but `unpin` and `ledger` runs with the shared prelude in front. Each one is atomic in Redis, which is
+what keeps the bookkeeping (totals, LRU and expiry zsets) in agreement with the keys; each one touches only the keys
+it is given in KEYS, all in one hash slot on a cluster.
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ def _lua(name: str, *, prelude: bool = True) -> str:
 
 _LUA_DIR = importlib.resources.files("mcp_offload.store") / "lua"
 _LUA_PRELUDE = (_LUA_DIR / "prelude.lua").read_text(encoding="utf-8")
-LUA_REAP = _lua("reap")  # ARGV: P, now_ms, tomb_ms, limit  ->  {removed, examined}
-LUA_PUBLISH = _lua("publish")  # ARGV: see publish.lua  ->  'ok' | 'exists' | 'lost' | 'pinned' | 'over'
+LUA_REAP = _lua("reap")  # -> {removed members, members absent from the ledger}
+LUA_PUBLISH = _lua("publish")  # -> 'ok' | 'exists' | 'lost' | 'pinned' | 'over'
 LUA_OPEN = _lua("open")  # -> {'ok', meta, index, content-or-nil} | {'gone', reason} | {'unknown'}
-LUA_UNPIN = _lua("unpin", prelude=False)  # ARGV: P, s, h
-LUA_DELETE = _lua("delete")  # -> {'ok'} | {'gone', reason} | {'unknown'}
+LUA_UNPIN = _lua("unpin", prelude=False)  # KEYS: the pin
+LUA_DELETE = _lua("delete")  # -> {'ok'} | {'gone', reason} | {'unknown'} | {'pinned'}
+LUA_LEDGER = _lua("ledger", prelude=False)  # a cluster's store-wide books: reserve, publish, forget

@@ -12,20 +12,23 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import redis
-
 from mcp_offload.store.base import CHUNK
 from mcp_offload.store.failures import redis_errors
 from mcp_offload.store.lifecycle import StoreLimits, SweepReport
-from mcp_offload.store.location import KEY_PREFIX, open_redis
+from mcp_offload.store.location import KEY_PREFIX, open_redis, store_kind
 from mcp_offload.store.redis.admin_scan import AdminScan
+from mcp_offload.store.redis.durability import ReplicaAcks
 from mcp_offload.store.redis.publish import Publishing
 from mcp_offload.store.redis.reading import Reading
-from mcp_offload.store.redis.scripts import LUA_DELETE, LUA_OPEN, LUA_PUBLISH, LUA_REAP, LUA_UNPIN
+from mcp_offload.store.redis.scripts import LUA_DELETE, LUA_LEDGER, LUA_OPEN, LUA_PUBLISH, LUA_REAP, LUA_UNPIN
+from mcp_offload.store.redis.startup import Probe, check_mode
+
+REPLICA_ACK_TIMEOUT_S = 2.0
 
 
 class RedisStore(Publishing, Reading, AdminScan):
-    """A `Store` on Redis/Valkey, shared by every instance that points at the same server and prefix."""
+    """A `Store` on Redis/Valkey (one node or a Redis Cluster), shared by every instance that points at the same
+    Redis and prefix."""
 
     def __init__(
         self,
@@ -38,31 +41,39 @@ class RedisStore(Publishing, Reading, AdminScan):
         socket_timeout_s: float = 5.0,
         eager_bytes: int = CHUNK,
         read_lease_s: float = 600.0,
+        replica_ack_timeout_s: float = REPLICA_ACK_TIMEOUT_S,
+        check: bool = True,
     ) -> None:
+        """`check`: the startup check of the URL against what answers there (client.check_mode); on by default."""
         self.url = url
+        self.cluster = store_kind(url) == "cluster"
         self.limits = limits or StoreLimits()
         self.clock = clock
         self.prefix = prefix
         self.eager_bytes = eager_bytes
         self.read_lease_ms = int(read_lease_s * 1000)
         self._options: dict[str, Any] = {"connect_timeout_s": connect_timeout_s, "socket_timeout_s": socket_timeout_s}
-        self._client = open_redis(url, **self._options)
-        self._sync: redis.Redis | None = None
+        probe = check_mode(url, connect_timeout_s) if check else Probe()
+        self._sync = probe.sync
         self._sync_lock = threading.Lock()
+        self._client = open_redis(url, **self._options)
         self._reap = self._client.register_script(LUA_REAP)
         self._publish = self._client.register_script(LUA_PUBLISH)
         self._open = self._client.register_script(LUA_OPEN)
         self._unpin = self._client.register_script(LUA_UNPIN)
         self._delete = self._client.register_script(LUA_DELETE)
+        self._ledger_ops = self._client.register_script(LUA_LEDGER)
+        self._acks = ReplicaAcks(self._client, cluster=self.cluster, timeout_ms=int(replica_ack_timeout_s * 1000))
+        self._acks.announce(probe.replicas)
 
     async def sweep(self) -> SweepReport:
         """Reap expired outputs (staging debris and tombstones expire by themselves in Redis)."""
         expired = 0
         with redis_errors():
             while True:
-                removed, examined = await self._reap(args=[self.prefix, self._now_ms(), self._tomb_ms, 500])
-                expired += int(removed)
-                if int(examined) < 500 or not removed:
+                removed, examined = await self._reap_some(500)
+                expired += removed
+                if examined < 500 or not removed:
                     break
         return SweepReport(expired=expired)
 

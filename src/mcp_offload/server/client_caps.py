@@ -1,0 +1,48 @@
+"""Which cap an MCP request's answers must fit: the calling client's, known by its clientInfo name.
+
+The client says who it is in its `initialize` request (handshake era) or in each request's `_meta` envelope
+(2026-07-28, where it is optional); the SDK gives both as `ctx.session.client_params.client_info`. Built-in caps,
+measured or documented, with room below each client's own cut:
+
+- `codex-mcp-client`, Codex CLI (0.169.0): keeps a head and a tail around `…N tokens truncated…` past ~12,000 bytes
+  for a model it has no metadata for (measured: 11,988 bytes shown). Cap: 10,000 bytes.
+- `claude-code`, Claude Code (2.1.328): saves a result over 50,000 characters to a file and shows the model a 2 KB
+  preview; refuses one over 25,000 tokens (both measured). Cap: 48,000 bytes and 25,000 tokens.
+- `github-copilot-developer`, GitHub Copilot CLI: ~10 KB reported (not measured here). Cap: 8,000 bytes.
+
+Every other client keeps the server's own limits (`read_max_tokens`, `max_results`, `jq_max_output_chars`). The
+`client_caps` setting (`MCP_OFFLOAD_CLIENT_CAPS`, `--client-caps`, `answer_cap.parse_client_caps`) sets or replaces
+the cap of any client by name, and `*` that of every client it does not name.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mcp_offload.core.answer_cap import ANY_CLIENT, UNCAPPED, AnswerCap, parse_client_caps
+
+KNOWN_CLIENTS: dict[str, AnswerCap] = {
+    "codex-mcp-client": AnswerCap(max_bytes=10_000, whose="Codex's"),
+    "claude-code": AnswerCap(max_bytes=48_000, max_tokens=25_000, whose="Claude Code's"),
+    "github-copilot-developer": AnswerCap(max_bytes=8_000, whose="Copilot CLI's"),
+}
+
+
+class ClientCaps:
+    """The caps in force: the built-in ones, overridden and extended by the `client_caps` setting."""
+
+    def __init__(self, spec: str = "") -> None:
+        configured = parse_client_caps(spec)  # SettingsError (at start) for a bad or too small cap
+        self.default = configured.pop(ANY_CLIENT, UNCAPPED)
+        self.by_name = {**KNOWN_CLIENTS, **configured}
+
+    def for_client(self, name: str | None) -> AnswerCap:
+        if name is None:
+            return self.default
+        return self.by_name.get(name, self.default)
+
+    def for_request(self, ctx: Any) -> AnswerCap:
+        """The cap of the client making this request (a `ServerRequestContext`; both protocol eras)."""
+        params = getattr(ctx.session, "client_params", None)
+        info = getattr(params, "client_info", None)
+        return self.for_client(getattr(info, "name", None))

@@ -1,0 +1,125 @@
+"""Answers fit the calling client's own cap, known by its clientInfo name, through the real MCP client in both
+protocol eras (the handshake's `initialize`, and the 2026-07-28 per-request envelope); a set cap for any client; a cap
+too small refused at start."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import mcp.types as types
+import pytest
+from mcp import Client
+
+from mcp_offload.core.services import Services, build_services
+from mcp_offload.server.offload_server import build_server
+from mcp_offload.server.tools import result_of
+from mcp_offload.settings import Settings
+from support import ERAS, text_of
+from support.continuations import continuation, shown_part
+
+ERA = pytest.mark.parametrize("mode", ERAS)
+
+CODEX = types.Implementation(name="codex-mcp-client", title="Codex", version="0.169.0")
+LINES = "".join(f"line {i:05d} " + "x" * (i % 7) + "\n" for i in range(1, 2001))  # ~18 KB, as in the issue
+
+
+async def read_through(client: Client, args: dict[str, Any], max_bytes: int) -> tuple[str, list[str]]:
+    """Read, then follow every continuation the answers end with: the text read and every answer shown."""
+    answers: list[str] = []
+    pieces: list[str] = []
+    while True:
+        result = await client.call_tool("read_large_output", args)
+        answer = text_of(result)
+        assert not result.is_error, answer
+        assert len(answer.encode()) <= max_bytes, f"answer {len(answers) + 1}: {len(answer.encode()):,} bytes"
+        answers.append(answer)
+        pieces.append(result_of(result)["text"])
+        following = continuation(answer)
+        if following is None:
+            return "".join(pieces), answers
+        args = following
+
+
+@ERA
+async def test_codex_reads_2000_lines_through_continuations(services: Services, mode: str) -> None:
+    async with Client(build_server(services), mode=mode, client_info=CODEX) as client:
+        handle = result_of(await client.call_tool("offload", {"content": LINES}))["handle"]
+        text, answers = await read_through(client, {"handle": handle, "start_line": 1, "end_line": 2000}, 10_000)
+    assert text == LINES and len(answers) >= 2
+    assert "[cut at Codex's 10,000-byte cap: continue with read_large_output(" in answers[0]
+    # the model sees every line exactly once across the answers
+    shown = [line for answer in answers for line in answer.splitlines() if line.startswith("line ")]
+    assert shown == LINES.splitlines()
+
+
+@ERA
+async def test_other_clients_keep_the_current_limits(services: Services, mode: str) -> None:
+    other = types.Implementation(name="some-client", version="1")
+    async with Client(build_server(services), mode=mode, client_info=other) as client:
+        handle = result_of(await client.call_tool("offload", {"content": LINES}))["handle"]
+        answer = text_of(await client.call_tool("read_large_output", {"handle": handle}))
+    assert len(answer.encode()) > 10_000 and "[cut at the 5,000-token cap: continue with" in answer
+
+
+@ERA
+async def test_codex_search_shows_fewer_hits_and_how_to_see_the_rest(services: Services, mode: str) -> None:
+    async with Client(build_server(services), mode=mode, client_info=CODEX) as client:
+        handle = result_of(await client.call_tool("offload", {"content": LINES}))["handle"]
+        search = {"pattern": "line", "handle": handle, "max_results": 500}
+        result = await client.call_tool("search_large_output", search)
+        answer = text_of(result)
+        assert len(answer.encode()) <= 10_000
+        assert result_of(result)["total_matches"] == 2000 and len(result_of(result)["matches"]) == 500
+        following = continuation(answer)
+        assert following is not None and "hits; the whole answer is stored as" in answer
+        rest, _ = await read_through(client, following, 10_000)
+    hits = [line for line in (shown_part(answer) + rest).splitlines()[1:] if line[:1].isdigit()]
+    assert [int(h.split(":")[0]) for h in hits] == list(range(1, 501))
+
+
+@ERA
+async def test_a_set_cap_applies_to_any_client(store_dir: Path, mode: str) -> None:
+    services = build_services(Settings(store=str(store_dir), client_caps="*=3000,codex-mcp-client=20KB"))
+    try:
+        anyone = types.Implementation(name="another-agent", version="2")
+        async with Client(build_server(services, session="caps"), mode=mode, client_info=anyone) as client:
+            handle = result_of(await client.call_tool("offload", {"content": LINES}))["handle"]
+            text, answers = await read_through(client, {"handle": handle}, 3000)
+            assert text == LINES and len(answers) > 6
+            listed = text_of(await client.call_tool("list_outputs", {}))
+            assert len(listed.encode()) <= 3000
+        async with Client(
+            build_server(services, session="caps"), mode=mode, client_info=CODEX
+        ) as client:  # its own cap, set
+            answer = text_of(await client.call_tool("read_large_output", {"handle": handle}))
+            assert 10_000 < len(answer.encode()) <= 20_000
+    finally:
+        await services.aclose()
+
+
+BAD_CAPS = [
+    (["--client-caps", "codex-mcp-client=100"], {}, "below the smallest useful answer"),
+    ([], {"MCP_OFFLOAD_CLIENT_CAPS": "*=10tokens"}, "below the smallest useful answer"),
+    (["--client-caps", "nonsense"], {}, "is not NAME=SIZE"),
+]
+
+
+@pytest.mark.parametrize(("argv", "env", "message"), BAD_CAPS)
+def test_a_cap_below_the_smallest_answer_is_refused_at_start(
+    argv: list[str], env: dict[str, str], message: str, store_dir: Path
+) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "mcp_offload", "--store", str(store_dir), "--no-config", *argv],
+        env={**os.environ, **env},
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2, done
+    assert done.stderr.count("\n") == 1 and message in done.stderr and "Traceback" not in done.stderr
+    assert not store_dir.exists()  # nothing started
