@@ -26,10 +26,11 @@ Exception
       └── serve.http.options.RefusedConfig      an HTTP exposure the operator did not opt into
 ```
 
-Model-facing errors are raised below the tools and translated once: into an `isError` tool result (whose text is
-`str(error)`, in `server/tools.py`) or, on a resource read, into a JSON-RPC error with the class's `rpc_code`
-(`server/offload_server.py`). Their messages say what was wrong and what to do instead, and never contain file
-paths, scope ids or tracebacks. Each class has a stable `code` for programs (the compactor, library users).
+Model-facing errors are raised below the tools and translated once: into a tool answer (`core/pipeline.py`, whose
+text is `str(error)`; every front end shows it, the MCP server as an `isError` result) or, on a resource read, into
+a JSON-RPC error with the class's `rpc_code` (`server/offload_server.py`). Their messages say what was wrong and
+what to do instead, and never contain file paths, scope ids or tracebacks. Each class has a stable `code` for
+programs (the compactor, library users).
 
 Operator errors become one line on stderr and exit status 2 in the command line (`cli/exit_status.py`); they
 never reach a model. Nothing below the command line raises `SystemExit`.

@@ -44,6 +44,8 @@ RANGE = "is out of range (1-65535)"
          f"mcp-offload gateway: error: argument --anthropic-upstream: 'http://127.0.0.1:70000': port 70000 {RANGE}"),
         (["gateway", "--openai-upstream", "http://[::1]:99999/v1"],
          f"mcp-offload gateway: error: argument --openai-upstream: 'http://[::1]:99999/v1': port 99999 {RANGE}"),
+        (["gateway", "--gemini-upstream", "https://h:0"],
+         f"mcp-offload gateway: error: argument --gemini-upstream: 'https://h:0': port 0 {RANGE}"),
     ],
 )  # fmt: skip
 def test_a_port_out_of_range_is_one_line_exit_2_and_nothing_listens(argv: list[str], line: str) -> None:

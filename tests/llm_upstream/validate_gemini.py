@@ -11,6 +11,7 @@ and Gemini 3 models refuse a function call of the current turn without its signa
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 from typing import Any
@@ -38,6 +39,18 @@ def camel(name: str) -> str:
 def call_signature_text(call: dict[str, Any]) -> str:
     """What a function call's thought signature signs: its name and arguments."""
     return "fc:" + str(call.get("name")) + json.dumps(call.get("args", {}), sort_keys=True, ensure_ascii=False)
+
+
+def as_standard_base64(value: Any) -> Any:
+    """A `bytes` field as proto JSON reads it: standard or URL-safe base64, padded or not (the google-genai SDK sends
+    pydantic's URL-safe form); re-encoded standard, as this upstream signs. Anything unreadable is left as is."""
+    if not isinstance(value, str):
+        return value
+    try:
+        raw = base64.urlsafe_b64decode(value.replace("+", "-").replace("/", "_") + "=" * (-len(value) % 4))
+    except ValueError:
+        return value
+    return base64.b64encode(raw).decode("ascii")
 
 
 def _bad(message: str) -> InvalidRequest:
@@ -128,7 +141,7 @@ def _call(part: dict[str, Any], i: int, k: int, names: set[str], signer: Signer,
     if not isinstance(call, dict) or not isinstance(call.get("name"), str):
         raise _bad(f"* GenerateContentRequest.contents[{i}].parts[{k}].function_call.name: Name is required.")
     signature = part.get("thoughtSignature")
-    if signature is not None and not signer.verify(call_signature_text(call), signature):
+    if signature is not None and not signer.verify(call_signature_text(call), as_standard_base64(signature)):
         raise _bad("Corrupted thought signature.")
     if signature is None and current and k == 0 and model.startswith("gemini-3"):
         raise _bad(

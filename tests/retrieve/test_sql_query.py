@@ -10,6 +10,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import jq
 import pytest
 from mcp import Client
 
@@ -138,12 +139,53 @@ DETECT = [
     ("fromjson", False),
     ('setpath(["a"]; 1)', False),
     ("tables", False),
+    ('import "foo" as f; .', False),  # jq's module directive: jq refuses it (below), not DuckDB's parser
+    ('import "foo" as $f; .', False),
+    ('  import"foo" as f; .', False),
+    ('include "foo"; .', False),
+    ("IMPORT DATABASE 'dump'", True),
+    ("import database 'dump'", True),
 ]
 
 
 @pytest.mark.parametrize(("query", "expected"), DETECT)
 def test_sql_is_told_from_jq(query: str, expected: bool) -> None:
     assert is_sql(query) is expected
+
+
+JQ_FORMS = [
+    'module {"name": "m"}; .',
+    "def f: .; f",
+    "reduce .[] as $x (0; . + $x)",
+    "foreach .[] as $x (0; . + $x)",
+    "if . then 1 else 2 end",
+    "try error catch .",
+    "label $out | 1",
+    "$__loc__",
+    "@csv",
+    "..",
+    "# a comment\n.",
+]
+
+
+def test_no_jq_builtin_or_keyword_form_is_taken_for_sql() -> None:
+    """Every builtin jq itself lists (`builtins`, called with its arity) and every keyword form starts a jq program."""
+    names = sorted(jq.compile("builtins").input_value(None).first())
+    assert len(names) > 150
+    programs = [n.split("/")[0] + (f"({'; '.join(['.'] * int(n.split('/')[1]))})" if n[-2:] != "/0" else "")
+                for n in names]  # fmt: skip
+    assert [p for p in [*programs, *JQ_FORMS] if is_sql(p)] == []
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_a_jq_import_gets_jqs_refusal_like_include(server: OffloadServer, mode: str) -> None:
+    async with Client(server, mode=mode) as client:
+        handle = await offload(client, json.dumps([{"a": i} for i in range(2000)]))
+        for program, directive in (('import "foo" as f; .', "import"), ('include "foo"; .', "include")):
+            result = await client.call_tool("query_large_output", {"handle": handle, "query": program})
+            assert result.is_error
+            assert f"jq `{directive}` directives are not allowed here" in text_of(result)
+            assert "SQL" not in text_of(result)
 
 
 # -- hostile SQL ------------------------------------------------------------------------------------------------------

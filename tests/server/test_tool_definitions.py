@@ -17,7 +17,7 @@ import pytest
 from mcp import Client
 
 from mcp_offload.server.offload_server import OffloadServer
-from mcp_offload.server.tools import TOOLS, TOOLS_BY_NAME, result_of
+from mcp_offload.server.tools import TOOLS, TOOLS_BY_NAME, result_of, tool_of
 from mcp_offload.tokens import load_counter
 from support import text_of
 
@@ -35,7 +35,7 @@ _EXAMPLE = re.compile(r"^Example: (\w+)\((.*)\) → (.+)$", re.MULTILINE)
 
 
 def model_visible(name: str) -> str:
-    tool = TOOLS_BY_NAME[name].to_tool()
+    tool = tool_of(TOOLS_BY_NAME[name])
     shown = {"name": tool.name, "description": tool.description, "input_schema": tool.input_schema}
     return json.dumps(shown, separators=(",", ":"), ensure_ascii=False)
 

@@ -169,6 +169,10 @@ class History:
         """The form two serializations of one message share (for matching expansions and session openings)."""
         return normalized(message)
 
+    def normalize_unit(self, messages: Sequence[Message]) -> list[Any]:
+        """The form two serializations of one model response (an `output_units` span) share: each message's."""
+        return [self.normalize_message(m) for m in messages]
+
     # -- expansions --------------------------------------------------------------------------------------
     def output_units(self, messages: Sequence[Message]) -> list[tuple[int, int]]:
         """The spans [start, stop) that are one model response as a client sends it back: each assistant message

@@ -13,7 +13,7 @@ from typing import Any
 
 from mcp_offload.apis.base import LlmApi, ToolDeclaration
 from mcp_offload.apis.registry import APIS, api_for_format
-from mcp_offload.server.tools import TOOLS
+from mcp_offload.core.tools import TOOLS
 
 _ALIASES = {"chat": "openai"}
 

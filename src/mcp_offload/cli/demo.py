@@ -28,6 +28,7 @@ from mcp import Client, StdioServerParameters
 from mcp_offload.cli.arg_types import OneLineParser
 from mcp_offload.cli.exit_status import exit_status
 from mcp_offload.core.api import SessionScope
+from mcp_offload.server.content_blocks import text_of
 from mcp_offload.server.tools import result_of
 from mcp_offload.settings import Settings
 from mcp_offload.tokens import load_counter
@@ -74,7 +75,7 @@ def make_log(rng: random.Random, lines: int = 20_000) -> str:
 
 
 def _text(result: Any) -> str:
-    return "".join(getattr(block, "text", "") for block in result.content)
+    return text_of(result.content)
 
 
 DEMO_SESSION = "demo"

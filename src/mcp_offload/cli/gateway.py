@@ -59,6 +59,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:  # argparse's _SubPa
     )
     parser.add_argument(
         "--gemini-upstream",
+        type=http_url,
         default=os.environ.get("MCP_OFFLOAD_GEMINI_UPSTREAM", GEMINI_DEFAULT),
         help=f"Gemini API base URL, without its /v1beta (default {GEMINI_DEFAULT})",
     )

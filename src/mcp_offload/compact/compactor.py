@@ -67,11 +67,12 @@ from mcp_offload.compact.budget import (
 )
 from mcp_offload.compact.transcript import Summarize, note_text, readable_text, run_summarize, transcript_text
 from mcp_offload.core import api
+from mcp_offload.core.pipeline import run_tool
 from mcp_offload.core.render import render_reference
 from mcp_offload.core.results import OffloadOutput
 from mcp_offload.core.services import Services, build_services
+from mcp_offload.core.tools import TOOLS_BY_NAME, CallContext
 from mcp_offload.errors import ContextWindowExceeded, StoreError
-from mcp_offload.server.tools import TOOLS_BY_NAME, ToolCall, call_tool
 from mcp_offload.settings import Settings
 from mcp_offload.store.handles import PREFIX, derived_handle
 
@@ -604,8 +605,7 @@ class AsyncCompactor:
         if spec is None:
             known = ", ".join(TOOLS_BY_NAME)
             return f"Unknown tool {name!r}. Tools here: {known}."
-        result = await call_tool(spec, ToolCall(self.services, self.scope), arguments)
-        return "".join(getattr(block, "text", "") for block in result.content)
+        return (await run_tool(spec, CallContext(self.services, self.scope), arguments)).text
 
     # -- lifetime --------------------------------------------------------------------------------------
     async def aclose(self) -> None:

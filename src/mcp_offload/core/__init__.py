@@ -1,5 +1,8 @@
 """The in-process core: ingest (content → kind, index, preview, tokens → store), read, search, query, list.
 
+- `pipeline`: one tool call answered in plain values (`run_tool` -> `ToolAnswer`: text, is_error, the result
+  record), and the one translation of a model-facing error into an answer; every front end converts the answer
+- `tools`: the five tools (`ToolSpec`: arguments, handler, description, schema) and a call's `CallContext`
 - `api`: the retrieval API the tools, the compactor and library users call (`offload`, `read`, `search`, `query`,
   `list_outputs`)
 - `render`: the text the model reads for each result

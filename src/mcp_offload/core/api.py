@@ -1,7 +1,7 @@
 """The in-process API: store an output and get it back, with no MCP in between.
 
 Five plain async functions over the shared `Services` and a `SessionScope` (whose outputs to see), returning the result
-models of `core/results.py`. They are the whole retrieval path: the MCP tools (`server/tools.py`) validate
+models of `core/results.py`. They are the whole retrieval path: the tools (`core/tools.py`) validate
 arguments and render these results as text, the proxy stores large upstream results through `offload`, and the
 compaction API (`compact/`) stores tool results and answers the model's retrieval calls through the same functions.
 

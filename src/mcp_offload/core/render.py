@@ -1,8 +1,8 @@
 """The model-facing text of each result: what a model reads back from the tools, the proxy and the compactor.
 
 Each function turns one result model (`core/results.py`) into the short text a model sees; the same text serves the
-MCP tools (`server/tools.py`), the proxy's references to offloaded upstream results and the compaction API, so a model
-meets one wording whichever front end stored or retrieved the output.
+tools (`core/tools.py`, for every front end), the proxy's references to offloaded upstream results and the compaction
+API, so a model meets one wording whichever front end stored or retrieved the output.
 """
 
 from __future__ import annotations

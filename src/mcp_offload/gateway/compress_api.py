@@ -60,11 +60,11 @@ from mcp_offload.cachesafe.rewrite import REFERENCE_PREFIX, RewritePolicy, rewri
 from mcp_offload.cachesafe.session import GatewaySession, credential_digest
 from mcp_offload.core.api import SessionScope
 from mcp_offload.core.services import Services
-from mcp_offload.errors import ExpiredHandle, StoreError, UnknownHandle
+from mcp_offload.errors import StoreError
 from mcp_offload.gateway.errors import GatewayError
 from mcp_offload.gateway.message_shape import FORMAT_NAMES, ShapeError, formats_of, shape_of
 from mcp_offload.gateway.request_body import json_object
-from mcp_offload.gateway.retrieval import run_retrieval
+from mcp_offload.gateway.retrieval import gone_handle, run_retrieval
 from mcp_offload.store.handles import scope_key
 
 __all__ = ["COMPRESS_PATHS", "Caller", "CompressApi", "caller_for", "is_compress_path", "marker"]
@@ -225,17 +225,15 @@ class CompressApi:
             raise _not_found(hash_value)
         session = GatewaySession.of_key(str(entry["session"]))
         handle = str(entry["handle"])
-        try:
-            await self.services.store.meta(session.key, handle)
-        except (UnknownHandle, ExpiredHandle):
-            producer = await open_record(self.services).producer(session, handle)
-            what = f" (the result of tool call {producer.call_id})" if producer is not None else ""
+        gone = await gone_handle(self.services, session, handle)
+        if gone is not None:
+            what = f" (the result of tool call {gone.producer.call_id})" if gone.producer is not None else ""
             raise GatewayError(
                 404,
                 "expired",
                 f"hash={hash_value}{what} is expired: its content is no longer stored. "
                 "Run the tool again if you still need its output.",
-            ) from None
+            )
         if not wanted.strip():
             text = await self._original(session.scope, handle)
             return 200, {"hash": hash_value, "mode": "original", "original_content": text, "is_error": False}

@@ -32,9 +32,9 @@ from langchain_core.tools import BaseTool, StructuredTool
 from typing_extensions import Unpack
 
 from mcp_offload.compact import AsyncCompactor
+from mcp_offload.core.tools import TOOLS
 from mcp_offload.integrations.chat_mapping import ChatMapping, Inserted, Kept
 from mcp_offload.integrations.compact_options import CompactOptions
-from mcp_offload.server.tools import TOOLS
 
 
 def to_chat(messages: Sequence[BaseMessage]) -> ChatMapping[int]:

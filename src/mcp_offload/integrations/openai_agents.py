@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any, cast
 from typing_extensions import Unpack
 
 from mcp_offload.compact import AsyncCompactor
+from mcp_offload.core.tools import TOOLS
 from mcp_offload.integrations.compact_options import CompactOptions
-from mcp_offload.server.tools import TOOLS
 
 if TYPE_CHECKING:
     from agents import FunctionTool, TResponseInputItem

@@ -41,9 +41,9 @@ from pydantic_ai.tools import Tool
 from typing_extensions import Unpack
 
 from mcp_offload.compact import AsyncCompactor
+from mcp_offload.core.tools import TOOLS
 from mcp_offload.integrations.chat_mapping import ChatMapping, Inserted, Kept, Replaced
 from mcp_offload.integrations.compact_options import CompactOptions
-from mcp_offload.server.tools import TOOLS
 
 PartOrigin = tuple[int, int | None]  # (message index, request part index; None: the whole response)
 

@@ -4,7 +4,9 @@ Each file section starts at a `diff --git` line (git) or at a `--- `/`+++ ` pair
 removed lines are counted with `str.count` over the section (no copy, no per-line Python loop) and its hunks are
 read from their `@@ -a,b +c,d @@` headers: the lines each hunk covers in the new file (the old file's for a
 deletion), and where the section sits in the output, so that one `read_large_output` call shows a file's change.
-Sections and hunks past `_MAX_FILES` / `_MAX_HUNKS` are counted, not listed.
+Sections and hunks past `_MAX_FILES` / `_MAX_HUNKS` are counted, not listed. The file list is shown whole when any of
+its forms fits (with hunks, without, one line per folder with counts, then with names only, with fewer ready calls
+each time): a diff of 50 files of typical paths lists them all in the 500-token preview.
 """
 
 from __future__ import annotations
@@ -152,6 +154,18 @@ def _cut(path: str) -> str:
     return path if len(path) <= _PATH_WIDTH else "…" + path[-(_PATH_WIDTH - 1) :]
 
 
+def _by_folder(files: list[_File], counts: bool = True) -> list[str]:
+    """The compact file list: one line per folder, `name +added −removed` per file (a new file's `−0` and note left
+    out; only names without `counts`), folders in the order of their first file."""
+    folders: dict[str, list[str]] = {}
+    for f in files:
+        folder, _, name = replace_surrogates(f.path).rpartition("/")
+        added_removed = f" +{f.added:,}" if f.note == "new" else f" +{f.added:,} −{f.removed:,}"
+        note = f" ({f.note})" if f.note and f.note != "new" else ""
+        folders.setdefault(folder, []).append(f"{name}{added_removed}{note}" if counts else name)
+    return [f"  {_cut(folder) + '/' if folder else './'} {', '.join(names)}" for folder, names in folders.items()]
+
+
 def diff_preview(
     text: str, budget: int, count: Callable[[str], int], total_lines: int
 ) -> tuple[str, dict[str, Any]] | None:
@@ -167,9 +181,10 @@ def diff_preview(
         f"{plural(total_lines, 'line')}; hunk ranges are new-file lines"
     ]
 
-    def entry(f: _File) -> str:
+    def entry(f: _File, hunks: bool = True) -> str:
         note = f" ({f.note})" if f.note else ""
-        return f"  L{f.first_line:,}–{f.last_line:,} {_cut(f.path)} +{f.added:,} −{f.removed:,}{note}{_hunk_text(f)}"
+        where = f"  L{f.first_line:,}–{f.last_line:,} {_cut(f.path)} +{f.added:,} −{f.removed:,}{note}"
+        return where + (_hunk_text(f) if hunks else "")
 
     biggest = max(files, key=lambda f: f.added + f.removed)
     calls: list[tuple[str, RetrievalCall]] = [
@@ -182,12 +197,28 @@ def diff_preview(
     elif len(files) > 1:
         other = files[0] if files[0] is not biggest else files[1]
         calls.append((f"the hunks of {_cut(other.path)[-40:]}", read_lines(other.first_line, other.last_line)))
+    # The whole file list is the most useful part: each form is tried until one lists every file (then fewer ready
+    # calls); only when none does are the largest changes listed, with a count of the rest.
     title = "files (lines in this output, +added −removed):"
-    listing = fit_listing(facts, title, [entry(f) for f in files], calls, budget, count, entries_noun="more files")
-    if listing.entries_shown < len(files):  # not all fit: the largest changes are the ones worth the room
+    grouped_title = "files by folder (+added −removed):"
+    forms = [
+        (title, [entry(f) for f in files], calls),
+        (title, [entry(f, hunks=False) for f in files], calls),
+        (grouped_title, _by_folder(files), calls),
+        (grouped_title, _by_folder(files), calls[1:2]),
+        ("files by folder:", _by_folder(files, counts=False), calls[:2]),
+        ("files by folder:", _by_folder(files, counts=False), calls[1:2]),
+        ("files by folder:", _by_folder(files, counts=False), []),
+    ]
+    for form_title, entries, form_calls in forms:
+        listing = fit_listing(facts, form_title, entries, form_calls, budget, count, entries_noun="more files")
+        if listing.entries_shown == len(entries):
+            break
+    else:  # not all fit: the largest changes are the ones worth the room
         files = sorted(files, key=lambda f: -(f.added + f.removed))
         title = "files, largest changes first (lines in this output, +added −removed):"
         listing = fit_listing(facts, title, [entry(f) for f in files], calls, budget, count, entries_noun="more files")
+    shown_files = files if listing.entries_shown == len(entries) else files[: listing.entries_shown]
     data: dict[str, Any] = {
         "type": "diff",
         "commits": commits or None,
@@ -195,10 +226,7 @@ def diff_preview(
         "added": added,
         "removed": removed,
         # [path, added, removed, first line, last line] in this output: as compact as the text
-        "files": [
-            [replace_surrogates(f.path), f.added, f.removed, f.first_line, f.last_line]
-            for f in files[: listing.entries_shown]
-        ],
+        "files": [[replace_surrogates(f.path), f.added, f.removed, f.first_line, f.last_line] for f in shown_files],
         "calls": [c.as_data() for c in listing.calls],
     }
     return listing.text, data

@@ -7,7 +7,7 @@ model that already knows a name loses nothing.
 
 `LazyTools` is a layer around the `ProxyRouter`: it lists its three tools (and proxy_status) instead of the
 router's catalog, answers them, and hands everything else to the router. The three are `ToolSpec`s, like our core
-tools: their arguments are validated by `tools.call_tool`, the one validation path.
+tools: their arguments are validated by the core pipeline (`core/pipeline.py`), the one validation path.
 """
 
 from __future__ import annotations
@@ -15,17 +15,18 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Awaitable, Callable
-from dataclasses import replace
 from typing import Any
 
 import mcp.types as types
 from mcp.server import ServerRequestContext
 from pydantic import BaseModel, Field
 
+from mcp_offload.core.pipeline import ToolAnswer, guarded, parse_arguments
+from mcp_offload.core.tools import CallContext, ToolArgs, ToolReply, ToolSpec
 from mcp_offload.proxy.router import STATUS_TOOL_DEF, ProxyRouter, Route
 from mcp_offload.server.change_notifier import ListChanged
 from mcp_offload.server.extension import Extension, NextTool
-from mcp_offload.server.tools import ToolArgs, ToolCall, ToolReply, ToolSpec, call_tool, error_result
+from mcp_offload.server.tools import error_result, result_to_mcp, tool_of
 
 SEARCH = "search_tools"
 DESCRIBE = "describe_tool"
@@ -52,7 +53,7 @@ class _Unused(BaseModel):
     """The output model of the specs: unused, the lazy tools answer with whole results (see `LazyTools._run`)."""
 
 
-async def _unbound(call: ToolCall, args: Any) -> ToolReply:
+async def _unbound(call: CallContext, args: Any) -> ToolReply:
     raise RuntimeError("lazy tool specs run through LazyTools._run")
 
 
@@ -101,7 +102,7 @@ def _listed(spec: ToolSpec) -> types.Tool:
     """As listed: the spec's name, title, description and input schema; no output schema (the answers are free
     text or an upstream's result), and only the hints that hold (calling a tool may do anything)."""
     annotations = types.ToolAnnotations(read_only_hint=True, open_world_hint=False) if spec.read_only else None
-    tool = spec.to_tool()
+    tool = tool_of(spec)
     return types.Tool(
         name=tool.name,
         title=tool.title,
@@ -146,7 +147,7 @@ class LazyTools(Extension):
         return tool.input_schema if tool is not None else self.router.input_schema(name)
 
     async def call_tool(
-        self, ctx: ServerRequestContext[Any], call: ToolCall, name: str, arguments: dict[str, Any] | None
+        self, ctx: ServerRequestContext[Any], call: CallContext, name: str, arguments: dict[str, Any] | None
     ) -> types.CallToolResult | None:
         if name == SEARCH:
             return await self._run(SPECS[SEARCH], call, arguments, self._search)
@@ -166,24 +167,24 @@ class LazyTools(Extension):
     @staticmethod
     async def _run(
         spec: ToolSpec,
-        call: ToolCall,
+        call: CallContext,
         arguments: dict[str, Any] | None,
         answer: Callable[[Any], Awaitable[types.CallToolResult]],
     ) -> types.CallToolResult:
-        """Validate and run through `tools.call_tool` (one validation path, one error translation), with `answer`
-        (which needs this request's context) as the handler; its whole result is passed on as it is."""
-
-        async def handler(_: ToolCall, args: Any) -> types.CallToolResult:
-            return await answer(args)
-
-        return await call_tool(replace(spec, handler=handler), call, arguments)
+        """Validate and run through the core pipeline (one validation path, one error translation), with `answer`
+        (which needs this request's context) in place of the spec's handler; its whole result is passed on as it is."""
+        args = parse_arguments(spec, arguments)
+        if isinstance(args, ToolAnswer):
+            return result_to_mcp(args)
+        result = await guarded(spec.name, call, lambda: answer(args))
+        return result_to_mcp(result) if isinstance(result, ToolAnswer) else result
 
     # -- the router's, unchanged ---------------------------------------------------------------------------------
     def bind(self, notifier: ListChanged) -> None:
         self.router.bind(_WithoutToolChanges(notifier))
 
     async def intercept_tool(
-        self, call: ToolCall, name: str, arguments: dict[str, Any] | None, call_next: NextTool
+        self, call: CallContext, name: str, arguments: dict[str, Any] | None, call_next: NextTool
     ) -> types.CallToolResult:
         return await self.router.intercept_tool(call, name, arguments, call_next)
 

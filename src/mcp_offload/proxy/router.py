@@ -33,9 +33,10 @@ import mcp.types as types
 from mcp.server import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
-from mcp_offload.core import api
+from mcp_offload.core.pipeline import answer_error
 from mcp_offload.core.services import Services
-from mcp_offload.errors import OffloadError, UnknownHandle
+from mcp_offload.core.tools import READ_BACK_TOOLS, TOOLS_BY_NAME, CallContext
+from mcp_offload.errors import OffloadError
 from mcp_offload.proxy.config import ProxyConfig, UpstreamSpec
 from mcp_offload.proxy.handle_arguments import Substitution, substitute_outputs
 from mcp_offload.proxy.policy import PASSED, Decision, OffloadPolicy
@@ -45,14 +46,7 @@ from mcp_offload.proxy.upstream import Catalog, Upstream
 from mcp_offload.server.change_notifier import ListChanged
 from mcp_offload.server.extension import Extension, NextTool
 from mcp_offload.server.savings_tap import count_text
-from mcp_offload.server.tools import (
-    OTHER_PROCESS_HINT,
-    READ_BACK_TOOLS,
-    RESULT_META,
-    TOOLS_BY_NAME,
-    ToolCall,
-    error_result,
-)
+from mcp_offload.server.tools import RESULT_META, error_result, result_to_mcp
 
 log = logging.getLogger(__name__)
 
@@ -325,7 +319,7 @@ class ProxyRouter(Extension):
         return route.tool.input_schema if route is not None and route.tool is not None else None
 
     async def call_tool(
-        self, ctx: ServerRequestContext[Any], call: ToolCall, name: str, arguments: dict[str, Any] | None
+        self, ctx: ServerRequestContext[Any], call: CallContext, name: str, arguments: dict[str, Any] | None
     ) -> types.CallToolResult | None:
         if name == STATUS_TOOL:
             return await self.status_result(call)
@@ -338,7 +332,7 @@ class ProxyRouter(Extension):
         return await self.forward(ctx, call, route, arguments)
 
     async def forward(
-        self, ctx: ServerRequestContext[Any], call: ToolCall, route: Route, arguments: dict[str, Any] | None
+        self, ctx: ServerRequestContext[Any], call: CallContext, route: Route, arguments: dict[str, Any] | None
     ) -> types.CallToolResult:
         """Call the upstream tool, relaying progress, and pass the result through the offload policy."""
         spec = route.upstream.spec
@@ -355,13 +349,8 @@ class ProxyRouter(Extension):
                 tool=route.public,
                 max_bytes=self._argument_bytes(spec),
             )
-        except UnknownHandle as exc:
-            hint = await api.known_handles(self.services, call.session)
-            if call.private_session:
-                hint += f" {OTHER_PROCESS_HINT}"
-            return error_result(f"{exc}. {hint}")
         except OffloadError as exc:
-            return error_result(str(exc))
+            return result_to_mcp(await answer_error(exc, call))
         if substitution.outputs:
             log.debug("%s: arguments from stored outputs: %s", route.public, substitution.describe())
         try:
@@ -405,7 +394,7 @@ class ProxyRouter(Extension):
         return REMOTE_ARGUMENT_BYTES
 
     async def _account(
-        self, call: ToolCall, server: str, tool: str, decision: Decision, passed: PassedByHandle
+        self, call: CallContext, server: str, tool: str, decision: Decision, passed: PassedByHandle
     ) -> None:
         """One upstream call into this session's savings and into the durable record (savings/): its result, and
         the stored outputs its arguments named."""
@@ -437,7 +426,7 @@ class ProxyRouter(Extension):
         return None
 
     async def intercept_tool(
-        self, call: ToolCall, name: str, arguments: dict[str, Any] | None, call_next: NextTool
+        self, call: CallContext, name: str, arguments: dict[str, Any] | None, call_next: NextTool
     ) -> types.CallToolResult:
         """Counts the tokens our retrieval tools pull back (the other side of the savings figure)."""
         result = await call_next()
@@ -445,7 +434,7 @@ class ProxyRouter(Extension):
             await self._count_retrieval(call, result)
         return result
 
-    async def _count_retrieval(self, call: ToolCall, result: types.CallToolResult) -> None:
+    async def _count_retrieval(self, call: CallContext, result: types.CallToolResult) -> None:
         self.stats.record_retrieval(call.session.key, await count_text(self.services.tokens, result))
 
     async def list_resources(self) -> list[types.Resource]:
@@ -497,7 +486,7 @@ class ProxyRouter(Extension):
         return result
 
     # -- status -------------------------------------------------------------------------------------------------
-    async def status_result(self, call: ToolCall) -> types.CallToolResult:
+    async def status_result(self, call: CallContext) -> types.CallToolResult:
         async with anyio.create_task_group() as tg:  # a ready stdio upstream that died unnoticed shows up here
             for upstream in self.upstreams:
                 tg.start_soon(upstream.ping)

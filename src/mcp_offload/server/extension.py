@@ -15,8 +15,8 @@ from typing import Any
 import mcp.types as types
 from mcp.server import ServerRequestContext
 
+from mcp_offload.core.tools import CallContext
 from mcp_offload.server.change_notifier import ListChanged
-from mcp_offload.server.tools import ToolCall
 
 NextTool = Callable[[], Awaitable[types.CallToolResult]]  # runs the rest of the chain and our tool
 
@@ -35,13 +35,13 @@ class Extension:
         return None
 
     async def call_tool(
-        self, ctx: ServerRequestContext[Any], call: ToolCall, name: str, arguments: dict[str, Any] | None
+        self, ctx: ServerRequestContext[Any], call: CallContext, name: str, arguments: dict[str, Any] | None
     ) -> types.CallToolResult | None:
         """Handle the call if `name` is one of your tools, else return None."""
         return None
 
     async def intercept_tool(
-        self, call: ToolCall, name: str, arguments: dict[str, Any] | None, call_next: NextTool
+        self, call: CallContext, name: str, arguments: dict[str, Any] | None, call_next: NextTool
     ) -> types.CallToolResult:
         """Wrap a call of one of *our* tools (offload, read_large_output, …): observe it, or answer instead.
         `call_next()` runs the rest of the chain and the tool. Default: pass through."""
@@ -85,7 +85,7 @@ class Extensions(Extension):
         return next((s for ext in self.extensions if (s := ext.input_schema(name)) is not None), None)
 
     async def call_tool(
-        self, ctx: ServerRequestContext[Any], call: ToolCall, name: str, arguments: dict[str, Any] | None
+        self, ctx: ServerRequestContext[Any], call: CallContext, name: str, arguments: dict[str, Any] | None
     ) -> types.CallToolResult | None:
         for ext in self.extensions:
             result = await ext.call_tool(ctx, call, name, arguments)
@@ -94,7 +94,7 @@ class Extensions(Extension):
         return None
 
     async def intercept_tool(
-        self, call: ToolCall, name: str, arguments: dict[str, Any] | None, call_next: NextTool
+        self, call: CallContext, name: str, arguments: dict[str, Any] | None, call_next: NextTool
     ) -> types.CallToolResult:
         chain = call_next
         for ext in reversed(self.extensions):
@@ -128,7 +128,7 @@ class Extensions(Extension):
 
 
 def _bound(
-    ext: Extension, call: ToolCall, name: str, arguments: dict[str, Any] | None, call_next: NextTool
+    ext: Extension, call: CallContext, name: str, arguments: dict[str, Any] | None, call_next: NextTool
 ) -> NextTool:
     async def run() -> types.CallToolResult:
         return await ext.intercept_tool(call, name, arguments, call_next)

@@ -20,6 +20,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_offload.core.api import SessionScope
 from mcp_offload.core.output_uri import is_output_uri
 from mcp_offload.core.services import Services
+from mcp_offload.core.tools import TOOLS, TOOLS_BY_NAME, CallContext
 from mcp_offload.errors import OffloadError
 from mcp_offload.server.change_notifier import ChangeNotifier
 from mcp_offload.server.client_caps import ClientCaps
@@ -27,7 +28,7 @@ from mcp_offload.server.extension import Extension, Extensions
 from mcp_offload.server.resources import OUTPUT_TEMPLATE, read_output_resource, resource_of
 from mcp_offload.server.savings_tap import SavingsTap
 from mcp_offload.server.scoping import RunScope, ScopePolicy, new_scope
-from mcp_offload.server.tools import TOOLS, TOOLS_BY_NAME, ToolCall, call_tool
+from mcp_offload.server.tools import call_tool, error_result, tool_of
 from mcp_offload.version import __version__
 
 __all__ = ["OffloadServer", "build_server"]
@@ -83,7 +84,7 @@ def build_server(
     policy: ScopePolicy = scope_policy or RunScope()
     private = scope_policy is None and session is None  # one process, one fresh session: handles do not travel
     caps = ClientCaps(services.settings.client_caps)
-    own_tools = [spec.to_tool() for spec in TOOLS]
+    own_tools = [tool_of(spec) for spec in TOOLS]
     own_schemas = {tool.name: tool.input_schema for tool in own_tools}  # built once, not per 2026-07-28 call
     ext = Extensions([*extensions, SavingsTap(services.savings, services.tokens)])  # the tap innermost
     notifier = ChangeNotifier()
@@ -97,10 +98,10 @@ def build_server(
     def scope_of(ctx: ServerRequestContext[RunState]) -> SessionScope:
         return policy(ctx, ctx.lifespan_context.run_scope)
 
-    def tool_call(ctx: ServerRequestContext[RunState]) -> ToolCall:
+    def tool_call(ctx: ServerRequestContext[RunState]) -> CallContext:
         # report_progress is a no-op when the client sent no progress token (in-process clients pass a callback
         # instead of a token, so the token cannot be checked here); the heartbeat only calls it after ~1 s of work.
-        return ToolCall(
+        return CallContext(
             services=services,
             session=scope_of(ctx),
             progress=ctx.session.report_progress,
@@ -131,10 +132,7 @@ def build_server(
         if result is not None:
             return result
         known = ", ".join(sorted(TOOLS_BY_NAME))
-        return types.CallToolResult(
-            content=[types.TextContent(type="text", text=f"Unknown tool {params.name!r}. Tools here: {known}, …")],
-            is_error=True,
-        )
+        return error_result(f"Unknown tool {params.name!r}. Tools here: {known}, …")
 
     async def list_resources(
         ctx: ServerRequestContext[RunState], params: types.PaginatedRequestParams | None

@@ -14,10 +14,11 @@ from typing import Any
 import anyio
 import mcp.types as types
 
+from mcp_offload.core.tools import READ_BACK_TOOLS, CallContext
 from mcp_offload.savings.record import DIRECT, SavingsRecord
 from mcp_offload.server.content_blocks import text_of
 from mcp_offload.server.extension import Extension, NextTool
-from mcp_offload.server.tools import READ_BACK_TOOLS, ToolCall, result_of
+from mcp_offload.server.tools import result_of
 from mcp_offload.tokens import TokenCounter
 
 log = logging.getLogger(__name__)
@@ -54,7 +55,7 @@ class SavingsTap(Extension):
         self.counter = counter
 
     async def intercept_tool(
-        self, call: ToolCall, name: str, arguments: dict[str, Any] | None, call_next: NextTool
+        self, call: CallContext, name: str, arguments: dict[str, Any] | None, call_next: NextTool
     ) -> types.CallToolResult:
         result = await call_next()
         if result.is_error or not self.record.enabled or (name != OFFLOAD_TOOL and name not in READ_BACK_TOOLS):

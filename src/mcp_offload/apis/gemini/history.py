@@ -5,10 +5,11 @@ Tool results are `functionResponse` parts of user contents (read and replaced by
 everything else keeps its identity: `systemInstruction` is outside `contents`, thought parts and every
 `thoughtSignature` are never touched, and the last user turn is never rewritten (only tool results are).
 
-Matching a model content the client sends back (expansions, session openings) is done on a normalized form:
-clients re-serialize what they received (Gemini CLI merges adjacent text parts and drops thought parts; the
-`google-genai` SDK keeps parts as they came), so thought parts and empty text parts are dropped, adjacent plain text
-parts are merged and a text part's `thoughtSignature` is ignored (a `functionCall`'s stays).
+Matching a model answer the client sends back (expansions, session openings) is done on a normalized form:
+clients re-serialize what they received (Gemini CLI merges adjacent text parts into one content and drops thought
+parts; the `google-genai` SDK's chat keeps a streamed answer as one model content per chunk), so a run of model
+contents reads as one, thought parts and empty text parts are dropped, adjacent plain text parts are merged and a
+text part's `thoughtSignature` is ignored (a `functionCall`'s stays).
 """
 
 from __future__ import annotations
@@ -80,6 +81,26 @@ class GeminiHistory(History):
 
     def is_model_output(self, message: Message) -> bool:
         return message.get("role") == "model"
+
+    def output_units(self, messages: Sequence[Message]) -> list[tuple[int, int]]:
+        """Each maximal run of model contents: the `google-genai` SDK's chat keeps a streamed answer as one model
+        content per chunk, Gemini CLI as one."""
+        units: list[tuple[int, int]] = []
+        start: int | None = None
+        for i, message in enumerate(messages):
+            if self.is_model_output(message):
+                start = i if start is None else start
+            elif start is not None:
+                units.append((start, i))
+                start = None
+        if start is not None:
+            units.append((start, len(messages)))
+        return units
+
+    def normalize_unit(self, messages: Sequence[Message]) -> list[Any]:
+        """A run of model contents reads as one content holding all their parts (however the client split it)."""
+        parts = [p for m in messages for p in (m.get("parts") or [])]
+        return [self.normalize_message({"role": "model", "parts": parts})]
 
     def normalize_message(self, message: Message) -> Any:
         out = dict(message)

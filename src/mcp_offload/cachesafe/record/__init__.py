@@ -121,7 +121,7 @@ def unit_digest(api: ApiName, messages: Sequence[Message], previous: Message | N
     """The key of a model response as a client sends it back (normalized: robust to SDK re-serialization); with
     `previous`, also keyed by the message it answered (two identical short answers in one session stay apart)."""
     history = api_named(api).history
-    normal = [history.normalize_message(m) for m in messages]
+    normal = history.normalize_unit(messages)
     if previous is None:
         return hashlib.sha256(canonical_bytes([api, normal])).hexdigest()
     return hashlib.sha256(canonical_bytes([api, normal, history.normalize_message(previous)])).hexdigest()
