@@ -84,12 +84,14 @@ class SessionFigures:
 
 async def session_summary(services: Services, session_key: str | None = None) -> dict[str, Any]:
     """`{"sessions": [per session: counters, cost ratio], "totals": {…, "cost_ratio"}}`, most recent first; one
-    session with `session_key`."""
+    session with `session_key`. Record entries without counters are not conversations the gateway served (a
+    credential's handle index, the compression service's hash index) and are left out."""
     record = open_record(services)
     listed = await record.backend.sessions()
     if session_key is not None:
         listed = [(key, when) for key, when in listed if key == session_key]
-    sessions = [SessionFigures(key, when, await record.backend.counters(key)) for key, when in listed]
+    counted = [(key, when, await record.backend.counters(key)) for key, when in listed]
+    sessions = [SessionFigures(key, when, counters) for key, when, counters in counted if counters]
     totals: dict[str, int] = {}
     for figures in sessions:
         for name, value in figures.counters.items():
