@@ -38,7 +38,7 @@ import orjson
 from starlette.types import Message, Receive, Scope, Send
 
 from mcp_offload.apis.gemini.dialect import GeminiDialect
-from mcp_offload.apis.gemini.routes import ModelCall, credential_headers, generate_call
+from mcp_offload.apis.gemini.routes import ModelCall, credential_headers, generate_call, generate_path, is_sse
 from mcp_offload.cachesafe.record import arrival_order, open_record
 from mcp_offload.cachesafe.session import GatewaySession, derive_session
 from mcp_offload.cachesafe.tool_text import RETRIEVAL_TOOL_NAMES
@@ -281,7 +281,11 @@ class GatewayApp:
             client_usage = False
         changed = rewrite is not None and rewrite.changed
         sent = orjson.dumps(upstream_body) if changed else raw
-        url = self.upstream.url(family_of(api), scope["path"], _query(scope))
+        path = scope["path"]
+        as_array = gemini is not None and may_loop and gemini.stream and not is_sse(_query(scope))
+        if as_array:  # Gemini's JSON-array stream (no alt=sse): one generateContent call, answered as a 1-item array
+            path, exchange.stream = generate_path(path), False
+        url = self.upstream.url(family_of(api), path, _query(scope))
         out_headers = request_headers(headers, decoded=True)
 
         async def open_call(body: dict[str, Any]) -> httpx2.Response:
@@ -324,6 +328,8 @@ class GatewayApp:
                     exchange.status = status
                 else:
                     exchange.report.usage = usage_of(parsed)
+        if as_array and exchange.status == 200:
+            answer = b"[" + answer + b"]"
         await _send_bytes(send, exchange.status, headers_out, answer)
 
     async def _stream(
