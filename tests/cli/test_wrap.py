@@ -88,16 +88,19 @@ def stop(signum, frame):
     sys.exit(42)
 signal.signal(signal.SIGTERM, stop)
 signal.signal(signal.SIGHUP, stop)
+signal.signal(signal.SIGINT, stop)
 pathlib.Path(sys.argv[2]).write_text("ready")
 time.sleep(60)
 """
 
 
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
 def test_signals_reach_the_agent_and_its_status_comes_back(home: Path, tmp_path: Path, signum: int) -> None:
+    """Sent to wrap alone (its own session, no terminal: a SIGINT did not reach the agent from a terminal)."""
     got, ready = tmp_path / "got", tmp_path / "ready"
     argv = [*WRAP, "--api", "anthropic", "--", sys.executable, "-c", SIGNAL_CHILD, str(got), str(ready)]
-    proc = subprocess.Popen(argv, env=wrap_env(home), stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(argv, env=wrap_env(home), stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)  # fmt: skip
     try:
         deadline = time.monotonic() + 60
         while not ready.exists():
