@@ -52,11 +52,6 @@ def generate_call(method: str, path: str) -> ModelCall | None:
     return call if call is not None and call.method in GENERATE_METHODS else None
 
 
-def is_sse(query: str) -> bool:
-    """`alt=sse`: the stream as server-sent events (without it `streamGenerateContent` answers one JSON array)."""
-    return ("alt", "sse") in parse_qsl(query)
-
-
 def generate_path(path: str) -> str:
     """The `:generateContent` path of a `:streamGenerateContent` one. The gateway answers a JSON-array stream whose
     turn may loop with one generateContent call (a 1-item array): its follow-ups need whole answers."""
