@@ -18,8 +18,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from mcp_offload.apis.gemini.messages import GeminiFormat
-from mcp_offload.cachesafe.history.base import History, UserText, normalized
-from mcp_offload.messages import Message
+from mcp_offload.apis.history import History, UserText, normalized
+from mcp_offload.apis.message import Message
 
 RESULT_ROLES = ("user", "function")
 
