@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install the real coding agents the gateway tests drive headless (pinned), then say where they are.
 #
-#   npm:  @anthropic-ai/claude-code (binary `claude`), @openai/codex (binary `codex`) -> $PREFIX/node_modules
+#   npm:  @anthropic-ai/claude-code (binary `claude`), @openai/codex (binary `codex`),
+#         @google/gemini-cli (binary `gemini`) -> $PREFIX/node_modules
 #
 # Usage: export "$(bash .ci/agents-deps.sh)"   (stdout is MCP_OFFLOAD_TEST_AGENTS=…/node_modules; progress on stderr)
 # PREFIX defaults to ${XDG_CACHE_HOME:-~/.cache}/mcp-offload/agents (outside the repo; the tests look there too
@@ -13,6 +14,7 @@ trap 'rc=$?; echo "agents-deps: failed (exit $rc) at line $LINENO: $BASH_COMMAND
 
 CLAUDE_CODE_VERSION=2.1.328
 CODEX_VERSION=0.169.0
+GEMINI_CLI_VERSION=0.61.0
 
 prefix=${PREFIX:-${XDG_CACHE_HOME:-$HOME/.cache}/mcp-offload/agents}
 mkdir -p "$prefix"
@@ -25,13 +27,15 @@ fi
 want() {  # the installed version of $1 equals $2
   [ "$(node -p "try{require('$prefix/node_modules/$1/package.json').version}catch(e){''}" 2>/dev/null)" = "$2" ]
 }
-if ! want @anthropic-ai/claude-code "$CLAUDE_CODE_VERSION" || ! want @openai/codex "$CODEX_VERSION"; then
+if ! want @anthropic-ai/claude-code "$CLAUDE_CODE_VERSION" || ! want @openai/codex "$CODEX_VERSION" \
+    || ! want @google/gemini-cli "$GEMINI_CLI_VERSION"; then
   npm install --prefix "$prefix" --no-audit --no-fund --loglevel=error --save-exact \
-    "@anthropic-ai/claude-code@$CLAUDE_CODE_VERSION" "@openai/codex@$CODEX_VERSION" >&2
+    "@anthropic-ai/claude-code@$CLAUDE_CODE_VERSION" "@openai/codex@$CODEX_VERSION" \
+    "@google/gemini-cli@$GEMINI_CLI_VERSION" >&2
 fi
 
 export MCP_OFFLOAD_TEST_AGENTS="$prefix/node_modules"
-for pkg in @anthropic-ai/claude-code @openai/codex; do
+for pkg in @anthropic-ai/claude-code @openai/codex @google/gemini-cli; do
   echo "agents-deps:   $pkg $(node -p "require('$MCP_OFFLOAD_TEST_AGENTS/$pkg/package.json').version")" >&2
 done
 echo "MCP_OFFLOAD_TEST_AGENTS=$MCP_OFFLOAD_TEST_AGENTS"

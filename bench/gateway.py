@@ -19,7 +19,9 @@ call" is a single request never followed (the case where a cache write cannot pa
 
 Prices (multiples of the model's base input price; cost.py): Anthropic 5-minute cache: input 1x, cache write
 1.25x, cache read 0.1x, output 5x (Sonnet); OpenAI: no write premium, cached input 0.5x for gpt-4o and 0.1x for
-gpt-5, output 4x (gpt-4o) / 8x (gpt-5). Cost is in base-input-token units; `cost x` is the ratio to direct.
+gpt-5, output 4x (gpt-4o) / 8x (gpt-5); Gemini 2.5 Flash (implicit caching): no write premium, cached input 0.1x,
+output 8.33x (the Gemini client side: gateway_gemini.py). Cost is in base-input-token units; `cost x` is the ratio
+to direct.
 `breaks` counts requests whose prompt does not start with the whole previous prompt of the session (a cache
 miss caused by the client); the gateway's one break is the request on which it appends its retrieval tools.
 Added latency is per turn, gateway minus direct (whole streamed answer); TTFT is the time to the first delta.
@@ -30,6 +32,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import copy
+import functools
 import json
 import os
 import random
@@ -50,15 +53,22 @@ HERE = Path(__file__).resolve().parent
 # The scripted upstream is the tests' (tests/llm_upstream). Appended, not prepended: tests/gateway must not shadow
 # this module.
 sys.path.append(str(HERE.parent / "tests"))
+sys.path.insert(0, str(HERE.parent))  # run as a script: `bench` from the repo root
 
+from bench import gateway_gemini as gemini  # noqa: E402
 from llm_upstream import CacheUsage, Turn, UpstreamServer, reply, session_key, tool_call  # noqa: E402
 from llm_upstream.errors import ApiKind  # noqa: E402
 from mcp_offload.cachesafe.cost import prices_for  # noqa: E402
 from support.gateway_process import gateway_process  # noqa: E402
 
 MODES = ("direct", "gateway", "clear-old", "naive")
-MODELS: dict[ApiKind, str] = {"anthropic": "claude-sonnet-4-6", "openai_chat": "gpt-4o", "responses": "gpt-5"}
-OUTPUT_PRICE = {"claude-sonnet-4-6": 5.0, "gpt-4o": 4.0, "gpt-5": 8.0}
+MODELS: dict[ApiKind, str] = {
+    "anthropic": "claude-sonnet-4-6",
+    "openai_chat": "gpt-4o",
+    "responses": "gpt-5",
+    "gemini": gemini.MODEL,
+}
+OUTPUT_PRICE = {"claude-sonnet-4-6": 5.0, "gpt-4o": 4.0, "gpt-5": 8.0, gemini.MODEL: gemini.OUTPUT_PRICE}
 KEEP_RECENT = 3  # clear-old keeps this many results
 NAIVE_BUDGET_CHARS = 80_000  # naive: all tool results share this many characters
 SEARCH = "search_large_output"
@@ -166,6 +176,7 @@ def scenarios(quick: bool) -> list[Scenario]:
         Scenario("tool-heavy json+logs", "anthropic", heavy(["json", "log"]), retrieve),
         Scenario("tool-heavy logs+diffs", "openai_chat", heavy(["log", "diff"]), retrieve),
         Scenario("tool-heavy json+diffs", "responses", heavy(["json", "diff"]), retrieve),
+        Scenario("tool-heavy logs+json", "gemini", heavy(["log", "json"]), retrieve),
         Scenario(
             "small results only",
             "anthropic",
@@ -256,7 +267,9 @@ class Conversation:
 
     def __post_init__(self) -> None:
         first = f"Session: {self.scenario.name}\nWork through the steps, one tool call each."
-        if self.scenario.api == "responses":
+        if self.scenario.api == "gemini":
+            self.history.append(gemini.first_message(first))
+        elif self.scenario.api == "responses":
             self.history.append({"type": "message", "role": "user", "content": [{"type": "input_text", "text": first}]})
         else:
             self.history.append({"role": "user", "content": first})
@@ -268,6 +281,8 @@ class Conversation:
             history = transform_results(api, history, clear_old)
         elif self.mode == "naive":
             history = transform_results(api, history, naive_compressor(count_results(api, history)))
+        if api == "gemini":
+            return gemini.body(history, TOOLS, SYSTEM_PROMPT)
         if api == "anthropic":
             messages = copy.copy(history)
             system: Any = SYSTEM_PROMPT
@@ -315,9 +330,16 @@ class Conversation:
             "input": history,
         }
 
+    def _output_for(self, args: dict[str, Any]) -> str:
+        """The tool output of a call's arguments (`run step N`)."""
+        return self.scenario.output(int(str(args.get("command", "run step 0")).rsplit(" ", 1)[-1]))
+
     def absorb(self, message: Any) -> None:
         """Append the model's answer and, for its tool call, the tool's output (the next step's)."""
         api = self.scenario.api
+        if api == "gemini":
+            self.done = not gemini.absorb(self.history, message, self._output_for)
+            return
         if api == "anthropic":
             self.history.append({"role": "assistant", "content": message})
             calls = [(b["id"], b["input"]) for b in message if b["type"] == "tool_use"]
@@ -349,6 +371,9 @@ TOOLS = [BASH, *OTHER_TOOLS]
 
 def result_slots(api: ApiKind, history: list[dict[str, Any]]) -> Iterator[tuple[int, int | None]]:
     """(message index, block index or None) of every tool result's text, oldest first."""
+    if api == "gemini":
+        yield from gemini.result_slots(history)
+        return
     for i, msg in enumerate(history):
         if api == "anthropic" and msg.get("role") == "user" and isinstance(msg["content"], list):
             for j, block in enumerate(msg["content"]):
@@ -369,6 +394,9 @@ def transform_results(
     out = list(history)
     slots = list(result_slots(api, history))
     for position, (i, j) in enumerate(slots):
+        if api == "gemini" and j is not None:
+            out[i] = gemini.replace_result(out[i], j, functools.partial(rewrite, position, len(slots)))
+            continue
         msg = out[i] = copy.copy(out[i])
         if j is None:
             field_name = "content" if api == "openai_chat" else "output"
@@ -399,12 +427,9 @@ def naive_compressor(count: int) -> Callable[[int, int, str], str]:
 # -- streaming: send one request, accumulate the answer, time it ---------------------------------------------------
 def send(http: httpx2.Client, base: str, conv: Conversation) -> Any:
     api = conv.scenario.api
-    path = {"anthropic": "/v1/messages", "openai_chat": "/v1/chat/completions", "responses": "/v1/responses"}[api]
-    headers = (
-        {"x-api-key": conv.key, "anthropic-version": "2023-06-01"}
-        if api == "anthropic"
-        else {"authorization": f"Bearer {conv.key}"}
-    )
+    paths = {"anthropic": "/v1/messages", "openai_chat": "/v1/chat/completions", "responses": "/v1/responses"}
+    path = gemini.path(MODELS[api]) if api == "gemini" else paths[api]
+    headers = _headers(api, conv.key)
     payload = json.dumps(conv.body()).encode()
     started = time.perf_counter()
     ttft: float | None = None
@@ -428,7 +453,17 @@ def send(http: httpx2.Client, base: str, conv: Conversation) -> Any:
     return accumulate.result()
 
 
+def _headers(api: ApiKind, key: str) -> dict[str, str]:
+    if api == "gemini":
+        return gemini.headers(key)
+    if api == "anthropic":
+        return {"x-api-key": key, "anthropic-version": "2023-06-01"}
+    return {"authorization": f"Bearer {key}"}
+
+
 def _is_delta(api: ApiKind, event: dict[str, Any]) -> bool:
+    if api == "gemini":
+        return gemini.is_delta(event)
     if api == "anthropic":
         return event.get("type") == "content_block_delta"
     if api == "openai_chat":
@@ -505,6 +540,7 @@ ACCUMULATORS: dict[ApiKind, Callable[[], Any]] = {
     "anthropic": AnthropicAccumulator,
     "openai_chat": ChatAccumulator,
     "responses": ResponsesAccumulator,
+    "gemini": gemini.GeminiAccumulator,
 }
 
 
@@ -584,8 +620,7 @@ def percentile(values: list[float], pct: float) -> float:
 def summarize(scenario: Scenario, conv: Conversation, log: list[dict[str, Any]]) -> dict[str, Any]:
     """The conversation's figures from the upstream's log (its requests are those of its own API key)."""
     api, model = scenario.api, MODELS[scenario.api]
-    headers = {"x-api-key": conv.key} if api == "anthropic" else {"authorization": f"Bearer {conv.key}"}
-    session = session_key(api, headers, model)
+    session = session_key(api, _headers(api, conv.key), model)
     requests = [r for r in log if r["session"] == session and r["status"] == 200]
     usages = [CacheUsage(**r["usage"]) for r in requests if r["usage"]]
     prices = prices_for(api, model)
@@ -641,7 +676,14 @@ def probe_latency(upstream: RemoteUpstream, gateway: str, http: httpx2.Client, c
 
 def retrieved(conv: Conversation, marker: str) -> int:
     """How many of the model's retrieval calls (answered inside the gateway) found, or missed, their fact."""
-    return sum(json.dumps(item).count(marker) for item in conv.history)
+    return sum(_said(item).count(marker) for item in conv.history)
+
+
+def _said(item: dict[str, Any]) -> str:
+    """An item's text as the bench searches it (a Gemini content's streamed text parts joined)."""
+    if isinstance(item.get("parts"), list):
+        return "".join(str(p.get("text", "")) for p in item["parts"])
+    return json.dumps(item)
 
 
 def measure(quick: bool) -> list[dict[str, Any]]:
@@ -651,7 +693,14 @@ def measure(quick: bool) -> list[dict[str, Any]]:
         tempfile.TemporaryDirectory(prefix="bench-gateway-log-") as logs,
         upstream_process(quick) as upstream,
         gateway_process(
-            store, upstream.base_url, upstream.openai_url, Path(logs) / "gateway.log", "--log-level", "WARNING"
+            store,
+            upstream.base_url,
+            upstream.openai_url,
+            Path(logs) / "gateway.log",
+            "--log-level",
+            "WARNING",
+            "--gemini-upstream",
+            upstream.base_url,
         ) as gateway,
         httpx2.Client(timeout=600) as http,
     ):
@@ -724,7 +773,7 @@ def facts(row: dict[str, Any]) -> str:
     return f"{row['facts_found']}/{asked}" if asked else ""
 
 
-API_LABEL = {"anthropic": "Anthropic", "openai_chat": "Chat", "responses": "Responses"}
+API_LABEL = {"anthropic": "Anthropic", "openai_chat": "Chat", "responses": "Responses", "gemini": "Gemini"}
 
 
 def run(args: Any) -> list[dict[str, object]]:

@@ -18,7 +18,18 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))  # the suites are modules of the `bench` package
-SUITES = ["core", "proxy", "http_load", "redis_store", "compact", "previews", "ranked", "sql", "gateway"]
+SUITES = [
+    "core",
+    "proxy",
+    "http_load",
+    "redis_store",
+    "cluster_scale",
+    "compact",
+    "previews",
+    "ranked",
+    "sql",
+    "gateway",
+]
 
 
 def machine() -> dict[str, object]:

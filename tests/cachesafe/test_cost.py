@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from mcp_offload.apis.names import ApiName
 from mcp_offload.cachesafe.cost import (
     ANTHROPIC_5M,
     OPENAI_DEFAULT,
@@ -23,7 +24,6 @@ from mcp_offload.cachesafe.cost import (
 from mcp_offload.cachesafe.rewrite import CHARS_PER_TOKEN, ClearToolUses, RewritePolicy
 from mcp_offload.core.services import Services
 from mcp_offload.gateway.rewrite import rewrite_request
-from mcp_offload.gateway.stream.base import ApiKind
 from support.gateway_core import (
     Conversation,
     big_text,
@@ -86,7 +86,7 @@ RNG = random.Random(3)
 CONTENT: dict[str, str] = {}  # call id -> the result text history() put there last
 
 
-def history(api: ApiKind, sizes: list[int], *, tool: str = "bash", turns_after: int = 0) -> list[dict[str, Any]]:
+def history(api: ApiName, sizes: list[int], *, tool: str = "bash", turns_after: int = 0) -> list[dict[str, Any]]:
     """A conversation whose tool results (sizes in tokens) were sent before the gateway decided anything on them
     (all but the last are in the prefix), then `turns_after` small turns."""
     messages: list[dict[str, Any]] = [user_text(api, "start")]
@@ -116,7 +116,7 @@ def first_difference(a: str, b: str) -> int:
 
 
 async def test_cost_rule_rewrites_the_prefix_only_when_the_numbers_say_it_pays(services: Services) -> None:
-    api: ApiKind = "anthropic"
+    api: ApiName = "anthropic"
     policy = RewritePolicy(threshold_tokens=1_000, clear_tool_uses=ClearToolUses(10**9, 3, 2_000, ()), cost_rule=True)
     # A: one large result near the end of a long conversation (30 requests so far): the rewrite pays
     late = history(api, [300] * 8 + [4_000], turns_after=21)
@@ -147,14 +147,14 @@ async def test_cost_rule_rewrites_the_prefix_only_when_the_numbers_say_it_pays(s
 
 
 async def test_cost_rule_off_leaves_the_prefix_alone(services: Services) -> None:
-    api: ApiKind = "openai_chat"
+    api: ApiName = "openai_chat"
     body = make_body(api, "sys", history(api, [300] * 8 + [4_000], turns_after=21), client_tools(api))
     policy = RewritePolicy(threshold_tokens=1_000, clear_tool_uses=None, cost_rule=False)
     assert (await rewrite_request(services, api, body, headers_for(api, "off"), policy)).body is body
 
 
 @pytest.mark.parametrize("api", ["anthropic", "openai_chat", "responses"])
-async def test_window_pressure_clears_all_but_keep_and_excluded_in_one_batch(services: Services, api: ApiKind) -> None:
+async def test_window_pressure_clears_all_but_keep_and_excluded_in_one_batch(services: Services, api: ApiName) -> None:
     sizes = [1_500] * 8  # 12k tokens of results, all inline in the prefix
     messages = history(api, sizes, tool="grep")
     clear = ClearToolUses(trigger_tokens=8_000, keep_tool_uses=2, clear_at_least_tokens=3_000, exclude_tools=("grep",))
@@ -176,7 +176,7 @@ async def test_window_pressure_clears_all_but_keep_and_excluded_in_one_batch(ser
 
 
 async def test_window_pressure_does_nothing_when_it_cannot_clear_at_least(services: Services) -> None:
-    api: ApiKind = "anthropic"
+    api: ApiName = "anthropic"
     messages = history(api, [1_500] * 4)
     clear = ClearToolUses(trigger_tokens=1_000, keep_tool_uses=3, clear_at_least_tokens=3_000)
     policy = RewritePolicy(threshold_tokens=5_000, clear_tool_uses=clear, cost_rule=False)
@@ -189,7 +189,7 @@ async def test_window_pressure_does_nothing_when_it_cannot_clear_at_least(servic
 
 
 @pytest.mark.parametrize("api", ["anthropic", "openai_chat", "responses"])
-async def test_user_pastes_join_the_prefix_rules_but_never_the_last_user_turn(services: Services, api: ApiKind) -> None:
+async def test_user_pastes_join_the_prefix_rules_but_never_the_last_user_turn(services: Services, api: ApiName) -> None:
     paste = big_text(RNG, 3_000, "paste")
     latest = big_text(RNG, 3_000, "latest")
     messages: list[dict[str, Any]] = [user_text(api, "Here is the log:\n" + paste)]
@@ -241,7 +241,7 @@ async def test_simulated_cache_cost_against_going_direct(
 ) -> None:
     """40 turns through rewrite_request vs the same bodies sent direct, priced with a prefix cache: a session of
     small results costs exactly what direct costs (the gateway changes nothing), tool-heavy ones much less."""
-    api: ApiKind = "anthropic"
+    api: ApiName = "anthropic"
     conv = Conversation(api, seed=8, large_every=large_every, large_tokens=large_tokens)
     direct, gateway = [], []
     for _ in range(40):

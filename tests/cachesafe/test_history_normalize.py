@@ -15,18 +15,18 @@ from hypothesis import strategies as st
 from openai.types.chat import ChatCompletionMessage
 from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseReasoningItem
 
-from mcp_offload.cachesafe.history import history_for
+from mcp_offload.apis.names import ApiName
+from mcp_offload.apis.registry import api_named
 from mcp_offload.cachesafe.record import unit_digest
-from mcp_offload.gateway.stream.base import ApiKind
 
 
-def views(api: ApiKind, messages: list[dict[str, Any]]) -> list[Any]:
-    history = history_for(api)
+def views(api: ApiName, messages: list[dict[str, Any]]) -> list[Any]:
+    history = api_named(api).history
     return [history.view(m, i) for i, m in enumerate(messages)]
 
 
 def test_anthropic_result_parts_in_every_shape() -> None:
-    api: ApiKind = "anthropic"
+    api: ApiName = "anthropic"
     messages: list[dict[str, Any]] = [
         {"role": "user", "content": "q"},
         {
@@ -53,7 +53,7 @@ def test_anthropic_result_parts_in_every_shape() -> None:
             ],
         },
     ]
-    parts = history_for(api).result_parts(messages, views(api, messages))
+    parts = api_named(api).history.result_parts(messages, views(api, messages))
     assert [(p.result.call_id, p.part.index, p.text, p.tool) for p in parts] == [
         ("a", 0, "plain", "bash"),
         ("b", 0, "one", "read"),
@@ -62,7 +62,7 @@ def test_anthropic_result_parts_in_every_shape() -> None:
 
 
 def test_responses_custom_tool_outputs_are_results_and_units_are_runs() -> None:
-    api: ApiKind = "responses"
+    api: ApiName = "responses"
     items: list[dict[str, Any]] = [
         {"role": "user", "content": "q"},
         {"type": "reasoning", "id": "rs", "summary": []},
@@ -71,7 +71,7 @@ def test_responses_custom_tool_outputs_are_results_and_units_are_runs() -> None:
         {"type": "function_call", "call_id": "f1", "name": "shell", "arguments": "{}"},
         {"type": "function_call_output", "call_id": "f1", "output": [{"type": "input_text", "text": "ok"}]},
     ]
-    history = history_for(api)
+    history = api_named(api).history
     parts = history.result_parts(items, views(api, items))
     assert [(p.result.call_id, p.tool, p.text) for p in parts] == [
         ("p1", "apply_patch", "Done!"),
@@ -83,7 +83,7 @@ def test_responses_custom_tool_outputs_are_results_and_units_are_runs() -> None:
 
 
 def test_chat_units_and_results() -> None:
-    api: ApiKind = "openai_chat"
+    api: ApiName = "openai_chat"
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": "s"},
         {"role": "user", "content": "q"},
@@ -94,7 +94,7 @@ def test_chat_units_and_results() -> None:
         },
         {"role": "tool", "tool_call_id": "t", "content": [{"type": "text", "text": "x"}]},
     ]
-    history = history_for(api)
+    history = api_named(api).history
     assert history.output_units(messages) == [(2, 3)]
     assert [p.text for p in history.result_parts(messages, views(api, messages))] == ["x"]
 
@@ -143,14 +143,14 @@ SAMPLES: dict[str, list[dict[str, Any]]] = {
 @pytest.mark.parametrize("api", list(SAMPLES))
 @settings(max_examples=60, deadline=None)
 @given(seed=st.integers(0, 2**32), nulls=st.booleans())
-def test_key_order_and_null_fields_do_not_change_the_digest(api: ApiKind, seed: int, nulls: bool) -> None:
+def test_key_order_and_null_fields_do_not_change_the_digest(api: ApiName, seed: int, nulls: bool) -> None:
     sample = SAMPLES[api]
     variant = shuffled(sample, random.Random(seed), nulls)
     assert unit_digest(api, variant) == unit_digest(api, sample)
 
 
 @pytest.mark.parametrize("api", list(SAMPLES))
-def test_content_changes_do_change_the_digest(api: ApiKind) -> None:
+def test_content_changes_do_change_the_digest(api: ApiName) -> None:
     sample = SAMPLES[api]
     changed = json.loads(json.dumps(sample).replace("bash", "bosh"))
     assert unit_digest(api, changed) != unit_digest(api, sample)

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from mcp_offload import AsyncCompactor, Compactor, ContextWindowExceeded, OffloadError
-from mcp_offload.messages.base import OFFLOADED_ARGUMENTS
+from mcp_offload.apis.message import OFFLOADED_ARGUMENTS
 from support.compact import (
     anthropic_turn,
     big_json,

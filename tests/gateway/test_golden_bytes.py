@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
+from mcp_offload.apis.names import ApiName
 from mcp_offload.cachesafe.rewrite import RewritePolicy
 from mcp_offload.cachesafe.tool_text import retrieval_tools
 from mcp_offload.gateway.rewrite import rewrite_request
-from mcp_offload.gateway.stream.base import ApiKind
 from support.gateway_core import APIS, Conversation, headers_for, open_services, validate_body, wire
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -32,13 +32,13 @@ def check(path: Path, value: Any) -> None:
 
 
 @pytest.mark.parametrize("api", APIS)
-def test_retrieval_tool_text_is_golden(api: ApiKind) -> None:
+def test_retrieval_tool_text_is_golden(api: ApiName) -> None:
     tools = retrieval_tools(api)
     check(GOLDEN / f"tools_{api}.json", tools)
     validate_body(api, {**_minimal(api), "tools": tools})
 
 
-def _minimal(api: ApiKind) -> dict[str, Any]:
+def _minimal(api: ApiName) -> dict[str, Any]:
     if api == "anthropic":
         return {"model": "m", "max_tokens": 1, "messages": [{"role": "user", "content": "x"}]}
     if api == "openai_chat":
@@ -49,7 +49,7 @@ def _minimal(api: ApiKind) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("api", APIS)
-async def test_a_fixed_conversation_rewrites_to_golden_bytes(tmp_path: Path, api: ApiKind) -> None:
+async def test_a_fixed_conversation_rewrites_to_golden_bytes(tmp_path: Path, api: ApiName) -> None:
     async with open_services(tmp_path / "store") as services:
         conv = Conversation(api, seed=2024, large_every=2, large_tokens=260)
         body: dict[str, Any] = {}

@@ -16,13 +16,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mcp_offload.cachesafe.history import history_for
+from mcp_offload.apis.names import ApiName
+from mcp_offload.apis.registry import api_named
 from mcp_offload.cachesafe.record import record_expansion
 from mcp_offload.cachesafe.rewrite import RewritePolicy
 from mcp_offload.core.services import Services, build_services
 from mcp_offload.gateway.retrieval import run_retrieval
 from mcp_offload.gateway.rewrite import rewrite_request
-from mcp_offload.gateway.stream.base import ApiKind
 from support.gateway_core import (
     APIS,
     Conversation,
@@ -38,7 +38,7 @@ POLICY = RewritePolicy(threshold_tokens=200)
 TURNS = 30
 
 
-def final_answer(api: ApiKind, text: str, n: int) -> dict[str, Any]:
+def final_answer(api: ApiName, text: str, n: int) -> dict[str, Any]:
     if api == "anthropic":
         return {"role": "assistant", "content": [{"type": "text", "text": text}]}
     if api == "openai_chat":
@@ -54,7 +54,7 @@ def final_answer(api: ApiKind, text: str, n: int) -> dict[str, Any]:
     }
 
 
-def client_copy(api: ApiKind, call_output: list[dict[str, Any]], final: dict[str, Any]) -> Any:
+def client_copy(api: ApiName, call_output: list[dict[str, Any]], final: dict[str, Any]) -> Any:
     """What the server hands the client for call + final: one response without the retrieval call."""
     if api == "anthropic":
         blocks = [b for b in call_output[0]["content"] if b["type"] != "tool_use"] + final["content"]
@@ -67,11 +67,11 @@ def client_copy(api: ApiKind, call_output: list[dict[str, Any]], final: dict[str
     return [item for item in call_output if item.get("type") != "function_call"] + [final]
 
 
-async def simulate(api: ApiKind, seed: int, store: Path, loop_every: int) -> list[list[dict[str, Any]]]:
+async def simulate(api: ApiName, seed: int, store: Path, loop_every: int) -> list[list[dict[str, Any]]]:
     """The upstream requests' message lists, in order."""
     rng = random.Random(seed)
     conv = Conversation(api, seed=seed, large_every=2)
-    key = history_for(api).messages_key
+    key = api_named(api).history.messages_key
     sent: list[list[dict[str, Any]]] = []
     handles: list[str] = []
     services: Services = build_services(settings_for(str(store)))
@@ -117,7 +117,7 @@ async def simulate(api: ApiKind, seed: int, store: Path, loop_every: int) -> lis
 @settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 2**31), loop_every=st.integers(1, 4))
 def test_every_upstream_request_extends_the_previous_one_through_loops(
-    api: ApiKind, seed: int, loop_every: int
+    api: ApiName, seed: int, loop_every: int
 ) -> None:
     async def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:

@@ -18,19 +18,19 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mcp_offload.cachesafe.history import history_for
+from mcp_offload.apis.names import ApiName
+from mcp_offload.apis.registry import api_named
 from mcp_offload.cachesafe.rewrite import RewritePolicy
 from mcp_offload.core.services import Services
 from mcp_offload.gateway.rewrite import rewrite_request
-from mcp_offload.gateway.stream.base import ApiKind
 from support.gateway_core import APIS, Conversation, headers_for, open_services, validate_body, wire
 
 TURNS = 40
 POLICY = RewritePolicy(threshold_tokens=200)  # default cost rule and window pressure rule on
 
 
-def assert_prefix_chain(api: ApiKind, bodies: list[dict[str, Any]]) -> None:
-    key = history_for(api).messages_key
+def assert_prefix_chain(api: ApiName, bodies: list[dict[str, Any]]) -> None:
+    key = api_named(api).history.messages_key
     tools_on_at: int | None = None
     for n in range(1, len(bodies)):
         before, after = bodies[n - 1], bodies[n]
@@ -55,8 +55,8 @@ def differing_leaves(a: Any, b: Any, path: str = "") -> list[tuple[str, Any, Any
     return [] if a == b else [(path, a, b)]
 
 
-def assert_only_result_texts_changed(api: ApiKind, original: dict[str, Any], rewritten: dict[str, Any]) -> None:
-    key = history_for(api).messages_key
+def assert_only_result_texts_changed(api: ApiName, original: dict[str, Any], rewritten: dict[str, Any]) -> None:
+    key = api_named(api).history.messages_key
     for path, before, after in differing_leaves(original[key], rewritten[key]):
         assert isinstance(before, str) and isinstance(after, str), path
         assert after.startswith("Stored as out_") and len(after) < len(before), path
@@ -68,7 +68,7 @@ def assert_only_result_texts_changed(api: ApiKind, original: dict[str, Any], rew
 
 
 async def run_conversation(
-    api: ApiKind, conv: Conversation, pick: Callable[[int], Services], credential: str, turns: int = TURNS
+    api: ApiName, conv: Conversation, pick: Callable[[int], Services], credential: str, turns: int = TURNS
 ) -> list[dict[str, Any]]:
     bodies = []
     offloaded = 0
@@ -105,7 +105,7 @@ conversations = st.builds(
 @pytest.mark.parametrize("api", APIS)
 @settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(shape=conversations)
-def test_turn_n_plus_1_extends_turn_n_byte_for_byte_across_a_restart(api: ApiKind, shape: ConversationShape) -> None:
+def test_turn_n_plus_1_extends_turn_n_byte_for_byte_across_a_restart(api: ApiName, shape: ConversationShape) -> None:
     async def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             store = Path(tmp) / "store"
@@ -120,7 +120,7 @@ def test_turn_n_plus_1_extends_turn_n_byte_for_byte_across_a_restart(api: ApiKin
 
 
 @pytest.mark.parametrize("api", APIS)
-async def test_two_instances_on_one_redis_taking_turns_keep_the_prefix(api: ApiKind, shared_redis: str) -> None:
+async def test_two_instances_on_one_redis_taking_turns_keep_the_prefix(api: ApiName, shared_redis: str) -> None:
     async with AsyncExitStack() as stack:
         a = await stack.enter_async_context(open_services(shared_redis))
         b = await stack.enter_async_context(open_services(shared_redis))
@@ -136,7 +136,7 @@ async def test_two_instances_on_one_redis_taking_turns_keep_the_prefix(api: ApiK
 
 
 @pytest.mark.parametrize("api", APIS)
-async def test_two_instances_racing_on_the_same_result_record_one_decision(api: ApiKind, shared_redis: str) -> None:
+async def test_two_instances_racing_on_the_same_result_record_one_decision(api: ApiName, shared_redis: str) -> None:
     async with AsyncExitStack() as stack:
         # different preview sizes: the two would write different replacement texts, so agreeing proves set-if-absent
         instances = [
@@ -165,6 +165,6 @@ async def test_two_instances_racing_on_the_same_result_record_one_decision(api: 
         conv.advance()
         for services in instances:
             later = await rewrite_request(services, api, conv.body(), headers_for(api, credential), POLICY)
-            assert wire(later.body[history_for(api).messages_key]).startswith(
-                wire(first.body[history_for(api).messages_key])[:-1]
+            assert wire(later.body[api_named(api).history.messages_key]).startswith(
+                wire(first.body[api_named(api).history.messages_key])[:-1]
             )

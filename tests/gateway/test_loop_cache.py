@@ -14,7 +14,7 @@ import anthropic
 import pytest
 
 from llm_upstream import UpstreamServer, reply
-from mcp_offload.gateway.stream.breakpoint import with_end_breakpoint
+from mcp_offload.apis.anthropic.breakpoint import with_end_breakpoint
 from support.gateway_server import StartGateway
 from support.llm_conversations import BASH_ANTHROPIC, NEEDLE, anthropic_messages, build_log, search_then_answer
 

@@ -10,13 +10,13 @@ from typing import Any
 
 import pytest
 
+from mcp_offload.apis.names import ApiName
 from mcp_offload.cachesafe.record import open_record
 from mcp_offload.cachesafe.rewrite import ClearToolUses, RewritePolicy
 from mcp_offload.cachesafe.tool_text import RETRIEVAL_TOOL_NAMES, retrieval_tools
 from mcp_offload.core import api as core
 from mcp_offload.core.services import Services
 from mcp_offload.gateway.rewrite import RewriteUnavailable, rewrite_request
-from mcp_offload.gateway.stream.base import ApiKind
 from support.gateway_core import (
     APIS,
     Conversation,
@@ -38,7 +38,7 @@ LARGE = big_text(RNG, 800, "large")
 SMALL = "exit 0: 3 tests passed"
 
 
-def _tool_names(api: ApiKind, tools: list[dict[str, Any]]) -> list[str]:
+def _tool_names(api: ApiName, tools: list[dict[str, Any]]) -> list[str]:
     if api == "gemini":
         return [
             n
@@ -48,7 +48,7 @@ def _tool_names(api: ApiKind, tools: list[dict[str, Any]]) -> list[str]:
     return [t["function"]["name"] if "function" in t else t["name"] for t in tools]
 
 
-def conversation(api: ApiKind, results: list[tuple[str, str]], *, user: str | None = None) -> list[dict[str, Any]]:
+def conversation(api: ApiName, results: list[tuple[str, str]], *, user: str | None = None) -> list[dict[str, Any]]:
     calls = [(cid, "bash", {"cmd": cid}) for cid, _ in results]
     return [user_text(api, "Please look."), *model_turn(api, calls, "Looking.", 1), *results_turn(api, results, user)]
 
@@ -60,7 +60,7 @@ async def services(tmp_path: Path) -> Any:
 
 
 @pytest.mark.parametrize("api", APIS)
-async def test_a_session_that_never_offloads_gets_its_body_object_back(services: Services, api: ApiKind) -> None:
+async def test_a_session_that_never_offloads_gets_its_body_object_back(services: Services, api: ApiName) -> None:
     body = make_body(api, "sys", conversation(api, [("c1", SMALL)]), client_tools(api))
     before = copy.deepcopy(body)
     rewrite = await rewrite_request(services, api, body, headers_for(api, "k1"), POLICY)
@@ -70,7 +70,7 @@ async def test_a_session_that_never_offloads_gets_its_body_object_back(services:
 
 @pytest.mark.parametrize("api", APIS)
 async def test_a_large_new_result_becomes_the_mcp_reference_and_the_tools_are_appended(
-    services: Services, api: ApiKind
+    services: Services, api: ApiName
 ) -> None:
     body = make_body(api, "sys", conversation(api, [("c1", LARGE), ("c2", SMALL)]), client_tools(api))
     validate_body(api, body)
@@ -92,7 +92,7 @@ async def test_a_large_new_result_becomes_the_mcp_reference_and_the_tools_are_ap
 
 
 @pytest.mark.parametrize("api", APIS)
-async def test_the_same_request_twice_gives_the_same_bytes_and_handle(services: Services, api: ApiKind) -> None:
+async def test_the_same_request_twice_gives_the_same_bytes_and_handle(services: Services, api: ApiName) -> None:
     body = make_body(api, "sys", conversation(api, [("c1", LARGE)]), client_tools(api))
     first = await rewrite_request(services, api, copy.deepcopy(body), headers_for(api, "k3"), POLICY)
     second = await rewrite_request(services, api, copy.deepcopy(body), headers_for(api, "k3"), POLICY)
@@ -101,7 +101,7 @@ async def test_the_same_request_twice_gives_the_same_bytes_and_handle(services: 
 
 
 @pytest.mark.parametrize("api", APIS)
-async def test_visible_mode_offloads_but_injects_no_tools(services: Services, api: ApiKind) -> None:
+async def test_visible_mode_offloads_but_injects_no_tools(services: Services, api: ApiName) -> None:
     body = make_body(api, "sys", conversation(api, [("c1", LARGE)]), client_tools(api))
     policy = RewritePolicy(threshold_tokens=200, retrieval="visible", clear_tool_uses=None, cost_rule=False)
     rewrite = await rewrite_request(services, api, body, headers_for(api, "k4"), policy)
@@ -110,7 +110,7 @@ async def test_visible_mode_offloads_but_injects_no_tools(services: Services, ap
 
 
 @pytest.mark.parametrize("api", APIS)
-async def test_results_already_in_the_prefix_stay_inline(services: Services, api: ApiKind) -> None:
+async def test_results_already_in_the_prefix_stay_inline(services: Services, api: ApiName) -> None:
     """A large result the gateway never decided on (sent before, e.g. while the store was down) is prefix: it stays
     inline, because the provider has cached it that way."""
     messages = conversation(api, [("c1", LARGE)]) + model_turn(api, [("c2", "bash", {})], "More.", 2)
@@ -121,7 +121,7 @@ async def test_results_already_in_the_prefix_stay_inline(services: Services, api
 
 
 @pytest.mark.parametrize("api", APIS)
-async def test_results_of_the_retrieval_tools_are_never_offloaded(services: Services, api: ApiKind) -> None:
+async def test_results_of_the_retrieval_tools_are_never_offloaded(services: Services, api: ApiName) -> None:
     for name in ("read_large_output", "mcp__offload__search_large_output"):
         calls = [("r1", name, {"handle": "out_" + "a" * 26})]
         messages = [user_text(api, "q"), *model_turn(api, calls, "Reading.", 1), *results_turn(api, [("r1", LARGE)])]
@@ -133,7 +133,7 @@ async def test_results_of_the_retrieval_tools_are_never_offloaded(services: Serv
 async def test_anthropic_never_touches_system_user_text_thinking_and_server_tools(
     services: Services,
 ) -> None:
-    api: ApiKind = "anthropic"
+    api: ApiName = "anthropic"
     server_blocks = [
         {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "x"}},
         {
@@ -184,7 +184,7 @@ async def test_anthropic_never_touches_system_user_text_thinking_and_server_tool
 
 
 async def test_anthropic_beta_compaction_blocks_are_never_touched(services: Services) -> None:
-    api: ApiKind = "anthropic"
+    api: ApiName = "anthropic"
     compaction = {"type": "compaction", "content": "Summary: " + LARGE, "encrypted_content": "C" * 3000}
     messages: list[dict[str, Any]] = [
         {"role": "user", "content": "start"},
@@ -200,7 +200,7 @@ async def test_anthropic_beta_compaction_blocks_are_never_touched(services: Serv
 
 
 async def test_responses_never_touches_reasoning_compaction_and_builtin_calls(services: Services) -> None:
-    api: ApiKind = "responses"
+    api: ApiName = "responses"
     items: list[dict[str, Any]] = [
         {"role": "user", "content": "go"},
         {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": LARGE},
@@ -218,7 +218,7 @@ async def test_responses_never_touches_reasoning_compaction_and_builtin_calls(se
 
 
 async def test_chat_custom_roles_untouched(services: Services) -> None:
-    api: ApiKind = "openai_chat"
+    api: ApiName = "openai_chat"
     messages = [{"role": "developer", "content": LARGE}, *conversation(api, [("c1", LARGE)])]
     body = {"model": "gpt-4o", "messages": messages}
     rewrite = await rewrite_request(services, api, body, headers_for(api, "k9"), POLICY)
@@ -228,7 +228,7 @@ async def test_chat_custom_roles_untouched(services: Services) -> None:
     assert _tool_names(api, rewrite.body["tools"]) == sorted(RETRIEVAL_TOOL_NAMES, key=_order(api))
 
 
-def _order(api: ApiKind) -> Any:
+def _order(api: ApiName) -> Any:
     names = _tool_names(api, retrieval_tools(api))
     return names.index
 
@@ -244,7 +244,7 @@ def _order(api: ApiKind) -> Any:
     ],
 )
 async def test_bodies_the_gateway_cannot_read_are_forwarded_as_they_are(
-    services: Services, api: ApiKind, body: dict[str, Any]
+    services: Services, api: ApiName, body: dict[str, Any]
 ) -> None:
     rewrite = await rewrite_request(services, api, body, {}, POLICY)
     assert rewrite.body is body and not rewrite.changed and rewrite.fail_open is None
@@ -257,7 +257,7 @@ async def test_a_string_responses_input_is_forwarded_as_is(services: Services) -
 
 
 @pytest.mark.parametrize("api", APIS)
-async def test_bypassed_sessions_are_forwarded_unmodified(services: Services, api: ApiKind) -> None:
+async def test_bypassed_sessions_are_forwarded_unmodified(services: Services, api: ApiName) -> None:
     body = make_body(api, "sys", conversation(api, [("c1", LARGE)]), client_tools(api))
     headers = headers_for(api, "k10")
     first = await rewrite_request(services, api, copy.deepcopy(body), headers, POLICY)
@@ -268,7 +268,7 @@ async def test_bypassed_sessions_are_forwarded_unmodified(services: Services, ap
 
 
 @pytest.mark.parametrize("api", APIS)
-async def test_store_down_fails_open_or_closed(tmp_path: Path, api: ApiKind) -> None:
+async def test_store_down_fails_open_or_closed(tmp_path: Path, api: ApiName) -> None:
     (tmp_path / "file").write_text("x")
     blocked = tmp_path / "file" / "store"  # cannot be created: a path under a regular file
     body = make_body(api, "sys", conversation(api, [("c1", LARGE)]), client_tools(api))
@@ -300,7 +300,7 @@ def test_conversation_builder_is_valid_for_every_api() -> None:
 
 @pytest.mark.parametrize("api", APIS)
 async def test_rewrite_messages_is_the_message_level_core_the_compactor_can_call(
-    services: Services, api: ApiKind
+    services: Services, api: ApiName
 ) -> None:
     from mcp_offload.cachesafe.rewrite import rewrite_messages
     from mcp_offload.cachesafe.session import GatewaySession
@@ -322,7 +322,7 @@ async def test_rewrite_messages_is_the_message_level_core_the_compactor_can_call
 
 
 @pytest.mark.parametrize("api", APIS)
-async def test_a_store_refusing_the_outputs_fails_open_with_nothing_recorded(tmp_path: Path, api: ApiKind) -> None:
+async def test_a_store_refusing_the_outputs_fails_open_with_nothing_recorded(tmp_path: Path, api: ApiName) -> None:
     """Two large results stored concurrently, both refused (over the session quota): one clear fail-open reason,
     the original body, and no decision recorded (the next turn sends them inline, as this one did)."""
     body = make_body(api, "sys", conversation(api, [("c1", LARGE), ("c2", LARGE + "!")]), client_tools(api))
@@ -336,7 +336,7 @@ async def test_a_store_refusing_the_outputs_fails_open_with_nothing_recorded(tmp
 
 @pytest.mark.parametrize("api", APIS)
 async def test_a_result_whose_reference_would_not_be_smaller_stays_inline_for_good(
-    services: Services, api: ApiKind
+    services: Services, api: ApiName
 ) -> None:
     result = big_text(random.Random(5), 80, "short")  # over a 50-token threshold, but its preview is all of it
     body = make_body(api, "sys", conversation(api, [("c1", result)]), client_tools(api))

@@ -16,12 +16,12 @@ from anthropic.types import Message as AnthropicMessage
 from openai.types.chat import ChatCompletionMessage
 from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseReasoningItem
 
-from mcp_offload.cachesafe.history import history_for
+from mcp_offload.apis.names import ApiName
+from mcp_offload.apis.registry import api_named
 from mcp_offload.cachesafe.record import record_expansion
 from mcp_offload.cachesafe.rewrite import RewritePolicy
 from mcp_offload.core.services import Services
 from mcp_offload.gateway.rewrite import rewrite_request
-from mcp_offload.gateway.stream.base import ApiKind
 from support.gateway_core import big_text, client_tools, headers_for, make_body, open_services, validate_body, wire
 
 POLICY = RewritePolicy(threshold_tokens=200)
@@ -54,7 +54,7 @@ def sdk_anthropic_copy(content: list[dict[str, Any]]) -> dict[str, Any]:
     return {"content": [dict(reversed(list(block.items()))) for block in dumped["content"]], "role": "assistant"}
 
 
-async def first_turn(services: Services, api: ApiKind, credential: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+async def first_turn(services: Services, api: ApiName, credential: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Turn 1: a bash call with a big result, offloaded. Returns the client's messages and the rewritten ones."""
     if api == "anthropic":
         messages: list[dict[str, Any]] = [
@@ -81,10 +81,10 @@ async def first_turn(services: Services, api: ApiKind, credential: str) -> tuple
     body = make_body(api, "sys", messages, client_tools(api))
     rewrite = await rewrite_request(services, api, copy.deepcopy(body), headers_for(api, credential), POLICY)
     assert rewrite.offloaded and rewrite.tools_injected
-    return body, rewrite.body[history_for(api).messages_key]
+    return body, rewrite.body[api_named(api).history.messages_key]
 
 
-def loop_messages(api: ApiKind, handle: str) -> tuple[list[dict[str, Any]], Any]:
+def loop_messages(api: ApiName, handle: str) -> tuple[list[dict[str, Any]], Any]:
     """(what the upstream saw in the loop: call + result + final answer, the client's copy of the response)."""
     args = {"handle": handle, "start_line": 1, "end_line": 3}
     if api == "anthropic":
@@ -155,7 +155,7 @@ def loop_messages(api: ApiKind, handle: str) -> tuple[list[dict[str, Any]], Any]
 
 @pytest.mark.parametrize("api", ["anthropic", "openai_chat", "responses"])
 async def test_transparent_loop_is_restored_so_the_next_prefix_is_the_follow_up_prefix(
-    services: Services, api: ApiKind, tmp_path: Path
+    services: Services, api: ApiName, tmp_path: Path
 ) -> None:
     credential = "loop-" + api
     body, rewritten = await first_turn(services, api, credential)
@@ -166,7 +166,7 @@ async def test_transparent_loop_is_restored_so_the_next_prefix_is_the_follow_up_
     session = rewrite.session
     await record_expansion(services, session, api, client_copy, upstream)
 
-    key = history_for(api).messages_key
+    key = api_named(api).history.messages_key
     client_next = copy.deepcopy(body[key][1:] if api == "openai_chat" else body[key])
     client_next += client_copy if isinstance(client_copy, list) else [client_copy]
     client_next.append({"role": "user", "content": "Thanks, now fix it."})
@@ -185,7 +185,7 @@ async def test_transparent_loop_is_restored_so_the_next_prefix_is_the_follow_up_
         assert wire(after.body) == wire(out.body)
 
 
-def mixed(api: ApiKind) -> tuple[list[dict[str, Any]], Any, list[dict[str, Any]]]:
+def mixed(api: ApiName) -> tuple[list[dict[str, Any]], Any, list[dict[str, Any]]]:
     """(upstream: response with a retrieval call + a client call, then the retrieval result; the client's copy
     without the retrieval call; the client's own result)."""
     read = {"handle": "out_" + "a" * 26}
@@ -246,13 +246,13 @@ def mixed(api: ApiKind) -> tuple[list[dict[str, Any]], Any, list[dict[str, Any]]
 
 
 @pytest.mark.parametrize("api", ["anthropic", "openai_chat", "responses"])
-async def test_mixed_turn_is_restored_to_what_the_model_produced(services: Services, api: ApiKind) -> None:
+async def test_mixed_turn_is_restored_to_what_the_model_produced(services: Services, api: ApiName) -> None:
     credential = "mixed-" + api
     body, rewritten = await first_turn(services, api, credential)
     upstream, client_copy, client_result = mixed(api)
     session = (await rewrite_request(services, api, copy.deepcopy(body), headers_for(api, credential), POLICY)).session
     await record_expansion(services, session, api, client_copy, upstream)
-    key = history_for(api).messages_key
+    key = api_named(api).history.messages_key
     client_next = copy.deepcopy(body[key][1:] if api == "openai_chat" else body[key])
     client_next += client_copy if isinstance(client_copy, list) else [client_copy]
     client_next += client_result
@@ -287,7 +287,7 @@ async def test_record_expansion_refuses_results_only(services: Services) -> None
 
 
 async def test_an_unknown_assistant_message_is_left_alone(services: Services) -> None:
-    api: ApiKind = "anthropic"
+    api: ApiName = "anthropic"
     body, _ = await first_turn(services, api, "nothing-recorded")
     upstream, client_copy = loop_messages(api, "out_" + "b" * 26)
     session = (
@@ -301,7 +301,7 @@ async def test_an_unknown_assistant_message_is_left_alone(services: Services) ->
 
 
 async def test_identical_short_answers_are_restored_each_to_their_own_exchange(services: Services) -> None:
-    api: ApiKind = "openai_chat"
+    api: ApiName = "openai_chat"
     credential = "twice"
     body, _ = await first_turn(services, api, credential)
     session = (await rewrite_request(services, api, copy.deepcopy(body), headers_for(api, credential), POLICY)).session

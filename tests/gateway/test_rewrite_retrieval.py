@@ -9,11 +9,11 @@ from typing import Any, cast
 
 import pytest
 
+from mcp_offload.apis.names import ApiName
 from mcp_offload.cachesafe.rewrite import RewritePolicy
 from mcp_offload.cachesafe.session import GatewaySession
 from mcp_offload.gateway.retrieval import run_retrieval
 from mcp_offload.gateway.rewrite import rewrite_request
-from mcp_offload.gateway.stream.base import ApiKind
 from mcp_offload.store.fs import FilesystemStore
 from support.gateway_core import big_text, client_tools, headers_for, make_body, model_turn, open_services, results_turn
 from support.store import FakeClock
@@ -23,7 +23,7 @@ TEXT = big_text(random.Random(2), 600, "log") + "\nNEEDLE-42 found here\n"
 
 
 async def offloaded(services: Any, credential: str = "r") -> tuple[GatewaySession, str]:
-    api: ApiKind = "anthropic"
+    api: ApiName = "anthropic"
     messages = [{"role": "user", "content": "go"}, *model_turn(api, [("toolu_9", "bash", {})], "run", 1)]
     messages += results_turn(api, [("toolu_9", TEXT)])
     rewrite = await rewrite_request(

@@ -10,19 +10,19 @@ from typing import Any
 
 import pytest
 
-from mcp_offload.cachesafe.history import history_for
+from mcp_offload.apis.names import ApiName
+from mcp_offload.apis.registry import api_named
 from mcp_offload.cachesafe.rewrite import RewritePolicy
 from mcp_offload.cachesafe.session import SESSION_HEADER, derive_session
 from mcp_offload.core.api import SessionScope
 from mcp_offload.gateway.rewrite import rewrite_request
-from mcp_offload.gateway.stream.base import ApiKind
 from support.gateway_core import APIS, Conversation, big_text, headers_for, open_services, wire
 
 POLICY = RewritePolicy(threshold_tokens=200)
 
 
 @pytest.mark.parametrize("api", APIS)
-def test_same_credential_and_opening_is_one_session_whatever_comes_later(api: ApiKind) -> None:
+def test_same_credential_and_opening_is_one_session_whatever_comes_later(api: ApiName) -> None:
     conv = Conversation(api, seed=1)
     first = derive_session(api, conv.body(), headers_for(api, "sk-1"))
     for _ in range(3):
@@ -89,7 +89,7 @@ def test_responses_continuations_share_one_session_per_credential_and_instructio
 
 
 @pytest.mark.parametrize("api", APIS)
-async def test_forks_share_decisions_and_bytes(tmp_path: Path, api: ApiKind) -> None:
+async def test_forks_share_decisions_and_bytes(tmp_path: Path, api: ApiName) -> None:
     """Two branches forked after turn 5: the shared prefix is byte-identical in both, each branch's own results get
     their own handles, and both are consistent on every later turn."""
     async with open_services(tmp_path / "store") as services:
@@ -105,7 +105,7 @@ async def test_forks_share_decisions_and_bytes(tmp_path: Path, api: ApiKind) -> 
         out_left = await rewrite_request(services, api, left.body(), headers, POLICY)
         out_right = await rewrite_request(services, api, right.body(), headers, POLICY)
         assert out_left.session == out_right.session == base.session
-        key = history_for(api).messages_key
+        key = api_named(api).history.messages_key
         shared = wire(base.body[key])[:-1]
         assert wire(out_left.body[key]).startswith(shared) and wire(out_right.body[key]).startswith(shared)
         assert set(out_left.offloaded).isdisjoint(out_right.offloaded)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mcp_offload.gateway.stream.sse import SseParser, encode_event, parse_event
+from mcp_offload.apis.sse import SseParser, encode_event, parse_event
 
 names = st.one_of(st.none(), st.sampled_from(["message_start", "content_block_delta", "ping", "response.completed"]))
 values = st.one_of(st.integers(-(2**53), 2**53), st.text(max_size=30))

@@ -11,9 +11,9 @@ import pytest
 from openai.types.chat import ChatCompletion
 from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseOutputText
 
+from mcp_offload.apis.names import ApiName
 from mcp_offload.cachesafe.record import record_expansion
 from mcp_offload.cachesafe.rewrite import RewritePolicy
-from mcp_offload.cachesafe.tool_text import ApiKind
 from mcp_offload.core.services import Services
 from mcp_offload.gateway.rewrite import rewrite_request
 from mcp_offload.integrations.litellm.calls import CallTable, LoopCall
@@ -141,7 +141,7 @@ def test_the_call_table_is_bounded_by_count_and_age() -> None:
     assert table.get("late") is None and table.get(None) is None
 
 
-CONVERSATIONS: dict[ApiKind, list[dict[str, Any]]] = {
+CONVERSATIONS: dict[ApiName, list[dict[str, Any]]] = {
     "openai_chat": [
         {"role": "user", "content": "Build it."},
         {"role": "assistant", "content": None, "tool_calls": [
@@ -159,7 +159,7 @@ CONVERSATIONS: dict[ApiKind, list[dict[str, Any]]] = {
         {"type": "function_call_output", "call_id": "call_1", "output": "short log"},
     ],
 }  # fmt: skip
-FINALS: dict[ApiKind, Any] = {
+FINALS: dict[ApiName, Any] = {
     "openai_chat": _chat_response("Found it"),
     "anthropic": FakeStreamReplay({"content": [{"type": "text", "text": "Found it", "citations": None}]}),
     "responses": {
@@ -174,7 +174,7 @@ FINALS: dict[ApiKind, Any] = {
         ]
     },
 }
-CLIENT_COPIES: dict[ApiKind, list[dict[str, Any]]] = {  # what a client sends back, as its SDK serializes it
+CLIENT_COPIES: dict[ApiName, list[dict[str, Any]]] = {  # what a client sends back, as its SDK serializes it
     "openai_chat": [{"role": "assistant", "content": "Found it"}],
     "anthropic": [{"role": "assistant", "content": [{"type": "text", "text": "Found it"}]}],
     "responses": [
@@ -184,7 +184,7 @@ CLIENT_COPIES: dict[ApiKind, list[dict[str, Any]]] = {  # what a client sends ba
 
 
 @pytest.mark.parametrize("api", list(CONVERSATIONS))
-async def test_what_the_guardrail_records_the_next_rewrite_restores(api: ApiKind, services: Services) -> None:
+async def test_what_the_guardrail_records_the_next_rewrite_restores(api: ApiName, services: Services) -> None:
     """The guardrail's recording step (rounds + final answer, keyed by the client's copy and its last message) and
     the next turn's `rewrite_request`, over the store: the client's copy is replaced by the exact loop messages."""
     key = "input" if api == "responses" else "messages"

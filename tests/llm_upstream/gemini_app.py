@@ -21,10 +21,10 @@ from starlette.routing import Route
 
 from llm_upstream import emit_gemini
 from llm_upstream.errors import ApiError, InvalidRequest, error_body
-from llm_upstream.prompt import Segment, TokenCache
+from llm_upstream.prompt import render_gemini
 from llm_upstream.script import Turn
 from llm_upstream.state import ReceivedRequest, UpstreamState, session_key
-from llm_upstream.validate_gemini import camel, validate_gemini_request
+from llm_upstream.validate_gemini import validate_gemini_request
 
 GEMINI_MODELS = ["gemini-2.5-flash", "gemini-2.5-pro", "gemini-2.5-flash-lite", "gemini-3-pro-preview",
                  "gemini-3-flash-preview"]  # fmt: skip
@@ -48,31 +48,6 @@ def model_list() -> dict[str, Any]:
 
 def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
-def part_text(part: dict[str, Any]) -> str:
-    if "text" in part:
-        return ("<thought>" if part.get("thought") else "") + str(part["text"])
-    if "functionCall" in part:
-        call = part["functionCall"]
-        return f"<function_call name={call.get('name')}>{_json(call.get('args', {}))}"
-    if "functionResponse" in part:
-        answer = part["functionResponse"]
-        return f"<function_response name={answer.get('name')}>{_json(answer.get('response'))}"
-    return _json({k: v for k, v in part.items() if k != "thoughtSignature"})
-
-
-def render_gemini(body: dict[str, Any], tokens: TokenCache) -> list[Segment]:
-    get = {camel(k): v for k, v in body.items()}
-    segments = [tokens.segment("<tool>" + _json(tool)) for tool in get.get("tools") or []]
-    system = get.get("systemInstruction")
-    for part in (system or {}).get("parts") or []:
-        segments.append(tokens.segment("<system>" + part_text(part)))
-    for content in get.get("contents") or []:
-        marker = f"<start_of_turn>{content.get('role', 'user')}\n"
-        for k, part in enumerate(content.get("parts") or []):
-            segments.append(tokens.segment((marker if k == 0 else "") + part_text(part)))
-    return segments
 
 
 def _error(entry: ReceivedRequest, status: int, message: str) -> Response:

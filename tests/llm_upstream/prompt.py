@@ -178,6 +178,37 @@ def render_responses(body: dict[str, Any], prior: list[dict[str, Any]], tokens: 
     return segments
 
 
+# -- Gemini ------------------------------------------------------------------------------------------------------
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(w[:1].upper() + w[1:] for w in rest)
+
+
+def part_text(part: dict[str, Any]) -> str:
+    if "text" in part:
+        return ("<thought>" if part.get("thought") else "") + str(part["text"])
+    if "functionCall" in part:
+        call = part["functionCall"]
+        return f"<function_call name={call.get('name')}>{_json(call.get('args', {}))}"
+    if "functionResponse" in part:
+        answer = part["functionResponse"]
+        return f"<function_response name={answer.get('name')}>{_json(answer.get('response'))}"
+    return _json({k: v for k, v in part.items() if k != "thoughtSignature"})
+
+
+def render_gemini(body: dict[str, Any], tokens: TokenCache) -> list[Segment]:
+    get = {_camel(k): v for k, v in body.items()}
+    segments = [tokens.segment("<tool>" + _json(tool)) for tool in get.get("tools") or []]
+    system = get.get("systemInstruction")
+    for part in (system or {}).get("parts") or []:
+        segments.append(tokens.segment("<system>" + part_text(part)))
+    for content in get.get("contents") or []:
+        marker = f"<start_of_turn>{content.get('role', 'user')}\n"
+        for k, part in enumerate(content.get("parts") or []):
+            segments.append(tokens.segment((marker if k == 0 else "") + part_text(part)))
+    return segments
+
+
 def prompt_digests(api: str, body: dict[str, Any], prior: list[dict[str, Any]] | None = None) -> list[bytes]:
     """The segment digests of a request's prompt: what the model sees, in order (for prefix assertions)."""
     tokens = _DIGEST_ONLY
@@ -185,6 +216,8 @@ def prompt_digests(api: str, body: dict[str, Any], prior: list[dict[str, Any]] |
         return [s.digest for s in render_anthropic(body, tokens)]
     if api == "openai_chat":
         return [s.digest for s in render_chat(body, tokens)]
+    if api == "gemini":
+        return [s.digest for s in render_gemini(body, tokens)]
     return [s.digest for s in render_responses(body, prior or [], tokens)]
 
 

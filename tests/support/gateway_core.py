@@ -24,11 +24,11 @@ from openai.types.responses.response_create_params import ResponseCreateParamsNo
 from pydantic import TypeAdapter
 from pydantic_core import ValidationError
 
+from mcp_offload.apis.names import ApiName
 from mcp_offload.core.services import Services, build_services
-from mcp_offload.gateway.stream.base import ApiKind
 from mcp_offload.settings import Settings
 
-APIS: tuple[ApiKind, ...] = ("anthropic", "openai_chat", "responses", "gemini")
+APIS: tuple[ApiName, ...] = ("anthropic", "openai_chat", "responses", "gemini")
 _ADAPTERS: dict[str, TypeAdapter[Any]] = {
     "anthropic": TypeAdapter(MessageCreateParamsNonStreaming),
     "anthropic_beta": TypeAdapter(BetaCreateParams),  # compaction blocks, context_management, betas
@@ -108,13 +108,13 @@ CLIENT_TOOLS = {
 }
 
 
-def client_tools(api: ApiKind) -> list[dict[str, Any]]:
+def client_tools(api: ApiName) -> list[dict[str, Any]]:
     """A deep copy of the client's tool list (tests mutate theirs)."""
     tools: list[dict[str, Any]] = json.loads(json.dumps(CLIENT_TOOLS[api]))
     return tools
 
 
-def make_body(api: ApiKind, system: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
+def make_body(api: ApiName, system: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
     if api == "anthropic":
         return {
             "model": "claude-sonnet-4-6",
@@ -135,13 +135,13 @@ def make_body(api: ApiKind, system: str, messages: list[dict[str, Any]], tools: 
     return {"model": "gpt-5", "instructions": system, "input": messages, "tools": tools}
 
 
-def user_text(api: ApiKind, text: str) -> dict[str, Any]:
+def user_text(api: ApiName, text: str) -> dict[str, Any]:
     if api == "gemini":
         return {"role": "user", "parts": [{"text": text}]}
     return {"role": "user", "content": text}
 
 
-def model_turn(api: ApiKind, calls: list[tuple[str, str, dict[str, Any]]], text: str, n: int) -> list[dict[str, Any]]:
+def model_turn(api: ApiName, calls: list[tuple[str, str, dict[str, Any]]], text: str, n: int) -> list[dict[str, Any]]:
     """What the client appends for a model response calling `calls` [(id, name, input)] (with reasoning)."""
     if api == "anthropic":
         blocks: list[dict[str, Any]] = [
@@ -189,7 +189,7 @@ def model_turn(api: ApiKind, calls: list[tuple[str, str, dict[str, Any]]], text:
     return items
 
 
-def results_turn(api: ApiKind, results: list[tuple[str, str]], user: str | None = None) -> list[dict[str, Any]]:
+def results_turn(api: ApiName, results: list[tuple[str, str]], user: str | None = None) -> list[dict[str, Any]]:
     """The client's tool results [(call id, text)] (Anthropic: one user message, optionally with user text)."""
     if api == "anthropic":
         blocks: list[dict[str, Any]] = [
@@ -218,7 +218,7 @@ def results_turn(api: ApiKind, results: list[tuple[str, str]], user: str | None 
 class Conversation:
     """A tool-heavy conversation the client grows turn by turn (deterministic for a seed)."""
 
-    api: ApiKind
+    api: ApiName
     seed: int
     system: str = "You are a careful coding agent."
     large_every: int = 3  # one result in `large_every` is large
@@ -265,7 +265,7 @@ async def open_services(store: str | Path, **overrides: Any) -> AsyncIterator[Se
 HeadersFactory = Callable[[str], dict[str, str]]
 
 
-def headers_for(api: ApiKind, credential: str) -> dict[str, str]:
+def headers_for(api: ApiName, credential: str) -> dict[str, str]:
     if api == "anthropic":
         return {"x-api-key": credential, "anthropic-version": "2023-06-01"}
     if api == "gemini":

@@ -5,11 +5,11 @@ once and recorded (so every later turn, restart and instance sends the same byte
 rewritten only when it pays at the provider's cache prices or under window pressure.
 
 - `rewrite.py`: the rules (`rewrite_messages`, `RewritePolicy`, `ClearToolUses`);
-- `history/`: each API's request body and message list as the rules read and edit them;
 - `record/`: the decision record (filesystem or Redis, beside the store);
 - `cost.py`: the providers' cache prices and the cost rule;
 - `session.py`: which conversation a request belongs to (its store scope);
 - `tool_defs.py`, `tool_text.py`: the retrieval tools in each API's format, as fixed bytes.
 
-The message formats themselves (reading and editing one message of each API) are `mcp_offload.messages`.
+Each API's message format and request body (reading and editing one message, where the messages and tools sit) are
+its package under `mcp_offload.apis`.
 """

@@ -61,16 +61,18 @@ from typing import Any, Literal
 
 import anyio
 
+from mcp_offload.apis.history import History, ResultPart
+from mcp_offload.apis.message import Message, MessageView, Part, ToolResult
+from mcp_offload.apis.names import ApiName
+from mcp_offload.apis.registry import api_named
 from mcp_offload.cachesafe.cost import Candidate, best_batch, prices_for, remaining_requests
-from mcp_offload.cachesafe.history import History, ResultPart, history_for
 from mcp_offload.cachesafe.record import Decision, DecisionRecord, Reason, open_record, part_digest, unit_digest
 from mcp_offload.cachesafe.session import GatewaySession
-from mcp_offload.cachesafe.tool_text import ApiKind, is_retrieval_tool
+from mcp_offload.cachesafe.tool_text import is_retrieval_tool
 from mcp_offload.core import api as core
 from mcp_offload.core.render import render_reference
 from mcp_offload.core.services import Services
 from mcp_offload.errors import InvalidContent, StoreError, TooLarge
-from mcp_offload.messages import Message, MessageView, Part, ToolResult
 from mcp_offload.store.handles import PREFIX, derived_handle
 
 __all__ = [
@@ -139,7 +141,7 @@ class MessagesRewrite:
 
 async def rewrite_messages(
     services: Services,
-    api: ApiKind,
+    api: ApiName,
     session: GatewaySession,
     messages: list[Message],
     policy: RewritePolicy,
@@ -167,7 +169,7 @@ async def rewrite_messages(
     Messages and blocks it cannot read are kept as they are and skipped (`History.view`). Raises `StoreError`
     (`StoreUnavailable`, `StoreFull`) when the record or the store fails (nothing recorded). The gateway
     (`rewrite_request`) and the `Compactor` share it."""
-    history = history_for(api)
+    history = api_named(api).history
     views = [history.view(m, i) for i, m in enumerate(messages)]
     scope = _Scope(tail, eligible, pressure, source, keep_inline_on_store_failure)
     return await _Turn(services, api, history, session, policy, messages, views, model, head_chars, scope).run()
@@ -210,7 +212,7 @@ class _Turn:
     def __init__(
         self,
         services: Services,
-        api: ApiKind,
+        api: ApiName,
         history: History,
         session: GatewaySession,
         policy: RewritePolicy,

@@ -32,9 +32,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from mcp_offload.cachesafe.history import history_for
-from mcp_offload.cachesafe.history.base import canonical_bytes, normalized
-from mcp_offload.cachesafe.tool_text import ApiKind
+from mcp_offload.apis.history import canonical_bytes, normalized
+from mcp_offload.apis.names import ApiName
+from mcp_offload.apis.registry import api_named
 from mcp_offload.core.api import SessionScope
 from mcp_offload.store.handles import scope_key
 
@@ -70,7 +70,7 @@ def credential_digest(headers: Mapping[str, str]) -> str:
     return hashlib.sha256(material.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def derive_session(api: ApiKind, body: Mapping[str, Any], headers: Mapping[str, str]) -> GatewaySession:
+def derive_session(api: ApiName, body: Mapping[str, Any], headers: Mapping[str, str]) -> GatewaySession:
     """The session of a request (see the module docstring for the rule)."""
     name = _lowered(headers).get(SESSION_HEADER)
     credential = credential_digest(headers)
@@ -81,7 +81,7 @@ def derive_session(api: ApiKind, body: Mapping[str, Any], headers: Mapping[str, 
             pass
         else:
             return GatewaySession(key=scope.key, scope=scope, explicit=True, credential=credential)
-    opening = history_for(api).opening(body)
+    opening = api_named(api).history.opening(body)
     digest = hashlib.sha256(canonical_bytes(normalized(opening))).hexdigest()
     key = scope_key(f"gateway:{api}:{credential}:{digest}")
     return GatewaySession(key=key, scope=SessionScope(key), credential=credential)

@@ -1,5 +1,6 @@
 """The five tools (`read_large_output`, `search_large_output`, `query_large_output`, `list_outputs`, `offload`) as
-tool definitions in each SDK's format, built from the same `ToolSpec`s the MCP server lists.
+tool definitions in each API's request format (each API's `tool_definition`), built from the same `ToolSpec`s the
+MCP server lists.
 
 - `"anthropic"`: `{"name", "description", "input_schema"}` (Messages API `tools=`);
 - `"openai"`: `{"type": "function", "function": {"name", "description", "parameters"}}` (Chat Completions);
@@ -10,31 +11,25 @@ from __future__ import annotations
 
 from typing import Any
 
+from mcp_offload.apis.base import LlmApi, ToolDeclaration
+from mcp_offload.apis.registry import APIS, api_for_format
 from mcp_offload.core.tools import TOOLS
 
-TOOL_FORMATS = ("anthropic", "openai", "responses")
+_ALIASES = {"chat": "openai"}
 
 
 def tool_definitions(format: str) -> list[dict[str, Any]]:
-    if format == "anthropic":
-        return [{"name": s.name, "description": s.description, "input_schema": s.input_schema()} for s in TOOLS]
-    if format in ("openai", "chat"):
-        return [
-            {
-                "type": "function",
-                "function": {"name": s.name, "description": s.description, "parameters": s.input_schema()},
-            }
-            for s in TOOLS
-        ]
-    if format == "responses":
-        return [
-            {
-                "type": "function",
-                "name": s.name,
-                "description": s.description,
-                "parameters": s.input_schema(),
-                "strict": False,
-            }
-            for s in TOOLS
-        ]
-    raise ValueError(f"unknown tool format {format!r}: use one of {', '.join(TOOL_FORMATS)}")
+    """The five tools for the API a `Compactor` caller names with `format` (its public word, or "chat")."""
+    api = api_for_format(_ALIASES.get(format, format))
+    if api is None:
+        known = ", ".join(a.format_name for a in APIS.values() if a.format_name)
+        raise ValueError(f"unknown tool format {format!r}: use one of {known}")
+    return api_tool_definitions(api)
+
+
+def api_tool_definitions(api: LlmApi, names: frozenset[str] | None = None) -> list[dict[str, Any]]:
+    """The five tools (or those in `names`, in the same order) as `api` declares tools."""
+    chosen = [
+        ToolDeclaration(s.name, s.description, s.input_schema()) for s in TOOLS if names is None or s.name in names
+    ]
+    return api.tool_definitions(chosen)

@@ -2,7 +2,7 @@
 
 They are the MCP server's own retrieval tools (`read_large_output`, `search_large_output`, `query_large_output`,
 `list_outputs`; not `offload`: the gateway stores, the model only reads), with the same names, descriptions and
-argument schemas (`compact.tool_defs`), so a model meets one tool set whichever front end stored the output.
+argument schemas (`tool_defs.py`), so a model meets one tool set whichever front end stored the output.
 
 Cache safety: once a session has the tools, every later request carries exactly these bytes after the client's own
 tools. The definitions are built once per process and frozen; `tests/gateway/golden/tools_*.json` pins them, so a
@@ -14,44 +14,30 @@ from __future__ import annotations
 import copy
 import functools
 import json
-from typing import Any, Literal
+from typing import Any
 
-from mcp_offload.apis.gemini.tools import function_declarations
-from mcp_offload.cachesafe.tool_defs import tool_definitions
-
-ApiKind = Literal["anthropic", "openai_chat", "responses", "gemini"]
-API_KINDS: tuple[ApiKind, ...] = ("anthropic", "openai_chat", "responses", "gemini")
+from mcp_offload.apis.names import ApiName
+from mcp_offload.apis.registry import api_named
+from mcp_offload.cachesafe.tool_defs import api_tool_definitions
 
 RETRIEVAL_TOOL_NAMES: frozenset[str] = frozenset(
     {"read_large_output", "search_large_output", "query_large_output", "list_outputs"}
 )
-_TOOL_FORMAT = {"anthropic": "anthropic", "openai_chat": "openai", "responses": "responses"}
-
-
-def _name_of(definition: dict[str, Any]) -> str:
-    function = definition.get("function")
-    if isinstance(function, dict):
-        return str(function.get("name"))
-    return str(definition.get("name"))
 
 
 @functools.cache
-def _frozen(api: ApiKind) -> str:
-    if api == "gemini":  # one Tool object of functionDeclarations
-        return json.dumps(function_declarations(RETRIEVAL_TOOL_NAMES), ensure_ascii=False, separators=(",", ":"))
-    if api not in _TOOL_FORMAT:
-        raise ValueError(f"unknown API {api!r}: use one of {', '.join(API_KINDS)}")
-    chosen = [d for d in tool_definitions(_TOOL_FORMAT[api]) if _name_of(d) in RETRIEVAL_TOOL_NAMES]
+def _frozen(api: ApiName) -> str:
+    chosen = api_tool_definitions(api_named(api), RETRIEVAL_TOOL_NAMES)
     return json.dumps(chosen, ensure_ascii=False, separators=(",", ":"))
 
 
-def retrieval_tools(api: ApiKind) -> list[dict[str, Any]]:
+def retrieval_tools(api: ApiName) -> list[dict[str, Any]]:
     """The retrieval tool definitions in `api`'s request format (a fresh copy of fixed data: callers may mutate it)."""
     return copy.deepcopy(_tools(api))
 
 
 @functools.cache
-def _tools(api: ApiKind) -> list[dict[str, Any]]:
+def _tools(api: ApiName) -> list[dict[str, Any]]:
     loaded: list[dict[str, Any]] = json.loads(_frozen(api))
     return loaded
 

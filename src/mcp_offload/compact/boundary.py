@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from mcp_offload.messages import MessageView
+from mcp_offload.apis.message import MessageView
 
 BoundarySpec = str | tuple[str, int] | dict[str, Any]
 

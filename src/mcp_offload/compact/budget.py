@@ -70,7 +70,8 @@ from dataclasses import dataclass, field
 
 import orjson
 
-from mcp_offload.messages import Message, MessageFormat, MessageView
+from mcp_offload.apis.base import LlmApi
+from mcp_offload.apis.message import Message, MessageView
 
 MESSAGE_OVERHEAD = 4
 IMAGE_TOKENS = 1_000
@@ -97,15 +98,15 @@ class MessageLedger:
     size: int = LEDGER_SIZE
     _entries: OrderedDict[tuple[str, bytes], Known] = field(default_factory=OrderedDict)
 
-    def known(self, fmt: MessageFormat, message: Message, index: int) -> Known:
+    def known(self, api: LlmApi, message: Message, index: int) -> Known:
         """The view and count of `message`'s content (read and validated only the first time that content is seen;
         raises ValueError naming `index` when it is malformed)."""
-        key = (fmt.name, content_key(message))
+        key = (api.name, content_key(message))
         found = self._entries.get(key)
         if found is not None:
             self._entries.move_to_end(key)
             return found
-        found = self._entries[key] = Known(fmt.view(message, index), key[1])
+        found = self._entries[key] = Known(api.messages.view(message, index), key[1])
         while len(self._entries) > self.size:
             self._entries.popitem(last=False)
         return found

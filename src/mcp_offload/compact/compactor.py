@@ -12,8 +12,8 @@
 a message it leaves untouched is the caller's own object. With `context_window` it fits the window or raises
 `ContextWindowExceeded` (the order of the steps: budget.py).
 
-Cache safety is the gateway's: tool results go through the same core (`cachesafe.rewrite.rewrite_messages`, the
-compactor's formats "anthropic" / "openai" / "responses" as its APIs "anthropic" / "openai_chat" / "responses") with
+Cache safety is the gateway's: tool results go through the same core (`cachesafe.rewrite.rewrite_messages`; the
+`format=` words "anthropic" / "openai" / "responses" name the APIs "anthropic" / "openai_chat" / "responses") with
 the session's `DecisionRecord` beside the store (`GatewaySession` of this compactor's scope). A decision (offloaded
 as a handle derived from the session and the part's call id + content, with its exact reference bytes; or inline for
 good) is taken once and applied on every later call, for any boundary, after a restart and by every instance on
@@ -42,6 +42,9 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
+from mcp_offload.apis.base import LlmApi
+from mcp_offload.apis.detect import api_of_format, detect_api
+from mcp_offload.apis.message import Message, Part, ToolResult, dump_block
 from mcp_offload.cachesafe.record import Decision, open_record, part_digest
 from mcp_offload.cachesafe.rewrite import (
     CHARS_PER_TOKEN,
@@ -51,8 +54,7 @@ from mcp_offload.cachesafe.rewrite import (
     rewrite_messages,
 )
 from mcp_offload.cachesafe.session import GatewaySession
-from mcp_offload.cachesafe.tool_defs import tool_definitions
-from mcp_offload.cachesafe.tool_text import ApiKind
+from mcp_offload.cachesafe.tool_defs import api_tool_definitions, tool_definitions
 from mcp_offload.compact.boundary import Boundary, BoundarySpec
 from mcp_offload.compact.budget import (
     IMAGE_TOKENS,
@@ -71,8 +73,6 @@ from mcp_offload.core.results import OffloadOutput
 from mcp_offload.core.services import Services, build_services
 from mcp_offload.core.tools import TOOLS_BY_NAME, CallContext
 from mcp_offload.errors import ContextWindowExceeded, StoreError
-from mcp_offload.messages import Message, MessageFormat, Part, ToolResult, detect_format, get_format
-from mcp_offload.messages.base import dump_block
 from mcp_offload.settings import Settings
 from mcp_offload.store.handles import PREFIX, derived_handle
 
@@ -80,7 +80,6 @@ log = logging.getLogger("mcp_offload.compact")
 REFERENCE_PREFIX = "Stored as " + PREFIX
 # the least a keep-last prefix batch clears (Anthropic's clear_tool_uses `clear_at_least` default)
 KEEP_LAST_BATCH_TOKENS = 20_000
-API_OF_FORMAT: dict[str, ApiKind] = {"anthropic": "anthropic", "openai": "openai_chat", "responses": "responses"}
 
 
 @dataclass(slots=True)
@@ -102,7 +101,7 @@ class CompactReport:
 class _Request:
     """One `compact` call's message list as it is being reduced, with each message's view and count."""
 
-    fmt: MessageFormat
+    api: LlmApi
     ledger: MessageLedger
     messages: list[Message]
     known: list[Known]
@@ -119,19 +118,19 @@ class _Request:
             return False
         if len(messages) != len(self.messages):  # restored by an expansion (a gateway sharing the session's record)
             self.messages = list(messages)
-            self.known = [self.ledger.known(self.fmt, m, i) for i, m in enumerate(self.messages)]
+            self.known = [self.ledger.known(self.api, m, i) for i, m in enumerate(self.messages)]
             return True
         changed = False
         for i, (old, new) in enumerate(zip(self.messages, messages, strict=True)):
             if new is not old:
-                self.known[i] = self.ledger.known(self.fmt, new, i)
+                self.known[i] = self.ledger.known(self.api, new, i)
                 changed = True
         self.messages = list(messages)
         return changed
 
     def replace(self, i: int, message: Message) -> None:
         self.messages[i] = message
-        self.known[i] = self.ledger.known(self.fmt, message, i)
+        self.known[i] = self.ledger.known(self.api, message, i)
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,14 +206,14 @@ class AsyncCompactor:
             raise ValueError("threshold_tokens must be >= 0")
         if max_output_tokens < 0:
             raise ValueError("max_output_tokens must be >= 0")
-        fmt = get_format(format) if format else detect_format(messages)
+        llm_api = api_of_format(format) if format else detect_api(messages)
         bound = Boundary.parse(boundary)
         budget = BudgetPolicy(context_window, trigger)
-        request = self._read(fmt, messages)  # all validated before anything is stored
-        report = CompactReport(format=fmt.name, messages_in=len(request.messages))
+        request = self._read(llm_api, messages)  # all validated before anything is stored
+        report = CompactReport(format=_format_name(llm_api), messages_in=len(request.messages))
         self.last_report = report
         windowed = budget.limit is not None
-        fixed = self._fixed_parts(fmt, system, tools, retrieval_tools, max_output_tokens) if windowed else {}
+        fixed = self._fixed_parts(llm_api, system, tools, retrieval_tools, max_output_tokens) if windowed else {}
         fixed_tokens = sum(fixed.values())
         if windowed:
             report.tokens_before = fixed_tokens + request.total()
@@ -275,7 +274,7 @@ class AsyncCompactor:
         try:
             done = await rewrite_messages(
                 self.services,
-                API_OF_FORMAT[request.fmt.name],
+                request.api.name,
                 self._core_session,
                 request.messages,
                 policy,
@@ -357,7 +356,7 @@ class AsyncCompactor:
         for i, slots in replaced.items():
             message = request.messages[i]
             for result, texts in slots.values():
-                message = request.fmt.replace_parts(message, result, texts)  # slots do not move
+                message = request.api.messages.replace_parts(message, result, texts)  # slots do not move
             request.replace(i, message)
         return bool(new)
 
@@ -395,7 +394,7 @@ class AsyncCompactor:
         return Decision(stored.handle, text, image.result.call_id, image.tool, IMAGE_TOKENS, self._count(text))
 
     def _fixed_parts(
-        self, fmt: MessageFormat, system: object, tools: Sequence[object] | None, retrieval: bool, reserve: int
+        self, llm_api: LlmApi, system: object, tools: Sequence[object] | None, retrieval: bool, reserve: int
     ) -> dict[str, int]:
         """The tokens of what the messages share the window with, by part (for the error message)."""
         parts = {"room reserved for the output (max_output_tokens)": reserve}
@@ -404,13 +403,13 @@ class AsyncCompactor:
         if tools:
             parts["your tool definitions"] = self._count(_json([dump_block(t, 0) for t in tools]))
         if retrieval:
-            parts["the five retrieval tools"] = self._retrieval_tools_tokens(fmt.name)
+            parts["the five retrieval tools"] = self._retrieval_tools_tokens(llm_api)
         return parts
 
-    def _retrieval_tools_tokens(self, format_name: str) -> int:
-        known = self._tool_tokens.get(format_name)
+    def _retrieval_tools_tokens(self, llm_api: LlmApi) -> int:
+        known = self._tool_tokens.get(llm_api.name)
         if known is None:
-            known = self._tool_tokens[format_name] = self._count(_json(tool_definitions(format_name)))
+            known = self._tool_tokens[llm_api.name] = self._count(_json(api_tool_definitions(llm_api)))
         return known
 
     async def _last_resort(
@@ -425,7 +424,7 @@ class AsyncCompactor:
         """Steps 4-7 (the module docstring of budget.py), each until the request is under `limit`."""
         reference = self.settings.preview_tokens
         total = await self._relieve(request, policy, report, None, reference, total, limit, model)  # step 4
-        fmt = request.fmt
+        notes = request.api.messages
         for i in range(len(request.messages)):  # step 5: tool-call arguments
             if total <= limit:
                 return total
@@ -446,7 +445,7 @@ class AsyncCompactor:
                 continue
             text = f"[The {label} is stored as {stored.handle}, as one JSON message.]\n{render_reference(stored)}"
             before = request.tokens(i)
-            request.replace(i, fmt.note_message(text))
+            request.replace(i, notes.note_message(text))
             total += request.tokens(i) - before
         return total
 
@@ -458,7 +457,7 @@ class AsyncCompactor:
             label = f"arguments of the {call.name or 'tool'} call {call.call_id}"
             stored = await self._store_text(call.arguments, label, report)
             if stored is not None:
-                out = request.fmt.replace_call_arguments(out, call.call_id, render_reference(stored))
+                out = request.api.messages.replace_call_arguments(out, call.call_id, render_reference(stored))
         return out
 
     async def _offload_text(self, text: str, label: str) -> OffloadOutput:
@@ -490,11 +489,11 @@ class AsyncCompactor:
         lines.append(f"{n} messages in all")
         return lines
 
-    def _read(self, fmt: MessageFormat, messages: Sequence[object]) -> _Request:
+    def _read(self, llm_api: LlmApi, messages: Sequence[object]) -> _Request:
         """The messages as plain dicts (the caller's own dicts as they are) with their views, checked: every tool
         result answers an earlier call."""
-        dicts = [fmt.to_dict(m, i) for i, m in enumerate(messages)]
-        known = [self._ledger.known(fmt, m, i) for i, m in enumerate(dicts)]
+        dicts = [llm_api.messages.to_dict(m, i) for i, m in enumerate(messages)]
+        known = [self._ledger.known(llm_api, m, i) for i, m in enumerate(dicts)]
         declared: set[str] = set()
         for i, k in enumerate(known):
             for result in k.view.results:
@@ -503,7 +502,7 @@ class AsyncCompactor:
                         f"message {i}: tool result for call id {result.call_id!r}, which no earlier message calls"
                     )
             declared.update(c.call_id for c in k.view.calls)
-        return _Request(fmt, self._ledger, dicts, known)
+        return _Request(llm_api, self._ledger, dicts, known)
 
     async def _transcript_step(
         self, request: _Request, bound: Boundary, total: int, summarize: Summarize | None, report: CompactReport
@@ -572,9 +571,9 @@ class AsyncCompactor:
     def _put_note(self, request: _Request, first: int, last: int, note: str) -> None:
         """Messages `first`..`last` out; the note joins the user message that opens the next turn (older_turns ends
         at one): no two user messages in a row, which the Anthropic API refuses."""
-        merged = request.fmt.prepend_note(request.messages[last + 1], note)
+        merged = request.api.messages.prepend_note(request.messages[last + 1], note)
         request.messages[first : last + 2] = [merged]
-        request.known[first : last + 2] = [request.ledger.known(request.fmt, merged, first)]
+        request.known[first : last + 2] = [request.ledger.known(request.api, merged, first)]
 
     # -- budget ----------------------------------------------------------------------------------------
     async def usage(
@@ -590,9 +589,9 @@ class AsyncCompactor:
     ) -> Usage:
         """Tokens the request costs, counted as `compact` counts them (budget.py): the messages plus the fixed part
         (`system`, `tools`, the retrieval tools, `max_output_tokens`), and its share of `context_window`."""
-        fmt = get_format(format) if format else detect_format(messages)
-        request = self._read(fmt, messages)
-        fixed = sum(self._fixed_parts(fmt, system, tools, retrieval_tools, max_output_tokens).values())
+        llm_api = api_of_format(format) if format else detect_api(messages)
+        request = self._read(llm_api, messages)
+        fixed = sum(self._fixed_parts(llm_api, system, tools, retrieval_tools, max_output_tokens).values())
         return usage_report(request.total(), fixed, len(request.messages), context_window)
 
     # -- retrieval tools in-process ---------------------------------------------------------------------
@@ -628,7 +627,7 @@ def _turns_digest(request: _Request, start: int, stop: int) -> str:
 
 def _turns_digests(request: _Request, start: int, stops: Sequence[int]) -> dict[str, int]:
     """`_turns_digest(request, start, stop)` -> stop, for each of the ascending `stops`, in one pass."""
-    h = hashlib.sha256(f"{request.fmt.name}:{start}:".encode())
+    h = hashlib.sha256(f"{_format_name(request.api)}:{start}:".encode())
     at, out = start, {}
     for stop in stops:
         for known in request.known[at:stop]:
@@ -636,6 +635,11 @@ def _turns_digests(request: _Request, start: int, stops: Sequence[int]) -> dict[
         at = stop
         out[h.hexdigest()] = stop
     return out
+
+
+def _format_name(llm_api: LlmApi) -> str:
+    """The API's `format=` word (report, digests, tool definitions); its name for one the Compactor does not offer."""
+    return llm_api.format_name or llm_api.name
 
 
 def _json(value: object) -> str:

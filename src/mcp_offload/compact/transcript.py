@@ -13,9 +13,9 @@ import inspect
 import json
 from collections.abc import Awaitable, Callable, Sequence
 
+from mcp_offload.apis.message import Message, MessageView
 from mcp_offload.core.render import RETRIEVE_HINT, render_reference
 from mcp_offload.core.results import OffloadOutput
-from mcp_offload.messages import Message, MessageView
 
 NOTE_PREFIX = "[Earlier conversation: messages "
 Summarize = Callable[[str], str] | Callable[[str], Awaitable[str]]

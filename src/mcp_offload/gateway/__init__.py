@@ -1,8 +1,9 @@
-"""The LLM gateway: a reverse proxy for the Anthropic Messages, OpenAI Chat Completions and Responses APIs that keeps
-an agent's history small by storing large tool results and replacing them with references, cache-safely.
+"""The LLM gateway: a reverse proxy for the LLM APIs of `mcp_offload.apis` (Anthropic Messages, OpenAI Chat
+Completions and Responses) that keeps an agent's history small by storing large tool results and replacing them
+with references, cache-safely.
 
-The cache-safe core (pure request rewriting over a sticky per-session decision record) is `rewrite.py`, built on
-`history/` (each API's request shape), `session.py` (which conversation a request belongs to), `record/` (the
-decisions, expansions and counters in the store), `cost.py` (provider cache prices and the cost rule),
-`tool_text.py` (the injected retrieval tools), `retrieval.py` (running them) and `accounting.py`.
+`app.py` serves the APIs (each API's paths, upstream and error document from `mcp_offload.apis`), `rewrite.py`
+rewrites one request through the cache-safe core (`mcp_offload.cachesafe`), `loop.py` runs the transparent
+retrieval loop over each API's dialect, `retrieval.py` answers the retrieval calls, `accounting.py` and
+`status.py` keep and show the figures, `compress_api.py` serves the context-compression service contract.
 """

@@ -1,4 +1,4 @@
-"""The gateway's ASGI app: the four LLM APIs rewritten and looped, everything else relayed untouched.
+"""The gateway's ASGI app: the LLM APIs of `mcp_offload.apis` rewritten and looped, everything else relayed untouched.
 
     POST /v1/messages[?beta=true]   Anthropic Messages      rewrite_request, then the retrieval loop
     POST /v1/chat/completions       OpenAI Chat Completions (same)
@@ -28,17 +28,21 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import parse_qsl
 
 import anyio
 import httpx2
 import orjson
 from starlette.types import Message, Receive, Scope, Send
 
-from mcp_offload.apis.gemini.dialect import GeminiDialect
-from mcp_offload.apis.gemini.routes import ModelCall, credential_headers, generate_call
+from mcp_offload.apis.base import LlmApi, Route
+from mcp_offload.apis.dialect import Dialect
+from mcp_offload.apis.names import ApiName
+from mcp_offload.apis.registry import api_for_provider, api_for_request, api_named
+from mcp_offload.apis.usage import usage_of
 from mcp_offload.cachesafe.record import arrival_order, open_record
 from mcp_offload.cachesafe.session import GatewaySession, derive_session
 from mcp_offload.cachesafe.tool_text import RETRIEVAL_TOOL_NAMES
@@ -49,34 +53,18 @@ from mcp_offload.gateway.accounting import TurnCounters
 from mcp_offload.gateway.accounting import add_usage as account
 from mcp_offload.gateway.client_breakpoints import with_client_breakpoints
 from mcp_offload.gateway.compress_api import CompressApi, is_compress_path
-from mcp_offload.gateway.errors import ApiFamily, GatewayError, error_body, family_of
+from mcp_offload.gateway.errors import GatewayError, error_body
 from mcp_offload.gateway.loop import TurnReport, loop_json, loop_stream, relay_stream
 from mcp_offload.gateway.options import GatewayOptions
 from mcp_offload.gateway.request_body import ClientGone, parse_json, read_body
 from mcp_offload.gateway.rewrite import Rewrite, RewriteUnavailable, rewrite_request
 from mcp_offload.gateway.session_retriever import SessionRetriever
 from mcp_offload.gateway.status import gateway_stats, render_page
-from mcp_offload.gateway.stream.anthropic import AnthropicDialect
-from mcp_offload.gateway.stream.base import ApiKind, Dialect
-from mcp_offload.gateway.stream.openai_chat import ChatDialect
-from mcp_offload.gateway.stream.responses import ResponsesDialect
-from mcp_offload.gateway.stream.usage import usage_of
-from mcp_offload.gateway.upstream import Upstream, family_for_request, request_headers, response_headers
+from mcp_offload.gateway.upstream import Upstream, provider_for_request, request_headers, response_headers
 from mcp_offload.version import __version__
 
 log = logging.getLogger("mcp_offload.gateway")
 
-ROUTES: dict[str, ApiKind] = {
-    "/v1/messages": "anthropic",
-    "/v1/chat/completions": "openai_chat",
-    "/v1/responses": "responses",
-}
-DIALECTS: dict[str, Dialect] = {
-    "anthropic": AnthropicDialect(),
-    "openai_chat": ChatDialect(),
-    "responses": ResponsesDialect(),
-    "gemini": GeminiDialect(),
-}
 NO_RETRY = frozenset({401, 403, 408, 429})  # refusals about who or how often, not about the request's content
 JSON_HEADERS = [(b"content-type", b"application/json")]
 
@@ -123,11 +111,10 @@ class GatewayApp:
         method: str = scope["method"]
         headers = [(k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in scope.get("headers", ())]
         header_map = dict(headers)
-        api = ROUTES.get(path) if method == "POST" else None
-        gemini = generate_call(method, path) if api is None else None
-        if gemini is not None:
-            api = "gemini"
-        family = family_of(api) if api else family_for_request(path, header_map, _query(scope))
+        served = api_for_request(method, path)
+        api = served[0] if served else None
+        # the API whose error document a failure gets (a relayed path: its provider's first API)
+        errors_as = api.name if api else api_for_provider(provider_for_request(path, header_map, _query(scope))).name
         if path == "/healthz" and method == "GET":
             status = 503 if self.draining else 200
             body = {
@@ -143,13 +130,13 @@ class GatewayApp:
             return
         refusal = self.access.refusal(header_map)
         if refusal is not None:
-            await _send_bytes(send, refusal.status, JSON_HEADERS, error_body(family, refusal))
+            await _send_bytes(send, refusal.status, JSON_HEADERS, error_body(errors_as, refusal))
             return
         if method == "GET" and path in ("/", "/stats"):  # the gateway's own figures (not provider paths)
             await self._status(path, send)
             return
         started = time.perf_counter()
-        exchange = Exchange(api=api or "relay")
+        exchange = Exchange(api=api.name if api else "relay")
         send = _noting_completion(send, exchange)
 
         async def work() -> None:
@@ -159,10 +146,10 @@ class GatewayApp:
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(_watch_disconnect, receive, tg.cancel_scope, exchange)
                     try:
-                        if api is not None:
-                            await self._api(api, scope, headers, header_map, body, send, exchange, gemini)
+                        if served is not None:
+                            await self._api(*served, scope, headers, header_map, body, send, exchange)
                         else:
-                            await self._relay(method, path, scope, headers, family, body, send, exchange)
+                            await self._relay(method, path, scope, headers, body, send, exchange)
                     except (GatewayError, ClientGone) as exc:  # raised out of the task group they would be grouped
                         failure = exc
                     tg.cancel_scope.cancel()
@@ -170,7 +157,7 @@ class GatewayApp:
                     raise failure
             except GatewayError as exc:
                 exchange.status = exc.status
-                await _send_bytes(send, exc.status, JSON_HEADERS, error_body(family, exc))
+                await _send_bytes(send, exc.status, JSON_HEADERS, error_body(errors_as, exc))
             except ClientGone:
                 exchange.report.problem = "client disconnected"
 
@@ -199,7 +186,7 @@ class GatewayApp:
             stats = await gateway_stats(self.services)
         except StoreError as exc:
             error = GatewayError(503, "store_unavailable", f"The gateway's store is unavailable: {exc}")
-            await _send_bytes(send, 503, JSON_HEADERS, error_body("openai", error))
+            await _send_bytes(send, 503, JSON_HEADERS, error_body("openai_chat", error))
             return
         if path == "/stats":
             await _send_bytes(send, 200, JSON_HEADERS, orjson.dumps(stats))
@@ -213,14 +200,14 @@ class GatewayApp:
         path: str,
         scope: Scope,
         headers: list[tuple[str, str]],
-        family: ApiFamily,
         body: bytes,
         send: Send,
         exchange: Exchange,
     ) -> None:
-        """Anything that is not one of the APIs (or a Gemini body that is not a JSON object): relayed byte for byte,
-        response streamed."""
-        url = self.upstream.url(family, path, _query(scope))
+        """Anything that is not one of the APIs (or a body the API relays unread): relayed byte for byte, response
+        streamed."""
+        provider = provider_for_request(path, dict(headers), _query(scope))
+        url = self.upstream.url(provider, path, _query(scope))
         response = await self.upstream.open(method, url, request_headers(headers, decoded=False), body or None)
         exchange.status = response.status_code
         try:
@@ -241,31 +228,27 @@ class GatewayApp:
 
     async def _api(
         self,
-        api: ApiKind,
+        api: LlmApi,
+        route: Route,
         scope: Scope,
         headers: list[tuple[str, str]],
         header_map: dict[str, str],
         raw: bytes,
         send: Send,
         exchange: Exchange,
-        gemini: ModelCall | None = None,
     ) -> None:
-        if gemini is not None:
-            try:
-                request = parse_json(header_map, raw)
-            except GatewayError:  # a Gemini request the gateway cannot read: the upstream answers it
-                exchange.api = "relay"
-                await self._relay("POST", scope["path"], scope, headers, "gemini", raw, send, exchange)
-                return
-            exchange.stream = gemini.stream
-            exchange.model = gemini.model
-            session_headers = credential_headers(header_map, _query(scope))
-        else:
+        try:
             request = parse_json(header_map, raw)
-            exchange.stream = request.get("stream") is True
-            exchange.model = str(request.get("model") or "")
-            session_headers = header_map
-        rewrite = await self._rewrite(api, request, session_headers, exchange)
+        except GatewayError:
+            if not api.relays_unreadable:
+                raise
+            exchange.api = "relay"  # a request the gateway cannot read: the upstream answers it
+            await self._relay("POST", scope["path"], scope, headers, raw, send, exchange)
+            return
+        exchange.stream = route.stream if route.stream is not None else request.get("stream") is True
+        exchange.model = route.model if route.model is not None else str(request.get("model") or "")
+        session_headers = api.session_headers(header_map, _query(scope))
+        rewrite = await self._rewrite(api.name, request, session_headers, exchange)
         may_loop = (
             rewrite is not None
             and rewrite.tools_injected
@@ -274,7 +257,7 @@ class GatewayApp:
         )
         upstream_body = rewrite.body if rewrite is not None else request
         client_usage = True
-        if may_loop and api == "openai_chat" and exchange.stream and not _usage_requested(request):
+        if may_loop and api.name == "openai_chat" and exchange.stream and not _usage_requested(request):
             # the accounting needs the upstream's usage (cached_tokens) for a turn the gateway rewrites anyway;
             # the spliced stream drops the usage chunk this client did not ask for
             options = request.get("stream_options")
@@ -285,7 +268,11 @@ class GatewayApp:
             upstream_body = with_client_breakpoints(upstream_body)  # a client that marks nothing gets prompt caching
         changed = upstream_body is not request
         sent = orjson.dumps(upstream_body) if changed else raw
-        url = self.upstream.url(family_of(api), scope["path"], _query(scope))
+        path = scope["path"]
+        as_array = may_loop and route.whole_path is not None and route.sse_query not in parse_qsl(_query(scope))
+        if as_array:  # a JSON-array stream (Gemini without alt=sse): one whole call, answered as a 1-item array
+            path, exchange.stream = route.whole_path or path, False
+        url = self.upstream.url(api.provider, path, _query(scope))
         out_headers = request_headers(headers, decoded=True)
 
         async def open_call(body: dict[str, Any]) -> httpx2.Response:
@@ -295,9 +282,11 @@ class GatewayApp:
         if rewrite is not None and changed and 400 <= response.status_code < 500:
             response = await self._retry_original(response, url, out_headers, raw, rewrite, exchange)
         exchange.status = response.status_code
-        dialect = DIALECTS[api]
+        dialect = api.dialect
         loop_on = may_loop and not exchange.bypassed and response.status_code == 200
-        retriever = None if rewrite is None else SessionRetriever(self.services, rewrite.session, api, exchange.arrived)
+        retriever = (
+            None if rewrite is None else SessionRetriever(self.services, rewrite.session, api.name, exchange.arrived)
+        )
         content_type = response.headers.get("content-type", "")
         if exchange.stream and response.status_code == 200 and content_type.startswith("text/event-stream"):
             looping = retriever if loop_on else None
@@ -328,6 +317,8 @@ class GatewayApp:
                     exchange.status = status
                 else:
                     exchange.report.usage = usage_of(parsed)
+        if as_array and exchange.status == 200:
+            answer = b"[" + answer + b"]"
         await _send_bytes(send, exchange.status, headers_out, answer)
 
     async def _stream(
@@ -379,7 +370,7 @@ class GatewayApp:
             await send({"type": "http.response.body", "body": b"", "more_body": False})
 
     async def _rewrite(
-        self, api: ApiKind, request: dict[str, Any], headers: dict[str, str], exchange: Exchange
+        self, api: ApiName, request: dict[str, Any], headers: Mapping[str, str], exchange: Exchange
     ) -> Rewrite | None:
         """The rewritten request; None when the gateway must send the original (fail-open)."""
         policy = self.options.policy
@@ -437,7 +428,7 @@ class GatewayApp:
         session = exchange.session
         if session is None:
             return
-        figures = DIALECTS[exchange.api].figures(report.usage)
+        figures = api_named(exchange.api).dialect.figures(report.usage)
         counters = TurnCounters(
             api=exchange.api,
             model=exchange.model,

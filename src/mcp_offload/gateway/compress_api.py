@@ -54,15 +54,15 @@ from typing import Any
 import anyio
 import orjson
 
+from mcp_offload.apis.names import ApiName
 from mcp_offload.cachesafe.record import open_record
 from mcp_offload.cachesafe.rewrite import REFERENCE_PREFIX, RewritePolicy, rewrite_messages
 from mcp_offload.cachesafe.session import GatewaySession, credential_digest
-from mcp_offload.cachesafe.tool_text import ApiKind
 from mcp_offload.core.api import SessionScope
 from mcp_offload.core.services import Services
 from mcp_offload.errors import StoreError
 from mcp_offload.gateway.errors import GatewayError
-from mcp_offload.gateway.message_shape import FORMAT_NAMES, Shape, ShapeError, formats_of, shape_of
+from mcp_offload.gateway.message_shape import FORMAT_NAMES, ShapeError, formats_of, shape_of
 from mcp_offload.gateway.request_body import json_object
 from mcp_offload.gateway.retrieval import gone_handle, run_retrieval
 from mcp_offload.store.handles import scope_key
@@ -74,7 +74,7 @@ log = logging.getLogger("mcp_offload.gateway.compress")
 COMPRESS_PATHS = ("/v1/compress", "/v1/retrieve", "/health", "/readyz")
 AFFINITY_HEADERS = ("x-headroom-session-id", "x-session-affinity", "x-session-id", "x-mcp-offload-session")
 BYPASS_HEADERS = ("x-headroom-bypass", "x-mcp-offload-bypass")
-FORMATS: dict[str, Shape] = {  # the compression service speaks the three message-list formats
+FORMATS: dict[str, ApiName] = {  # the compression service speaks the three message-list formats
     "openai": "openai_chat",
     "openai_chat": "openai_chat",
     "chat": "openai_chat",
@@ -277,7 +277,7 @@ def caller_for(headers: Mapping[str, str]) -> Caller:
     return Caller(tenant=tenant, session=GatewaySession.of_key(key), index_key=scope_key(f"compress-index:{tenant}"))
 
 
-def _format_of(value: object, messages: list[dict[str, Any]]) -> ApiKind:
+def _format_of(value: object, messages: list[dict[str, Any]]) -> ApiName:
     """The named format, or the one the messages are written in (`message_shape`): a list that matches no single
     format, or one that cannot be the format named, is refused rather than passed through untouched (a result the
     rewrite cannot read would silently stay as it is)."""
@@ -349,7 +349,7 @@ def _any_word(query: str) -> str:
 
 
 def _compressed(
-    api: ApiKind, messages: list[dict[str, Any]], before: int, after: int, hashes: list[str], *, bypass: bool = False
+    api: ApiName, messages: list[dict[str, Any]], before: int, after: int, hashes: list[str], *, bypass: bool = False
 ) -> dict[str, Any]:
     return {
         "messages": messages,

@@ -18,8 +18,8 @@ Rules, the same for the three APIs:
 - **Expansion**: after a loop (or a mixed turn) `record_expansion` stores what the upstream really saw for the
   assistant message the client received, so later turns are restored byte-identical (prompt cache, signatures).
 - **Streams are spliced, not buffered**: events go to the client as they arrive; only the retrieval tool calls and
-  the terminal events are held (see stream/). While the gateway runs retrieval calls and waits for the follow-up
-  it sends keep-alives (`ping` events on Anthropic, SSE comments on OpenAI).
+  the terminal events are held (see each API's `stream.py`). While the gateway runs retrieval calls and waits for
+  the follow-up it sends keep-alives (`ping` events on Anthropic, SSE comments on OpenAI).
 - **Failures**: a follow-up the upstream refuses, or a stream cut halfway, ends the client's stream with that API's
   error event (or, without a stream, answers with the upstream's error); nothing is left half-written.
 """
@@ -34,15 +34,13 @@ import anyio
 import httpx2
 import orjson
 
+from mcp_offload.apis.dialect import Answer, CallOutcome, Dialect, Round, ToolCall
+from mcp_offload.apis.sse import SseParser
+from mcp_offload.apis.usage import add_usage, usage_of
 from mcp_offload.gateway.errors import GatewayError
-from mcp_offload.gateway.stream.base import Answer, CallOutcome, Dialect, Round, ToolCall
-from mcp_offload.gateway.stream.sse import SseParser
-from mcp_offload.gateway.stream.usage import add_usage, usage_of
 
 Emit = Callable[[bytes], Awaitable[None]]
 OpenCall = Callable[[dict[str, Any]], Awaitable[httpx2.Response]]
-
-END_STOP = {"anthropic": "end_turn", "openai_chat": "stop", "responses": "completed", "gemini": "STOP"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,7 +174,7 @@ async def loop_json(
             ) from None
         responses.append(parsed)
         outcome = dialect.outcome(parsed, names)
-    stop = END_STOP[dialect.api] if plan.ignored_limit else None
+    stop = dialect.end_stop if plan.ignored_limit else None
     if report.mixed:
         rounds.append(Round(outcome, plan.answers))
     merged = dialect.merged(responses, names, stop)
@@ -276,7 +274,7 @@ async def _splice(
             )
             return
     keepalive.waiting = False
-    stop = END_STOP[dialect.api] if plan.ignored_limit else None
+    stop = dialect.end_stop if plan.ignored_limit else None
     for chunk in splicer.finish(stop):
         await emit(chunk)
     if report.mixed:

@@ -20,13 +20,14 @@ Gemini's `{"role": "model", "parts": …}`) is refused with `ShapeError`, naming
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Any
+
+from mcp_offload.apis.names import ApiName
 
 __all__ = ["FORMAT_NAMES", "ShapeError", "formats_of", "shape_of"]
 
-Shape = Literal["anthropic", "openai_chat", "responses"]
-ORDER: tuple[Shape, ...] = ("openai_chat", "anthropic", "responses")  # the pick among formats that read alike
-FORMAT_NAMES: dict[Shape, str] = {
+ORDER: tuple[ApiName, ...] = ("openai_chat", "anthropic", "responses")  # the pick among formats that read alike
+FORMAT_NAMES: dict[ApiName, str] = {
     "anthropic": "Anthropic Messages",
     "openai_chat": "OpenAI Chat Completions",
     "responses": "OpenAI Responses",
@@ -67,9 +68,9 @@ def _anthropic_block(kind: str) -> bool:
     return kind not in CHAT_ONLY_PARTS and kind not in RESPONSES_ONLY_PARTS and kind != "refusal"
 
 
-def formats_of(message: Mapping[str, Any]) -> frozenset[Shape]:
+def formats_of(message: Mapping[str, Any]) -> frozenset[ApiName]:
     """The formats `message` can belong to (empty: none)."""
-    found: set[Shape] = set()
+    found: set[ApiName] = set()
     kind, role = message.get("type"), message.get("role")
     if isinstance(kind, str) and kind != "message":  # a typed Responses item: a call, an output, reasoning, …
         return frozenset({"responses"}) if role is None or isinstance(role, str) else frozenset()
@@ -104,14 +105,14 @@ def _describe(index: int, message: Mapping[str, Any]) -> str:
     return f"messages[{index}] ({what})"
 
 
-def _names(formats: frozenset[Shape]) -> str:
+def _names(formats: frozenset[ApiName]) -> str:
     return " or ".join(FORMAT_NAMES[f] for f in ORDER if f in formats)
 
 
-def shape_of(messages: Sequence[Mapping[str, Any]]) -> Shape:
+def shape_of(messages: Sequence[Mapping[str, Any]]) -> ApiName:
     """The format every message of `messages` can belong to (see the module docstring); raises `ShapeError`."""
-    common: set[Shape] = set(ORDER)
-    seen: list[tuple[int, frozenset[Shape]]] = []
+    common: set[ApiName] = set(ORDER)
+    seen: list[tuple[int, frozenset[ApiName]]] = []
     for i, message in enumerate(messages):
         fits = formats_of(message)
         if not fits:

@@ -19,11 +19,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from mcp_offload.cachesafe.history import history_for
+from mcp_offload.apis.names import ApiName
+from mcp_offload.apis.registry import api_named
 from mcp_offload.cachesafe.record import open_record
 from mcp_offload.cachesafe.rewrite import MessagesRewrite, RewritePolicy, json_chars, rewrite_messages
 from mcp_offload.cachesafe.session import GatewaySession, derive_session
-from mcp_offload.cachesafe.tool_text import ApiKind, retrieval_tools
+from mcp_offload.cachesafe.tool_text import retrieval_tools
 from mcp_offload.core.services import Services
 from mcp_offload.errors import StoreError
 from mcp_offload.gateway.handle_reach import mentions_known_handle, remember
@@ -57,7 +58,7 @@ class RewriteUnavailable(Exception):
 
 async def rewrite_request(
     services: Services,
-    api: ApiKind,
+    api: ApiName,
     body: dict[str, Any],
     headers: Mapping[str, str],
     policy: RewritePolicy,
@@ -66,7 +67,7 @@ async def rewrite_request(
 ) -> Rewrite:
     """The request to send upstream for `body` (see the module docstring for the rules); `model` when the body does
     not name it (Gemini: the path does)."""
-    history = history_for(api)
+    history = api_named(api).history
     session = derive_session(api, body, headers)
     messages = history.messages(body)
     if messages is None:

@@ -1,4 +1,4 @@
-"""The LLM providers behind the gateway: one pooled `httpx2.AsyncClient`, a base URL per API family, and the header
+"""The LLM providers behind the gateway: one pooled `httpx2.AsyncClient`, a base URL per provider, and the header
 rules of a reverse proxy.
 
 - URLs: Anthropic's base is used as `ANTHROPIC_BASE_URL` is (`https://api.anthropic.com` + `/v1/messages`); OpenAI's
@@ -24,7 +24,8 @@ from dataclasses import dataclass
 import httpx2
 
 from mcp_offload.apis.gemini.routes import GEMINI_DEFAULT, is_gemini
-from mcp_offload.gateway.errors import ApiFamily, GatewayError
+from mcp_offload.apis.names import Provider
+from mcp_offload.gateway.errors import GatewayError
 
 ANTHROPIC_DEFAULT = "https://api.anthropic.com"
 OPENAI_DEFAULT = "https://api.openai.com/v1"
@@ -47,7 +48,7 @@ _NOT_FORWARDED = frozenset({"host", "content-length", "x-mcp-offload-token", "x-
 _NOT_RETURNED = frozenset({"content-length", "date", "server"})
 
 
-def family_for_request(path: str, headers: Mapping[str, str], query: str = "") -> ApiFamily:
+def provider_for_request(path: str, headers: Mapping[str, str], query: str = "") -> Provider:
     if is_gemini(path, headers, query):
         return "gemini"
     if path.startswith("/v1/messages") or "anthropic-version" in headers or "x-api-key" in headers:
@@ -103,10 +104,10 @@ class Upstream:
             trust_env=False,  # the operator's upstream URL is where requests go; no proxy/netrc surprises
         )
 
-    def url(self, family: ApiFamily, path: str, query: str) -> str:
-        if family == "anthropic":
+    def url(self, provider: Provider, path: str, query: str) -> str:
+        if provider == "anthropic":
             url = self.config.anthropic_base.rstrip("/") + path
-        elif family == "gemini":
+        elif provider == "gemini":
             url = self.config.gemini_base.rstrip("/") + path
         else:
             rest = path[3:] if path == "/v1" or path.startswith("/v1/") else path

@@ -1,12 +1,8 @@
-"""The Gemini API (`generateContent` / `streamGenerateContent`), as the gateway speaks it.
+"""The Gemini API (`generateContent` / `streamGenerateContent`): which paths are its own and what they say
+(`routes.py`), the `contents` format (`messages.py`), the request body (`history.py`), the tools as
+`functionDeclarations` (`tools.py`), answers and streams in the retrieval loop (`stream.py`), the error document
+(`errors.py`); `api.py` puts them behind the `LlmApi` protocol."""
 
-- `routes`: which paths are Gemini's, the model and method in a path, the API key of a request;
-- `messages`: the `contents` format (`functionCall` / `functionResponse` parts) the cache-safe rewrite reads;
-- `history`: the request shape (`contents`, `systemInstruction`, `tools[].functionDeclarations`);
-- `tools`: the retrieval tools as `functionDeclarations`;
-- `dialect`: answers and streams (`data: {GenerateContentResponse}` events) for the transparent retrieval loop;
-- `errors`: Gemini's error document (`{"error": {"code", "message", "status"}}`).
+from mcp_offload.apis.gemini.api import GeminiApi
 
-The modules import only what their users' layer may: `messages` and `history` nothing of the gateway, `dialect`
-the gateway's stream protocol. This `__init__` imports nothing.
-"""
+__all__ = ["GeminiApi"]

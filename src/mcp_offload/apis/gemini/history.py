@@ -18,8 +18,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from mcp_offload.apis.gemini.messages import GeminiFormat
-from mcp_offload.cachesafe.history.base import History, UserText, normalized
-from mcp_offload.messages import Message
+from mcp_offload.apis.history import History, UserText, normalized
+from mcp_offload.apis.message import Message
 
 RESULT_ROLES = ("user", "function")
 
@@ -57,6 +57,13 @@ class GeminiHistory(History):
     format = GeminiFormat()
     messages_key = "contents"
     tool_results_follow_as_messages = False
+
+    def messages(self, body: Mapping[str, Any]) -> list[Message] | None:
+        """None (forwarded as is) for a request on an explicit cache (`cachedContent`): Gemini refuses `tools` there,
+        so the retrieval tools could not be added."""
+        if body.get("cachedContent") or body.get("cached_content"):
+            return None
+        return super().messages(body)
 
     def with_tools(self, body: Mapping[str, Any], tools: list[dict[str, Any]]) -> dict[str, Any]:
         """The retrieval tools as one more Tool object after the client's, without the functions the client

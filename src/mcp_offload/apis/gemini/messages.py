@@ -21,8 +21,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from mcp_offload.core.encoded_bytes import decode_base64
-from mcp_offload.messages.base import (
+from mcp_offload.apis.message import (
     OFFLOADED_ARGUMENTS,
     Message,
     MessageView,
@@ -33,6 +32,7 @@ from mcp_offload.messages.base import (
     dump,
     require_str,
 )
+from mcp_offload.core.encoded_bytes import decode_base64
 
 ROLES = ("user", "model", "function")
 OUTPUT_KEY = "output"
@@ -61,8 +61,6 @@ def replaced_response(response: Any, text: str) -> dict[str, Any]:
 
 
 class GeminiFormat:
-    name = "gemini"
-
     def to_dict(self, message: object, index: int) -> Message:
         if isinstance(message, dict):
             return message

@@ -1,19 +1,18 @@
-"""The retrieval tools as Gemini `functionDeclarations`: the MCP server's own names, descriptions and argument
-schemas (`core.tools`), the schema as `parametersJsonSchema` (full JSON Schema, as Gemini CLI declares its own
-tools; the older `parameters` field takes only an OpenAPI subset). One Tool object holds them all."""
+"""Tools as Gemini declares them: one Tool object of `functionDeclarations`, each schema as `parametersJsonSchema`
+(full JSON Schema, as Gemini CLI declares its own tools; the older `parameters` field takes only an OpenAPI
+subset)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from mcp_offload.core.tools import TOOLS
+from mcp_offload.apis.base import ToolDeclaration
 
 
-def function_declarations(names: frozenset[str]) -> list[dict[str, Any]]:
-    """The Tool objects (here: one) declaring the tools in `names`, in the MCP server's order."""
+def function_declarations(tools: Sequence[ToolDeclaration]) -> list[dict[str, Any]]:
+    """The Tool objects (here: one) declaring `tools`, in their order."""
     declarations = [
-        {"name": s.name, "description": s.description, "parametersJsonSchema": s.input_schema()}
-        for s in TOOLS
-        if s.name in names
+        {"name": t.name, "description": t.description, "parametersJsonSchema": t.input_schema} for t in tools
     ]
     return [{"functionDeclarations": declarations}]

@@ -15,12 +15,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Literal
 
-from mcp_offload.cachesafe.history import canonical_bytes, history_for
+from mcp_offload.apis.history import canonical_bytes
+from mcp_offload.apis.message import Message
+from mcp_offload.apis.names import ApiName
+from mcp_offload.apis.registry import api_named
 from mcp_offload.cachesafe.record.base import RECORD_TTL_S, RecordBackend
 from mcp_offload.cachesafe.session import GatewaySession
-from mcp_offload.cachesafe.tool_text import ApiKind
 from mcp_offload.core.services import Services
-from mcp_offload.messages import Message
 from mcp_offload.store.location import open_beside
 
 ATTACHMENT = "gateway.record"
@@ -116,10 +117,10 @@ def part_digest(call_id: str, part: int, text: str) -> str:
     return h.hexdigest()
 
 
-def unit_digest(api: ApiKind, messages: Sequence[Message], previous: Message | None = None) -> str:
+def unit_digest(api: ApiName, messages: Sequence[Message], previous: Message | None = None) -> str:
     """The key of a model response as a client sends it back (normalized: robust to SDK re-serialization); with
     `previous`, also keyed by the message it answered (two identical short answers in one session stay apart)."""
-    history = history_for(api)
+    history = api_named(api).history
     normal = history.normalize_unit(messages)
     if previous is None:
         return hashlib.sha256(canonical_bytes([api, normal])).hexdigest()
@@ -265,7 +266,7 @@ def _as_list(value: Message | Sequence[Message]) -> list[Message]:
 async def record_expansion(
     services: Services,
     session: GatewaySession,
-    api: ApiKind,
+    api: ApiName,
     client_message: Message | Sequence[Message],
     upstream_messages: Sequence[Message],
     *,
@@ -293,7 +294,7 @@ async def record_expansion(
 
     Raises `StoreUnavailable` when the store is down (nothing is recorded: later turns then send the client's copy,
     which costs cache hits but loses nothing)."""
-    history = history_for(api)
+    history = api_named(api).history
     client = _as_list(client_message)
     upstream = [dict(m) for m in upstream_messages]
     cut = len(upstream)

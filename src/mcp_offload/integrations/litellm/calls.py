@@ -9,8 +9,8 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
-from mcp_offload.cachesafe.tool_text import ApiKind
-from mcp_offload.messages import Message
+from mcp_offload.apis.message import Message
+from mcp_offload.apis.names import ApiName
 
 TTL_S = 15 * 60.0
 MAX_CALLS = 10_000
@@ -19,14 +19,14 @@ MAX_CALLS = 10_000
 @dataclass(slots=True)
 class LoopCall:
     session_key: str
-    api: ApiKind  # the client's API (the request's call type)
+    api: ApiName  # the client's API (the request's call type)
     previous: Message | None  # the client's last message, as the client sent it (keys the expansion)
     at: float = field(default_factory=time.monotonic)
     rounds: list[list[Message]] = field(default_factory=list)  # by loop depth: what each round added
-    rounds_api: ApiKind | None = None  # the API the loop's messages are in (LiteLLM may translate the client's)
+    rounds_api: ApiName | None = None  # the API the loop's messages are in (LiteLLM may translate the client's)
     complete: bool = True  # False once a depth was skipped: the rounds are not all the upstream saw
 
-    def add_round(self, depth: int, api: ApiKind, messages: list[Message]) -> None:
+    def add_round(self, depth: int, api: ApiName, messages: list[Message]) -> None:
         """The round at `depth` (a retried depth replaces what was recorded from it on)."""
         if depth > len(self.rounds):
             self.complete = False

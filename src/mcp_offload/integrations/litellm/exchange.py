@@ -14,9 +14,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from mcp_offload.cachesafe.tool_text import RETRIEVAL_TOOL_NAMES, ApiKind
-from mcp_offload.gateway.stream.openai_chat import assistant_message
-from mcp_offload.messages import Message
+from mcp_offload.apis.message import Message
+from mcp_offload.apis.names import ApiName
+from mcp_offload.apis.openai_chat.stream import assistant_message
+from mcp_offload.cachesafe.tool_text import RETRIEVAL_TOOL_NAMES
 
 # (a retrieval call as LiteLLM reads it: id, name, arguments; its answer)
 Answered = Sequence[tuple[dict[str, Any], str]]
@@ -32,7 +33,7 @@ class FinalAnswer:
     messages: list[Message]
 
 
-def response_api(response: Any) -> ApiKind:
+def response_api(response: Any) -> ApiName:
     if isinstance(_get(response, "output"), list):
         return "responses"
     if isinstance(_get(response, "content"), list):
@@ -58,7 +59,7 @@ def response_text(response: Any) -> str:
     return "".join(pieces)
 
 
-def round_messages(api: ApiKind, text: str, answered: Answered) -> list[Message]:
+def round_messages(api: ApiName, text: str, answered: Answered) -> list[Message]:
     """What one round adds to the follow-up request: the model's text and its retrieval calls (only those: a call to
     one of the client's tools is left for the model to re-plan), then their answers."""
     if api == "responses":
@@ -68,7 +69,7 @@ def round_messages(api: ApiKind, text: str, answered: Answered) -> list[Message]
     return _chat_messages(text, answered)
 
 
-def final_answer(api: ApiKind, response: Any) -> FinalAnswer | None:
+def final_answer(api: ApiName, response: Any) -> FinalAnswer | None:
     """The loop's last response as the client holds it and as it goes upstream; None when it is not one the client
     can send back as it is (a stream, an unknown shape, or one that still calls a retrieval tool). A whole answer
     LiteLLM replays as a stream (Anthropic Messages: `FakeAnthropicMessagesStreamIterator`) is read from the answer it

@@ -24,11 +24,12 @@ from litellm.types.integrations.custom_logger import (
     as_converted_stream,
 )
 
-from mcp_offload.cachesafe.history import history_for
+from mcp_offload.apis.names import ApiName
+from mcp_offload.apis.registry import api_named
 from mcp_offload.cachesafe.record import record_expansion
 from mcp_offload.cachesafe.rewrite import RewritePolicy
 from mcp_offload.cachesafe.session import GatewaySession
-from mcp_offload.cachesafe.tool_text import RETRIEVAL_TOOL_NAMES, ApiKind
+from mcp_offload.cachesafe.tool_text import RETRIEVAL_TOOL_NAMES
 from mcp_offload.core.services import Services, build_services
 from mcp_offload.gateway.retrieval import run_retrieval
 from mcp_offload.gateway.rewrite import RewriteUnavailable, rewrite_request
@@ -40,7 +41,7 @@ __all__ = ["OffloadGuardrail"]
 
 log = logging.getLogger("mcp_offload.integrations.litellm")
 
-_API_OF_CALL_TYPE: dict[str, ApiKind] = {
+_API_OF_CALL_TYPE: dict[str, ApiName] = {
     "completion": "openai_chat",
     "acompletion": "openai_chat",
     "anthropic_messages": "anthropic",
@@ -88,7 +89,7 @@ class OffloadGuardrail(CustomGuardrail):  # type: ignore[misc]  # LiteLLM is unt
         api = _API_OF_CALL_TYPE.get(str(getattr(call_type, "value", call_type)))
         if api is None or not self.should_run_guardrail(data, _pre_call()):
             return data
-        sent = history_for(api).messages(data)
+        sent = api_named(api).history.messages(data)
         previous = sent[-1] if sent else None  # taken before the rewrite: the expansion is keyed by the client's copy
         try:
             rewrite = await rewrite_request(self.services(), api, data, _headers(data), self.policy)

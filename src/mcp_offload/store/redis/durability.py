@@ -79,10 +79,8 @@ class ReplicaAcks:
             has = int(info.get("connected_slaves", 0)) > 0
         except redis.exceptions.RedisError:
             has = False if known is None else known[0]
-        if known is not None and known[0] and not has:
-            log.warning(
-                "redis store: master %s lost its replica; running without a replica ack until one is back", name
-            )
+        if not has and (known is None or known[0]):  # a master that lost its replica, or a new one (a failover)
+            log.warning("redis store: master %s has no replica: running without a replica ack until one is back", name)
         elif known is not None and not known[0] and has:
             log.warning("redis store: master %s has a replica again; offloads wait for its ack", name)
         self._known[name] = (has, time.monotonic())

@@ -10,8 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from mcp_offload.core.encoded_bytes import decode_base64
-from mcp_offload.messages.base import (
+from mcp_offload.apis.message import (
     OFFLOADED_ARGUMENTS,
     Message,
     MessageView,
@@ -24,12 +23,12 @@ from mcp_offload.messages.base import (
     dump_block,
     require_str,
 )
+from mcp_offload.core.encoded_bytes import decode_base64
 
 ROLES = ("user", "assistant")
 
 
 class AnthropicFormat(UserTextNotes):
-    name = "anthropic"
     text_part_type = "text"
 
     def to_dict(self, message: object, index: int) -> Message:

@@ -23,10 +23,11 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from mcp_offload.apis.dialect import Answer, CallOutcome, Round, ToolCall, replayed_rounds
 from mcp_offload.apis.gemini.errors import stream_error_event
-from mcp_offload.gateway.stream.base import Answer, ApiKind, CallOutcome, Round, ToolCall, replayed_rounds
-from mcp_offload.gateway.stream.sse import SseEvent, encode_event
-from mcp_offload.gateway.stream.usage import UsageFigures, add_usage, as_int
+from mcp_offload.apis.names import ApiName
+from mcp_offload.apis.sse import SseEvent, encode_event
+from mcp_offload.apis.usage import UsageFigures, add_usage, as_int
 
 FINAL_CONFIG = {"mode": "NONE"}
 
@@ -79,7 +80,8 @@ def usage_metadata(response: dict[str, Any]) -> dict[str, Any]:
 
 
 class GeminiDialect:
-    api: ApiKind = "gemini"
+    api: ApiName = "gemini"
+    end_stop = "STOP"
 
     def outcome(self, response: dict[str, Any], retrieval_names: frozenset[str]) -> CallOutcome:
         candidate = _candidate(response)

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import json
 
-from mcp_offload.core.encoded_bytes import decode_data_url
-from mcp_offload.messages.base import (
+from mcp_offload.apis.message import (
     OFFLOADED_ARGUMENTS,
     Message,
     MessageView,
@@ -25,12 +24,12 @@ from mcp_offload.messages.base import (
     require_str,
     with_text_parts,
 )
+from mcp_offload.core.encoded_bytes import decode_data_url
 
 ROLES = ("system", "developer", "user", "assistant")
 
 
 class ResponsesFormat(UserTextNotes):
-    name = "responses"
     text_part_type = "input_text"
 
     def to_dict(self, message: object, index: int) -> Message:

@@ -17,12 +17,18 @@ from typing import Any
 
 import orjson
 
-from mcp_offload.gateway.errors import stream_error_event
-from mcp_offload.gateway.stream.base import Answer, ApiKind, CallOutcome, Round, ToolCall, replayed_rounds
-from mcp_offload.gateway.stream.sse import COMMENT_PING, SseEvent, encode_event
-from mcp_offload.gateway.stream.usage import UsageFigures, add_usage, openai_figures, usage_of
+from mcp_offload.apis.dialect import Answer, CallOutcome, Round, ToolCall, replayed_rounds
+from mcp_offload.apis.names import ApiName
+from mcp_offload.apis.openai_error import openai_error_document
+from mcp_offload.apis.sse import COMMENT_PING, SseEvent, encode_event
+from mcp_offload.apis.usage import UsageFigures, add_usage, openai_figures, usage_of
 
 DONE = b"data: [DONE]\n\n"
+
+
+def stream_error_event(code: str, message: str) -> bytes:
+    """A `data:` line with the error document: what the SDK checks a chunk for."""
+    return encode_event(openai_error_document(500, code, message))
 
 
 def _arguments(raw: Any) -> Any:
@@ -67,7 +73,8 @@ def assistant_message(content: str | None, tool_calls: list[dict[str, Any]]) -> 
 
 
 class ChatDialect:
-    api: ApiKind = "openai_chat"
+    api: ApiName = "openai_chat"
+    end_stop = "stop"
 
     def outcome(self, response: dict[str, Any], retrieval_names: frozenset[str]) -> CallOutcome:
         choices = response.get("choices") or [{}]
@@ -308,7 +315,7 @@ class ChatSplicer:
         return COMMENT_PING
 
     def error(self, code: str, message: str) -> bytes:
-        return stream_error_event("openai_chat", code, message)
+        return stream_error_event(code, message)
 
     def client_output(self) -> Any:
         return ("".join(self._client_text) if self._client_text else None, list(self._client_tools))

@@ -2,7 +2,7 @@
 and their outputs, reasoning, built-in tool calls), `tools` (`{"type": "function", "name", …}`, built-in tools).
 
 Tool results are `function_call_output` / `custom_tool_call_output` items (read and replaced by
-`compact.formats.responses`); reasoning items (encrypted content included), compaction items and built-in tool call
+`messages.py`); reasoning items (encrypted content included), compaction items and built-in tool call
 items keep their identity. A string `input` has no tool results: such a request is forwarded as is.
 """
 
@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from mcp_offload.cachesafe.history.base import History, normalized
-from mcp_offload.messages import Message
-from mcp_offload.messages.responses import ResponsesFormat
+from mcp_offload.apis.history import History, normalized
+from mcp_offload.apis.message import Message
+from mcp_offload.apis.responses.messages import ResponsesFormat
 
 RESULT_TYPES = frozenset(
     {

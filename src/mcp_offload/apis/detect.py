@@ -1,8 +1,9 @@
-"""Which format a message list is in: named by the caller, or recognised from the first distinctive message.
+"""Which API a message list is in: named by the caller (`format=`, the public boundary, where the aliases are
+accepted), or recognised from the first distinctive message.
 
 Anthropic: `tool_use` / `tool_result` / `image` blocks. OpenAI Chat Completions: `role: "tool"`, `tool_calls`, or a
 `system` / `developer` role. Responses: items with a `type` other than `message`, or `input_text` / `output_text`
-parts. A list with none of these (plain user / assistant text) reads the same in every format: Chat Completions.
+parts. A list with none of these (plain user / assistant text) reads the same in every API: Chat Completions.
 """
 
 from __future__ import annotations
@@ -10,31 +11,27 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from mcp_offload.messages.anthropic import AnthropicFormat
-from mcp_offload.messages.base import MessageFormat
-from mcp_offload.messages.openai_chat import OpenAIChatFormat
-from mcp_offload.messages.responses import ResponsesFormat
+from mcp_offload.apis.base import LlmApi
+from mcp_offload.apis.names import ApiName
+from mcp_offload.apis.registry import APIS, api_for_format
 
-FORMATS: dict[str, MessageFormat] = {
-    "anthropic": AnthropicFormat(),
-    "openai": OpenAIChatFormat(),
-    "responses": ResponsesFormat(),
-}
-ALIASES = {"chat": "openai", "openai-chat": "openai", "openai-responses": "responses"}
+FORMAT_ALIASES = {"chat": "openai", "openai-chat": "openai", "openai-responses": "responses"}
 
 
-def get_format(name: str) -> MessageFormat:
-    key = ALIASES.get(name, name)
-    if key not in FORMATS:
-        raise ValueError(f"unknown message format {name!r}: use one of {', '.join(FORMATS)}")
-    return FORMATS[key]
+def api_of_format(name: str) -> LlmApi:
+    """The API a caller names with `format=`: its `format_name` (`"openai"` for Chat Completions) or an alias."""
+    api = api_for_format(FORMAT_ALIASES.get(name, name))
+    if api is None:
+        known = ", ".join(a.format_name for a in APIS.values() if a.format_name)
+        raise ValueError(f"unknown message format {name!r}: use one of {known}")
+    return api
 
 
 def _field(message: object, key: str) -> Any:
     return message.get(key) if isinstance(message, dict) else getattr(message, key, None)
 
 
-def _kind_of(message: object) -> str | None:
+def _kind_of(message: object) -> ApiName | None:
     kind = _field(message, "type")
     if kind in ("function_call", "function_call_output", "reasoning") or (
         isinstance(kind, str) and kind not in ("message",) and kind.endswith(("_call", "_output"))
@@ -42,7 +39,7 @@ def _kind_of(message: object) -> str | None:
         return "responses"
     role = _field(message, "role")
     if role == "tool" or _field(message, "tool_calls"):
-        return "openai"
+        return "openai_chat"
     content = _field(message, "content")
     if isinstance(content, list):
         for block in content:
@@ -52,15 +49,15 @@ def _kind_of(message: object) -> str | None:
             if block_type in ("input_text", "output_text", "input_image"):
                 return "responses"
             if block_type == "image_url":
-                return "openai"
+                return "openai_chat"
     if role in ("system", "developer"):
-        return "openai"
+        return "openai_chat"
     return None
 
 
-def detect_format(messages: Sequence[object]) -> MessageFormat:
+def detect_api(messages: Sequence[object]) -> LlmApi:
     for message in messages:
         found = _kind_of(message)
         if found:
-            return FORMATS[found]
-    return FORMATS["openai"]
+            return APIS[found]
+    return APIS["openai_chat"]

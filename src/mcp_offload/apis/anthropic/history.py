@@ -1,7 +1,7 @@
 """Anthropic Messages requests: `system`, `messages` (user / assistant, string or block content), `tools`
 (`{"name", "description", "input_schema"}`; server tools such as `web_search_20250305` also sit there).
 
-Tool results are `tool_result` blocks in user messages (read and replaced by `compact.formats.anthropic`). Blocks the
+Tool results are `tool_result` blocks in user messages (read and replaced by `messages.py`). Blocks the
 gateway never touches keep their identity: `thinking` / `redacted_thinking` (signatures must verify), `compaction`,
 `server_tool_use`, `web_search_tool_result`, `web_fetch_tool_result`, `code_execution_tool_result`, `mcp_tool_use` /
 `mcp_tool_result`, `container_upload`, documents and images.
@@ -13,9 +13,9 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from mcp_offload.cachesafe.history.base import OPAQUE, History, normalized
-from mcp_offload.messages import Message, MessageView, ToolCallRef, ToolResult
-from mcp_offload.messages.anthropic import ROLES, AnthropicFormat
+from mcp_offload.apis.anthropic.messages import ROLES, AnthropicFormat
+from mcp_offload.apis.history import OPAQUE, History, normalized
+from mcp_offload.apis.message import Message, MessageView, ToolCallRef, ToolResult
 
 
 def _blocks(content: Any) -> list[Any]:

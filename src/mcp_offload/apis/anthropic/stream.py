@@ -16,11 +16,12 @@ from typing import Any
 
 import orjson
 
-from mcp_offload.gateway.errors import stream_error_event
-from mcp_offload.gateway.stream.base import Answer, ApiKind, CallOutcome, Round, ToolCall, replayed_rounds
-from mcp_offload.gateway.stream.breakpoint import with_end_breakpoint
-from mcp_offload.gateway.stream.sse import SseEvent, encode_event
-from mcp_offload.gateway.stream.usage import UsageFigures, add_usage, as_int
+from mcp_offload.apis.anthropic.breakpoint import with_end_breakpoint
+from mcp_offload.apis.anthropic.errors import stream_error_event
+from mcp_offload.apis.dialect import Answer, CallOutcome, Round, ToolCall, replayed_rounds
+from mcp_offload.apis.names import ApiName
+from mcp_offload.apis.sse import SseEvent, encode_event
+from mcp_offload.apis.usage import UsageFigures, add_usage, as_int
 
 PING = b'event: ping\ndata: {"type": "ping"}\n\n'
 
@@ -45,7 +46,8 @@ def tool_result(answer: Answer) -> dict[str, Any]:
 
 
 class AnthropicDialect:
-    api: ApiKind = "anthropic"
+    api: ApiName = "anthropic"
+    end_stop = "end_turn"
 
     def outcome(self, response: dict[str, Any], retrieval_names: frozenset[str]) -> CallOutcome:
         content = response.get("content")
@@ -250,7 +252,7 @@ class AnthropicSplicer:
         return PING if self._started else None
 
     def error(self, code: str, message: str) -> bytes:
-        return stream_error_event("anthropic", code, message)
+        return stream_error_event(code, message)
 
     def client_output(self) -> Any:
         return list(self._forwarded)

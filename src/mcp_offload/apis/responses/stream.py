@@ -25,12 +25,18 @@ from typing import Any
 
 import orjson
 
-from mcp_offload.gateway.errors import stream_error_event
-from mcp_offload.gateway.stream.base import Answer, ApiKind, CallOutcome, Round, ToolCall, replayed_rounds
-from mcp_offload.gateway.stream.sse import COMMENT_PING, SseEvent, encode_event
-from mcp_offload.gateway.stream.usage import UsageFigures, add_usage, openai_figures, usage_of
+from mcp_offload.apis.dialect import Answer, CallOutcome, Round, ToolCall, replayed_rounds
+from mcp_offload.apis.names import ApiName
+from mcp_offload.apis.sse import COMMENT_PING, SseEvent, encode_event
+from mcp_offload.apis.usage import UsageFigures, add_usage, openai_figures, usage_of
 
 _TERMINAL = ("response.completed", "response.incomplete")
+
+
+def stream_error_event(code: str, message: str, sequence_number: int = 0) -> bytes:
+    """An `error` event (`{"type": "error", "code", "message", "param", "sequence_number"}`)."""
+    data = {"type": "error", "code": code, "message": message, "param": None, "sequence_number": sequence_number}
+    return encode_event(data, "error")
 
 
 def _calls(items: list[dict[str, Any]]) -> list[ToolCall]:
@@ -62,7 +68,8 @@ def _input_items(request: dict[str, Any]) -> list[Any]:
 
 
 class ResponsesDialect:
-    api: ApiKind = "responses"
+    api: ApiName = "responses"
+    end_stop = "completed"
 
     def outcome(self, response: dict[str, Any], retrieval_names: frozenset[str]) -> CallOutcome:
         items = [i for i in response.get("output") or [] if isinstance(i, dict)]
@@ -242,7 +249,7 @@ class ResponsesSplicer:
         return COMMENT_PING
 
     def error(self, code: str, message: str) -> bytes:
-        event = stream_error_event("responses", code, message, self._sequence)
+        event = stream_error_event(code, message, self._sequence)
         self._sequence += 1
         return event
 

@@ -1,7 +1,7 @@
 """OpenAI Chat Completions requests: `messages` (system / developer / user / assistant / tool), `tools`
 (`{"type": "function", "function": {"name", …}}`).
 
-Tool results are `role: "tool"` messages (read and replaced by `compact.formats.openai_chat`); everything else keeps
+Tool results are `role: "tool"` messages (read and replaced by `messages.py`); everything else keeps
 its identity. An assistant message's `tool_calls` are answered by the tool messages right after it.
 """
 
@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from mcp_offload.cachesafe.history.base import History, normalized
-from mcp_offload.messages import Message
-from mcp_offload.messages.openai_chat import OpenAIChatFormat
+from mcp_offload.apis.history import History, normalized
+from mcp_offload.apis.message import Message
+from mcp_offload.apis.openai_chat.messages import OpenAIChatFormat
 
 PINNED_ROLES = ("system", "developer")
 

@@ -1,7 +1,7 @@
 """The request side of one LLM API, as the gateway needs it: where the messages and tools sit in a request body,
 which messages are the model's own output, where the tool results are, and how expansions are put back.
 
-Reading and replacing tool results is the `Compactor`'s code (`compact.formats`, one `MessageFormat` per API): a
+Reading and replacing tool results is each API's `MessageFormat` (`apis/<name>/messages.py`, the `Compactor`'s too): a
 `History` adds only what is request-level (the `messages` / `input` array, `tools`, `system` / `instructions`) and
 gateway-specific (model-output runs, expansion merges, normalized matching). Everything here is pure: no I/O, no
 mutation of the caller's objects (a changed body is a shallow copy with new lists; untouched messages are the very
@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from mcp_offload.messages import Message, MessageFormat, MessageView, Part, ToolResult
+from mcp_offload.apis.message import Message, MessageFormat, MessageView, Part, ToolResult
 
 DROPPED_KEYS = frozenset({"cache_control"})  # markers clients move from turn to turn: not content
 
@@ -68,7 +68,7 @@ OPAQUE = MessageView(role="other", opens_turn=False, pinned=True)  # a message t
 
 
 class History:
-    """Shared behaviour; one subclass per API (anthropic.py, openai_chat.py, responses.py)."""
+    """Shared behaviour; one subclass per API (`apis/<name>/history.py`)."""
 
     api: str
     format: MessageFormat

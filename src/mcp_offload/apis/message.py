@@ -4,7 +4,7 @@ A format (Anthropic Messages, OpenAI Chat Completions, OpenAI Responses input it
 `MessageView`: its role, whether it opens a turn (the user speaking), the tool calls it declares, the tool results it
 carries (each with its call id and text / image parts) and its plain text. It rebuilds a message with some parts
 replaced by reference text, and writes the one message that stands for older turns. The compactor only ever talks
-to this interface, so a new format is one module.
+to this interface; each API's is its package's `messages.py`.
 """
 
 from __future__ import annotations
@@ -56,8 +56,6 @@ class MessageView:
 
 class MessageFormat(Protocol):
     """One API's message list shape."""
-
-    name: str
 
     def to_dict(self, message: object, index: int) -> Message:
         """A plain-dict copy-free view of `message` (an SDK object is dumped; a dict is returned as is)."""

@@ -14,12 +14,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
-from mcp_offload.gateway.stream.sse import SseEvent
-from mcp_offload.gateway.stream.usage import UsageFigures
-
-ApiKind = Literal["anthropic", "openai_chat", "responses", "gemini"]
+from mcp_offload.apis.names import ApiName
+from mcp_offload.apis.sse import SseEvent
+from mcp_offload.apis.usage import UsageFigures
 
 
 @dataclass(slots=True)
@@ -82,7 +81,8 @@ class Splicer(Protocol):
 
 
 class Dialect(Protocol):
-    api: ApiKind
+    api: ApiName
+    end_stop: str  # the stop reason of an answer that ended normally (when the loop ends it for the model)
 
     def outcome(self, response: dict[str, Any], retrieval_names: frozenset[str]) -> CallOutcome: ...
 

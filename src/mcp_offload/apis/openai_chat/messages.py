@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from mcp_offload.messages.base import (
+from mcp_offload.apis.message import (
     OFFLOADED_ARGUMENTS,
     Message,
     MessageView,
@@ -37,7 +37,6 @@ def _text_of(content: object, index: int) -> str:
 
 
 class OpenAIChatFormat(UserTextNotes):
-    name = "openai"
     text_part_type = "text"
 
     def to_dict(self, message: object, index: int) -> Message:

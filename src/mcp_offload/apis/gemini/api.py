@@ -1,0 +1,54 @@
+"""The Gemini API (`POST /{version}/models/{model}:generateContent` / `:streamGenerateContent`) as one `LlmApi`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from mcp_offload.apis.base import Route, ToolDeclaration
+from mcp_offload.apis.dialect import Dialect
+from mcp_offload.apis.gemini import errors
+from mcp_offload.apis.gemini.history import GeminiHistory
+from mcp_offload.apis.gemini.messages import GeminiFormat
+from mcp_offload.apis.gemini.routes import credential_headers, generate_call, generate_path
+from mcp_offload.apis.gemini.stream import GeminiDialect
+from mcp_offload.apis.gemini.tools import function_declarations
+from mcp_offload.apis.history import History
+from mcp_offload.apis.message import MessageFormat
+from mcp_offload.apis.names import ApiName, Provider
+
+
+class GeminiApi:
+    name: ApiName = "gemini"
+    format_name: str | None = None  # the gateway's; the Compactor's format= does not offer it
+    provider: Provider = "gemini"
+    relays_unreadable = True  # a body the gateway cannot read: the upstream answers it
+
+    messages: MessageFormat
+    history: History
+    dialect: Dialect
+
+    def __init__(self) -> None:
+        self.messages = GeminiFormat()
+        self.history = GeminiHistory()
+        self.dialect = GeminiDialect()
+
+    def route(self, method: str, path: str) -> Route | None:
+        call = generate_call(method, path)
+        if call is None:
+            return None
+        if not call.stream:
+            return Route(model=call.model, stream=False)
+        return Route(model=call.model, stream=True, whole_path=generate_path(path), sse_query=("alt", "sse"))
+
+    def session_headers(self, headers: Mapping[str, str], query: str) -> Mapping[str, str]:
+        return credential_headers(headers, query)
+
+    def tool_definitions(self, tools: Sequence[ToolDeclaration]) -> list[dict[str, Any]]:
+        return function_declarations(tools)
+
+    def error_document(self, status: int, code: str, message: str) -> dict[str, Any]:
+        return errors.error_document(status, message)
+
+    def stream_error_event(self, code: str, message: str, sequence_number: int = 0) -> bytes:
+        return errors.stream_error_event(message)

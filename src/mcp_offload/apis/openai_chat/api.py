@@ -1,0 +1,40 @@
+"""The OpenAI Chat Completions API (`POST /v1/chat/completions`) as one `LlmApi`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mcp_offload.apis.dialect import Dialect
+from mcp_offload.apis.fixed_paths import FixedPathsApi
+from mcp_offload.apis.history import History
+from mcp_offload.apis.message import MessageFormat
+from mcp_offload.apis.names import ApiName, Provider
+from mcp_offload.apis.openai_chat.history import OpenAIChatHistory
+from mcp_offload.apis.openai_chat.messages import OpenAIChatFormat
+from mcp_offload.apis.openai_chat.stream import ChatDialect, stream_error_event
+from mcp_offload.apis.openai_error import openai_error_document
+
+
+class OpenAIChatApi(FixedPathsApi):
+    name: ApiName = "openai_chat"
+    format_name: str | None = "openai"
+    paths = ("/v1/chat/completions",)
+    provider: Provider = "openai"
+
+    messages: MessageFormat
+    history: History
+    dialect: Dialect
+
+    def __init__(self) -> None:
+        self.messages = OpenAIChatFormat()
+        self.history = OpenAIChatHistory()
+        self.dialect = ChatDialect()
+
+    def tool_definition(self, name: str, description: str, input_schema: dict[str, Any]) -> dict[str, Any]:
+        return {"type": "function", "function": {"name": name, "description": description, "parameters": input_schema}}
+
+    def error_document(self, status: int, code: str, message: str) -> dict[str, Any]:
+        return openai_error_document(status, code, message)
+
+    def stream_error_event(self, code: str, message: str, sequence_number: int = 0) -> bytes:
+        return stream_error_event(code, message)

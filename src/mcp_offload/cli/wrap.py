@@ -1,0 +1,213 @@
+"""`mcp-offload wrap`: run a coding agent through the gateway, in one command.
+
+    mcp-offload wrap [--port 8788] [--store DIR|redis://…] [--*-upstream URL] [--print-env] claude|codex|gemini [ARGS…]
+    mcp-offload wrap [options] --api anthropic|openai|gemini -- CMD [ARGS…]
+
+A gateway already listening on `--port` (asked on /healthz: it must say it is an mcp-offload gateway) is reused;
+when none is, or when an upstream flag asks for other upstreams, one is started for the duration of the agent, on a
+free loopback port with the user's store, and stopped after it. The agent gets the variables or command-line
+overrides that point it at the gateway (gateway/agents.py): nothing is written into its configuration. Its stdin,
+stdout, stderr and terminal are its own, signals sent to `wrap` reach it, and its exit status is wrap's.
+
+One line on stderr says which gateway the agent uses. `--print-env` prints the variables (as `export` lines) for the
+gateway on `--port` and runs nothing. Bad input (an unknown agent, a missing executable, a port held by something
+else, a gateway that does not start) is one line on stderr, exit 2, and nothing is started.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import shlex
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import platformdirs
+
+from mcp_offload.cli.agent_process import die_like, run_child
+from mcp_offload.cli.arg_types import OneLineParser, http_url, port
+from mcp_offload.cli.exit_status import exit_status
+from mcp_offload.errors import OperatorError
+from mcp_offload.gateway.agents import AGENTS, Agent, AgentApi, base_env, codex_overrides, launch
+from mcp_offload.gateway.gemini_home import gemini_home
+from mcp_offload.gateway.options import DEFAULT_PORT
+from mcp_offload.settings import Settings
+
+PROG = "mcp-offload wrap"
+HOST = "127.0.0.1"
+START_TIMEOUT_S = 30.0
+INSTALL = {
+    "claude": "npm install -g @anthropic-ai/claude-code",
+    "codex": "npm install -g @openai/codex",
+    "gemini": "npm install -g @google/gemini-cli",
+}
+UPSTREAM_FLAGS = ("anthropic_upstream", "openai_upstream", "gemini_upstream")
+
+
+class WrapError(OperatorError):
+    """wrap cannot run the agent as asked (the message says why); nothing was started."""
+
+
+def parser() -> argparse.ArgumentParser:
+    p = OneLineParser(prog=PROG, description=__doc__.split("\n\n")[0])
+    p.add_argument("--port", type=port, default=DEFAULT_PORT, help=f"the gateway's port (default {DEFAULT_PORT})")
+    p.add_argument("--store", help="store for a gateway started here (default: the user's, env MCP_OFFLOAD_STORE)")
+    p.add_argument("--anthropic-upstream", type=http_url, help="Anthropic API base URL for a gateway started here")
+    p.add_argument("--openai-upstream", type=http_url, help="OpenAI API base URL, with its /v1, likewise")
+    p.add_argument("--gemini-upstream", type=http_url, help="Gemini API base URL, without its /v1beta, likewise")
+    p.add_argument("--api", choices=["anthropic", "openai", "gemini"], help="any agent: the API it speaks")
+    p.add_argument("--print-env", action="store_true", help="print the variables instead of running anything")
+    p.add_argument("agent", help="claude, codex or gemini; with --api: the command to run (after --)")
+    p.add_argument("args", nargs=argparse.REMAINDER, help="the agent's own arguments")
+    return p
+
+
+def main(argv: list[str]) -> int:
+    args = parser().parse_args(argv)
+    return exit_status(lambda: run(args), prog=PROG)
+
+
+def run(args: argparse.Namespace) -> int:
+    agent, api, command = resolve_agent(args)
+    if args.print_env:
+        return print_env(agent, api, args.port)
+    executable = find_executable(command[0], agent)
+    own_upstreams = any(getattr(args, flag) for flag in UPSTREAM_FLAGS)
+    found = probe(args.port)
+    if found == "busy" and not own_upstreams:
+        raise WrapError(f"port {args.port} is in use by something that is not an mcp-offload gateway: pass --port")
+    with gateway_for(args, found == "ours" and not own_upstreams) as (base, how):
+        print(f"{PROG}: {command[0]} uses the gateway at {base} ({how})", file=sys.stderr, flush=True)
+        plan = launch(agent, api, [executable, *command[1:]], base, gemini_home_for(agent))
+        returncode = run_child(plan.argv, {**os.environ, **plan.env})
+    return die_like(returncode)
+
+
+def resolve_agent(args: argparse.Namespace) -> tuple[Agent | None, AgentApi, list[str]]:
+    """(the known agent or None, the API it speaks, its command line)."""
+    rest = list(args.args)
+    if args.api is not None:
+        command = [args.agent, *rest]
+        if command and command[0] == "--":
+            command = command[1:]
+        if not command:
+            raise WrapError("--api needs the command to run: wrap --api openai -- CMD [ARGS…]")
+        known = AGENTS.get(Path(command[0]).name)
+        return known, args.api, command
+    known = AGENTS.get(args.agent)
+    if known is None:
+        names = ", ".join(AGENTS)
+        raise WrapError(
+            f"unknown agent {args.agent[:80]!r} (known: {names}); for any other agent taking a base-URL variable: "
+            f"{PROG} --api anthropic|openai|gemini -- CMD [ARGS…]"
+        )
+    if rest[:1] == ["--"]:
+        rest = rest[1:]
+    return known, known.api, [known.executable, *rest]
+
+
+def find_executable(name: str, agent: Agent | None) -> str:
+    found = shutil.which(name)
+    if found is None:
+        hint = f" (install it: {INSTALL[agent.name]})" if agent is not None and agent.name == name else ""
+        raise WrapError(f"{name[:200]!r} is not an executable on PATH{hint}")
+    return found
+
+
+def probe(port_number: int) -> str:
+    """'free' (nothing listens), 'ours' (an mcp-offload gateway answers /healthz) or 'busy' (something else)."""
+    try:
+        with socket.create_connection((HOST, port_number), timeout=1.0):
+            pass
+    except OSError:
+        return "free"
+    try:
+        with urllib.request.urlopen(f"http://{HOST}:{port_number}/healthz", timeout=3) as response:
+            body = json.loads(response.read(65536))
+    except (OSError, ValueError):
+        return "busy"
+    ours = isinstance(body, dict) and body.get("service") == "gateway" and body.get("status") == "ok"
+    return "ours" if ours else "busy"
+
+
+@contextlib.contextmanager
+def gateway_for(args: argparse.Namespace, reuse: bool) -> Iterator[tuple[str, str]]:
+    """(base URL, how it came to be) of the gateway the agent uses; one started here is stopped on the way out."""
+    if reuse:
+        yield f"http://{HOST}:{args.port}", "already running"
+        return
+    store = args.store or Settings.from_env().store_location()
+    log_path = Path(platformdirs.user_log_dir("mcp-offload", appauthor=False)) / "wrap-gateway.log"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    port_number = free_port()
+    argv = [sys.executable, "-m", "mcp_offload", "gateway", "--host", HOST, "--port", str(port_number)]
+    argv += ["--store", store, "--log-level", "WARNING"]
+    for flag in UPSTREAM_FLAGS:
+        if getattr(args, flag):
+            argv += ["--" + flag.replace("_", "-"), getattr(args, flag)]
+    with log_path.open("ab") as log:
+        gateway = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
+    try:
+        base = f"http://{HOST}:{port_number}"
+        wait_ready(gateway, port_number, log_path)
+        yield base, f"started for this run; store {store}; log {log_path}"
+    finally:
+        stop(gateway)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind((HOST, 0))
+        number: int = sock.getsockname()[1]
+        return number
+
+
+def wait_ready(gateway: subprocess.Popen[bytes], port_number: int, log_path: Path) -> None:
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while probe(port_number) != "ours":
+        if gateway.poll() is not None or time.monotonic() > deadline:
+            lines = log_path.read_text(errors="replace").strip().splitlines()
+            last = lines[-1][:300] if lines else "no output"
+            raise WrapError(f"the gateway did not start (see {log_path}): {last}")
+        time.sleep(0.1)
+
+
+def stop(gateway: subprocess.Popen[bytes]) -> None:
+    if gateway.poll() is not None:
+        return
+    gateway.terminate()
+    try:
+        gateway.wait(10)
+    except subprocess.TimeoutExpired:
+        gateway.kill()
+        gateway.wait()
+
+
+def gemini_home_for(agent: Agent | None) -> Path | None:
+    """Gemini CLI's `GEMINI_CLI_HOME` when its settings select no auth type (gateway/gemini_home.py), else None."""
+    if agent is None or agent.name != "gemini":
+        return None
+    return gemini_home(Path(platformdirs.user_data_dir("mcp-offload", appauthor=False)) / "gemini-cli")
+
+
+def print_env(agent: Agent | None, api: AgentApi, port_number: int) -> int:
+    base = f"http://{HOST}:{port_number}"
+    if probe(port_number) != "ours":
+        note = f"{PROG}: no mcp-offload gateway answers on {base}: start one with `mcp-offload gateway`"
+        print(note, file=sys.stderr)
+    if agent is not None and agent.name == "codex":
+        print("# Codex takes a provider, not a variable: run it as")
+        print("codex " + " ".join(shlex.quote(arg) for arg in codex_overrides(base)) + " …")
+        return 0
+    for name, value in base_env(api, base, gemini_home_for(agent)).items():
+        print(f"export {name}={shlex.quote(value)}")
+    return 0

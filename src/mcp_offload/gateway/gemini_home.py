@@ -1,0 +1,78 @@
+"""Gemini CLI with a base URL, without writing into the user's `~/.gemini`.
+
+With `GOOGLE_GEMINI_BASE_URL` set and no auth type selected in its settings, Gemini CLI 0.61 picks a "gateway" auth
+type and refuses to run headless ("Invalid auth method selected", exit 41). No environment variable selects the
+type, and the settings layers a variable can point elsewhere (`GEMINI_CLI_SYSTEM_SETTINGS_PATH`,
+`GEMINI_CLI_SYSTEM_DEFAULTS_PATH`) are skipped unless the file and every directory above it are owned by root and
+writable by no one else. What it does honour is `GEMINI_CLI_HOME`, the directory holding `.gemini`.
+
+So when the user's settings select no auth type, wrap points `GEMINI_CLI_HOME` at a home of mcp-offload's own whose
+`.gemini` holds a copy of the user's `settings.json` with `security.auth.selectedType = "gemini-api-key"` added, and a
+symbolic link to every other entry of the user's `~/.gemini` (history, memory, extensions, credentials), refreshed on
+each run. When the user's settings select a type already, nothing is needed and their home is used as it is.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from mcp_offload.errors import OperatorError
+
+SETTINGS = "settings.json"
+AUTH = {"security": {"auth": {"selectedType": "gemini-api-key"}}}
+
+
+def user_gemini_dir() -> Path:
+    return Path(os.environ.get("GEMINI_CLI_HOME") or Path.home()) / ".gemini"
+
+
+def selects_auth(settings: dict[str, Any]) -> bool:
+    security = settings.get("security")
+    auth = security.get("auth") if isinstance(security, dict) else None
+    return isinstance(auth, dict) and bool(auth.get("selectedType"))
+
+
+def read_settings(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        return {}
+    try:
+        settings = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        raise OperatorError(
+            f'cannot read {path} as JSON; set security.auth.selectedType to "gemini-api-key" there, or run Gemini '
+            "CLI without wrap"
+        ) from None
+    if not isinstance(settings, dict):
+        raise OperatorError(f"{path} is not a JSON object")
+    return settings
+
+
+def gemini_home(own: Path) -> Path | None:
+    """The `GEMINI_CLI_HOME` for a wrapped Gemini CLI: None when the user's settings select an auth type already,
+    else `own` (created or refreshed as the module docstring says; nothing in the user's `~/.gemini` is written)."""
+    user = user_gemini_dir()
+    settings = read_settings(user / SETTINGS)
+    if selects_auth(settings):
+        return None
+    mirror = own / ".gemini"
+    mirror.mkdir(parents=True, exist_ok=True)
+    wanted = {entry.name: entry for entry in user.iterdir() if entry.name != SETTINGS} if user.is_dir() else {}
+    for entry in mirror.iterdir():
+        if entry.is_symlink() and (entry.name not in wanted or os.readlink(entry) != str(wanted[entry.name])):
+            entry.unlink()
+    for name, target in wanted.items():
+        link = mirror / name
+        if not link.is_symlink() and not link.exists():
+            link.symlink_to(target)
+    merged = {**settings, "security": {**settings.get("security", {}), **AUTH["security"]}}
+    merged["security"]["auth"] = {**settings.get("security", {}).get("auth", {}), **AUTH["security"]["auth"]}
+    text = json.dumps(merged, indent=2) + "\n"
+    path = mirror / SETTINGS
+    if not path.is_file() or path.read_text(encoding="utf-8") != text:
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)
+    return own

@@ -1,0 +1,137 @@
+"""The real agents through `mcp-offload wrap`, headless, against the scripted upstream (tests/llm_upstream): wrap starts
+a gateway for the run in front of the upstream (`--*-upstream`), points the agent at it without writing its
+configuration, the agent runs a command whose big output hides a planted fact, the gateway offloads it and its
+retrieval finds the fact, and the agent prints it. HOME is snapshot before and after: nothing outside mcp-offload's
+own directories and the agent's own directory (its session state) changed, and the user's own settings files there are
+byte-identical."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from llm_upstream import UpstreamServer
+from support.agents import AGENTS, CLAUDE, CODEX, GEMINI, agent_env, need
+
+FACT = "PLANTED-" + random.Random(26).randbytes(6).hex()
+TASK = f"Find the deploy key in data.json.\n@run cat data.json\n@search {FACT[:8]}\n@answer PLANTED-[0-9a-f]{{12}}"
+WRAP = [sys.executable, "-m", "mcp_offload", "wrap"]
+OWN = (".local/share/mcp-offload/", ".local/state/mcp-offload/", ".cache/mcp-offload/")  # mcp-offload's directories
+# each agent's own directory, where it keeps its session state on any run (with or without wrap); its configuration
+# files there (USER_FILES, NOT_CREATED) must be left as they were
+AGENT_DIRS = {"claude": (".claude/", ".claude.json"), "codex": (".codex/",), "gemini": (".gemini/",)}
+NOT_CREATED = (".claude/settings.local.json", ".codex/config.json", ".gemini/.env")
+USER_FILES = {  # a user's own settings, which wrap must leave as they are
+    ".claude/settings.json": '{"theme": "dark"}\n',
+    ".codex/config.toml": 'model = "gpt-5"\n',
+    ".gemini/settings.json": json.dumps(
+        {"general": {"disableAutoUpdate": True, "maxAttempts": 2}, "privacy": {"usageStatisticsEnabled": False}}
+    ),
+}
+
+
+def big_document(count: int) -> str:
+    """JSON over the gateway's threshold, the fact in the middle: 150 records (~14 KB) fit Claude Code's and Gemini
+    CLI's own inline limits; Codex keeps ~10 KB of a command's output (head and tail), so it gets 60."""
+    rng = random.Random(5)
+    records: list[dict[str, Any]] = [
+        {"id": i, "host": f"node-{i:03d}", "status": rng.choice(["ok", "down"]), "note": f"chk {rng.randint(1, 9999)}"}
+        for i in range(count)
+    ]  # fmt: skip
+    records[count // 2]["note"] = f"rotated the deploy key, now {FACT}"
+    return json.dumps({"service": "inventory", "records": records}, indent=1)
+
+
+def snapshot(home: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(home)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(home.rglob("*"))
+        if p.is_file() and not p.is_symlink()
+    }
+
+
+def changed(before: dict[str, str], after: dict[str, str]) -> set[str]:
+    return {path for path in before.keys() | after.keys() if before.get(path) != after.get(path)}
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    home = tmp_path / "home"
+    for name, text in USER_FILES.items():
+        (home / name).parent.mkdir(parents=True, exist_ok=True)
+        (home / name).write_text(text)
+    return home
+
+
+def run_wrapped(agent: str, argv: list[str], upstream: UpstreamServer, home: Path, tmp_path: Path, **env: str) -> str:
+    """`mcp-offload wrap` with a gateway in front of the scripted upstream; the agent's stdout. Checks HOME."""
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "data.json").write_text(big_document(60 if agent == "codex" else 150))
+    before = snapshot(home)
+    upstreams = ["--anthropic-upstream", upstream.base_url, "--openai-upstream", upstream.openai_url,
+                 "--gemini-upstream", upstream.base_url]  # fmt: skip
+    full_env = {k: v for k, v in agent_env(**env).items() if not k.startswith(("XDG_", "MCP_OFFLOAD_"))}
+    full_env.update(HOME=str(home), PATH=f"{AGENTS / '.bin'}{os.pathsep}{os.environ.get('PATH', '')}")
+    done = subprocess.run([*WRAP, *upstreams, agent, *argv], env=full_env, cwd=work, stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert done.returncode == 0, f"{agent} failed ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    assert f"mcp-offload wrap: {agent} uses the gateway at http://127.0.0.1:" in done.stderr
+    touched = changed(before, snapshot(home))
+    outside = sorted(p for p in touched if not p.startswith(OWN + AGENT_DIRS[agent]))
+    assert not outside, f"{agent} through wrap changed files outside mcp-offload's and its own directory: {outside}"
+    for name, text in USER_FILES.items():
+        assert (home / name).read_text() == text, f"{name} changed"
+    assert not [name for name in NOT_CREATED if (home / name).exists()]
+    assert any(p.startswith(".local/share/mcp-offload/store/") for p in touched), "the gateway stored nothing"
+    return done.stdout
+
+
+def offloaded_and_found(upstream: UpstreamServer, records: int) -> None:
+    """The big result reached the upstream as a reference, never whole (the agent's answer shows the retrieval)."""
+    bodies = [json.dumps(r.json, ensure_ascii=False) for r in upstream.requests]
+    assert any("Stored as out_" in b for b in bodies), "nothing was offloaded"
+    escaped = json.dumps(big_document(records), ensure_ascii=False)[1:-1]
+    middle = escaped[escaped.index(FACT) - 600 : escaped.index(FACT) + 600]  # as a request body carries it
+    assert not any(middle in b for b in bodies), "the document reached the upstream whole"
+
+
+def test_claude_code_through_wrap(llm_upstream: UpstreamServer, home: Path, tmp_path: Path) -> None:
+    need(CLAUDE)
+    argv = ["-p", TASK, "--output-format", "json", "--dangerously-skip-permissions"]
+    out = run_wrapped(
+        "claude", argv, llm_upstream, home, tmp_path, ANTHROPIC_API_KEY="sk-ant-test-key", IS_SANDBOX="1",
+        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1", DISABLE_AUTOUPDATER="1", ENABLE_TOOL_SEARCH="false",
+    )  # fmt: skip
+    result = json.loads(out.strip().splitlines()[-1])
+    assert not result["is_error"] and result["result"].strip() == f"ANSWER: {FACT}", result
+    offloaded_and_found(llm_upstream, 150)
+
+
+def test_codex_through_wrap(llm_upstream: UpstreamServer, home: Path, tmp_path: Path) -> None:
+    """Codex gets its provider from `-c` overrides: its config.toml (here the user's own, naming no provider) is not
+    written, and the requests reach the gateway, not the public host."""
+    need(CODEX)
+    answer = tmp_path / "answer.txt"
+    run_wrapped("codex", ["exec", "--skip-git-repo-check", "-o", str(answer), TASK], llm_upstream, home, tmp_path,
+                OPENAI_API_KEY="sk-test-key")  # fmt: skip
+    assert answer.read_text().strip() == f"ANSWER: {FACT}"
+    offloaded_and_found(llm_upstream, 60)
+
+
+def test_gemini_cli_through_wrap(llm_upstream: UpstreamServer, home: Path, tmp_path: Path) -> None:
+    """Gemini CLI runs headless with a base URL only with an auth type selected: wrap selects it in a home of its own
+    (GEMINI_CLI_HOME), and the user's ~/.gemini/settings.json (which selects none) stays as it was."""
+    need(GEMINI)
+    out = run_wrapped("gemini", ["-p", TASK, "--yolo", "-m", "gemini-2.5-flash"], llm_upstream, home, tmp_path,
+                      GEMINI_API_KEY="test-gemini-key", GEMINI_CLI_TRUST_WORKSPACE="true")  # fmt: skip
+    assert f"ANSWER: {FACT}" in out, out[-2000:]
+    offloaded_and_found(llm_upstream, 150)
