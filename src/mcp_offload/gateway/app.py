@@ -264,7 +264,7 @@ class GatewayApp:
             upstream_body = {**upstream_body, "stream_options": {**(options or {}), "include_usage": True}}
             client_usage = False
         bypassed = rewrite is not None and rewrite.bypassed
-        if api == "anthropic" and self.services.settings.gateway_cache_breakpoints and not bypassed:
+        if api.name == "anthropic" and self.services.settings.gateway_cache_breakpoints and not bypassed:
             upstream_body = with_client_breakpoints(upstream_body)  # a client that marks nothing gets prompt caching
         changed = upstream_body is not request
         sent = orjson.dumps(upstream_body) if changed else raw
