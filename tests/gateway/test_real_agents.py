@@ -25,24 +25,14 @@ from typing import Any
 import pytest
 
 from llm_upstream import ReceivedRequest, UpstreamServer, extends
+from support.agents import CLAUDE, CODEX, need
 from support.gateway_process import gateway_process
 
-AGENTS = Path(
-    os.environ.get("MCP_OFFLOAD_TEST_AGENTS")
-    or Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "mcp-offload" / "agents" / "node_modules"
-)
 RETRIEVAL_TOOLS = {"read_large_output", "search_large_output", "query_large_output", "list_outputs"}
-CLAUDE = AGENTS / ".bin" / "claude"
-CODEX = AGENTS / ".bin" / "codex"
 AGENT_TIMEOUT_S = 240
 FACT = "PLANTED-" + random.Random(17).randbytes(6).hex()
 TASK = f"Find the deploy key in data.json.\n@run cat data.json\n@search {FACT[:8]}\n@answer PLANTED-[0-9a-f]{{12}}"
 SECOND_TASK = "How many bytes is data.json?\n@run wc -c data.json\n@answer [0-9]+ data.json"
-
-
-def need(binary: Path) -> None:
-    if not binary.exists():
-        pytest.skip(f"{binary.name} is not installed: run `bash .ci/agents-deps.sh` (npm) to install the pinned agents")
 
 
 def big_document(records_count: int = 150) -> str:

@@ -26,13 +26,9 @@ from typing import Any
 import pytest
 
 from llm_upstream import ReceivedRequest, UpstreamServer, extends
+from support.agents import GEMINI, need
 from support.gateway_process import gateway_process
 
-AGENTS = Path(
-    os.environ.get("MCP_OFFLOAD_TEST_AGENTS")
-    or Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "mcp-offload" / "agents" / "node_modules"
-)
-GEMINI = AGENTS / ".bin" / "gemini"
 RETRIEVAL_TOOLS = {"read_large_output", "search_large_output", "query_large_output", "list_outputs"}
 FACT = "PLANTED-" + random.Random(23).randbytes(6).hex()
 TASK = f"Find the deploy key in data.json.\n@run cat data.json\n@search {FACT[:8]}\n@answer PLANTED-[0-9a-f]{{12}}"
@@ -83,8 +79,7 @@ def _declared(request: ReceivedRequest) -> list[str]:
 
 
 def test_gemini_cli_headless_through_the_gateway(llm_upstream: UpstreamServer, gateway: str, tmp_path: Path) -> None:
-    if not GEMINI.exists():
-        pytest.skip("gemini is not installed: run `bash .ci/agents-deps.sh` (npm) to install the pinned agents")
+    need(GEMINI)
     home, work = tmp_path / "home", tmp_path / "work"
     (home / ".gemini").mkdir(parents=True)
     (home / ".gemini" / "settings.json").write_text(json.dumps(SETTINGS))
