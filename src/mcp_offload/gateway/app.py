@@ -31,6 +31,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import parse_qsl
 
 import anyio
 import httpx2
@@ -263,7 +264,11 @@ class GatewayApp:
             client_usage = False
         changed = rewrite is not None and rewrite.changed
         sent = orjson.dumps(upstream_body) if changed else raw
-        url = self.upstream.url(api.provider, scope["path"], _query(scope))
+        path = scope["path"]
+        as_array = may_loop and route.whole_path is not None and route.sse_query not in parse_qsl(_query(scope))
+        if as_array:  # a JSON-array stream (Gemini without alt=sse): one whole call, answered as a 1-item array
+            path, exchange.stream = route.whole_path or path, False
+        url = self.upstream.url(api.provider, path, _query(scope))
         out_headers = request_headers(headers, decoded=True)
 
         async def open_call(body: dict[str, Any]) -> httpx2.Response:
@@ -308,6 +313,8 @@ class GatewayApp:
                     exchange.status = status
                 else:
                     exchange.report.usage = usage_of(parsed)
+        if as_array and exchange.status == 200:
+            answer = b"[" + answer + b"]"
         await _send_bytes(send, exchange.status, headers_out, answer)
 
     async def _stream(
