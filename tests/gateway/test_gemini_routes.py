@@ -14,6 +14,7 @@ from mcp_offload.apis.gemini.routes import credential_headers, generate_call, is
 from mcp_offload.cachesafe.session import derive_session
 from mcp_offload.cli.gateway import add_parser, options_from_args
 from support.gateway_server import StartGateway
+from support.llm_conversations import BASH_GEMINI, NEEDLE, build_log, gemini_contents, search_then_answer
 
 MODEL = "gemini-2.5-flash"
 BODY = {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}
@@ -108,3 +109,31 @@ def test_errors_come_back_in_gemini_format(upstream: UpstreamServer, start_gatew
     assert unreachable.status_code == 502
     error = unreachable.json()["error"]
     assert error["code"] == 502 and error["status"] == "UNAVAILABLE" and "--gemini-upstream" in error["message"]
+
+
+def test_a_json_array_stream_that_loops_is_answered_as_one_whole_answer(
+    upstream: UpstreamServer, start_gateway: StartGateway
+) -> None:
+    upstream.use(search_then_answer())
+    gateway = start_gateway(upstream)
+    body = {"contents": gemini_contents(build_log()), "tools": [BASH_GEMINI]}
+    answer = httpx2.post(f"{gateway.base_url}/v1beta/models/{MODEL}:streamGenerateContent", json=body,
+                         headers={"x-goog-api-key": "k"}, timeout=30)  # fmt: skip
+    assert answer.status_code == 200, answer.text
+    (whole,) = answer.json()  # still the JSON-array form the client asked for
+    texts = "".join(p.get("text", "") for p in whole["candidates"][0]["content"]["parts"])
+    assert texts.endswith(f"Found it: {NEEDLE}")
+    assert [r.path for r in upstream.received("gemini")] == [f"/v1beta/models/{MODEL}:generateContent"] * 2
+
+
+def test_a_request_on_an_explicit_cache_is_forwarded_untouched(
+    upstream: UpstreamServer, start_gateway: StartGateway
+) -> None:
+    gateway = start_gateway(upstream)
+    log = build_log()
+    body = {"contents": gemini_contents(log), "cachedContent": "cachedContents/abc123"}
+    answer = httpx2.post(f"{gateway.base_url}/v1beta/models/{MODEL}:generateContent", json=body,
+                         headers={"x-goog-api-key": "k"}, timeout=30)  # fmt: skip
+    assert answer.status_code == 200, answer.text
+    (sent,) = upstream.received("gemini")
+    assert sent.body == body  # Gemini refuses tools next to cachedContent: nothing offloaded, nothing added

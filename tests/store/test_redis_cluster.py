@@ -214,3 +214,52 @@ async def test_kill_9_a_master_right_after_a_burst_loses_no_returned_output(
     assert done.returncode == 0, done.stderr.decode()[-2000:]
     read_back = dict(line.split() for line in done.stdout.decode().splitlines())
     assert read_back == {h: d for (_, h), d in stored.items()}
+
+
+async def test_a_slot_range_without_any_node_fails_calls_cleanly_and_recovers(private_cluster: RedisCluster) -> None:
+    """A master and its replica both gone: no one serves their slots (and Redis stops the whole cluster, by its
+    default cluster-require-full-coverage). Every call fails with one line within its bound, nothing hangs; once the
+    nodes are back, the running store works again without a restart."""
+    url, prefix = private_cluster.url, "mcp-offload-test:unserved"
+    store = RedisStore(url, prefix=prefix, socket_timeout_s=2.0)
+    try:
+        scope = scope_key("unserved")
+        await put_bytes(store, scope, b"before the outage\n")
+        sync = open_redis_sync(url)
+        assert isinstance(sync, redis.cluster.RedisCluster)
+        master = sync.get_node_from_key(f"{prefix}:d:{{{scope}}}:x")  # type: ignore[no-untyped-call]
+        nodes = redis.Redis(port=int(master.port)).execute_command("CLUSTER", "NODES").decode()  # type: ignore[no-untyped-call]
+        sync.close()
+        master_id = next(line.split()[0] for line in nodes.splitlines() if f":{master.port}@" in line)
+        replica_ports = [
+            int(line.split()[1].split("@")[0].rsplit(":", 1)[1])
+            for line in nodes.splitlines()
+            if line.split()[3] == master_id
+        ]
+        gone = [int(master.port), *replica_ports]
+        for port in gone:
+            os.kill(private_cluster.pid(port), signal.SIGKILL)
+        failures = 0
+        for _ in range(5):
+            started = time.monotonic()
+            with anyio.fail_after(20):  # never a hang
+                try:
+                    await put_bytes(store, scope, b"during the outage\n")
+                except StoreUnavailable as exc:
+                    assert "\n" not in str(exc)
+                    failures += 1
+            assert time.monotonic() - started < 15
+        assert failures >= 4  # the first call may still be in flight before the loss is noticed
+        for port in gone:
+            private_cluster.restart(port)
+        with anyio.fail_after(60):
+            while True:
+                try:
+                    handle = await put_bytes(store, scope, b"after the outage\n")
+                    break
+                except StoreUnavailable:
+                    await anyio.sleep(0.3)
+        async with store.open(scope, handle) as out:
+            assert out.read_bytes(0, 100) == b"after the outage\n"
+    finally:
+        await store.aclose()

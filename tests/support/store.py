@@ -16,7 +16,7 @@ import shutil
 import socket
 import subprocess
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -45,8 +45,9 @@ SCOPE_B = scope_key("session-b")
 class RedisServer:
     """A redis-server child process on a loopback port, without persistence; can be stopped and restarted."""
 
-    def __init__(self, port: int | None = None) -> None:
+    def __init__(self, port: int | None = None, *, extra: Sequence[str] = ()) -> None:
         self.port = port or free_port()
+        self.extra = list(extra)  # more redis-server options, e.g. ["--replicaof", "127.0.0.1", "6379"]
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -55,7 +56,11 @@ class RedisServer:
 
     def start(self) -> RedisServer:
         self.proc = subprocess.Popen(
-            ["redis-server", "--bind", "127.0.0.1", "--port", str(self.port), "--save", "", "--appendonly", "no"],
+            [
+                "redis-server",
+                *("--bind", "127.0.0.1", "--port", str(self.port), "--save", "", "--appendonly", "no"),
+                *self.extra,
+            ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
@@ -133,6 +138,24 @@ class RedisCluster:
 
     def pid(self, port: int) -> int:
         return int((self.state / str(port) / "redis.pid").read_text())
+
+    def restart(self, port: int) -> None:
+        """Start a killed node again on its port with its nodes.conf (the options of .ci/redis-cluster.sh)."""
+        node = self.state / str(port)
+        subprocess.run(
+            [
+                "redis-server",
+                *("--bind", "127.0.0.1", "--port", str(port), "--save", "", "--appendonly", "no"),
+                *("--protected-mode", "yes", "--cluster-enabled", "yes"),
+                *("--cluster-config-file", str(node / "nodes.conf")),
+                *("--cluster-node-timeout", str(self.node_timeout_ms)),
+                *("--daemonize", "yes", "--pidfile", str(node / "redis.pid")),
+                *("--logfile", str(node / "redis.log"), "--dir", str(node)),
+            ],
+            check=True,
+            capture_output=True,
+            timeout=30,
+        )
 
     def stop(self) -> None:
         subprocess.run(["bash", str(CLUSTER_SCRIPT), "stop", str(self.state)], capture_output=True, timeout=60)

@@ -33,6 +33,10 @@ class Route:
 
     model: str | None = None
     stream: bool | None = None
+    # a stream that is SSE only when the query carries `sse_query` (Gemini: `alt=sse`; without it one JSON array,
+    # which the loop cannot splice): the path of the same call answered whole, for a turn the loop may run
+    whole_path: str | None = None
+    sse_query: tuple[str, str] | None = None
 
 
 @dataclass(frozen=True, slots=True)

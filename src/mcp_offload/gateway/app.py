@@ -31,6 +31,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import parse_qsl
 
 import anyio
 import httpx2
@@ -58,7 +59,7 @@ from mcp_offload.gateway.request_body import ClientGone, parse_json, read_body
 from mcp_offload.gateway.rewrite import Rewrite, RewriteUnavailable, rewrite_request
 from mcp_offload.gateway.session_retriever import SessionRetriever
 from mcp_offload.gateway.status import gateway_stats, render_page
-from mcp_offload.gateway.upstream import Upstream, provider_for_request, request_headers, response_headers
+from mcp_offload.gateway.upstream import ProviderClient, provider_for_request, request_headers, response_headers
 from mcp_offload.version import __version__
 
 log = logging.getLogger("mcp_offload.gateway")
@@ -87,10 +88,10 @@ class Exchange:
 class GatewayApp:
     """The ASGI app. Owns the upstream client (closed by `aclose`), not the services."""
 
-    def __init__(self, services: Services, options: GatewayOptions, *, upstream: Upstream | None = None) -> None:
+    def __init__(self, services: Services, options: GatewayOptions, *, upstream: ProviderClient | None = None) -> None:
         self.services = services
         self.options = options
-        self.upstream = upstream or Upstream(options.upstream)
+        self.upstream = upstream or ProviderClient(options.upstream)
         self.draining = False
         self.fail_open_events = 0  # since start (also on /healthz)
         self.access = GatewayAccess(options.tokens, options.allowed_hosts, options.allowed_origins)
@@ -263,7 +264,11 @@ class GatewayApp:
             client_usage = False
         changed = rewrite is not None and rewrite.changed
         sent = orjson.dumps(upstream_body) if changed else raw
-        url = self.upstream.url(api.provider, scope["path"], _query(scope))
+        path = scope["path"]
+        as_array = may_loop and route.whole_path is not None and route.sse_query not in parse_qsl(_query(scope))
+        if as_array:  # a JSON-array stream (Gemini without alt=sse): one whole call, answered as a 1-item array
+            path, exchange.stream = route.whole_path or path, False
+        url = self.upstream.url(api.provider, path, _query(scope))
         out_headers = request_headers(headers, decoded=True)
 
         async def open_call(body: dict[str, Any]) -> httpx2.Response:
@@ -308,6 +313,8 @@ class GatewayApp:
                     exchange.status = status
                 else:
                     exchange.report.usage = usage_of(parsed)
+        if as_array and exchange.status == 200:
+            answer = b"[" + answer + b"]"
         await _send_bytes(send, exchange.status, headers_out, answer)
 
     async def _stream(

@@ -10,7 +10,7 @@ from mcp_offload.apis.dialect import Dialect
 from mcp_offload.apis.gemini import errors
 from mcp_offload.apis.gemini.history import GeminiHistory
 from mcp_offload.apis.gemini.messages import GeminiFormat
-from mcp_offload.apis.gemini.routes import credential_headers, generate_call
+from mcp_offload.apis.gemini.routes import credential_headers, generate_call, generate_path
 from mcp_offload.apis.gemini.stream import GeminiDialect
 from mcp_offload.apis.gemini.tools import function_declarations
 from mcp_offload.apis.history import History
@@ -35,7 +35,11 @@ class GeminiApi:
 
     def route(self, method: str, path: str) -> Route | None:
         call = generate_call(method, path)
-        return None if call is None else Route(model=call.model, stream=call.stream)
+        if call is None:
+            return None
+        if not call.stream:
+            return Route(model=call.model, stream=False)
+        return Route(model=call.model, stream=True, whole_path=generate_path(path), sse_query=("alt", "sse"))
 
     def session_headers(self, headers: Mapping[str, str], query: str) -> Mapping[str, str]:
         return credential_headers(headers, query)

@@ -58,6 +58,13 @@ class GeminiHistory(History):
     messages_key = "contents"
     tool_results_follow_as_messages = False
 
+    def messages(self, body: Mapping[str, Any]) -> list[Message] | None:
+        """None (forwarded as is) for a request on an explicit cache (`cachedContent`): Gemini refuses `tools` there,
+        so the retrieval tools could not be added."""
+        if body.get("cachedContent") or body.get("cached_content"):
+            return None
+        return super().messages(body)
+
     def with_tools(self, body: Mapping[str, Any], tools: list[dict[str, Any]]) -> dict[str, Any]:
         """The retrieval tools as one more Tool object after the client's, without the functions the client
         declares itself (Gemini refuses a name declared twice); `body` as is when nothing is left to add."""

@@ -52,6 +52,12 @@ def generate_call(method: str, path: str) -> ModelCall | None:
     return call if call is not None and call.method in GENERATE_METHODS else None
 
 
+def generate_path(path: str) -> str:
+    """The `:generateContent` path of a `:streamGenerateContent` one. The gateway answers a JSON-array stream whose
+    turn may loop with one generateContent call (a 1-item array): its follow-ups need whole answers."""
+    return path.removesuffix(":streamGenerateContent") + ":generateContent"
+
+
 def query_key(query: str) -> str | None:
     """The `key` query parameter (Gemini's other way to pass the API key)."""
     if "key=" not in query:
