@@ -23,7 +23,7 @@ from mcp_offload.core.services import build_services
 from mcp_offload.gateway.app import GatewayApp
 from mcp_offload.gateway.loop import LoopLimits
 from mcp_offload.gateway.options import GatewayOptions
-from mcp_offload.gateway.upstream import UpstreamConfig
+from mcp_offload.gateway.upstream import ProviderConfig
 from mcp_offload.settings import Settings
 
 
@@ -95,7 +95,7 @@ def gateway_options(upstream: UpstreamServer | str, **changes: Any) -> GatewayOp
     return dataclasses.replace(
         GatewayOptions(
             port=0,
-            upstream=UpstreamConfig(anthropic_base=base, openai_base=base + "/v1", gemini_base=base, read_timeout_s=30),
+            upstream=ProviderConfig(anthropic_base=base, openai_base=base + "/v1", gemini_base=base, read_timeout_s=30),
             policy=policy,
             limits=limits,
         ),

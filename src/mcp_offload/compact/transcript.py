@@ -14,7 +14,7 @@ import json
 from collections.abc import Awaitable, Callable, Sequence
 
 from mcp_offload.apis.message import Message, MessageView
-from mcp_offload.core.render import RETRIEVE_HINT, render_reference
+from mcp_offload.core.render import render_reference, retrieve_hint
 from mcp_offload.core.results import OffloadOutput
 
 NOTE_PREFIX = "[Earlier conversation: messages "
@@ -37,7 +37,7 @@ def note_text(first: int, last: int, stored: OffloadOutput, summary: str | None)
     if summary is not None:
         return (
             f"{head}, one JSON message per line. Summary:\n{summary.strip()}\n"
-            f"The summary leaves details out: find them in {stored.handle}. {RETRIEVE_HINT}"
+            f"The summary leaves details out: find them in {stored.handle}. {retrieve_hint(stored)}"
         )
     return f"{head}, one JSON message per line.]\n{render_reference(stored)}"
 

@@ -7,6 +7,9 @@ API, so a model meets one wording whichever front end stored or retrieved the ou
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from mcp_offload.core.output_uri import uri_of
 from mcp_offload.core.results import (
     ListOutput,
@@ -20,10 +23,27 @@ from mcp_offload.core.results import (
 )
 from mcp_offload.retrieve.positions import was_cut
 
-RETRIEVE_HINT = (
-    "Retrieve with read_large_output (char or line ranges), search_large_output (regex), "
-    "query_large_output (jq, JSON only)."
-)
+_RETRIEVE = "Retrieve with read_large_output (char or line ranges), search_large_output (regex)"
+
+
+def query_languages(kind: str, shape: Mapping[str, Any]) -> str | None:
+    """What query_large_output runs on an output of `kind` whose preview summary is `shape`, or None: jq on JSON
+    (JSON Lines: per record), SQL over table t on a table (CSV/TSV), JSON Lines of objects and JSON arrays of
+    objects. A footer names only what works, not jq under a CSV's SQL ready calls."""
+    if kind == "json":
+        records = shape.get("type") == "array" and shape.get("element") == "object"
+        return "jq, or SQL over table t: a row per element" if records else "jq"
+    if kind == "jsonl":
+        return "jq per record, or SQL over table t" if shape.get("record_type") == "object" else "jq per record"
+    if kind == "text" and shape.get("type") == "table":
+        return "SQL over table t"
+    return None
+
+
+def retrieve_hint(out: OffloadOutput) -> str:
+    """The footer of a reference: the tools that work on this output, with the query languages that do."""
+    languages = query_languages(out.kind, out.shape)
+    return f"{_RETRIEVE}, query_large_output ({languages})." if languages else f"{_RETRIEVE}."
 
 
 def n(value: int) -> str:
@@ -51,7 +71,7 @@ def render_reference(out: OffloadOutput) -> str:
         f"Stored as {out.handle}{label} ({out.kind}; {describe_size(out)}).",
         *(f"Note: {note}" for note in out.notes),
         out.preview,
-        RETRIEVE_HINT,
+        retrieve_hint(out),
     ]
     return "\n".join(line for line in lines if line)
 

@@ -60,7 +60,7 @@ from mcp_offload.gateway.request_body import ClientGone, parse_json, read_body
 from mcp_offload.gateway.rewrite import Rewrite, RewriteUnavailable, rewrite_request
 from mcp_offload.gateway.session_retriever import SessionRetriever
 from mcp_offload.gateway.status import gateway_stats, render_page
-from mcp_offload.gateway.upstream import Upstream, provider_for_request, request_headers, response_headers
+from mcp_offload.gateway.upstream import ProviderClient, provider_for_request, request_headers, response_headers
 from mcp_offload.version import __version__
 
 log = logging.getLogger("mcp_offload.gateway")
@@ -89,10 +89,10 @@ class Exchange:
 class GatewayApp:
     """The ASGI app. Owns the upstream client (closed by `aclose`), not the services."""
 
-    def __init__(self, services: Services, options: GatewayOptions, *, upstream: Upstream | None = None) -> None:
+    def __init__(self, services: Services, options: GatewayOptions, *, upstream: ProviderClient | None = None) -> None:
         self.services = services
         self.options = options
-        self.upstream = upstream or Upstream(options.upstream)
+        self.upstream = upstream or ProviderClient(options.upstream)
         self.draining = False
         self.fail_open_events = 0  # since start (also on /healthz)
         self.access = GatewayAccess(options.tokens, options.allowed_hosts, options.allowed_origins)

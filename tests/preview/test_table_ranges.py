@@ -1,0 +1,71 @@
+"""A table's column ranges are the whole column's (a 20,000-row CSV whose id runs 0-19,999 previewed
+`id: integer (0…1999)` under "types from the first rows", which a model reads as the range), or plainly labelled as
+the sampled rows' when the table is too large for one more pass."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from mcp_offload.preview import build_preview
+from mcp_offload.preview.table import _EXACT_CHARS
+from mcp_offload.preview.text import count_lines
+from support.preview import len4
+
+
+def _csv(rows: int, *, quoted: bool = False, late: str | None = None) -> str:
+    customer = '"cust, {}"' if quoted else "cust {}"  # a delimiter inside quotes: the csv module reads it
+    body = [
+        f"{i},{customer.format(i % 50)},{i * 0.5},2024-{1 + i * 12 // rows:02d}-{1 + i % 28:02d}" for i in range(rows)
+    ]
+    if late is not None:
+        body[-1] = f"{rows - 1},x,{late},2024-12-31"
+    return "id,customer,amount,day\n" + "\n".join(body) + "\n"
+
+
+def _columns(text: str) -> list[str]:
+    preview = build_preview(text, "text", budget_tokens=2000, count_tokens=len4, total_lines=count_lines(text))
+    lines = preview.text.split("\n")
+    start = next(i for i, line in enumerate(lines) if line.startswith("columns"))
+    return lines[start : start + 5]
+
+
+@pytest.mark.parametrize("quoted", [False, True])
+def test_ranges_past_the_sample_are_the_whole_columns(quoted: bool) -> None:
+    columns = _columns(_csv(20_000, quoted=quoted))
+    assert columns == [
+        "columns (types from the first 2,000 rows, ranges over all rows):",
+        "  id: integer (0…19999)",
+        "  customer: text",
+        "  amount: number (0…9999.5)",
+        "  day: date (2024-01-01…2024-12-28)",
+    ]
+
+
+def test_a_table_within_the_sample_says_nothing_about_sampling() -> None:
+    assert _columns(_csv(500))[:2] == ["columns:", "  id: integer (0…499)"]
+
+
+def test_a_value_of_another_type_past_the_sample_labels_that_range_as_sampled() -> None:
+    columns = _columns(_csv(20_000, late="n/a"))
+    assert columns[0] == "columns (types and ranges from the first 2,000 rows only):"
+    assert columns[1] == "  id: integer (0…19999)" and columns[3] == "  amount: number (0…999.5)"
+
+
+def test_a_table_too_large_for_another_pass_labels_its_ranges_as_the_samples() -> None:
+    rows = 20_000
+    while len(_csv(rows)) <= _EXACT_CHARS:
+        rows *= 2
+    columns = _columns(_csv(rows))
+    assert columns[0] == "columns (types and ranges from the first 2,000 rows only):"
+    assert columns[1] == "  id: integer (0…1999)"
+
+
+def test_the_whole_column_pass_is_cheap_at_the_size_limit() -> None:
+    text = _csv(20_000)
+    while len(text) * 2 <= _EXACT_CHARS:
+        text = text + text[text.index("\n") + 1 :]
+    started = time.perf_counter()
+    _columns(text)
+    assert time.perf_counter() - started < 1.0
