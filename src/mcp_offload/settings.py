@@ -73,6 +73,9 @@ class Settings:
     store_replica_ack_timeout_s: float = 2.0
     # names given to outputs
     max_name_chars: int = 200  # longer names are cut
+    # the gateway adds Anthropic cache breakpoints (system end, previous turn's end, last message) to Messages
+    # requests that set no cache_control at all, so plain SDK apps get prompt caching; false: forward them unmarked
+    gateway_cache_breakpoints: bool = True
 
     def store_location(self) -> str:
         return self.store or str(default_store_dir())
