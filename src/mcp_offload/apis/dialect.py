@@ -22,7 +22,7 @@ from mcp_offload.apis.usage import UsageFigures
 
 
 @dataclass(slots=True)
-class ToolCall:
+class ModelToolCall:
     id: str
     name: str
     arguments: Any  # the parsed JSON arguments; the raw text when it is not JSON
@@ -32,7 +32,7 @@ class ToolCall:
 class Answer:
     """A retrieval tool call and what the gateway answered it with."""
 
-    call: ToolCall
+    call: ModelToolCall
     text: str
     is_error: bool
 
@@ -42,7 +42,7 @@ class CallOutcome:
     """One upstream call, as the next request and the client's answer need it."""
 
     output: Any  # anthropic: content blocks; openai_chat: the assistant message; responses: output items
-    calls: list[ToolCall]
+    calls: list[ModelToolCall]
     stop: str | None  # stop_reason / finish_reason / status
     usage: dict[str, Any]
     response_id: str | None = None

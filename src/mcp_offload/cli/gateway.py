@@ -28,13 +28,13 @@ from mcp_offload.cli.exit_status import exit_status
 from mcp_offload.gateway.loop import LoopLimits
 from mcp_offload.gateway.options import DEFAULT_PORT, GatewayOptions
 from mcp_offload.gateway.run import run_gateway
-from mcp_offload.gateway.upstream import ANTHROPIC_DEFAULT, OPENAI_DEFAULT, UpstreamConfig
+from mcp_offload.gateway.upstream import ANTHROPIC_DEFAULT, OPENAI_DEFAULT, ProviderConfig
 from mcp_offload.logs import log_to_stderr
 from mcp_offload.serve.http.options import exposure_from_args, transport_security
 from mcp_offload.settings import Settings
 
 TOKEN_ENV = "MCP_OFFLOAD_GATEWAY_TOKEN"
-_DEFAULT_POLICY, _DEFAULT_LIMITS, _DEFAULT_UPSTREAM = RewritePolicy(), LoopLimits(), UpstreamConfig()
+_DEFAULT_POLICY, _DEFAULT_LIMITS, _DEFAULT_UPSTREAM = RewritePolicy(), LoopLimits(), ProviderConfig()
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:  # argparse's _SubParsersAction is private
@@ -63,7 +63,10 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:  # argparse's _SubPa
         default=os.environ.get("MCP_OFFLOAD_GEMINI_UPSTREAM", GEMINI_DEFAULT),
         help=f"Gemini API base URL, without its /v1beta (default {GEMINI_DEFAULT})",
     )
-    parser.add_argument("--store", help="store directory or redis://host:port/db (env MCP_OFFLOAD_STORE)")
+    parser.add_argument(
+        "--store",
+        help="store directory, redis://host:port/db or redis+cluster://host:port[,host:port…] (env MCP_OFFLOAD_STORE)",
+    )
     parser.add_argument(
         "--retrieval",
         choices=["transparent", "visible"],
@@ -133,7 +136,7 @@ def options_from_args(args: argparse.Namespace, environ: dict[str, str] | None =
         allowed_hosts=tuple(security.allowed_hosts) if checks else (),
         allowed_origins=tuple(security.allowed_origins) if checks else ("*",),
         max_body_bytes=args.max_body_bytes,
-        upstream=UpstreamConfig(
+        upstream=ProviderConfig(
             anthropic_base=args.anthropic_upstream,
             openai_base=args.openai_upstream,
             gemini_base=args.gemini_upstream,

@@ -74,7 +74,7 @@ class NoArgs(ToolArgs):
 @dataclass(frozen=True, slots=True)
 class CallContext:
     """What a tool handler gets besides its arguments: the shared services and the caller's session scope (not the
-    model's tool call, `apis`' `ToolCall`: this is whose call it is)."""
+    model's tool call, `apis`' `ModelToolCall`: this is whose call it is)."""
 
     services: Services
     session: api.SessionScope  # whose outputs the call sees (its `.key` is the store's scope key)

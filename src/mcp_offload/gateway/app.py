@@ -51,6 +51,7 @@ from mcp_offload.errors import StoreError
 from mcp_offload.gateway.access import GatewayAccess
 from mcp_offload.gateway.accounting import TurnCounters
 from mcp_offload.gateway.accounting import add_usage as account
+from mcp_offload.gateway.client_breakpoints import with_client_breakpoints
 from mcp_offload.gateway.compress_api import CompressApi, is_compress_path
 from mcp_offload.gateway.errors import GatewayError, error_body
 from mcp_offload.gateway.loop import TurnReport, loop_json, loop_stream, relay_stream
@@ -59,7 +60,7 @@ from mcp_offload.gateway.request_body import ClientGone, parse_json, read_body
 from mcp_offload.gateway.rewrite import Rewrite, RewriteUnavailable, rewrite_request
 from mcp_offload.gateway.session_retriever import SessionRetriever
 from mcp_offload.gateway.status import gateway_stats, render_page
-from mcp_offload.gateway.upstream import Upstream, provider_for_request, request_headers, response_headers
+from mcp_offload.gateway.upstream import ProviderClient, provider_for_request, request_headers, response_headers
 from mcp_offload.version import __version__
 
 log = logging.getLogger("mcp_offload.gateway")
@@ -88,10 +89,10 @@ class Exchange:
 class GatewayApp:
     """The ASGI app. Owns the upstream client (closed by `aclose`), not the services."""
 
-    def __init__(self, services: Services, options: GatewayOptions, *, upstream: Upstream | None = None) -> None:
+    def __init__(self, services: Services, options: GatewayOptions, *, upstream: ProviderClient | None = None) -> None:
         self.services = services
         self.options = options
-        self.upstream = upstream or Upstream(options.upstream)
+        self.upstream = upstream or ProviderClient(options.upstream)
         self.draining = False
         self.fail_open_events = 0  # since start (also on /healthz)
         self.access = GatewayAccess(options.tokens, options.allowed_hosts, options.allowed_origins)
@@ -262,7 +263,10 @@ class GatewayApp:
             options = request.get("stream_options")
             upstream_body = {**upstream_body, "stream_options": {**(options or {}), "include_usage": True}}
             client_usage = False
-        changed = rewrite is not None and rewrite.changed
+        bypassed = rewrite is not None and rewrite.bypassed
+        if api.name == "anthropic" and self.services.settings.gateway_cache_breakpoints and not bypassed:
+            upstream_body = with_client_breakpoints(upstream_body)  # a client that marks nothing gets prompt caching
+        changed = upstream_body is not request
         sent = orjson.dumps(upstream_body) if changed else raw
         path = scope["path"]
         as_array = may_loop and route.whole_path is not None and route.sse_query not in parse_qsl(_query(scope))
@@ -275,7 +279,7 @@ class GatewayApp:
             return await self.upstream.open("POST", url, out_headers, orjson.dumps(body))
 
         response = await self.upstream.open("POST", url, out_headers, sent)
-        if rewrite is not None and rewrite.changed and 400 <= response.status_code < 500:
+        if rewrite is not None and changed and 400 <= response.status_code < 500:
             response = await self._retry_original(response, url, out_headers, raw, rewrite, exchange)
         exchange.status = response.status_code
         dialect = api.dialect

@@ -34,7 +34,7 @@ import anyio
 import httpx2
 import orjson
 
-from mcp_offload.apis.dialect import Answer, CallOutcome, Dialect, Round, ToolCall
+from mcp_offload.apis.dialect import Answer, CallOutcome, Dialect, ModelToolCall, Round
 from mcp_offload.apis.sse import SseParser
 from mcp_offload.apis.usage import add_usage, usage_of
 from mcp_offload.gateway.errors import GatewayError
@@ -52,7 +52,7 @@ class LoopLimits:
 class Retriever(Protocol):
     """The store side of the loop, bound to one session (app.py binds it to gw-core's functions)."""
 
-    async def answer(self, call: ToolCall) -> tuple[Answer, int]:
+    async def answer(self, call: ModelToolCall) -> tuple[Answer, int]:
         """The answer to one retrieval call and the tokens it pulls back into the context. Never raises."""
         ...
 

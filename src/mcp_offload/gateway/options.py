@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from mcp_offload.cachesafe.rewrite import RewritePolicy
 from mcp_offload.errors import OperatorError
 from mcp_offload.gateway.loop import LoopLimits
-from mcp_offload.gateway.upstream import UpstreamConfig
+from mcp_offload.gateway.upstream import ProviderConfig
 
 DEFAULT_PORT = 8788
 
@@ -25,7 +25,7 @@ class GatewayOptions:
     allowed_hosts: tuple[str, ...] = ()  # Host header patterns ("name", "name:*"); empty: no Host check
     allowed_origins: tuple[str, ...] = ()  # Origin patterns; a request without Origin always passes
     max_body_bytes: int = 32 * 1024 * 1024  # the Messages API's own request limit
-    upstream: UpstreamConfig = field(default_factory=UpstreamConfig)
+    upstream: ProviderConfig = field(default_factory=ProviderConfig)
     policy: RewritePolicy = field(default_factory=RewritePolicy)
     limits: LoopLimits = field(default_factory=LoopLimits)
     shutdown_grace_s: float = 10.0

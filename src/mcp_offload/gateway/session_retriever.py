@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from mcp_offload.apis.dialect import Answer, ToolCall
+from mcp_offload.apis.dialect import Answer, ModelToolCall
 from mcp_offload.apis.names import ApiName
 from mcp_offload.cachesafe.record import arrival_order, record_expansion
 from mcp_offload.cachesafe.session import GatewaySession
@@ -28,7 +28,7 @@ class SessionRetriever:
         self.services, self.session, self.api = services, session, api
         self.arrived = arrival_order() if arrived is None else arrived
 
-    async def answer(self, call: ToolCall) -> tuple[Answer, int]:
+    async def answer(self, call: ModelToolCall) -> tuple[Answer, int]:
         try:
             found = await run_retrieval(self.services, self.session, call.name, call.arguments)
         except Exception as exc:  # run_retrieval never raises by contract; a bug must not break the client's turn

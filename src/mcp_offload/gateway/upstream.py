@@ -82,7 +82,7 @@ def response_headers(headers: httpx2.Headers, *, decoded: bool) -> list[tuple[by
 
 
 @dataclass(frozen=True, slots=True)
-class UpstreamConfig:
+class ProviderConfig:
     anthropic_base: str = ANTHROPIC_DEFAULT
     openai_base: str = OPENAI_DEFAULT
     gemini_base: str = GEMINI_DEFAULT
@@ -91,11 +91,11 @@ class UpstreamConfig:
     max_connections: int = 200
 
 
-class Upstream:
+class ProviderClient:
     """The pooled client. `open` sends a request and returns the response with its body not read yet (the caller
     reads or streams it, and must close it); connection failures become `GatewayError` 502/504."""
 
-    def __init__(self, config: UpstreamConfig, *, client: httpx2.AsyncClient | None = None) -> None:
+    def __init__(self, config: ProviderConfig, *, client: httpx2.AsyncClient | None = None) -> None:
         self.config = config
         self._client = client or httpx2.AsyncClient(
             timeout=httpx2.Timeout(config.read_timeout_s, connect=config.connect_timeout_s),

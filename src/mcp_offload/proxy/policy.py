@@ -46,7 +46,7 @@ ARGS_IN_NAME_CHARS = 100
 
 
 @dataclass(frozen=True, slots=True)
-class Decision:
+class ResultHandling:
     """How an upstream result was handled, for the savings stats."""
 
     offloaded: bool
@@ -56,7 +56,7 @@ class Decision:
     handles: tuple[str, ...] = ()
 
 
-PASSED = Decision(offloaded=False)
+PASSED = ResultHandling(offloaded=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,7 +195,7 @@ class OffloadPolicy:
         arguments: dict[str, Any] | None,
         threshold: int,
         always: bool = False,
-    ) -> tuple[types.CallToolResult, Decision]:
+    ) -> tuple[types.CallToolResult, ResultHandling]:
         result.meta = None
         if result.is_error:
             return result, PASSED
@@ -225,7 +225,7 @@ class OffloadPolicy:
         arguments: dict[str, Any] | None,
         threshold: int,
         budget: int,
-    ) -> tuple[types.CallToolResult, Decision]:
+    ) -> tuple[types.CallToolResult, ResultHandling]:
         services = self.services
         label = _label(public_name, arguments)
         inline: list[_Part] = []
@@ -257,7 +257,7 @@ class OffloadPolicy:
         content += [_link(offloaded, part.label) for part, offloaded in stored]
         content += [block for block in result.content if isinstance(block, types.ResourceLink)]
         structured = next((result.structured_content for part in inline if part.kind == "structured"), None)
-        decision = Decision(
+        decision = ResultHandling(
             offloaded=True,
             tokens_original=tokens_original,
             tokens_estimated=any(o.tokens_estimated for _, o in stored),

@@ -39,7 +39,7 @@ from mcp_offload.core.tools import READ_BACK_TOOLS, TOOLS_BY_NAME, CallContext
 from mcp_offload.errors import OffloadError
 from mcp_offload.proxy.config import ProxyConfig, UpstreamSpec
 from mcp_offload.proxy.handle_arguments import Substitution, substitute_outputs
-from mcp_offload.proxy.policy import PASSED, Decision, OffloadPolicy
+from mcp_offload.proxy.policy import PASSED, OffloadPolicy, ResultHandling
 from mcp_offload.proxy.stats import PassedByHandle, SavingsStats
 from mcp_offload.proxy.transports import UpstreamUnavailable
 from mcp_offload.proxy.upstream import Catalog, Upstream
@@ -394,7 +394,7 @@ class ProxyRouter(Extension):
         return REMOTE_ARGUMENT_BYTES
 
     async def _account(
-        self, call: CallContext, server: str, tool: str, decision: Decision, passed: PassedByHandle
+        self, call: CallContext, server: str, tool: str, decision: ResultHandling, passed: PassedByHandle
     ) -> None:
         """One upstream call into this session's savings and into the durable record (savings/): its result, and
         the stored outputs its arguments named."""

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from mcp_offload.proxy.policy import Decision
+from mcp_offload.proxy.policy import ResultHandling
 
 MAX_SESSIONS = 10_000
 __all__ = ["PassedByHandle", "SavingsStats", "SessionSavings"]
@@ -84,7 +84,7 @@ class SavingsStats:
             self._sessions.move_to_end(scope)
         return entry
 
-    def record_result(self, scope: str, decision: Decision) -> None:
+    def record_result(self, scope: str, decision: ResultHandling) -> None:
         entry = self.session(scope)
         if not decision.offloaded:
             entry.results_passed += 1

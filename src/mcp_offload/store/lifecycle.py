@@ -66,7 +66,7 @@ class StoreLimits:
 
 
 @dataclass(frozen=True, slots=True)
-class Usage:
+class StoreUsage:
     """Bytes (content and sidecars) and number of outputs (of one scope, or of the whole store)."""
 
     bytes: int = 0
@@ -74,7 +74,7 @@ class Usage:
 
 
 @dataclass(frozen=True, slots=True)
-class Candidate:
+class EvictionCandidate:
     """An output that eviction may consider. `last_used` is only informative: candidates come in LRU order."""
 
     scope: str
@@ -99,15 +99,15 @@ class NeedMoreCandidates(Exception):
 def plan_eviction(
     size: int,
     scope: str,
-    scope_usage: Usage,
-    total_usage: Usage,
-    scope_lru: Iterable[Candidate],
-    global_lru: Iterable[Candidate],
+    scope_usage: StoreUsage,
+    total_usage: StoreUsage,
+    scope_lru: Iterable[EvictionCandidate],
+    global_lru: Iterable[EvictionCandidate],
     limits: StoreLimits,
     *,
-    pinned: Callable[[Candidate], bool] = lambda c: False,
+    pinned: Callable[[EvictionCandidate], bool] = lambda c: False,
     complete: bool = True,
-) -> list[Candidate]:
+) -> list[EvictionCandidate]:
     """Which outputs to evict (least recently used first) so that a new output of `size` bytes fits.
 
     `scope_lru` / `global_lru` list the scope's / the store's outputs, least recently used first. `pinned`
@@ -116,7 +116,7 @@ def plan_eviction(
     evicted then. With `complete=False` the lists may be prefixes: running out raises `NeedMoreCandidates`.
     """
     check_fits_at_all(size, limits)
-    victims: list[Candidate] = []
+    victims: list[EvictionCandidate] = []
     chosen: set[tuple[str, str]] = set()
     s_bytes, s_count = scope_usage.bytes, scope_usage.count
     t_bytes, t_count = total_usage.bytes, total_usage.count
@@ -153,7 +153,7 @@ def plan_eviction(
     return victims
 
 
-def fits(size: int, scope_usage: Usage, total_usage: Usage, limits: StoreLimits) -> bool:
+def fits(size: int, scope_usage: StoreUsage, total_usage: StoreUsage, limits: StoreLimits) -> bool:
     """Whether one more output of `size` bytes fits without evicting anything."""
     return (
         scope_usage.bytes + size <= limits.scope_max_bytes
@@ -163,7 +163,7 @@ def fits(size: int, scope_usage: Usage, total_usage: Usage, limits: StoreLimits)
     )
 
 
-def sidecar_fits(grow: int, scope_usage: Usage, total_usage: Usage, limits: StoreLimits) -> bool:
+def sidecar_fits(grow: int, scope_usage: StoreUsage, total_usage: StoreUsage, limits: StoreLimits) -> bool:
     """Whether a sidecar may add `grow` bytes to an output already stored, without evicting anything."""
     return scope_usage.bytes + grow <= limits.scope_max_bytes and total_usage.bytes + grow <= limits.max_bytes
 

@@ -18,7 +18,7 @@ import orjson
 
 from mcp_offload.apis.anthropic.breakpoint import with_end_breakpoint
 from mcp_offload.apis.anthropic.errors import stream_error_event
-from mcp_offload.apis.dialect import Answer, CallOutcome, Round, ToolCall, replayed_rounds
+from mcp_offload.apis.dialect import Answer, CallOutcome, ModelToolCall, Round, replayed_rounds
 from mcp_offload.apis.names import ApiName
 from mcp_offload.apis.sse import SseEvent, encode_event
 from mcp_offload.apis.usage import UsageFigures, add_usage, as_int
@@ -26,9 +26,9 @@ from mcp_offload.apis.usage import UsageFigures, add_usage, as_int
 PING = b'event: ping\ndata: {"type": "ping"}\n\n'
 
 
-def _tool_calls(blocks: list[dict[str, Any]]) -> list[ToolCall]:
+def _tool_calls(blocks: list[dict[str, Any]]) -> list[ModelToolCall]:
     return [
-        ToolCall(id=str(b.get("id", "")), name=str(b.get("name", "")), arguments=b.get("input"))
+        ModelToolCall(id=str(b.get("id", "")), name=str(b.get("name", "")), arguments=b.get("input"))
         for b in blocks
         if isinstance(b, dict) and b.get("type") == "tool_use"
     ]

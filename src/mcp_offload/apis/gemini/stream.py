@@ -23,7 +23,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from mcp_offload.apis.dialect import Answer, CallOutcome, Round, ToolCall, replayed_rounds
+from mcp_offload.apis.dialect import Answer, CallOutcome, ModelToolCall, Round, replayed_rounds
 from mcp_offload.apis.gemini.errors import stream_error_event
 from mcp_offload.apis.names import ApiName
 from mcp_offload.apis.sse import SseEvent, encode_event
@@ -44,14 +44,14 @@ def _parts(candidate: dict[str, Any]) -> list[dict[str, Any]]:
     return [p for p in parts if isinstance(p, dict)] if isinstance(parts, list) else []
 
 
-def _calls(parts: list[dict[str, Any]]) -> list[ToolCall]:
+def _calls(parts: list[dict[str, Any]]) -> list[ModelToolCall]:
     calls = []
     for part in parts:
         call = part.get("functionCall")
         if isinstance(call, dict):
             call_id = call.get("id")
             calls.append(
-                ToolCall(
+                ModelToolCall(
                     id=call_id if isinstance(call_id, str) else "",
                     name=str(call.get("name", "")),
                     arguments=call.get("args"),

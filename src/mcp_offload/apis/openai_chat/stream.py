@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from mcp_offload.apis.dialect import Answer, CallOutcome, Round, ToolCall, replayed_rounds
+from mcp_offload.apis.dialect import Answer, CallOutcome, ModelToolCall, Round, replayed_rounds
 from mcp_offload.apis.names import ApiName
 from mcp_offload.apis.openai_error import openai_error_document
 from mcp_offload.apis.sse import COMMENT_PING, SseEvent, encode_event
@@ -40,13 +40,13 @@ def _arguments(raw: Any) -> Any:
         return raw
 
 
-def _calls(message: dict[str, Any]) -> list[ToolCall]:
+def _calls(message: dict[str, Any]) -> list[ModelToolCall]:
     calls = []
     for call in message.get("tool_calls") or []:
         if isinstance(call, dict):
             function = call.get("function") or {}
             calls.append(
-                ToolCall(
+                ModelToolCall(
                     id=str(call.get("id", "")),
                     name=str(function.get("name", "")),
                     arguments=_arguments(function.get("arguments")),

@@ -25,7 +25,7 @@ from typing import Any
 
 import orjson
 
-from mcp_offload.apis.dialect import Answer, CallOutcome, Round, ToolCall, replayed_rounds
+from mcp_offload.apis.dialect import Answer, CallOutcome, ModelToolCall, Round, replayed_rounds
 from mcp_offload.apis.names import ApiName
 from mcp_offload.apis.sse import COMMENT_PING, SseEvent, encode_event
 from mcp_offload.apis.usage import UsageFigures, add_usage, openai_figures, usage_of
@@ -39,7 +39,7 @@ def stream_error_event(code: str, message: str, sequence_number: int = 0) -> byt
     return encode_event(data, "error")
 
 
-def _calls(items: list[dict[str, Any]]) -> list[ToolCall]:
+def _calls(items: list[dict[str, Any]]) -> list[ModelToolCall]:
     calls = []
     for item in items:
         if item.get("type") == "function_call":
@@ -48,7 +48,9 @@ def _calls(items: list[dict[str, Any]]) -> list[ToolCall]:
                 arguments = orjson.loads(raw) if isinstance(raw, str) and raw.strip() else (raw or {})
             except orjson.JSONDecodeError:
                 arguments = raw
-            calls.append(ToolCall(id=str(item.get("call_id", "")), name=str(item.get("name", "")), arguments=arguments))
+            calls.append(
+                ModelToolCall(id=str(item.get("call_id", "")), name=str(item.get("name", "")), arguments=arguments)
+            )
     return calls
 
 

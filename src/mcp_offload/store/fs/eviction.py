@@ -22,7 +22,7 @@ from mcp_offload.errors import OffloadError
 from mcp_offload.store.fs.tombstones import TombstoneKeeping
 from mcp_offload.store.fs.tree import CONTENT, DIR_FLAGS, sidecar_bytes, try_lock
 from mcp_offload.store.handles import validate_handle, validate_scope
-from mcp_offload.store.lifecycle import Candidate, Usage, fits, is_expired, plan_eviction
+from mcp_offload.store.lifecycle import EvictionCandidate, StoreUsage, fits, is_expired, plan_eviction
 
 log = logging.getLogger(__name__)
 
@@ -196,7 +196,7 @@ class Eviction(TombstoneKeeping):
         by_lru = self._with_recency(live)
         held: dict[tuple[str, str], int] = {}
 
-        def pinned(cand: Candidate) -> bool:
+        def pinned(cand: EvictionCandidate) -> bool:
             fd = self._lock_for_removal(cand.scope, cand.handle)
             if fd is None:
                 return True
@@ -209,8 +209,8 @@ class Eviction(TombstoneKeeping):
                 scope,
                 scope_usage,
                 total_usage,
-                (Candidate(e.scope, e.handle, e.used, e.last_used) for e in by_lru if e.scope == scope),
-                (Candidate(e.scope, e.handle, e.used, e.last_used) for e in by_lru),
+                (EvictionCandidate(e.scope, e.handle, e.used, e.last_used) for e in by_lru if e.scope == scope),
+                (EvictionCandidate(e.scope, e.handle, e.used, e.last_used) for e in by_lru),
                 self.limits,
                 pinned=pinned,
             )
@@ -234,10 +234,10 @@ class Eviction(TombstoneKeeping):
             os.close(fd)
 
 
-def quota_usage(live: list[_Entry], scope: str) -> tuple[Usage, Usage]:
+def quota_usage(live: list[_Entry], scope: str) -> tuple[StoreUsage, StoreUsage]:
     """The scope's and the store's usage: content and sidecar bytes, and outputs."""
     mine = [e for e in live if e.scope == scope]
-    return Usage(sum(e.used for e in mine), len(mine)), Usage(sum(e.used for e in live), len(live))
+    return StoreUsage(sum(e.used for e in mine), len(mine)), StoreUsage(sum(e.used for e in live), len(live))
 
 
 def _facts_of(scope_fd: int, item: os.DirEntry[str], cached: _Facts | None) -> _Facts | None:

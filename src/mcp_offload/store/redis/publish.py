@@ -26,7 +26,14 @@ from mcp_offload.store.base import CHUNK, OutputMeta
 from mcp_offload.store.content_index import ContentIndex
 from mcp_offload.store.failures import redis_errors
 from mcp_offload.store.handles import validate_handle, validate_scope
-from mcp_offload.store.lifecycle import Candidate, NeedMoreCandidates, Usage, check_fits_at_all, fits, plan_eviction
+from mcp_offload.store.lifecycle import (
+    EvictionCandidate,
+    NeedMoreCandidates,
+    StoreUsage,
+    check_fits_at_all,
+    fits,
+    plan_eviction,
+)
 from mcp_offload.store.redis.durability import ReplicaAcks, ReplicaLag
 from mcp_offload.store.redis.ledger import Ledger
 
@@ -38,12 +45,12 @@ UPLOAD_BATCH = 8  # pieces per pipeline round trip while uploading
 PUBLISH_ATTEMPTS = 40  # optimistic retries when concurrent puts race for the same victims
 
 
-def _pinned_in(pinned: set[tuple[str, str]], c: Candidate) -> bool:
+def _pinned_in(pinned: set[tuple[str, str]], c: EvictionCandidate) -> bool:
     return (c.scope, c.handle) in pinned
 
 
-def _candidate(member: str, score: float, sizes: dict[str, Any]) -> Candidate:
-    return Candidate(member[:32], member[33:], int(sizes.get(member) or 0), score / 1000)
+def _candidate(member: str, score: float, sizes: dict[str, Any]) -> EvictionCandidate:
+    return EvictionCandidate(member[:32], member[33:], int(sizes.get(member) or 0), score / 1000)
 
 
 class Publishing(Ledger):
@@ -84,12 +91,12 @@ class Publishing(Ledger):
                 pipe.pexpire(staging, STAGING_TTL_MS)
                 await pipe.execute()
 
-    async def _usage(self, scope: str) -> tuple[Usage, Usage]:
+    async def _usage(self, scope: str) -> tuple[StoreUsage, StoreUsage]:
         async with self._client.pipeline(transaction=False) as pipe:
             pipe.hmget(self._scope_key(scope, "tot"), "b", "n")
             pipe.hmget(self._global()[3], "b", "n")
             (sb, sn), (gb, gn) = await pipe.execute()
-        return Usage(int(sb or 0), int(sn or 0)), Usage(int(gb or 0), int(gn or 0))
+        return StoreUsage(int(sb or 0), int(sn or 0)), StoreUsage(int(gb or 0), int(gn or 0))
 
     async def _publish_with_room(
         self, scope: str, meta: OutputMeta, index: ContentIndex, staging: str, size: int
@@ -131,7 +138,7 @@ class Publishing(Ledger):
         handle: str,
         staging: str,
         size: int,
-        victims: list[Candidate],
+        victims: list[EvictionCandidate],
         meta_json: bytes,
         index_raw: bytes,
         *,
@@ -179,7 +186,7 @@ class Publishing(Ledger):
         handle: str,
         staging: str,
         size: int,
-        victims: list[Candidate],
+        victims: list[EvictionCandidate],
         meta_json: bytes,
         index_raw: bytes,
     ) -> bytes:
@@ -220,7 +227,9 @@ class Publishing(Ledger):
                     await self._unbook([member])
         return result
 
-    async def _plan(self, scope: str, size: int, scope_usage: Usage, total_usage: Usage) -> list[Candidate]:
+    async def _plan(
+        self, scope: str, size: int, scope_usage: StoreUsage, total_usage: StoreUsage
+    ) -> list[EvictionCandidate]:
         """LRU victims via the shared policy, paging through the LRU zsets only as far as needed."""
         page = 64
         glru, _, gsize, _ = self._global()
