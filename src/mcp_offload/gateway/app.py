@@ -44,6 +44,7 @@ from mcp_offload.apis.names import ApiName
 from mcp_offload.apis.registry import api_for_provider, api_for_request, api_named
 from mcp_offload.apis.usage import usage_of
 from mcp_offload.cachesafe.record import arrival_order, open_record
+from mcp_offload.cachesafe.request_rewrite import Rewrite, RewriteUnavailable, rewrite_request
 from mcp_offload.cachesafe.session import GatewaySession, derive_session
 from mcp_offload.cachesafe.tool_text import RETRIEVAL_TOOL_NAMES
 from mcp_offload.core.services import Services
@@ -56,7 +57,6 @@ from mcp_offload.gateway.errors import GatewayError, error_body
 from mcp_offload.gateway.loop import TurnReport, loop_json, loop_stream, relay_stream
 from mcp_offload.gateway.options import GatewayOptions
 from mcp_offload.gateway.request_body import ClientGone, parse_json, read_body
-from mcp_offload.gateway.rewrite import Rewrite, RewriteUnavailable, rewrite_request
 from mcp_offload.gateway.session_retriever import SessionRetriever
 from mcp_offload.gateway.status import gateway_stats, render_page
 from mcp_offload.gateway.upstream import ProviderClient, provider_for_request, request_headers, response_headers

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from mcp_offload.cachesafe.rewrite import RewritePolicy
+from mcp_offload.cachesafe.policy import RewritePolicy
 from mcp_offload.errors import OperatorError
 from mcp_offload.gateway.loop import LoopLimits
 from mcp_offload.gateway.upstream import ProviderConfig
