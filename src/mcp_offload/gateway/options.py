@@ -1,5 +1,5 @@
 """`GatewayOptions`: everything about serving the gateway (where to listen, who may use it, the upstreams, the
-retrieval loop, limits). The CLI fills it (cli side: `commands/gateway.py`); `build_gateway_app` reads it."""
+retrieval loop, limits). The CLI fills it (cli side: `cli/gateway.py`); `build_gateway_app` reads it."""
 
 from __future__ import annotations
 
