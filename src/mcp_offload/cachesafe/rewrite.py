@@ -97,6 +97,7 @@ class MessagesRewrite:
     tokens_offloaded: int = 0
     expanded: int = 0
     warnings: list[str] = field(default_factory=list)  # parts that stayed inline because the store refused them
+    bypassed: bool = False  # the session is forwarded as is (the upstream refused a rewritten request)
 
 
 async def rewrite_messages(
@@ -194,6 +195,7 @@ class _Turn:
         state = await self.record.state(session, [p.digest for p in parts])
         unchanged = MessagesRewrite(messages=self.messages, changed=False, tools_on=False)
         if state.bypass is not None:
+            unchanged.bypassed = True
             return unchanged
         messages, views, restored = self.messages, self.views, 0
         if state.expanded:

@@ -63,7 +63,10 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:  # argparse's _SubPa
         default=os.environ.get("MCP_OFFLOAD_GEMINI_UPSTREAM", GEMINI_DEFAULT),
         help=f"Gemini API base URL, without its /v1beta (default {GEMINI_DEFAULT})",
     )
-    parser.add_argument("--store", help="store directory or redis://host:port/db (env MCP_OFFLOAD_STORE)")
+    parser.add_argument(
+        "--store",
+        help="store directory, redis://host:port/db or redis+cluster://host:port[,host:port…] (env MCP_OFFLOAD_STORE)",
+    )
     parser.add_argument(
         "--retrieval",
         choices=["transparent", "visible"],

@@ -50,6 +50,7 @@ from mcp_offload.core.services import Services
 from mcp_offload.errors import StoreError
 from mcp_offload.gateway.access import GatewayAccess
 from mcp_offload.gateway.asgi import lifespan, query_string, send_bytes
+from mcp_offload.gateway.client_breakpoints import with_client_breakpoints
 from mcp_offload.gateway.compress_api import CompressApi, is_compress_path
 from mcp_offload.gateway.errors import GatewayError, error_body
 from mcp_offload.gateway.exchange import Exchange, account_exchange, log_exchange, noting_completion, watch_disconnect
@@ -246,7 +247,10 @@ class GatewayApp:
             options = request.get("stream_options")
             upstream_body = {**upstream_body, "stream_options": {**(options or {}), "include_usage": True}}
             client_usage = False
-        changed = rewrite is not None and rewrite.changed
+        bypassed = rewrite is not None and rewrite.bypassed
+        if api.name == "anthropic" and self.services.settings.gateway_cache_breakpoints and not bypassed:
+            upstream_body = with_client_breakpoints(upstream_body)  # a client that marks nothing gets prompt caching
+        changed = upstream_body is not request
         sent = orjson.dumps(upstream_body) if changed else raw
         path = scope["path"]
         as_array = may_loop and route.whole_path is not None and route.sse_query not in parse_qsl(query_string(scope))
@@ -259,7 +263,7 @@ class GatewayApp:
             return await self.upstream.open("POST", url, out_headers, orjson.dumps(body))
 
         response = await self.upstream.open("POST", url, out_headers, sent)
-        if rewrite is not None and rewrite.changed and 400 <= response.status_code < 500:
+        if rewrite is not None and changed and 400 <= response.status_code < 500:
             response = await self._retry_original(response, url, out_headers, raw, rewrite, exchange)
         exchange.status = response.status_code
         dialect = api.dialect
