@@ -13,6 +13,10 @@ Four clients run the same session side by side, turn by turn (so the machine's d
 * naive      a naive compressor as a request transform: every turn, all tool results are cut (head + tail) to share
              a fixed budget, so each turn rewrites results the previous turn already sent.
 
+The "unmarked" sessions are a plain SDK app that sets no `cache_control`: going direct, Anthropic caches nothing;
+through the gateway, it adds the breakpoints such a client would want (gateway/client_breakpoints.py). "unmarked one
+call" is a single request never followed (the case where a cache write cannot pay back).
+
 Prices (multiples of the model's base input price; cost.py): Anthropic 5-minute cache: input 1x, cache write
 1.25x, cache read 0.1x, output 5x (Sonnet); OpenAI: no write premium, cached input 0.5x for gpt-4o and 0.1x for
 gpt-5, output 4x (gpt-4o) / 8x (gpt-5); Gemini 2.5 Flash (implicit caching): no write premium, cached input 0.1x,
@@ -147,6 +151,7 @@ class Scenario:
     steps: list[tuple[str, int]]  # (kind, size in bytes) of each tool output
     retrieve_at: frozenset[int] = frozenset()  # steps at which the model searches an earlier output (gateway)
     tool_heavy: bool = True
+    marks: bool = True  # the client sets cache breakpoints (Claude Code does); False: a plain SDK app that sets none
 
     def output(self, step: int) -> str:
         kind, size = self.steps[step]
@@ -179,6 +184,16 @@ def scenarios(quick: bool) -> list[Scenario]:
             tool_heavy=False,
         ),
         Scenario("short session", "anthropic", [("json", big[1]), ("small", 800), ("small", 600)], tool_heavy=False),
+        # a plain SDK app that sets no cache_control: direct, nothing is cached; the gateway adds the breakpoints
+        Scenario("unmarked json+logs", "anthropic", heavy(["json", "log"]), retrieve, marks=False),
+        Scenario(
+            "unmarked small results",
+            "anthropic",
+            [("small", rng.randint(200, 1_800)) for _ in range(turns)],
+            tool_heavy=False,
+            marks=False,
+        ),
+        Scenario("unmarked one call", "anthropic", [], tool_heavy=False, marks=False),
     ]
 
 
@@ -270,11 +285,14 @@ class Conversation:
             return gemini.body(history, TOOLS, SYSTEM_PROMPT)
         if api == "anthropic":
             messages = copy.copy(history)
-            last = copy.deepcopy(messages[-1])
-            if isinstance(last["content"], str):
-                last["content"] = [{"type": "text", "text": last["content"]}]
-            last["content"][-1]["cache_control"] = {"type": "ephemeral"}
-            messages[-1] = last
+            system: Any = SYSTEM_PROMPT
+            if self.scenario.marks:
+                last = copy.deepcopy(messages[-1])
+                if isinstance(last["content"], str):
+                    last["content"] = [{"type": "text", "text": last["content"]}]
+                last["content"][-1]["cache_control"] = {"type": "ephemeral"}
+                messages[-1] = last
+                system = [{"type": "text", "text": SYSTEM_PROMPT, "cache_control": {"type": "ephemeral"}}]
             tools = [{"name": t["name"], "description": t["description"], "input_schema": t["schema"]} for t in TOOLS]
             return {
                 "model": model,
@@ -282,7 +300,7 @@ class Conversation:
                 "stream": True,
                 "tools": tools,
                 "messages": messages,
-                "system": [{"type": "text", "text": SYSTEM_PROMPT, "cache_control": {"type": "ephemeral"}}],
+                "system": system,
             }
         if api == "openai_chat":
             tools = [

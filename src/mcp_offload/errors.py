@@ -44,6 +44,14 @@ INTERNAL_ERROR = -32603
 RESOURCE_NOT_FOUND = -32002
 
 
+def reason_of(exc: BaseException) -> str:
+    """An exception's message as a clause inside a sentence of ours: its text (its class name when it has none)
+    without a final period, since the sentence adds its own (httpcore's "Server disconnected without sending a
+    response." came out with two)."""
+    text = str(exc).strip() or type(exc).__name__
+    return text[:-1] if text.endswith(".") and not text.endswith("..") else text
+
+
 class OffloadError(Exception):
     """Base class of the model-facing errors: `str(error)` is the message the model sees."""
 

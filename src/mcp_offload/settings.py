@@ -35,8 +35,8 @@ class Settings:
     # one read returns at most this many tokens
     read_max_tokens: int = 5000
     # MCP answers cut to what each client shows its model whole, besides the built-in caps (Codex 10,000 bytes, Claude
-    # Code 48,000 bytes + 25,000 tokens, Copilot CLI 8,000 bytes): NAME=SIZE pairs, comma-separated, NAME a clientInfo
-    # name or * for any other client, SIZE bytes (10KB), tokens (25000tokens) or both (48KB+25000tokens)
+    # Code 48,000 bytes + 25,000 tokens, Gemini CLI 38,000 bytes, Copilot CLI 8,000 bytes): NAME=SIZE pairs,
+    # comma-separated, NAME a clientInfo name or * for any other client, SIZE bytes (10KB), tokens (25000tokens) or both
     client_caps: str = ""
     # search: defaults and hard caps
     search_max_results_cap: int = 500  # the most hits one search returns, whatever max_results asks
@@ -73,6 +73,9 @@ class Settings:
     store_replica_ack_timeout_s: float = 2.0
     # names given to outputs
     max_name_chars: int = 200  # longer names are cut
+    # the gateway adds Anthropic cache breakpoints (system end, previous turn's end, last message) to Messages
+    # requests that set no cache_control at all, so plain SDK apps get prompt caching; false: forward them unmarked
+    gateway_cache_breakpoints: bool = True
 
     def store_location(self) -> str:
         return self.store or str(default_store_dir())

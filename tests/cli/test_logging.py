@@ -19,6 +19,7 @@ from mcp.client.stdio import stdio_client
 
 from mcp_offload.server.tools import result_of
 from support import free_port
+from support.gateway_process import gateway_process
 from support.http_transport import wait_healthy
 from support.proxy import fixture_entry, npm_entry
 
@@ -82,4 +83,15 @@ async def test_http_startup_line_is_info_and_every_line_is_json(tmp_path: Path) 
     records = _lines(stderr)
     started = [r for r in records if " serving http://127.0.0.1:" in r["msg"]]
     assert len(started) == 1 and started[0]["level"] == "INFO" and started[0]["logger"] == "mcp_offload.serve.http.run"
+    assert not [r for r in records if r["level"] in ("WARNING", "ERROR")], records
+
+
+def test_gateway_startup_line_is_info_and_every_line_is_json(tmp_path: Path) -> None:
+    """The gateway's normal start-up line is INFO, like the HTTP service's (it was a WARNING)."""
+    log = tmp_path / "gateway.log"
+    with gateway_process(tmp_path / "store", "http://127.0.0.1:9", "http://127.0.0.1:9/v1", log):
+        pass
+    records = _lines(log)
+    started = [r for r in records if " gateway on http://127.0.0.1:" in r["msg"]]
+    assert len(started) == 1 and started[0]["level"] == "INFO", records
     assert not [r for r in records if r["level"] in ("WARNING", "ERROR")], records

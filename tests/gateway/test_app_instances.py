@@ -18,6 +18,7 @@ from support.llm_conversations import (
     build_log,
     echo_assistant,
     search_then_answer,
+    unmarked,
 )
 from support.store import RedisServer, have_redis_server
 
@@ -52,7 +53,7 @@ def test_loop_on_one_instance_restored_on_the_other(
         model=MODEL, max_tokens=256, messages=messages, tools=[BASH_ANTHROPIC]
     )
     nxt = upstream.received("anthropic", ok_only=True)[-1]
-    assert nxt.body["messages"][: len(follow.body["messages"])] == follow.body["messages"]
+    assert unmarked(nxt.body["messages"][: len(follow.body["messages"])]) == unmarked(follow.body["messages"])
     assert nxt.body["tools"] == follow.body["tools"]
     assert nxt.usage is not None and nxt.usage.extends_previous
 

@@ -9,7 +9,7 @@ import openai
 from openai.types.chat import ChatCompletion
 
 from llm_upstream import Turn, UpstreamServer, reply, tool_call
-from mcp_offload.cachesafe.rewrite import RewritePolicy
+from mcp_offload.cachesafe.policy import RewritePolicy
 from mcp_offload.gateway.loop import LoopLimits
 from support.gateway_server import StartGateway
 from support.llm_conversations import (
@@ -23,6 +23,7 @@ from support.llm_conversations import (
     echo_assistant,
     handles_in,
     search_then_answer,
+    unmarked,
 )
 
 MODEL = "claude-sonnet-4-6"
@@ -74,7 +75,7 @@ def test_mixed_turn_passes_only_the_client_tool_and_restores_next_turn(
     results = second["messages"][4]["content"]
     assert [r["tool_use_id"] for r in results][-1] == "toolu_client"
     assert any(NEEDLE in str(r["content"]) for r in results)  # the retrieval result, as the model saw it
-    assert second["messages"][:3] == first["messages"]  # prefix byte-stable
+    assert unmarked(second["messages"][:3]) == unmarked(first["messages"])  # prefix byte-stable but the markers
 
 
 def test_expansion_restores_the_loop_on_the_next_turn(upstream: UpstreamServer, start_gateway: StartGateway) -> None:
@@ -89,7 +90,7 @@ def test_expansion_restores_the_loop_on_the_next_turn(upstream: UpstreamServer, 
     client.messages.create(model=MODEL, max_tokens=256, messages=messages, tools=[BASH_ANTHROPIC])
     nxt = upstream.received("anthropic", ok_only=True)[-1]
     # upstream-true: the follow-up's messages (with the retrieval exchange) are the next request's prefix
-    assert nxt.body["messages"][: len(follow.body["messages"])] == follow.body["messages"]
+    assert unmarked(nxt.body["messages"][: len(follow.body["messages"])]) == unmarked(follow.body["messages"])
     assert nxt.usage is not None and follow.usage is not None
     # the simulated prompt cache has seen the whole follow-up prompt as this request's prefix
     assert nxt.usage.extends_previous and nxt.usage.seen_prefix_tokens == follow.usage.prompt_tokens

@@ -120,7 +120,14 @@ async def test_nested_api_response_record_in_one_call(server: OffloadServer, pre
         assert record["matches"] == 2
         assert not record["truncated"]
         assert json.loads(record["text"]) == document["data"]["orders"][57]
-        assert "1 record(s) holding them:" in text and '"Customer 57"' in text
+        assert "; showing 2, in 1 record(s):" in text and '"Customer 57"' in text
+        line = text.split("\n")[1]
+        assert line.startswith("── .data.orders[57] [") and line.endswith(
+            f"· 2 matches at .data.orders[57].id (line {out['matches'][0]['line']:,}), "
+            f".data.orders[57].note (line {out['matches'][1]['line']:,}):"
+        )
+        body = text.split("\n", 1)[1]  # the first line repeats the pattern
+        assert body.count("ord-0057") == 1 and body.count("fragile") == 1  # each hit once: in its record
         # The record's character range reads back the same text.
         read = await client.call_tool(
             "read_large_output", {"handle": handle, "start": record["start"], "end": record["end"]}
@@ -154,7 +161,8 @@ async def test_json_lines_give_the_record_number_and_a_path_within_it(server: Of
         text, out = await search(client, pattern='"fork"', handle=handle, scope="record")
         [hit] = out["matches"]
         assert (hit["record"], hit["json_path"], hit.get("breadcrumb")) == (12, ".event", None)
-        assert "at record 12: .event" in text
+        assert "── record 12 [line 13, chars " in text and "] · 1 match at .event (line 13):\n" in text
+        assert text.split("\n", 1)[1].count('"fork"') == 1  # the hit once, in its record
         [record] = out["records"]
         assert record["record"] == 12 and record["json_path"] == "."
         assert json.loads(record["text"]) == rows[12]
@@ -175,14 +183,23 @@ async def test_a_cut_record_says_how_to_read_the_rest(server: OffloadServer) -> 
         assert f"start={record['next_start']}, end={record['end']})" in text
 
 
-async def test_text_outputs_have_no_json_paths_and_refuse_record_scope(server: OffloadServer) -> None:
+async def test_text_outputs_have_no_json_paths_and_answer_record_scope_with_lines(server: OffloadServer) -> None:
+    """scope="record" on a text output: its matching lines and why, in the same call (a refusal cost a round trip
+    to a model that asked for records first without knowing the kind)."""
     async with Client(server) as client:
         handle = await offload(client, "alpha\nbeta\n" * 50)
         _, out = await search(client, pattern="beta", handle=handle, max_results=1)
         assert "json_path" not in out["matches"][0] and "breadcrumb" not in out["matches"][0]  # absent, not null
-        result = await client.call_tool("search_large_output", {"pattern": "beta", "handle": handle, "scope": "record"})
-        assert result.is_error
-        assert 'scope="record" needs a JSON or JSON Lines output' in text_of(result)
+        text, records = await search(client, pattern="beta", handle=handle, scope="record", max_results=2)
+        assert [m["line"] for m in records["matches"]] == [2, 4] and records.get("records") is None
+        assert text.split("\n") == [
+            f"50 match(es) for 'beta' in {handle}; showing 2:",
+            f'scope="record" applies to JSON and JSON Lines outputs only; {handle} is text, so these are its matching '
+            "lines (read around one with read_large_output).",
+            "2: beta",
+            "4: beta",
+            "[more matches not shown: raise max_results or narrow the pattern]",
+        ]
 
 
 async def test_redis_lazy_buffer_outputs_get_paths_too(redis_offload_server: OffloadServer) -> None:
@@ -313,3 +330,25 @@ def test_a_search_arriving_mid_build_waits_for_it(monkeypatch: pytest.MonkeyPatc
         assert time.monotonic() < deadline
         time.sleep(0.01)
     assert builds == [len(data), len(data)]  # out_a once (warm-up and search shared it), out_b once
+
+
+async def test_a_record_scoped_answer_holds_each_hit_once(server: OffloadServer) -> None:
+    """The hit lines are not listed and then shown again inside their records: each hit is in the answer once, in
+    its record when the record is shown, else as its line (a text output's, across the session's outputs)."""
+    orders = [{"id": f"ord-{i}", "note": f"hit-{i}-a", "lines": [{"sku": f"hit-{i}-b"}]} for i in range(6)]
+    orders += [{"id": f"ord-{i}", "note": "quiet"} for i in range(6, 40)]
+    async with Client(server) as client:
+        handle = await offload(client, json.dumps({"orders": orders}, indent=2))
+        log = await offload(client, "".join(f"log line {i} hit-log-{i}\n" for i in range(3)) + "other\n" * 2000)
+        text, out = await search(client, pattern=r"hit-\d+-[ab]", handle=handle, scope="record")
+        assert out["total_matches"] == 12 and len(out["records"]) == 6
+        for i in range(6):
+            assert text.count(f"hit-{i}-a") == 1 and text.count(f"hit-{i}-b") == 1
+            assert text.count(f'"ord-{i}"') == 1
+        assert text.split("\n")[0].endswith("; showing 12, in 6 record(s):")
+        everywhere, out = await search(client, pattern=r"hit-(\d+-[ab]|log-\d)", scope="record")
+        assert out["total_matches"] == 15
+        for token in [*(f"hit-{i}-{x}" for i in range(6) for x in "ab"), "hit-log-0", "hit-log-1", "hit-log-2"]:
+            assert everywhere.count(token) == 1, token
+        assert "in 6 record(s) and 3 line(s) outside them:" in everywhere
+        assert f"{log}:1: log line 0 hit-log-0" in everywhere

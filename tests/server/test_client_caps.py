@@ -123,3 +123,25 @@ def test_a_cap_below_the_smallest_answer_is_refused_at_start(
     assert done.returncode == 2, done
     assert done.stderr.count("\n") == 1 and message in done.stderr and "Traceback" not in done.stderr
     assert not store_dir.exists()  # nothing started
+
+
+@ERA
+async def test_a_preview_over_the_cap_keeps_its_first_lines_and_points_at_the_output(
+    store_dir: Path, mode: str
+) -> None:
+    services = build_services(Settings(store=str(store_dir), preview_tokens=4000, client_caps="*=2000"))
+    text = "".join(f"{i:04d} " + " ".join(f"word{(i * j) % 997}" for j in range(12)) + "\n" for i in range(3000))
+    try:
+        async with Client(
+            build_server(services), mode=mode, client_info=types.Implementation(name="x", version="1")
+        ) as client:
+            result = await client.call_tool("offload", {"content": text})
+        answer, handle = text_of(result), result_of(result)["handle"]
+        assert len(result_of(result)["preview"].encode()) > 2000  # the preview alone is over the cap
+        assert len(answer.encode()) <= 2000 and answer.startswith(f"Stored as {handle} (text;")
+        assert answer.endswith(
+            f"[preview cut at this client's 2,000-byte cap; read the output with read_large_output(handle={handle!r}, "
+            "start_line=1, end_line=3000)]"
+        )
+    finally:
+        await services.aclose()

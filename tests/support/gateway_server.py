@@ -18,7 +18,7 @@ import pytest
 import uvicorn
 
 from llm_upstream import UpstreamServer
-from mcp_offload.cachesafe.rewrite import RewritePolicy
+from mcp_offload.cachesafe.policy import RewritePolicy
 from mcp_offload.core.services import build_services
 from mcp_offload.gateway.app import GatewayApp
 from mcp_offload.gateway.loop import LoopLimits
@@ -108,11 +108,15 @@ StartGateway = Callable[..., GatewayServer]
 
 @pytest.fixture
 def start_gateway(tmp_path: Path) -> Iterator[StartGateway]:
-    """`start_gateway(upstream, store=..., **GatewayOptions changes)`: a running gateway, stopped after the test."""
+    """`start_gateway(upstream, store=..., settings={Settings changes}, **GatewayOptions changes)`: a running gateway,
+    stopped after the test."""
     started: list[GatewayServer] = []
 
-    def start(upstream: UpstreamServer | str, *, store: str | None = None, **changes: Any) -> GatewayServer:
-        settings = Settings(store=store or str(tmp_path / "store"), jq_workers=1, jq_timeout_s=5.0)
+    def start(
+        upstream: UpstreamServer | str, *, store: str | None = None, settings: Any = None, **changes: Any
+    ) -> GatewayServer:
+        chosen = Settings(store=store or str(tmp_path / "store"), jq_workers=1, jq_timeout_s=5.0)
+        settings = dataclasses.replace(chosen, **(settings or {}))
         server = GatewayServer(settings, gateway_options(upstream, **changes)).start()
         started.append(server)
         return server

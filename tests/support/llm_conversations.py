@@ -92,6 +92,16 @@ def echo_assistant(content: Iterable[BaseModel], **dump: Any) -> MessageParam:
     return cast(MessageParam, {"role": "assistant", "content": [block.model_dump(**dump) for block in content]})
 
 
+def unmarked(value: Any) -> Any:
+    """`value` without its `cache_control` markers: what a prompt cache keys on. The gateway marks the requests of an
+    Anthropic client that marks nothing, and its markers move from turn to turn as a client's own do."""
+    if isinstance(value, dict):
+        return {k: unmarked(v) for k, v in value.items() if k != "cache_control"}
+    if isinstance(value, list):
+        return [unmarked(v) for v in value]
+    return value
+
+
 def handles_in(turn: Turn) -> list[str]:
     return [m for exchange in turn.exchanges() for m in HANDLE.findall(exchange.result or "")]
 

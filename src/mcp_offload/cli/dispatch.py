@@ -85,7 +85,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("-V", "--version", action="version", version=f"mcp-offload {__version__}")
     parser.add_argument("command", nargs="?", choices=["serve"], default="serve", help=argparse.SUPPRESS)
-    parser.add_argument("--store", help="store directory or redis://host:port/db (env MCP_OFFLOAD_STORE)")
+    parser.add_argument(
+        "--store",
+        help="store directory, redis://host:port/db or redis+cluster://host:port[,host:port…] (env MCP_OFFLOAD_STORE)",
+    )
     parser.add_argument(
         "--session",
         default=os.environ.get("MCP_OFFLOAD_SESSION") or None,
@@ -98,7 +101,7 @@ def _parser() -> argparse.ArgumentParser:
         "--client-caps",
         metavar="NAME=SIZE,...",
         help="cap answers to what a client shows its model whole, by clientInfo name (* any other client): bytes "
-        "(10KB) or tokens (25000tokens); Codex, Claude Code, Copilot CLI have built-in caps "
+        "(10KB) or tokens (25000tokens); Codex, Claude Code, Gemini CLI, Copilot CLI have built-in caps "
         "(env MCP_OFFLOAD_CLIENT_CAPS)",
     )
     parser.add_argument("--max-output-bytes", type=size, metavar="SIZE", help="largest output accepted (256MiB)")

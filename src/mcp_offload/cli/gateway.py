@@ -21,7 +21,7 @@ from typing import Any
 import anyio
 
 from mcp_offload.apis.gemini.routes import GEMINI_DEFAULT
-from mcp_offload.cachesafe.rewrite import RewritePolicy
+from mcp_offload.cachesafe.policy import RewritePolicy
 from mcp_offload.cli.arg_types import OneLineParser, http_url, port
 from mcp_offload.cli.event_loop import loop_options
 from mcp_offload.cli.exit_status import exit_status
@@ -63,7 +63,10 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:  # argparse's _SubPa
         default=os.environ.get("MCP_OFFLOAD_GEMINI_UPSTREAM", GEMINI_DEFAULT),
         help=f"Gemini API base URL, without its /v1beta (default {GEMINI_DEFAULT})",
     )
-    parser.add_argument("--store", help="store directory or redis://host:port/db (env MCP_OFFLOAD_STORE)")
+    parser.add_argument(
+        "--store",
+        help="store directory, redis://host:port/db or redis+cluster://host:port[,host:port…] (env MCP_OFFLOAD_STORE)",
+    )
     parser.add_argument(
         "--retrieval",
         choices=["transparent", "visible"],

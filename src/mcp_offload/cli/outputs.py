@@ -40,7 +40,10 @@ def parser() -> argparse.ArgumentParser:
     store_flag.add_argument(
         "--store",
         default=argparse.SUPPRESS,
-        help="store directory or redis://host:port/db (default: env MCP_OFFLOAD_STORE, else the per-user store)",
+        help=(
+            "store directory, redis://host:port/db or redis+cluster://host:port[,…] "
+            "(default: env MCP_OFFLOAD_STORE, else the per-user store)"
+        ),
     )
     parser = OneLineParser(
         prog="mcp-offload outputs", description="Inspect and clean the output store.", parents=[store_flag]

@@ -38,7 +38,10 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:  # argparse's _SubPa
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "stats", help="what offloading saved, per day and per server/tool", description=__doc__.split("\n\n")[0]
     )
-    parser.add_argument("--store", help="store directory or redis://host:port/db (env MCP_OFFLOAD_STORE)")
+    parser.add_argument(
+        "--store",
+        help="store directory, redis://host:port/db or redis+cluster://host:port[,host:port…] (env MCP_OFFLOAD_STORE)",
+    )
     parser.add_argument("--days", type=int, default=7, help=f"how many UTC days back, today included (1-{MAX_DAYS})")
     parser.add_argument("--json", action="store_true", help="print JSON (the same document as HTTP /stats)")
     parser.set_defaults(run=run)

@@ -43,7 +43,7 @@ from mcp_offload.core.results import (
 )
 from mcp_offload.core.services import Services
 from mcp_offload.errors import ExpiredHandle, NotEnumerable, SearchError, UnknownHandle
-from mcp_offload.retrieve.json_hits import JsonHits, json_hits, require_records
+from mcp_offload.retrieve.json_hits import JsonHits, json_hits, records_note
 from mcp_offload.retrieve.pattern import compile_pattern
 from mcp_offload.retrieve.ranked.index_cache import SIDECAR
 from mcp_offload.retrieve.ranked.rank import RankedResult, rank_outputs
@@ -201,8 +201,9 @@ async def search(
     async with AsyncExitStack() as stack:
         outputs = await _open_all(services, scope, stack, handles, strict=handle is not None)
         records = unit == "record"
-        if records and handle is not None:
-            require_records(outputs[0])
+        # a text output asked for records answers with its lines and says why: no refusal costing a round trip
+        note = records_note(outputs[0]) if records and handle is not None else None
+        records = records and note is None
 
         def run() -> tuple[SearchResult, JsonHits]:
             found = search_outputs(outputs, compiled, options, max_results_cap=settings.search_max_results_cap)
@@ -239,6 +240,7 @@ async def search(
         truncated=result.truncated,
         outputs_searched=result.outputs_searched,
         records=[SearchRecordOut(**asdict(r)) for r in hits.records] if records else None,
+        note=note,
     )
 
 

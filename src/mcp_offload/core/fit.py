@@ -21,7 +21,7 @@ from typing import TypeVar
 
 from mcp_offload.core import api
 from mcp_offload.core.answer_cap import AnswerCap
-from mcp_offload.core.render import n, read_call, render_read, render_reference, search_blocks
+from mcp_offload.core.render import n, read_call, render_read, render_reference, search_layout
 from mcp_offload.core.results import OffloadOutput, ReadOutput, SearchOutput
 from mcp_offload.core.services import Services
 from mcp_offload.errors import OffloadError
@@ -74,15 +74,18 @@ async def fitted_search(
     services: Services, scope: api.SessionScope, out: SearchOutput, scoped: str | None, cap: AnswerCap
 ) -> str:
     """A search answer showing as many whole hits as fit, and how to read the rest."""
-    blocks = search_blocks(out, scoped)
+    layout = search_layout(out, scoped)
+    blocks = [lines for lines, _ in layout]
     text = "\n".join(line for block in blocks for line in block)
     if not cap.limited or cap.fits(text, services.tokens):
         return text
     sizes = [sum(line.count("\n") + 1 for line in block) for block in blocks]
     ends = list(itertools.accumulate(sizes))
+    shown = list(itertools.accumulate(hits for _, hits in layout))
     hits = len(out.matches)
-    # after the header and after each hit: "3 of 200 hits"
-    cuts = [(ends[i], f"{i} of {n(hits)} hits") for i in range(min(hits + 1, len(ends)))]
+    # after the header and after each block of hits (one hit; scope="record": a record's): "3 of 200 hits"
+    last = max((i for i, (_, count) in enumerate(layout) if count), default=0)
+    cuts = [(ends[i], f"{shown[i]} of {n(hits)} hits") for i in range(last + 1)]
     return await fitted_text(services, scope, text, cap, "search answer", cuts=cuts)
 
 

@@ -104,36 +104,98 @@ def render_search(out: SearchOutput, scoped: str | None) -> str:
 
 
 def search_blocks(out: SearchOutput, scoped: str | None) -> list[list[str]]:
-    """The lines of a search answer in blocks: the header, then one block per hit, then what follows them (the
-    note on more matches, the records). An answer cut to fit a client's cap ends at a block's end."""
+    """The lines of a search answer in blocks: the header, then one block per hit (scope="record": per record, with
+    the hits in it), then what follows them (the note on more matches). An answer cut to fit a client's cap ends at
+    a block's end."""
+    return [lines for lines, _ in search_layout(out, scoped)]
+
+
+def search_layout(out: SearchOutput, scoped: str | None) -> list[tuple[list[str], int]]:
+    """`search_blocks` with how many hits each block shows."""
     where = scoped or f"{out.outputs_searched} output(s)"
     if out.passages is not None:
-        return [[line] for line in _render_passages(out, where, scoped).split("\n")]
+        return [([line], 0) for line in _render_passages(out, where, scoped).split("\n")]
     total = n(out.total_matches) + ("" if out.total_is_exact else "+")
+    note = [out.note] if out.note else []
     if not out.matches:
-        return [[f"No match for {out.pattern!r} in {where}."]]
-    blocks = [[f"{total} match(es) for {out.pattern!r} in {where}; showing {len(out.matches)}:"]]
-    for m in out.matches:
-        # One output searched: its handle is in the first line, not on every hit (as rg names no file for one
-        # file); it cost ~30 % of a 50-hit result's tokens. Across outputs each line names its output.
-        prefix = "" if scoped else f"{m.handle}:"
-        lines = [f"  {prefix}{c.line}-  {c.text}" for c in m.before]
-        # Character positions only where the line number cannot read the hit: its line was cut (a minified JSON,
-        # a huge log line). Elsewhere they cost ~8 tokens a hit (~25 % of a 50-hit answer) and say nothing more.
-        chars = f" [chars {m.start}–{m.end}]" if was_cut(m.text) else ""
-        lines.append(f"{prefix}{m.line}{chars}: {m.text}")
-        if m.json_path is not None:
-            lines.append(_json_place(m))
-        lines.extend(f"  {prefix}{c.line}-  {c.text}" for c in m.after)
-        blocks.append(lines)
+        return [([f"No match for {out.pattern!r} in {where}.", *note], 0)]
+    held, loose = _by_record(out)
+    if held:
+        head = f"{total} match(es) for {out.pattern!r} in {where}; showing {len(out.matches)}, "
+        head += f"in {len(held)} record(s)" + (f" and {len(loose)} line(s) outside them:" if loose else ":")
+    else:
+        head = f"{total} match(es) for {out.pattern!r} in {where}; showing {len(out.matches)}:"
+    blocks: list[tuple[list[str], int]] = [([head, *note], 0)]
+    blocks += [(_record_block(r, hits, scoped), len(hits)) for r, hits in held]
+    blocks += [(_match_block(m, scoped), 1) for m in loose]
     rest = []
     if out.truncated:
         rest.append("[more matches not shown: raise max_results or narrow the pattern]")
-    if out.records is not None:
-        rest.extend(_render_records(out.records))
+    if out.records is not None and not out.records:
+        rest.append("No JSON record holds these matches (records apply to JSON and JSON Lines outputs only).")
+    for r in out.records or ():
+        if not r.text:  # past the read token cap: where it is, and the call that reads it
+            where = f"record {r.record}" if r.record is not None else r.json_path
+            call = read_call(r.handle, "chars", r.start, r.end)
+            rest.append(f"── {r.handle} {where} [lines {n(r.start_line)}–{n(r.end_line)}] not shown (read cap): {call}")
     if rest:
-        blocks.append(rest)
+        blocks.append((rest, 0))
     return blocks
+
+
+def _match_block(m: SearchMatchOut, scoped: str | None) -> list[str]:
+    # One output searched: its handle is in the first line, not on every hit (as rg names no file for one file);
+    # it cost ~30 % of a 50-hit result's tokens. Across outputs each line names its output.
+    prefix = "" if scoped else f"{m.handle}:"
+    lines = [f"  {prefix}{c.line}-  {c.text}" for c in m.before]
+    # Character positions only where the line number cannot read the hit: its line was cut (a minified JSON, a huge
+    # log line). Elsewhere they cost ~8 tokens a hit (~25 % of a 50-hit answer) and say nothing more.
+    chars = f" [chars {m.start}–{m.end}]" if was_cut(m.text) else ""
+    lines.append(f"{prefix}{m.line}{chars}: {m.text}")
+    if m.json_path is not None:
+        lines.append(_json_place(m))
+    lines.extend(f"  {prefix}{c.line}-  {c.text}" for c in m.after)
+    return lines
+
+
+def _by_record(out: SearchOutput) -> tuple[list[tuple[SearchRecordOut, list[SearchMatchOut]]], list[SearchMatchOut]]:
+    """scope="record": each record whose text is shown, with the hits inside it (shown once, in the record), and
+    the hits in no shown record (a text output's, or past the read cap), shown as lines."""
+    shown = [r for r in out.records or () if r.text]
+    held: dict[int, list[SearchMatchOut]] = {}
+    loose: list[SearchMatchOut] = []
+    for m in out.matches:
+        at = next((i for i, r in enumerate(shown) if r.handle == m.handle and r.start <= m.start <= r.end), None)
+        if at is None:
+            loose.append(m)
+        else:
+            held.setdefault(at, []).append(m)
+    return [(shown[i], hits) for i, hits in sorted(held.items())], loose
+
+
+_HITS_NAMED = 5  # a record's header names where its first hits are; the record itself shows them all
+
+
+def _record_block(r: SearchRecordOut, hits: list[SearchMatchOut], scoped: str | None) -> list[str]:
+    owner = "" if scoped else f"{r.handle} "
+    where = f"record {r.record}" if r.record is not None else r.json_path
+    span = f"lines {n(r.start_line)}–{n(r.end_line)}" if r.end_line > r.start_line else f"line {n(r.start_line)}"
+    places = ", ".join(
+        f"{m.json_path} (line {n(m.line)})" if m.json_path else f"line {n(m.line)}" for m in hits[:_HITS_NAMED]
+    )
+    more = f", … ({len(hits)})" if len(hits) > _HITS_NAMED else ""
+    lines = [f"── {owner}{where} [{span}, chars {r.start}–{r.end}] · {plural_hits(len(hits))} at {places}{more}:"]
+    lines.append(r.text)
+    if r.truncated:
+        lines.append(
+            f"[record cut at the read token cap: read the rest with read_large_output(handle={r.handle!r}, "
+            f"start={r.next_start}, end={r.end})]"
+        )
+    return lines
+
+
+def plural_hits(count: int) -> str:
+    return "1 match" if count == 1 else f"{n(count)} matches"
 
 
 def _render_passages(out: SearchOutput, where: str, scoped: str | None) -> str:
@@ -157,24 +219,6 @@ def _json_place(m: SearchMatchOut) -> str:
     """'  at .[77].children[0].name (pkg077 › src › plan.md)'; JSON Lines: 'at record 12: .user.login'."""
     where = f"record {m.record}: {m.json_path}" if m.record is not None else m.json_path
     return f"  at {where}" + (f" ({m.breadcrumb})" if m.breadcrumb else "")
-
-
-def _render_records(records: list[SearchRecordOut]) -> list[str]:
-    if not records:
-        return ["No JSON record holds these matches (text outputs have no records)."]
-    lines = [f"{len(records)} record(s) holding them:"]
-    for r in records:
-        where = f"record {r.record}" if r.record is not None else r.json_path
-        span = f"lines {n(r.start_line)}–{n(r.end_line)}, chars {r.start}–{r.end}"
-        lines.append(f"── {r.handle} {where} [{span}] · {r.matches} match(es):")
-        if r.text:
-            lines.append(r.text)
-        if r.truncated:
-            lines.append(
-                f"[record cut at the read token cap: read the rest with read_large_output(handle={r.handle!r}, "
-                f"start={r.next_start}, end={r.end})]"
-            )
-    return lines
 
 
 def render_query(out: QueryOutput, max_output_chars: int, *, sql: bool = False) -> str:

@@ -130,6 +130,11 @@ class SearchOutput(BaseModel):
         exclude_if=_is_none,
         description='scope="record": the records holding the matches, each once; absent otherwise',
     )
+    note: str | None = Field(
+        default=None,
+        exclude_if=_is_none,
+        description='What the search did otherwise than asked (scope="record" on a text output: its lines)',
+    )
     passages: list[RankedPassageOut] | None = Field(
         default=None, exclude_if=_is_none, description="ranked=true: the best passages, best first; absent otherwise"
     )

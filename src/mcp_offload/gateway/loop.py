@@ -37,6 +37,7 @@ import orjson
 from mcp_offload.apis.dialect import Answer, CallOutcome, Dialect, ModelToolCall, Round
 from mcp_offload.apis.sse import SseParser
 from mcp_offload.apis.usage import add_usage, usage_of
+from mcp_offload.errors import reason_of
 from mcp_offload.gateway.errors import GatewayError
 
 Emit = Callable[[bytes], Awaitable[None]]
@@ -311,7 +312,7 @@ async def _relay_call(
                 await emit(b"".join(outs))
     except httpx2.HTTPError as exc:
         report.problem = "upstream stream cut"
-        await emit(splicer.error("upstream_stream_cut", f"The upstream stream broke off: {exc or type(exc).__name__}."))
+        await emit(splicer.error("upstream_stream_cut", f"The upstream stream broke off: {reason_of(exc)}."))
         return False
     finally:
         await response.aclose()
@@ -346,7 +347,8 @@ async def relay_stream(dialect: Dialect, response: httpx2.Response, emit: Emit, 
                     continue
     except httpx2.HTTPError as exc:
         report.problem = "upstream stream cut"
-        await emit(dialect.splicer(frozenset()).error("upstream_stream_cut", f"The upstream stream broke off: {exc}."))
+        cut = f"The upstream stream broke off: {reason_of(exc)}."
+        await emit(dialect.splicer(frozenset()).error("upstream_stream_cut", cut))
         return
     finally:
         await response.aclose()

@@ -9,6 +9,7 @@ from typing import Any
 import orjson
 from starlette.types import Receive
 
+from mcp_offload.errors import reason_of
 from mcp_offload.gateway.errors import GatewayError
 
 
@@ -30,7 +31,7 @@ def json_object(raw: bytes) -> dict[str, Any]:
     try:
         parsed = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
-        raise GatewayError(400, "invalid_json", f"The request body is not valid JSON: {exc}.") from None
+        raise GatewayError(400, "invalid_json", f"The request body is not valid JSON: {reason_of(exc)}.") from None
     if not isinstance(parsed, dict):
         raise GatewayError(400, "invalid_json", "The request body must be a JSON object.")
     return parsed

@@ -48,7 +48,7 @@ async def serve_gateway(app: GatewayApp) -> None:
         timeout_graceful_shutdown=max(1, int(options.shutdown_grace_s)),
     )
     server = _GatewayServer(config, app)
-    log.warning(
+    log.info(  # the normal start-up line: INFO, shown at the default level (it was a WARNING)
         "mcp-offload %s gateway on http://%s:%d (anthropic: %s, openai: %s, retrieval %s, %s)",
         __version__,
         options.host,

@@ -25,6 +25,7 @@ import httpx2
 
 from mcp_offload.apis.gemini.routes import GEMINI_DEFAULT, is_gemini
 from mcp_offload.apis.names import Provider
+from mcp_offload.errors import reason_of
 from mcp_offload.gateway.errors import GatewayError
 
 ANTHROPIC_DEFAULT = "https://api.anthropic.com"
@@ -122,13 +123,13 @@ class ProviderClient:
             return await self._client.send(request, stream=True)
         except httpx2.TimeoutException as exc:
             raise GatewayError(
-                504, "upstream_timeout", f"The upstream at {_origin(url)} did not answer in time ({exc})."
+                504, "upstream_timeout", f"The upstream at {_origin(url)} did not answer in time ({reason_of(exc)})."
             ) from None
         except httpx2.HTTPError as exc:
             raise GatewayError(
                 502,
                 "upstream_unreachable",
-                f"The gateway could not reach the upstream at {_origin(url)}: {exc or type(exc).__name__}. "
+                f"The gateway could not reach the upstream at {_origin(url)}: {reason_of(exc)}. "
                 "Check --anthropic-upstream / --openai-upstream / --gemini-upstream and the network.",
             ) from None
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from mcp_offload.errors import SearchError
 from mcp_offload.retrieve.json_locate import breadcrumb, jq_path, locate, record_of
 from mcp_offload.retrieve.json_structure import JsonStructure, structure_of
 from mcp_offload.retrieve.positions import Match
@@ -71,13 +70,14 @@ class _Document:
         self.names: dict[int, str | None] = {}  # breadcrumb entries by object opener
 
 
-def require_records(output: StoredOutput) -> None:
-    """scope="record" needs JSON: a text output gets a message that says what to do instead."""
-    if output.meta.kind not in JSON_KINDS:
-        raise SearchError(
-            f'scope="record" needs a JSON or JSON Lines output; {output.meta.handle} is {output.meta.kind}. '
-            'Search it with scope="line" (the default) and read around a hit with read_large_output.'
-        )
+def records_note(output: StoredOutput) -> str | None:
+    """Why scope="record" gives lines for this output (not JSON or JSON Lines), or None when records apply."""
+    if output.meta.kind in JSON_KINDS:
+        return None
+    return (
+        f'scope="record" applies to JSON and JSON Lines outputs only; {output.meta.handle} is {output.meta.kind}, '
+        "so these are its matching lines (read around one with read_large_output)."
+    )
 
 
 def json_hits(

@@ -8,6 +8,8 @@ measured or documented, with room below each client's own cut:
   for a model it has no metadata for (measured: 11,988 bytes shown). Cap: 10,000 bytes.
 - `claude-code`, Claude Code (2.1.328): saves a result over 50,000 characters to a file and shows the model a 2 KB
   preview; refuses one over 25,000 tokens (both measured). Cap: 48,000 bytes and 25,000 tokens.
+- `gemini-cli-mcp-client`, Gemini CLI (0.61.0, handshake protocol 2025-06-18): keeps the first 8,000 and last 32,000
+  characters of a result over 40,000 and saves the whole to a file (measured). Cap: 38,000 bytes.
 - `github-copilot-developer`, GitHub Copilot CLI: ~10 KB reported (not measured here). Cap: 8,000 bytes.
 
 Every other client keeps the server's own limits (`read_max_tokens`, `max_results`, `jq_max_output_chars`). The
@@ -24,6 +26,7 @@ from mcp_offload.core.answer_cap import ANY_CLIENT, UNCAPPED, AnswerCap, parse_c
 KNOWN_CLIENTS: dict[str, AnswerCap] = {
     "codex-mcp-client": AnswerCap(max_bytes=10_000, whose="Codex's"),
     "claude-code": AnswerCap(max_bytes=48_000, max_tokens=25_000, whose="Claude Code's"),
+    "gemini-cli-mcp-client": AnswerCap(max_bytes=38_000, whose="Gemini CLI's"),
     "github-copilot-developer": AnswerCap(max_bytes=8_000, whose="Copilot CLI's"),
 }
 

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import redis
 import redis.cluster
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 from mcp_offload.store.location import StoreLocationError, open_redis_sync, parse_cluster, store_kind
 
@@ -49,12 +51,14 @@ def check_mode(location: str, connect_timeout_s: float = 2.0) -> Probe:
             )
         return Probe(replicas={"redis": int(info.get("connected_slaves", 0)) > 0})
     seeds = parse_cluster(location)
+    answered = False
     for host, port in seeds.seeds:
         node = redis.Redis(
             host=host,
             port=port,
             socket_connect_timeout=connect_timeout_s,
             socket_timeout=connect_timeout_s + 3,
+            retry=Retry(NoBackoff(), 0),  # a seed that does not answer is asked once: the next seed may
             **seeds.options,
         )
         info = _info(node)
@@ -63,6 +67,9 @@ def check_mode(location: str, connect_timeout_s: float = 2.0) -> Probe:
                 f"{host}:{port} answers but is not in cluster mode: use redis://{host}:{port} for one Redis node, "
                 f"or name the nodes of a Redis Cluster in {seeds.shown}"
             )
+        answered = answered or info is not None
+    if not answered:
+        raise StoreLocationError(f"no node of {seeds.shown} answers; check the addresses, and that the cluster is up")
     try:
         sync = open_redis_sync(location, **timeouts)
         assert isinstance(sync, redis.cluster.RedisCluster)
@@ -73,8 +80,8 @@ def check_mode(location: str, connect_timeout_s: float = 2.0) -> Probe:
     except (redis.exceptions.RedisError, redis.exceptions.RedisClusterException) as exc:
         log.debug("redis cluster: %s", exc)
         raise StoreLocationError(
-            f"no node of {seeds.shown} answers as a Redis Cluster ({type(exc).__name__}); check the addresses, "
-            "and that the cluster is up"
+            f"the nodes of {seeds.shown} answer but not as a working Redis Cluster ({str(exc).splitlines()[0]}); "
+            "check that the cluster is up (redis-cli --cluster check)"
         ) from None
     return Probe(sync=sync, replicas=replicas)
 

@@ -21,13 +21,14 @@ from typing import Any
 
 from mcp_offload.apis.names import ApiName
 from mcp_offload.apis.registry import api_named
+from mcp_offload.cachesafe.handle_reach import mentions_known_handle, remember
+from mcp_offload.cachesafe.policy import RewritePolicy
 from mcp_offload.cachesafe.record import open_record
-from mcp_offload.cachesafe.rewrite import RewritePolicy, json_chars, rewrite_messages
+from mcp_offload.cachesafe.rewrite import MessagesRewrite, json_chars, rewrite_messages
 from mcp_offload.cachesafe.session import GatewaySession, derive_session
 from mcp_offload.cachesafe.tool_text import retrieval_tools
 from mcp_offload.core.services import Services
 from mcp_offload.errors import StoreError
-from mcp_offload.gateway.handle_reach import mentions_known_handle, remember
 
 __all__ = ["Rewrite", "RewriteUnavailable", "rewrite_request"]
 
@@ -45,6 +46,7 @@ class Rewrite:
     tokens_offloaded: int = 0  # tokens of the outputs newly offloaded this turn (TurnCounters.tokens_offloaded)
     fail_open: str | None = None  # why the original body is sent unmodified (the store failed)
     expanded: int = 0  # model responses restored from expansions
+    bypassed: bool = False  # the session is forwarded as is (the upstream refused a rewritten request once)
 
 
 class RewriteUnavailable(Exception):
@@ -87,13 +89,13 @@ async def rewrite_request(
         if policy.fail_closed:
             raise RewriteUnavailable(reason) from exc
         return Rewrite(body=body, changed=False, session=session, fail_open=reason)
-    handed = await _handed_a_handle(services, session, body, policy, done.offloaded, done.tools_on)
+    handed = await _handed_a_handle(services, session, body, policy, done)
     tools_on = done.tools_on or handed
-    if not done.changed and not tools_on:
-        return Rewrite(body=body, changed=False, session=session)
-    out = history.with_messages(body, done.messages) if done.changed else dict(body)
+    out = history.with_messages(body, done.messages) if done.changed else body
     if tools_on:
         out = history.with_tools(out, retrieval_tools(api))
+    if out is body:
+        return Rewrite(body=body, changed=False, session=session, bypassed=done.bypassed)
     return Rewrite(
         body=out,
         changed=True,
@@ -111,21 +113,19 @@ async def _handed_a_handle(
     session: GatewaySession,
     body: Mapping[str, Any],
     policy: RewritePolicy,
-    stored: list[str],
-    tools_on: bool,
+    done: MessagesRewrite,
 ) -> bool:
     """Record the handles this turn stored in the credential's index; then, for a session without the retrieval
     tools, whether the request mentions a handle of the credential (a sub-agent handed its parent's handle): the
     tools are turned on for the session, recorded and sticky (`handle_reach`). A store failure here only delays
     that: logged, the request goes on."""
     try:
-        await remember(services, session, stored)
-        if tools_on or policy.retrieval != "transparent" or not await mentions_known_handle(services, session, body):
+        await remember(services, session, done.offloaded)
+        if done.tools_on or done.bypassed or policy.retrieval != "transparent":
             return False
-        record = open_record(services)
-        if (await record.state(session, [])).bypass is not None:
+        if not await mentions_known_handle(services, session, body):
             return False
-        await record.decide(session, {}, tools=True)
+        await open_record(services).decide(session, {}, tools=True)
     except StoreError as exc:
         log.warning("gateway: the credential's handle index failed (%s: %s)", type(exc).__name__, exc)
         return False
