@@ -241,12 +241,11 @@ class GatewayApp:
         )
         upstream_body = rewrite.body if rewrite is not None else request
         client_usage = True
-        if may_loop and api.name == "openai_chat" and exchange.stream and not _usage_requested(request):
+        asking = api.asking_stream_usage(request, upstream_body) if may_loop and exchange.stream else None
+        if asking is not None:
             # the accounting needs the upstream's usage (cached_tokens) for a turn the gateway rewrites anyway;
             # the spliced stream drops the usage chunk this client did not ask for
-            options = request.get("stream_options")
-            upstream_body = {**upstream_body, "stream_options": {**(options or {}), "include_usage": True}}
-            client_usage = False
+            upstream_body, client_usage = asking, False
         bypassed = rewrite is not None and rewrite.bypassed
         if api.name == "anthropic" and self.services.settings.gateway_cache_breakpoints and not bypassed:
             upstream_body = with_client_breakpoints(upstream_body)  # a client that marks nothing gets prompt caching
@@ -404,11 +403,6 @@ class GatewayApp:
             except StoreError as exc:
                 log.warning("could not record the bypass: %s", exc)
         return original
-
-
-def _usage_requested(request: dict[str, Any]) -> bool:
-    options = request.get("stream_options")
-    return isinstance(options, dict) and options.get("include_usage") is True
 
 
 def _single_choice(request: dict[str, Any]) -> bool:
