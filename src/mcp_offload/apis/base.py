@@ -71,6 +71,11 @@ class LlmApi(Protocol):
         reports it."""
         ...
 
+    def with_cache_breakpoints(self, body: dict[str, Any]) -> dict[str, Any]:
+        """`body` with prompt-cache markers for a client that set none (Anthropic caches only up to a marker);
+        `body` itself when there is nothing to do."""
+        ...
+
     def tool_definitions(self, tools: Sequence[ToolDeclaration]) -> list[dict[str, Any]]:
         """`tools` as this API's request takes them in `tools`."""
         ...

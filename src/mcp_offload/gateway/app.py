@@ -50,7 +50,6 @@ from mcp_offload.core.services import Services
 from mcp_offload.errors import StoreError
 from mcp_offload.gateway.access import GatewayAccess
 from mcp_offload.gateway.asgi import lifespan, query_string, send_bytes
-from mcp_offload.gateway.client_breakpoints import with_client_breakpoints
 from mcp_offload.gateway.compress_api import CompressApi, is_compress_path
 from mcp_offload.gateway.errors import GatewayError, error_body
 from mcp_offload.gateway.exchange import Exchange, account_exchange, log_exchange, noting_completion, watch_disconnect
@@ -247,8 +246,8 @@ class GatewayApp:
             # the spliced stream drops the usage chunk this client did not ask for
             upstream_body, client_usage = asking, False
         bypassed = rewrite is not None and rewrite.bypassed
-        if api.name == "anthropic" and self.services.settings.gateway_cache_breakpoints and not bypassed:
-            upstream_body = with_client_breakpoints(upstream_body)  # a client that marks nothing gets prompt caching
+        if self.services.settings.gateway_cache_breakpoints and not bypassed:
+            upstream_body = api.with_cache_breakpoints(upstream_body)  # a client that marks nothing gets prompt caching
         changed = upstream_body is not request
         sent = orjson.dumps(upstream_body) if changed else raw
         path = scope["path"]
