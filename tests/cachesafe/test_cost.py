@@ -21,9 +21,10 @@ from mcp_offload.cachesafe.cost import (
     remaining_requests,
     rewrite_gain,
 )
-from mcp_offload.cachesafe.rewrite import CHARS_PER_TOKEN, ClearToolUses, RewritePolicy
+from mcp_offload.cachesafe.policy import ClearToolUses, RewritePolicy
+from mcp_offload.cachesafe.request_rewrite import rewrite_request
+from mcp_offload.cachesafe.rewrite import CHARS_PER_TOKEN
 from mcp_offload.core.services import Services
-from mcp_offload.gateway.rewrite import rewrite_request
 from support.gateway_core import (
     Conversation,
     big_text,

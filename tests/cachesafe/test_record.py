@@ -13,15 +13,15 @@ from typing import Any
 import anyio
 import pytest
 
+from mcp_offload.cachesafe.policy import RewritePolicy
 from mcp_offload.cachesafe.record import Decision, DecisionRecord, open_record, part_digest
 from mcp_offload.cachesafe.record.base import RecordBackend
 from mcp_offload.cachesafe.record.fs import FilesystemRecord
 from mcp_offload.cachesafe.record.redis import RedisRecord
-from mcp_offload.cachesafe.rewrite import RewritePolicy
+from mcp_offload.cachesafe.request_rewrite import RewriteUnavailable, rewrite_request
 from mcp_offload.cachesafe.session import GatewaySession
 from mcp_offload.errors import StoreUnavailable
 from mcp_offload.gateway.accounting import TurnCounters, add_usage, session_summary
-from mcp_offload.gateway.rewrite import RewriteUnavailable, rewrite_request
 from mcp_offload.store.handles import scope_key
 from support.gateway_core import Conversation, headers_for, open_services
 from support.store import FakeClock, RedisServer, have_redis_server, redis_location

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
+from mcp_offload.cachesafe.retrieval import run_retrieval
 from mcp_offload.cachesafe.session import GatewaySession
 from mcp_offload.compact import AsyncCompactor
 from mcp_offload.core import api
@@ -19,7 +20,6 @@ from mcp_offload.core.pipeline import OTHER_PROCESS_HINT, ToolAnswer, answer_err
 from mcp_offload.core.services import Services
 from mcp_offload.core.tools import TOOLS_BY_NAME, CallContext, ToolReply
 from mcp_offload.errors import ExpiredHandle, StoreUnavailable, UnknownHandle
-from mcp_offload.gateway.retrieval import run_retrieval
 from mcp_offload.server.offload_server import build_server
 from mcp_offload.server.tools import RESULT_META, result_to_mcp
 from support import text_of
@@ -115,7 +115,7 @@ async def test_every_front_end_gives_the_model_the_same_text(tmp_path: Any) -> N
 def test_the_pipeline_loads_no_mcp() -> None:
     code = (
         "import sys\n"
-        "import mcp_offload.core.pipeline, mcp_offload.compact, mcp_offload.gateway.retrieval\n"
+        "import mcp_offload.core.pipeline, mcp_offload.compact, mcp_offload.cachesafe.retrieval\n"
         "print(sorted(m for m in sys.modules if m == 'mcp' or m.startswith('mcp.')))"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)

@@ -18,7 +18,7 @@ from anthropic.types import MessageParam
 from openai.types.chat import ChatCompletionToolMessageParam
 
 from llm_upstream import ApiError, Turn, UpstreamServer, reply
-from mcp_offload.cachesafe.rewrite import RewritePolicy
+from mcp_offload.cachesafe.policy import RewritePolicy
 from support.gateway_server import StartGateway
 from support.llm_conversations import BASH_ANTHROPIC, HANDLE, anthropic_messages, build_log, chat_messages
 from support.store import RedisServer, have_redis_server

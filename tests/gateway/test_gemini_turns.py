@@ -14,8 +14,8 @@ from google import genai
 from google.genai import types
 
 from llm_upstream import UpstreamServer, tool_call
-from mcp_offload.cachesafe.rewrite import RewritePolicy
-from mcp_offload.gateway.rewrite import rewrite_request
+from mcp_offload.cachesafe.policy import RewritePolicy
+from mcp_offload.cachesafe.request_rewrite import rewrite_request
 from support.gateway_core import open_services
 from support.gateway_server import StartGateway
 from support.llm_conversations import (

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from mcp_offload.apis.names import ApiName
-from mcp_offload.cachesafe.rewrite import RewritePolicy
+from mcp_offload.cachesafe.policy import RewritePolicy
+from mcp_offload.cachesafe.request_rewrite import rewrite_request
 from mcp_offload.cachesafe.tool_text import retrieval_tools
-from mcp_offload.gateway.rewrite import rewrite_request
 from support.gateway_core import APIS, Conversation, headers_for, open_services, validate_body, wire
 
 GOLDEN = Path(__file__).parent / "golden"

@@ -18,11 +18,11 @@ from hypothesis import strategies as st
 
 from mcp_offload.apis.names import ApiName
 from mcp_offload.apis.registry import api_named
+from mcp_offload.cachesafe.policy import RewritePolicy
 from mcp_offload.cachesafe.record import record_expansion
-from mcp_offload.cachesafe.rewrite import RewritePolicy
+from mcp_offload.cachesafe.request_rewrite import rewrite_request
+from mcp_offload.cachesafe.retrieval import run_retrieval
 from mcp_offload.core.services import Services, build_services
-from mcp_offload.gateway.retrieval import run_retrieval
-from mcp_offload.gateway.rewrite import rewrite_request
 from support.gateway_core import (
     APIS,
     Conversation,

@@ -20,9 +20,9 @@ from hypothesis import strategies as st
 
 from mcp_offload.apis.names import ApiName
 from mcp_offload.apis.registry import api_named
-from mcp_offload.cachesafe.rewrite import RewritePolicy
+from mcp_offload.cachesafe.policy import RewritePolicy
+from mcp_offload.cachesafe.request_rewrite import rewrite_request
 from mcp_offload.core.services import Services
-from mcp_offload.gateway.rewrite import rewrite_request
 from support.gateway_core import APIS, Conversation, headers_for, open_services, validate_body, wire
 
 TURNS = 40

@@ -4,10 +4,10 @@ decision record), and `gone_handle` is the one reading of "gone" (the compressio
 from __future__ import annotations
 
 from mcp_offload.cachesafe.record import Decision, open_record
+from mcp_offload.cachesafe.retrieval import GoneHandle, gone_handle, run_retrieval
 from mcp_offload.cachesafe.session import GatewaySession
 from mcp_offload.core import api
 from mcp_offload.core.services import Services
-from mcp_offload.gateway.retrieval import GoneHandle, gone_handle, run_retrieval
 
 DOC = "\n".join(f"line {i}: some log text" for i in range(400))
 

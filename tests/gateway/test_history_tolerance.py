@@ -15,9 +15,9 @@ import pytest
 from llm_upstream.errors import InvalidRequest
 from llm_upstream.signing import Signer
 from llm_upstream.validate_anthropic import validate_messages_request
-from mcp_offload.cachesafe.rewrite import RewritePolicy
+from mcp_offload.cachesafe.policy import RewritePolicy
+from mcp_offload.cachesafe.request_rewrite import rewrite_request
 from mcp_offload.core.services import Services
-from mcp_offload.gateway.rewrite import rewrite_request
 from support.gateway_core import headers_for, open_services, wire
 
 CAPTURED = Path(__file__).parent / "captured" / "claude_code_2.1.328.json"

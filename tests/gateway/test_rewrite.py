@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 
 from mcp_offload.apis.names import ApiName
+from mcp_offload.cachesafe.policy import ClearToolUses, RewritePolicy
 from mcp_offload.cachesafe.record import open_record
-from mcp_offload.cachesafe.rewrite import ClearToolUses, RewritePolicy
+from mcp_offload.cachesafe.request_rewrite import RewriteUnavailable, rewrite_request
 from mcp_offload.cachesafe.tool_text import RETRIEVAL_TOOL_NAMES, retrieval_tools
 from mcp_offload.core import api as core
 from mcp_offload.core.services import Services
-from mcp_offload.gateway.rewrite import RewriteUnavailable, rewrite_request
 from support.gateway_core import (
     APIS,
     Conversation,

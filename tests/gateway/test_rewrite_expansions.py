@@ -18,10 +18,10 @@ from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessa
 
 from mcp_offload.apis.names import ApiName
 from mcp_offload.apis.registry import api_named
+from mcp_offload.cachesafe.policy import RewritePolicy
 from mcp_offload.cachesafe.record import record_expansion
-from mcp_offload.cachesafe.rewrite import RewritePolicy
+from mcp_offload.cachesafe.request_rewrite import rewrite_request
 from mcp_offload.core.services import Services
-from mcp_offload.gateway.rewrite import rewrite_request
 from support.gateway_core import big_text, client_tools, headers_for, make_body, open_services, validate_body, wire
 
 POLICY = RewritePolicy(threshold_tokens=200)

@@ -10,10 +10,10 @@ from typing import Any, cast
 import pytest
 
 from mcp_offload.apis.names import ApiName
-from mcp_offload.cachesafe.rewrite import RewritePolicy
+from mcp_offload.cachesafe.policy import RewritePolicy
+from mcp_offload.cachesafe.request_rewrite import rewrite_request
+from mcp_offload.cachesafe.retrieval import run_retrieval
 from mcp_offload.cachesafe.session import GatewaySession
-from mcp_offload.gateway.retrieval import run_retrieval
-from mcp_offload.gateway.rewrite import rewrite_request
 from mcp_offload.store.fs import FilesystemStore
 from support.gateway_core import big_text, client_tools, headers_for, make_body, model_turn, open_services, results_turn
 from support.store import FakeClock

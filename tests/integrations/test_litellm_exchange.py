@@ -12,10 +12,10 @@ from openai.types.chat import ChatCompletion
 from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseOutputText
 
 from mcp_offload.apis.names import ApiName
+from mcp_offload.cachesafe.policy import RewritePolicy
 from mcp_offload.cachesafe.record import record_expansion
-from mcp_offload.cachesafe.rewrite import RewritePolicy
+from mcp_offload.cachesafe.request_rewrite import rewrite_request
 from mcp_offload.core.services import Services
-from mcp_offload.gateway.rewrite import rewrite_request
 from mcp_offload.integrations.litellm.calls import CallTable, LoopCall
 from mcp_offload.integrations.litellm.exchange import final_answer, response_api, response_text, round_messages
 

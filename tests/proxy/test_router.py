@@ -8,7 +8,7 @@ import pytest
 from mcp import Client, MCPError
 
 from mcp_offload.core.services import Services
-from mcp_offload.proxy.router import MAX_NAME, _template_regex, public_name
+from mcp_offload.proxy.names import MAX_NAME, _template_regex, public_name
 from support import ERAS, text_of
 from support.proxy import fixture_entry, running_proxy
 

@@ -18,7 +18,7 @@ import pytest
 import uvicorn
 
 from llm_upstream import UpstreamServer
-from mcp_offload.cachesafe.rewrite import RewritePolicy
+from mcp_offload.cachesafe.policy import RewritePolicy
 from mcp_offload.core.services import build_services
 from mcp_offload.gateway.app import GatewayApp
 from mcp_offload.gateway.loop import LoopLimits

@@ -4,8 +4,8 @@ else stays byte-identical, turn after turn, across restarts and instances.
     done = await rewrite_messages(services, "anthropic", session, messages, RewritePolicy())
     send(done.messages)   # `messages` itself (the same list) when done.changed is False
 
-The gateway (`gateway.rewrite.rewrite_request`, over a whole request body) and the `Compactor` (`compact`, over an
-agent loop's list) both call it: one set of rules, one decision record.
+The gateway and the LiteLLM guardrail (`request_rewrite.rewrite_request`, over a whole request body) and the
+`Compactor` (`compact`, over an agent loop's list) all call it: one set of rules, one decision record.
 
 The rules, in the order they run on each request (pure functions over the message list + the session's record):
 
@@ -57,7 +57,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import anyio
 
@@ -66,6 +66,7 @@ from mcp_offload.apis.message import Message, MessageView, Part, ToolResult
 from mcp_offload.apis.names import ApiName
 from mcp_offload.apis.registry import api_named
 from mcp_offload.cachesafe.cost import Candidate, best_batch, prices_for, remaining_requests
+from mcp_offload.cachesafe.policy import ClearToolUses, Pressure, RewritePolicy
 from mcp_offload.cachesafe.record import Decision, DecisionRecord, Reason, open_record, part_digest, unit_digest
 from mcp_offload.cachesafe.session import GatewaySession
 from mcp_offload.cachesafe.tool_text import is_retrieval_tool
@@ -75,53 +76,13 @@ from mcp_offload.core.services import Services
 from mcp_offload.errors import InvalidContent, StoreError, TooLarge
 from mcp_offload.store.handles import PREFIX, derived_handle
 
-__all__ = [
-    "ClearToolUses",
-    "MessagesRewrite",
-    "Pressure",
-    "RewritePolicy",
-    "rewrite_messages",
-]
+__all__ = ["MessagesRewrite", "rewrite_messages"]
 
 log = logging.getLogger("mcp_offload.cachesafe")
 CHARS_PER_TOKEN = 4  # the estimate used for positions and window pressure (exact counts only where they decide)
 REFERENCE_PREFIX = "Stored as " + PREFIX
 MAX_REFERENCE_SHARE = 0.9  # a reference must save at least 10 % of the tokens it stands for, or the text stays inline
 PASTE_CALL_ID = "user-text"  # the "call id" of a user's own text offloaded under offload_user_pastes_tokens
-
-
-@dataclass(frozen=True, slots=True)
-class ClearToolUses:
-    """Window pressure, as Anthropic's `clear_tool_uses_20250919` (same parameter names), but lossless: over
-    `trigger` input tokens, results are stored and referenced instead of cleared."""
-
-    trigger_tokens: int = 100_000  # `trigger` (input_tokens)
-    keep_tool_uses: int = 3  # `keep` (tool_uses)
-    clear_at_least_tokens: int = 20_000  # `clear_at_least` (input_tokens)
-    exclude_tools: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class RewritePolicy:
-    threshold_tokens: int = 1_000  # tool results at/over this (when new) are offloaded
-    retrieval: Literal["transparent", "visible"] = "transparent"
-    clear_tool_uses: ClearToolUses | None = ClearToolUses()  # window pressure rule
-    cost_rule: bool = True  # rewrite the cached prefix only when it pays at the provider's prices
-    offload_user_pastes_tokens: int | None = None  # user texts this large (not the last turn) join the prefix rules
-    batch_tokens: int | None = None  # the least a cost-rule batch clears (None: clear_tool_uses.clear_at_least_tokens)
-    fail_closed: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class Pressure:
-    """Window pressure the caller measured itself (the `Compactor`, which counts the whole request exactly): offload
-    inline parts of at least `floor_tokens` (in `eligible`), oldest first, until about `clear_tokens` are cleared
-    (each part counts its tokens less a reference's, `preview_tokens`). `count` measures a part (default: the
-    4-chars-a-token estimate). Recorded with reason "pressure", then sticky like every decision."""
-
-    floor_tokens: int
-    clear_tokens: int
-    count: Callable[[str], int] | None = None
 
 
 @dataclass(slots=True)

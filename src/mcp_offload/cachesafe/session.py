@@ -8,7 +8,7 @@ The LLM APIs carry no session id, so the gateway derives one from what every req
    (1-200 printable characters) is ignored, as if absent.
 2. Otherwise: the API, a SHA-256 of the credential (`x-api-key`, `authorization`, `api-key`, `x-goog-api-key`;
    hashed at once, never stored, never logged) and a SHA-256 of the conversation's first messages in normalized form
-   (`history.base.normalized`: key order, nulls and `cache_control` markers do not matter), namely
+   (`apis.history.normalized`: key order, nulls and `cache_control` markers do not matter), namely
    - Anthropic: `system` + the first message;
    - Chat Completions: the leading system/developer messages + the first other message;
    - Responses: `instructions` + the input items up to and including the first user message (a string input is

@@ -21,7 +21,7 @@ from typing import Any
 import anyio
 
 from mcp_offload.apis.gemini.routes import GEMINI_DEFAULT
-from mcp_offload.cachesafe.rewrite import RewritePolicy
+from mcp_offload.cachesafe.policy import RewritePolicy
 from mcp_offload.cli.arg_types import OneLineParser, http_url, port
 from mcp_offload.cli.event_loop import loop_options
 from mcp_offload.cli.exit_status import exit_status

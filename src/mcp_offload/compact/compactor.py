@@ -39,13 +39,8 @@ from typing import Any
 from mcp_offload.apis.base import LlmApi
 from mcp_offload.apis.detect import api_of_format, detect_api
 from mcp_offload.apis.message import Message, dump_block
-from mcp_offload.cachesafe.rewrite import (
-    CHARS_PER_TOKEN,
-    Pressure,
-    RewritePolicy,
-    json_chars,
-    rewrite_messages,
-)
+from mcp_offload.cachesafe.policy import Pressure, RewritePolicy
+from mcp_offload.cachesafe.rewrite import CHARS_PER_TOKEN, json_chars, rewrite_messages
 from mcp_offload.cachesafe.session import GatewaySession
 from mcp_offload.cachesafe.tool_defs import api_tool_definitions, tool_definitions
 from mcp_offload.compact.boundary import Boundary, BoundarySpec

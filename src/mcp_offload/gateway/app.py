@@ -29,7 +29,6 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -41,23 +40,22 @@ from starlette.types import Message, Receive, Scope, Send
 from mcp_offload.apis.base import LlmApi, Route
 from mcp_offload.apis.dialect import Dialect
 from mcp_offload.apis.names import ApiName
-from mcp_offload.apis.registry import api_for_provider, api_for_request, api_named
+from mcp_offload.apis.registry import api_for_provider, api_for_request
 from mcp_offload.apis.usage import usage_of
-from mcp_offload.cachesafe.record import arrival_order, open_record
-from mcp_offload.cachesafe.session import GatewaySession, derive_session
+from mcp_offload.cachesafe.record import open_record
+from mcp_offload.cachesafe.request_rewrite import Rewrite, RewriteUnavailable, rewrite_request
+from mcp_offload.cachesafe.session import derive_session
 from mcp_offload.cachesafe.tool_text import RETRIEVAL_TOOL_NAMES
 from mcp_offload.core.services import Services
 from mcp_offload.errors import StoreError
 from mcp_offload.gateway.access import GatewayAccess
-from mcp_offload.gateway.accounting import TurnCounters
-from mcp_offload.gateway.accounting import add_usage as account
-from mcp_offload.gateway.client_breakpoints import with_client_breakpoints
+from mcp_offload.gateway.asgi import lifespan, query_string, send_bytes
 from mcp_offload.gateway.compress_api import CompressApi, is_compress_path
 from mcp_offload.gateway.errors import GatewayError, error_body
-from mcp_offload.gateway.loop import TurnReport, loop_json, loop_stream, relay_stream
+from mcp_offload.gateway.exchange import Exchange, account_exchange, log_exchange, noting_completion, watch_disconnect
+from mcp_offload.gateway.loop import loop_json, loop_stream, relay_stream
 from mcp_offload.gateway.options import GatewayOptions
 from mcp_offload.gateway.request_body import ClientGone, parse_json, read_body
-from mcp_offload.gateway.rewrite import Rewrite, RewriteUnavailable, rewrite_request
 from mcp_offload.gateway.session_retriever import SessionRetriever
 from mcp_offload.gateway.status import gateway_stats, render_page
 from mcp_offload.gateway.upstream import ProviderClient, provider_for_request, request_headers, response_headers
@@ -67,23 +65,6 @@ log = logging.getLogger("mcp_offload.gateway")
 
 NO_RETRY = frozenset({401, 403, 408, 429})  # refusals about who or how often, not about the request's content
 JSON_HEADERS = [(b"content-type", b"application/json")]
-
-
-@dataclass(slots=True)
-class Exchange:
-    """One request's facts, for the log line and the accounting."""
-
-    api: str
-    model: str = ""
-    stream: bool = False
-    status: int = 0
-    rewrite: Rewrite | None = None
-    session: GatewaySession | None = None
-    fail_open: str | None = None
-    bypassed: bool = False
-    answered: bool = False  # the whole answer went out
-    report: TurnReport = field(default_factory=TurnReport)
-    arrived: int = field(default_factory=arrival_order)  # orders this request's expansion against a retry's
 
 
 class GatewayApp:
@@ -103,7 +84,7 @@ class GatewayApp:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
-            await _lifespan(receive, send)
+            await lifespan(receive, send)
             return
         if scope["type"] != "http":
             return
@@ -114,7 +95,9 @@ class GatewayApp:
         served = api_for_request(method, path)
         api = served[0] if served else None
         # the API whose error document a failure gets (a relayed path: its provider's first API)
-        errors_as = api.name if api else api_for_provider(provider_for_request(path, header_map, _query(scope))).name
+        errors_as = (
+            api.name if api else api_for_provider(provider_for_request(path, header_map, query_string(scope))).name
+        )
         if path == "/healthz" and method == "GET":
             status = 503 if self.draining else 200
             body = {
@@ -123,28 +106,28 @@ class GatewayApp:
                 "service": "gateway",
                 "fail_open_events": self.fail_open_events,
             }
-            await _send_bytes(send, status, JSON_HEADERS, orjson.dumps(body))
+            await send_bytes(send, status, JSON_HEADERS, orjson.dumps(body))
             return
         if is_compress_path(path):  # its own token rule (Authorization: Bearer too) and error format
             await self._compress(method, path, scope, receive, send, header_map)
             return
         refusal = self.access.refusal(header_map)
         if refusal is not None:
-            await _send_bytes(send, refusal.status, JSON_HEADERS, error_body(errors_as, refusal))
+            await send_bytes(send, refusal.status, JSON_HEADERS, error_body(errors_as, refusal))
             return
         if method == "GET" and path in ("/", "/stats"):  # the gateway's own figures (not provider paths)
             await self._status(path, send)
             return
         started = time.perf_counter()
         exchange = Exchange(api=api.name if api else "relay")
-        send = _noting_completion(send, exchange)
+        send = noting_completion(send, exchange)
 
         async def work() -> None:
             failure: Exception | None = None
             try:
                 body = await read_body(receive, header_map, self.options.max_body_bytes)
                 async with anyio.create_task_group() as tg:
-                    tg.start_soon(_watch_disconnect, receive, tg.cancel_scope, exchange)
+                    tg.start_soon(watch_disconnect, receive, tg.cancel_scope, exchange)
                     try:
                         if served is not None:
                             await self._api(*served, scope, headers, header_map, body, send, exchange)
@@ -157,7 +140,7 @@ class GatewayApp:
                     raise failure
             except GatewayError as exc:
                 exchange.status = exc.status
-                await _send_bytes(send, exc.status, JSON_HEADERS, error_body(errors_as, exc))
+                await send_bytes(send, exc.status, JSON_HEADERS, error_body(errors_as, exc))
             except ClientGone:
                 exchange.report.problem = "client disconnected"
 
@@ -165,8 +148,8 @@ class GatewayApp:
             await work()
         finally:
             with anyio.CancelScope(shield=True):
-                await self._account(exchange)
-            _log(method, path, exchange, started)
+                await account_exchange(self.services, exchange)
+            log_exchange(method, path, exchange, started)
 
     async def _compress(
         self, method: str, path: str, scope: Scope, receive: Receive, send: Send, headers: dict[str, str]
@@ -178,21 +161,21 @@ class GatewayApp:
         except ClientGone:
             return
         else:
-            status, answer = await self.compress_api.respond(method, path, _query(scope), headers, body)
-        await _send_bytes(send, status, JSON_HEADERS, orjson.dumps(answer))
+            status, answer = await self.compress_api.respond(method, path, query_string(scope), headers, body)
+        await send_bytes(send, status, JSON_HEADERS, orjson.dumps(answer))
 
     async def _status(self, path: str, send: Send) -> None:
         try:
             stats = await gateway_stats(self.services)
         except StoreError as exc:
             error = GatewayError(503, "store_unavailable", f"The gateway's store is unavailable: {exc}")
-            await _send_bytes(send, 503, JSON_HEADERS, error_body("openai_chat", error))
+            await send_bytes(send, 503, JSON_HEADERS, error_body("openai_chat", error))
             return
         if path == "/stats":
-            await _send_bytes(send, 200, JSON_HEADERS, orjson.dumps(stats))
+            await send_bytes(send, 200, JSON_HEADERS, orjson.dumps(stats))
         else:
             page = render_page(stats).encode()
-            await _send_bytes(send, 200, [(b"content-type", b"text/html; charset=utf-8")], page)
+            await send_bytes(send, 200, [(b"content-type", b"text/html; charset=utf-8")], page)
 
     async def _relay(
         self,
@@ -206,8 +189,8 @@ class GatewayApp:
     ) -> None:
         """Anything that is not one of the APIs (or a body the API relays unread): relayed byte for byte, response
         streamed."""
-        provider = provider_for_request(path, dict(headers), _query(scope))
-        url = self.upstream.url(provider, path, _query(scope))
+        provider = provider_for_request(path, dict(headers), query_string(scope))
+        url = self.upstream.url(provider, path, query_string(scope))
         response = await self.upstream.open(method, url, request_headers(headers, decoded=False), body or None)
         exchange.status = response.status_code
         try:
@@ -247,7 +230,7 @@ class GatewayApp:
             return
         exchange.stream = route.stream if route.stream is not None else request.get("stream") is True
         exchange.model = route.model if route.model is not None else str(request.get("model") or "")
-        session_headers = api.session_headers(header_map, _query(scope))
+        session_headers = api.session_headers(header_map, query_string(scope))
         rewrite = await self._rewrite(api.name, request, session_headers, exchange)
         may_loop = (
             rewrite is not None
@@ -257,22 +240,21 @@ class GatewayApp:
         )
         upstream_body = rewrite.body if rewrite is not None else request
         client_usage = True
-        if may_loop and api.name == "openai_chat" and exchange.stream and not _usage_requested(request):
+        asking = api.asking_stream_usage(request, upstream_body) if may_loop and exchange.stream else None
+        if asking is not None:
             # the accounting needs the upstream's usage (cached_tokens) for a turn the gateway rewrites anyway;
             # the spliced stream drops the usage chunk this client did not ask for
-            options = request.get("stream_options")
-            upstream_body = {**upstream_body, "stream_options": {**(options or {}), "include_usage": True}}
-            client_usage = False
+            upstream_body, client_usage = asking, False
         bypassed = rewrite is not None and rewrite.bypassed
-        if api.name == "anthropic" and self.services.settings.gateway_cache_breakpoints and not bypassed:
-            upstream_body = with_client_breakpoints(upstream_body)  # a client that marks nothing gets prompt caching
+        if self.services.settings.gateway_cache_breakpoints and not bypassed:
+            upstream_body = api.with_cache_breakpoints(upstream_body)  # a client that marks nothing gets prompt caching
         changed = upstream_body is not request
         sent = orjson.dumps(upstream_body) if changed else raw
         path = scope["path"]
-        as_array = may_loop and route.whole_path is not None and route.sse_query not in parse_qsl(_query(scope))
+        as_array = may_loop and route.whole_path is not None and route.sse_query not in parse_qsl(query_string(scope))
         if as_array:  # a JSON-array stream (Gemini without alt=sse): one whole call, answered as a 1-item array
             path, exchange.stream = route.whole_path or path, False
-        url = self.upstream.url(api.provider, path, _query(scope))
+        url = self.upstream.url(api.provider, path, query_string(scope))
         out_headers = request_headers(headers, decoded=True)
 
         async def open_call(body: dict[str, Any]) -> httpx2.Response:
@@ -319,7 +301,7 @@ class GatewayApp:
                     exchange.report.usage = usage_of(parsed)
         if as_array and exchange.status == 200:
             answer = b"[" + answer + b"]"
-        await _send_bytes(send, exchange.status, headers_out, answer)
+        await send_bytes(send, exchange.status, headers_out, answer)
 
     async def _stream(
         self,
@@ -421,120 +403,12 @@ class GatewayApp:
                 log.warning("could not record the bypass: %s", exc)
         return original
 
-    async def _account(self, exchange: Exchange) -> None:
-        if exchange.api == "relay":
-            return
-        rewrite, report = exchange.rewrite, exchange.report
-        session = exchange.session
-        if session is None:
-            return
-        figures = api_named(exchange.api).dialect.figures(report.usage)
-        counters = TurnCounters(
-            api=exchange.api,
-            model=exchange.model,
-            upstream_calls=report.upstream_calls if exchange.status else 0,
-            tokens_kept_out=rewrite.tokens_kept_out if rewrite is not None and not exchange.bypassed else 0,
-            tokens_pulled_back=report.tokens_pulled_back,
-            retrieval_calls=report.retrieval_calls,
-            loops=report.loops,
-            fail_open=1 if exchange.fail_open else 0,
-            offloaded=len(rewrite.offloaded) if rewrite is not None else 0,
-            input_tokens=figures.input_tokens - figures.cache_read_tokens - figures.cache_write_tokens,
-            cache_read_input_tokens=figures.cache_read_tokens if exchange.api == "anthropic" else 0,
-            cache_creation_input_tokens=figures.cache_write_tokens,
-            cached_tokens=figures.cache_read_tokens if exchange.api != "anthropic" else 0,
-            output_tokens=figures.output_tokens,
-        )
-        try:
-            with anyio.fail_after(5):
-                await account(self.services, session, counters)
-        except Exception as exc:  # the turn is answered; counting it must not fail it (add_usage keeps the counts
-            # of a down store in memory and adds them with the session's next successful write)
-            log.warning("could not record the turn's figures: %s", exc)
-
-
-def _usage_requested(request: dict[str, Any]) -> bool:
-    options = request.get("stream_options")
-    return isinstance(options, dict) and options.get("include_usage") is True
-
 
 def _single_choice(request: dict[str, Any]) -> bool:
     n = request.get("n")
     config = request.get("generationConfig")
     candidates = config.get("candidateCount") if isinstance(config, dict) else None  # Gemini's `n`
     return (n is None or n == 1) and (candidates is None or candidates == 1)
-
-
-def _query(scope: Scope) -> str:
-    raw = scope.get("query_string", b"")
-    return raw.decode("latin-1") if isinstance(raw, bytes) else str(raw)
-
-
-def _noting_completion(send: Send, exchange: Exchange) -> Send:
-    """`send`, which also notes on `exchange` when the whole answer went out (a disconnect after that is normal)."""
-
-    async def noting(message: Message) -> None:
-        await send(message)
-        if message["type"] == "http.response.body" and not message.get("more_body", False):
-            exchange.answered = True
-
-    return noting
-
-
-async def _watch_disconnect(receive: Receive, scope: anyio.CancelScope, exchange: Exchange) -> None:
-    """Cancel the request's work when the client goes away (its upstream response is closed on the way out)."""
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            if not exchange.answered:
-                exchange.report.problem = "client disconnected"
-            scope.cancel()
-            return
-
-
-async def _send_bytes(send: Send, status: int, headers: list[tuple[bytes, bytes]], body: bytes) -> None:
-    headers = [*headers, (b"content-length", str(len(body)).encode())]
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body, "more_body": False})
-
-
-async def _lifespan(receive: Receive, send: Send) -> None:
-    while True:
-        message = await receive()
-        if message["type"] == "lifespan.startup":
-            await send({"type": "lifespan.startup.complete"})
-        elif message["type"] == "lifespan.shutdown":
-            await send({"type": "lifespan.shutdown.complete"})
-            return
-
-
-def _log(method: str, path: str, exchange: Exchange, started: float) -> None:
-    if not log.isEnabledFor(logging.INFO):
-        return
-    rewrite, report = exchange.rewrite, exchange.report
-    fields: dict[str, Any] = {
-        "method": method,
-        "path": path,
-        "api": exchange.api,
-        "status": exchange.status,
-        "ms": round((time.perf_counter() - started) * 1000, 2),
-        "stream": exchange.stream,
-        "session": exchange.session.key[:12] if exchange.session else None,
-    }
-    if exchange.api != "relay":
-        fields.update(
-            changed=bool(rewrite and rewrite.changed),
-            offloaded=len(rewrite.offloaded) if rewrite else 0,
-            tokens_kept_out=rewrite.tokens_kept_out if rewrite else 0,
-            loops=report.loops,
-            retrieval_calls=report.retrieval_calls,
-            fail_open=exchange.fail_open,
-            bypassed=exchange.bypassed,
-            usage=report.usage or None,
-        )
-    if report.problem:
-        fields["problem"] = report.problem
-    log.info("%s %s %s", method, path, exchange.status, extra={"fields": fields})
 
 
 __all__ = ["GatewayApp"]

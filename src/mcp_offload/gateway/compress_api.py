@@ -55,8 +55,10 @@ import anyio
 import orjson
 
 from mcp_offload.apis.names import ApiName
+from mcp_offload.cachesafe.policy import RewritePolicy
 from mcp_offload.cachesafe.record import open_record
-from mcp_offload.cachesafe.rewrite import REFERENCE_PREFIX, RewritePolicy, rewrite_messages
+from mcp_offload.cachesafe.retrieval import gone_handle, run_retrieval
+from mcp_offload.cachesafe.rewrite import REFERENCE_PREFIX, rewrite_messages
 from mcp_offload.cachesafe.session import GatewaySession, credential_digest
 from mcp_offload.core.api import SessionScope
 from mcp_offload.core.services import Services
@@ -64,7 +66,6 @@ from mcp_offload.errors import StoreError
 from mcp_offload.gateway.errors import GatewayError
 from mcp_offload.gateway.message_shape import FORMAT_NAMES, ShapeError, formats_of, shape_of
 from mcp_offload.gateway.request_body import json_object
-from mcp_offload.gateway.retrieval import gone_handle, run_retrieval
 from mcp_offload.store.handles import scope_key
 
 __all__ = ["COMPRESS_PATHS", "Caller", "CompressApi", "caller_for", "is_compress_path", "marker"]

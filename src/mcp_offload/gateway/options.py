@@ -1,11 +1,11 @@
 """`GatewayOptions`: everything about serving the gateway (where to listen, who may use it, the upstreams, the
-retrieval loop, limits). The CLI fills it (cli side: `commands/gateway.py`); `build_gateway_app` reads it."""
+retrieval loop, limits). The CLI fills it (cli side: `cli/gateway.py`); `build_gateway_app` reads it."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from mcp_offload.cachesafe.rewrite import RewritePolicy
+from mcp_offload.cachesafe.policy import RewritePolicy
 from mcp_offload.errors import OperatorError
 from mcp_offload.gateway.loop import LoopLimits
 from mcp_offload.gateway.upstream import ProviderConfig

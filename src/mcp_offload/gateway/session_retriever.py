@@ -13,9 +13,9 @@ from typing import Any
 from mcp_offload.apis.dialect import Answer, ModelToolCall
 from mcp_offload.apis.names import ApiName
 from mcp_offload.cachesafe.record import arrival_order, record_expansion
+from mcp_offload.cachesafe.retrieval import run_retrieval
 from mcp_offload.cachesafe.session import GatewaySession
 from mcp_offload.core.services import Services
-from mcp_offload.gateway.retrieval import run_retrieval
 
 log = logging.getLogger("mcp_offload.gateway")
 

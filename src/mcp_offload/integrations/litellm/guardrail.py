@@ -26,13 +26,13 @@ from litellm.types.integrations.custom_logger import (
 
 from mcp_offload.apis.names import ApiName
 from mcp_offload.apis.registry import api_named
+from mcp_offload.cachesafe.policy import RewritePolicy
 from mcp_offload.cachesafe.record import record_expansion
-from mcp_offload.cachesafe.rewrite import RewritePolicy
+from mcp_offload.cachesafe.request_rewrite import RewriteUnavailable, rewrite_request
+from mcp_offload.cachesafe.retrieval import run_retrieval
 from mcp_offload.cachesafe.session import GatewaySession
 from mcp_offload.cachesafe.tool_text import RETRIEVAL_TOOL_NAMES
 from mcp_offload.core.services import Services, build_services
-from mcp_offload.gateway.retrieval import run_retrieval
-from mcp_offload.gateway.rewrite import RewriteUnavailable, rewrite_request
 from mcp_offload.integrations.litellm.calls import CallTable, LoopCall
 from mcp_offload.integrations.litellm.exchange import final_answer, response_api, response_text, round_messages
 from mcp_offload.settings import Settings

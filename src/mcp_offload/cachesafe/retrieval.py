@@ -17,6 +17,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
+from mcp_offload.cachesafe.handle_reach import reach
 from mcp_offload.cachesafe.record import Decision, open_record
 from mcp_offload.cachesafe.rewrite import PASTE_CALL_ID
 from mcp_offload.cachesafe.session import GatewaySession
@@ -25,7 +26,6 @@ from mcp_offload.core.pipeline import run_tool
 from mcp_offload.core.services import Services
 from mcp_offload.core.tools import TOOLS_BY_NAME, CallContext
 from mcp_offload.errors import ExpiredHandle, OffloadError, UnknownHandle
-from mcp_offload.gateway.handle_reach import reach
 from mcp_offload.store.handles import validate_handle
 
 log = logging.getLogger("mcp_offload.gateway")

@@ -21,13 +21,14 @@ from typing import Any
 
 from mcp_offload.apis.names import ApiName
 from mcp_offload.apis.registry import api_named
+from mcp_offload.cachesafe.handle_reach import mentions_known_handle, remember
+from mcp_offload.cachesafe.policy import RewritePolicy
 from mcp_offload.cachesafe.record import open_record
-from mcp_offload.cachesafe.rewrite import MessagesRewrite, RewritePolicy, json_chars, rewrite_messages
+from mcp_offload.cachesafe.rewrite import MessagesRewrite, json_chars, rewrite_messages
 from mcp_offload.cachesafe.session import GatewaySession, derive_session
 from mcp_offload.cachesafe.tool_text import retrieval_tools
 from mcp_offload.core.services import Services
 from mcp_offload.errors import StoreError
-from mcp_offload.gateway.handle_reach import mentions_known_handle, remember
 
 __all__ = ["Rewrite", "RewriteUnavailable", "rewrite_request"]
 
