@@ -17,7 +17,7 @@ import anthropic
 import pytest
 
 from llm_upstream import Turn, UpstreamServer, reply, tool_call
-from mcp_offload.gateway.client_breakpoints import EPHEMERAL, marks_anything, with_client_breakpoints
+from mcp_offload.apis.anthropic.client_breakpoints import EPHEMERAL, marks_anything, with_client_breakpoints
 from support.gateway_server import StartGateway
 from support.llm_conversations import BASH_ANTHROPIC, NEEDLE, build_log, unmarked
 

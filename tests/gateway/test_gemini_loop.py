@@ -58,6 +58,10 @@ def test_time_to_first_token_is_the_upstreams_also_when_the_stream_loops(
         return reply(*step.content, first_token_delay_s=FIRST_TOKEN_S, event_delay_s=0.01)
 
     with httpx2.Client(timeout=30) as http:
+        upstream.use([reply("ok")])  # the offload decision is recorded first: what follows is a later turn's cost
+        warm = http.post(f"{gateway.base_url}/v1beta/models/{FLASH}:generateContent", json=offloading,
+                         headers={"x-goog-api-key": "ttft-key"})  # fmt: skip
+        assert warm.status_code == 200, warm.text
         upstream.use([slow, slow])
         direct = _first_text_s(http, upstream.base_url, offloading)
         through = _first_text_s(http, gateway.base_url, offloading)  # offloads, injects the tools: the splice path

@@ -65,6 +65,17 @@ class LlmApi(Protocol):
         """The headers that scope a request's session (its credential; Gemini's `?key=` counts as one)."""
         ...
 
+    def asking_stream_usage(self, request: dict[str, Any], body: dict[str, Any]) -> dict[str, Any] | None:
+        """`body` (what goes upstream for the client's `request`) asking for the usage a stream leaves out unless
+        asked (Chat Completions: `stream_options.include_usage`); None when the client asked or the API always
+        reports it."""
+        ...
+
+    def with_cache_breakpoints(self, body: dict[str, Any]) -> dict[str, Any]:
+        """`body` with prompt-cache markers for a client that set none (Anthropic caches only up to a marker);
+        `body` itself when there is nothing to do."""
+        ...
+
     def tool_definitions(self, tools: Sequence[ToolDeclaration]) -> list[dict[str, Any]]:
         """`tools` as this API's request takes them in `tools`."""
         ...

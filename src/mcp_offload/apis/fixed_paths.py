@@ -20,6 +20,12 @@ class FixedPathsApi:
     def session_headers(self, headers: Mapping[str, str], query: str) -> Mapping[str, str]:
         return headers
 
+    def asking_stream_usage(self, request: dict[str, Any], body: dict[str, Any]) -> dict[str, Any] | None:
+        return None
+
+    def with_cache_breakpoints(self, body: dict[str, Any]) -> dict[str, Any]:
+        return body  # the provider caches prefixes by itself
+
     def tool_definitions(self, tools: Sequence[ToolDeclaration]) -> list[dict[str, Any]]:
         return [self.tool_definition(t.name, t.description, t.input_schema) for t in tools]
 

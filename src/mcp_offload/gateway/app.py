@@ -50,7 +50,6 @@ from mcp_offload.core.services import Services
 from mcp_offload.errors import StoreError
 from mcp_offload.gateway.access import GatewayAccess
 from mcp_offload.gateway.asgi import lifespan, query_string, send_bytes
-from mcp_offload.gateway.client_breakpoints import with_client_breakpoints
 from mcp_offload.gateway.compress_api import CompressApi, is_compress_path
 from mcp_offload.gateway.errors import GatewayError, error_body
 from mcp_offload.gateway.exchange import Exchange, account_exchange, log_exchange, noting_completion, watch_disconnect
@@ -241,15 +240,14 @@ class GatewayApp:
         )
         upstream_body = rewrite.body if rewrite is not None else request
         client_usage = True
-        if may_loop and api.name == "openai_chat" and exchange.stream and not _usage_requested(request):
+        asking = api.asking_stream_usage(request, upstream_body) if may_loop and exchange.stream else None
+        if asking is not None:
             # the accounting needs the upstream's usage (cached_tokens) for a turn the gateway rewrites anyway;
             # the spliced stream drops the usage chunk this client did not ask for
-            options = request.get("stream_options")
-            upstream_body = {**upstream_body, "stream_options": {**(options or {}), "include_usage": True}}
-            client_usage = False
+            upstream_body, client_usage = asking, False
         bypassed = rewrite is not None and rewrite.bypassed
-        if api.name == "anthropic" and self.services.settings.gateway_cache_breakpoints and not bypassed:
-            upstream_body = with_client_breakpoints(upstream_body)  # a client that marks nothing gets prompt caching
+        if self.services.settings.gateway_cache_breakpoints and not bypassed:
+            upstream_body = api.with_cache_breakpoints(upstream_body)  # a client that marks nothing gets prompt caching
         changed = upstream_body is not request
         sent = orjson.dumps(upstream_body) if changed else raw
         path = scope["path"]
@@ -404,11 +402,6 @@ class GatewayApp:
             except StoreError as exc:
                 log.warning("could not record the bypass: %s", exc)
         return original
-
-
-def _usage_requested(request: dict[str, Any]) -> bool:
-    options = request.get("stream_options")
-    return isinstance(options, dict) and options.get("include_usage") is True
 
 
 def _single_choice(request: dict[str, Any]) -> bool:

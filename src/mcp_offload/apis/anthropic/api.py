@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from mcp_offload.apis.anthropic import errors
+from mcp_offload.apis.anthropic.client_breakpoints import with_client_breakpoints
 from mcp_offload.apis.anthropic.history import AnthropicHistory
 from mcp_offload.apis.anthropic.messages import AnthropicFormat
 from mcp_offload.apis.anthropic.stream import AnthropicDialect
@@ -32,6 +33,9 @@ class AnthropicApi(FixedPathsApi):
 
     def tool_definition(self, name: str, description: str, input_schema: dict[str, Any]) -> dict[str, Any]:
         return {"name": name, "description": description, "input_schema": input_schema}
+
+    def with_cache_breakpoints(self, body: dict[str, Any]) -> dict[str, Any]:
+        return with_client_breakpoints(body)
 
     def error_document(self, status: int, code: str, message: str) -> dict[str, Any]:
         return errors.error_document(status, code, message)

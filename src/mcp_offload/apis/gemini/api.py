@@ -44,6 +44,12 @@ class GeminiApi:
     def session_headers(self, headers: Mapping[str, str], query: str) -> Mapping[str, str]:
         return credential_headers(headers, query)
 
+    def asking_stream_usage(self, request: dict[str, Any], body: dict[str, Any]) -> dict[str, Any] | None:
+        return None  # its stream reports usageMetadata unasked
+
+    def with_cache_breakpoints(self, body: dict[str, Any]) -> dict[str, Any]:
+        return body  # implicit caching: no markers
+
     def tool_definitions(self, tools: Sequence[ToolDeclaration]) -> list[dict[str, Any]]:
         return function_declarations(tools)
 

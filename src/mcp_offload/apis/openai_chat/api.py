@@ -33,6 +33,12 @@ class OpenAIChatApi(FixedPathsApi):
     def tool_definition(self, name: str, description: str, input_schema: dict[str, Any]) -> dict[str, Any]:
         return {"type": "function", "function": {"name": name, "description": description, "parameters": input_schema}}
 
+    def asking_stream_usage(self, request: dict[str, Any], body: dict[str, Any]) -> dict[str, Any] | None:
+        options = request.get("stream_options")
+        if isinstance(options, dict) and options.get("include_usage") is True:
+            return None
+        return {**body, "stream_options": {**(options or {}), "include_usage": True}}
+
     def error_document(self, status: int, code: str, message: str) -> dict[str, Any]:
         return openai_error_document(status, code, message)
 
