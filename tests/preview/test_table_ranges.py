@@ -69,3 +69,21 @@ def test_the_whole_column_pass_is_cheap_at_the_size_limit() -> None:
     started = time.perf_counter()
     _columns(text)
     assert time.perf_counter() - started < 1.0
+
+
+def test_identical_rows_in_a_row_are_one_row_and_a_count() -> None:
+    text = "a,b\n0,1\n" + "1,2\n" * 3000 + "".join(f"{i},x\n" for i in range(3, 40))
+    preview = build_preview(text, "text", budget_tokens=500, count_tokens=len4, total_lines=count_lines(text))
+    lines = preview.text.split("\n")
+    start = lines.index(next(line for line in lines if line.startswith("first ")))
+    assert lines[start + 1 : start + 5] == [
+        "  0,1",
+        "  1,2",
+        "  … [the same row 2,999 more times: lines 4–3,002] …",
+        "  3,x",
+    ]
+    shown = int(lines[start].split()[1].replace(",", ""))
+    assert shown == preview.data["rows_shown"] > 3000  # the run counts as the rows it stands for
+    if shown < 3038:
+        assert f"read_large_output(start_line={shown + 2}," in preview.text  # the next rows: right after them
+    assert preview.text.count("  1,2") == 1

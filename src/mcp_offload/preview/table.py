@@ -279,11 +279,7 @@ def table_preview(
     else:
         columns_title = f"columns (types and ranges from the first {plural(len(body), 'row')} only):"
     entries = [f"  {_cell(c.name)}: {kind}" + (f" ({note})" if note else "") for c, kind, note in typed]
-    sample_lines = [
-        "  " + _cell(line, _ROW_WIDTH)
-        for line in head.split("\n")[first_row_line - 1 : first_row_line - 1 + _SAMPLE_MAX]
-        if line.strip()
-    ]
+    sample_lines = _sample_rows(head, first_row_line, collapse=not spans_lines)
     calls: list[tuple[str, RetrievalCall]] = []
     sql_reads = text.isascii() or _is_utf8(head)  # DuckDB refuses a CSV with invalid UTF-8 (lone surrogates)
     for i, (column, kind, _) in enumerate(typed):
@@ -308,11 +304,16 @@ def table_preview(
         calls.append(("the last rows", read_lines(max(first_row_line, last - 4), last)))
 
     def with_rows(n: int) -> Listing:
-        shown = [*facts, f"first {plural(n, 'row')}:", *sample_lines[:n]]
+        rows = sum(covered for _, covered, _ in sample_lines[:n])
+        shown = [*facts, f"first {plural(rows, 'row')}:", *(text for text, _, _ in sample_lines[:n])]
         title = columns_title
-        after = first_row_line + n  # the first row not shown
+        if n < len(sample_lines):  # the first row not shown
+            after = sample_lines[n][2]
+        else:
+            after = sample_lines[n - 1][2] + sample_lines[n - 1][1] if n else first_row_line
         last_line = total_lines - trailing_blank
-        reads = [("the next rows", read_lines(after, min(last_line, after + _ROWS_READ - 1)))] if n < data_rows else []
+        more_rows = rows < data_rows
+        reads = [("the next rows", read_lines(after, min(last_line, after + _ROWS_READ - 1)))] if more_rows else []
         return fit_listing(shown, title, entries, reads + calls, budget, count, entries_noun="more columns")
 
     # At least a few rows; then as many more as the budget holds once every column is listed (rows answer
@@ -323,6 +324,7 @@ def table_preview(
         more = largest(rows_shown + 1, len(sample_lines), lambda n: with_rows(n).entries_shown == len(entries))
         if more > rows_shown:
             rows_shown, listing = more, with_rows(more)
+    rows_shown = sum(covered for _, covered, _ in sample_lines[:rows_shown])
     data: dict[str, Any] = {
         "type": "table",
         "delimiter": delimiter,
@@ -337,6 +339,31 @@ def table_preview(
         "calls": [c.as_data() for c in listing.calls],
     }
     return listing.text, data
+
+
+def _sample_rows(head: str, first_row_line: int, *, collapse: bool) -> list[tuple[str, int, int]]:
+    """Up to `_SAMPLE_MAX` shown rows from the head: (text, rows it stands for, its line number). With `collapse`
+    (rows are lines), a run of 3 or more identical rows is one row and a note of how many more and where."""
+    lines = head.split("\n")
+    shown: list[tuple[str, int, int]] = []
+    i = first_row_line - 1
+    while i < len(lines) and len(shown) < _SAMPLE_MAX:
+        line = lines[i]
+        if not line.strip():
+            i += 1
+            continue
+        run = 1
+        while collapse and i + run < len(lines) and lines[i + run] == line:
+            run += 1
+        text = "  " + _cell(line, _ROW_WIDTH)
+        if run >= 3:
+            note = f"  … [the same row {run - 1:,} more times: lines {i + 2:,}–{i + run:,}] …"
+            shown.append((f"{text}\n{note}", run, i + 1))
+        else:
+            shown.append((text, 1, i + 1))
+            run = 1
+        i += run
+    return shown
 
 
 def _is_utf8(text: str) -> bool:
