@@ -3,14 +3,14 @@
 - `parse_duration`: `90s`, `15m`, `2h`, `3d`, `1w`, `1.5h`, `500ms`; a bare number is seconds.
 - `parse_size`: `512`, `64KB`, `1MiB`, `1GiB`, `4G`, `1.5GB`; a bare number is bytes. KB/MB/GB/TB are powers of
   1000, KiB/MiB/GiB/TiB and the one-letter K/M/G/T powers of 1024 (as `ls -h` and `du` mean them).
-- `parse_port`, `check_url_port`: a TCP port is 1-65535; nothing wraps 70000 round to 4464 (the socket layer would).
+- `parse_port`, `check_url_port`, `check_netloc_ports`: a TCP port is 1-65535; nothing wraps 70000 round to 4464 (the
+  socket layer would).
 """
 
 from __future__ import annotations
 
 import math
 import re
-from urllib.parse import urlsplit
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?|\.\d+)\s*(ms|s|sec|m|min|h|d|w)?", re.ASCII | re.IGNORECASE)
 _DURATION_UNITS = {"": 1.0, "ms": 0.001, "s": 1.0, "sec": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
@@ -60,21 +60,21 @@ def parse_port(text: str) -> int:
     return port
 
 
-def check_url_port(url: str) -> None:
-    """ValueError when `url` names a port outside 1-65535 (or one that is not a number); no port is fine."""
-    try:
-        netloc = urlsplit(url).netloc
-    except ValueError as exc:  # an unbalanced [IPv6 bracket
-        raise ValueError(f"{url[:100]!r} is not a URL ({exc})") from None
-    host_port = netloc.rpartition("@")[2]
-    if host_port.startswith("["):
-        host_port = host_port.partition("]")[2]
-    _, colon, port = host_port.rpartition(":")
-    if colon and port:
-        try:
+def check_url_port(url: str, *, numbers_only: bool = False) -> None:
+    """ValueError when `url` names a port outside 1-65535 (or one that is not a number, unless `numbers_only`); no
+    port is fine. The message names the port, not the URL (it may carry credentials)."""
+    netloc = url.split("://", 1)[-1].split("/", 1)[0].split("?", 1)[0].split("#", 1)[0]
+    check_netloc_ports(netloc, numbers_only=numbers_only)
+
+
+def check_netloc_ports(netloc: str, *, numbers_only: bool = False) -> None:
+    """As `check_url_port` for a URL's `[user@]host[:port][,host[:port]…]` part (a cluster URL lists several);
+    `numbers_only`: a port that is not a number is left to the URL's own parser."""
+    for part in netloc.rpartition("@")[2].split(","):
+        host_port = part.partition("]")[2] if part.startswith("[") else part
+        _, colon, port = host_port.rpartition(":")
+        if colon and port and (port.isdigit() or not numbers_only):
             parse_port(port)
-        except ValueError as exc:
-            raise ValueError(f"{url[:100]!r}: {exc}") from None
 
 
 def format_duration(seconds: float) -> str:

@@ -41,11 +41,11 @@ RANGE = "is out of range (1-65535)"
         (["gateway", "--port", "70000"], f"mcp-offload gateway: error: argument --port: port 70000 {RANGE}"),
         (["gateway", "--port", "65536"], f"mcp-offload gateway: error: argument --port: port 65536 {RANGE}"),
         (["gateway", "--anthropic-upstream", "http://127.0.0.1:70000"],
-         f"mcp-offload gateway: error: argument --anthropic-upstream: 'http://127.0.0.1:70000': port 70000 {RANGE}"),
+         f"mcp-offload gateway: error: argument --anthropic-upstream: port 70000 {RANGE}"),
         (["gateway", "--openai-upstream", "http://[::1]:99999/v1"],
-         f"mcp-offload gateway: error: argument --openai-upstream: 'http://[::1]:99999/v1': port 99999 {RANGE}"),
+         f"mcp-offload gateway: error: argument --openai-upstream: port 99999 {RANGE}"),
         (["gateway", "--gemini-upstream", "https://h:0"],
-         f"mcp-offload gateway: error: argument --gemini-upstream: 'https://h:0': port 0 {RANGE}"),
+         f"mcp-offload gateway: error: argument --gemini-upstream: port 0 {RANGE}"),
     ],
 )  # fmt: skip
 def test_a_port_out_of_range_is_one_line_exit_2_and_nothing_listens(argv: list[str], line: str) -> None:
@@ -60,7 +60,7 @@ def test_a_port_in_an_environment_variable_is_checked_too() -> None:
     env = {**os.environ, "MCP_OFFLOAD_OPENAI_UPSTREAM": "http://127.0.0.1:70000/v1"}
     done = _run("gateway", "--port", "1", env=env)
     assert done.returncode == 2 and len(done.stderr.splitlines()) == 1
-    assert "argument --openai-upstream: 'http://127.0.0.1:70000/v1': port 70000 is out of range" in done.stderr
+    assert "argument --openai-upstream: port 70000 is out of range" in done.stderr
 
 
 def test_a_port_in_a_proxied_servers_url_is_checked(tmp_path: Path) -> None:
@@ -106,3 +106,23 @@ def test_a_redis_store_before_the_subcommand_is_used_by_it() -> None:
     done = _run("--store", "redis://127.0.0.1:1/0", "outputs", "list")
     assert done.returncode == 2
     assert done.stderr.splitlines()[-1].startswith("mcp-offload: the shared output store (Redis) is unreachable")
+
+
+@pytest.mark.parametrize(
+    ("store", "port"),
+    [
+        ("redis://127.0.0.1:0/0", 0),  # redis-py took port 0 for its default 6379
+        ("redis://:s3cret@127.0.0.1:70000/0", 70000),
+        ("redis+cluster://127.0.0.1:7000,127.0.0.1:99999", 99999),
+    ],
+)
+def test_a_port_out_of_range_in_the_store_url_is_one_line_exit_2(store: str, port: int) -> None:
+    line = f"port {port} is out of range (1-65535); nothing was started"
+    for argv in (["--store", store, "--transport", "http", "--port", "1"], ["outputs", "list", "--store", store]):
+        done = _run(*argv)
+        assert done.returncode == 2, (argv, done.stderr)
+        assert done.stderr.splitlines() == [f"mcp-offload: the store location names a port out of range: {line}"]
+    env = {**os.environ, "MCP_OFFLOAD_STORE": store}
+    done = _run("stats", env=env)
+    assert done.returncode == 2 and done.stderr.splitlines()[-1].endswith(line)
+    assert "s3cret" not in done.stderr  # the message names the port, not the URL with its password

@@ -8,7 +8,7 @@ import argparse
 
 import pytest
 
-from mcp_offload.cli.gateway import TOKEN_ENV, add_parser, options_from_args
+from mcp_offload.cli.gateway import TOKEN_ENV, add_parser, options_from_args, settings_from_args
 from mcp_offload.errors import OperatorError
 from mcp_offload.gateway.access import GatewayAccess
 
@@ -56,3 +56,11 @@ def test_tokens_from_flags_and_environment() -> None:
     with pytest.raises(OperatorError, match="token"):
         options_from_args(_args("--host", "0.0.0.0"), environ={})
     assert options_from_args(_args("--host", "0.0.0.0", "--token", TOKEN), environ={}).host == "0.0.0.0"
+
+
+def test_the_cache_breakpoints_setting_from_the_environment_and_the_flags() -> None:
+    off = {"MCP_OFFLOAD_GATEWAY_CACHE_BREAKPOINTS": "0"}
+    assert settings_from_args(_args(), environ={}).gateway_cache_breakpoints is True  # on by default
+    assert settings_from_args(_args(), environ=off).gateway_cache_breakpoints is False
+    assert settings_from_args(_args("--gateway-cache-breakpoints"), environ=off).gateway_cache_breakpoints is True
+    assert settings_from_args(_args("--no-gateway-cache-breakpoints"), environ={}).gateway_cache_breakpoints is False

@@ -120,6 +120,13 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:  # argparse's _SubPa
     parser.add_argument(
         "--max-body-bytes", type=int, default=32 * 1024 * 1024, help="largest request body (default 32 MiB)"
     )
+    parser.add_argument(
+        "--gateway-cache-breakpoints",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="add Anthropic cache breakpoints to requests that set no cache_control (default on; "
+        "env MCP_OFFLOAD_GATEWAY_CACHE_BREAKPOINTS)",
+    )
     parser.add_argument("--log-level", default="INFO", help="stderr log level (default INFO: one line per request)")
     parser.set_defaults(run=run)
     return parser
@@ -149,10 +156,17 @@ def options_from_args(args: argparse.Namespace, environ: dict[str, str] | None =
     )
 
 
+def settings_from_args(args: argparse.Namespace, environ: dict[str, str] | None = None) -> Settings:
+    """The environment's settings with what the flags set (a flag left out keeps the environment's value)."""
+    return Settings.from_env(environ).with_overrides(
+        store=args.store, gateway_cache_breakpoints=args.gateway_cache_breakpoints
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     log_to_stderr(args.log_level)  # JSON lines on stderr, like every other command
     logging.getLogger("httpx2").setLevel(logging.WARNING)  # the gateway's own line per request says more
-    settings = Settings.from_env().with_overrides(store=args.store)
+    settings = settings_from_args(args)
     options = options_from_args(args)
     anyio.run(run_gateway, settings, options, backend_options=loop_options())
     return 0

@@ -265,7 +265,7 @@ def _remote_target(entry: dict[str, Any], where: str, declared: str | None) -> R
     try:
         check_url_port(url)
     except ValueError as exc:
-        raise ConfigError(f'{where}: "url" {exc}') from None
+        raise ConfigError(f'{where}: "url": {exc}') from None
     headers = _string_map(entry.get("headers"), f'{where}: "headers"', allow_numbers=False)
     if declared in _SSE or (declared is None and parts.path.rstrip("/").endswith("/sse")):
         transport: Literal["http", "sse"] = "sse"

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from urllib.parse import unquote
 
 from mcp_offload.errors import SettingsError, StoreUnavailable
+from mcp_offload.units import check_url_port
 
 if TYPE_CHECKING:  # redis is imported when a client is made, so a filesystem store never loads it
     import redis
@@ -70,8 +71,10 @@ class StoreLocationError(SettingsError):
 def store_kind(location: str) -> StoreKind:
     """Which backend `location` names; `StoreLocationError` for a URL of a scheme no backend knows."""
     if location.startswith(REDIS_SCHEMES):
+        _check_ports(location)
         return "redis"
     if location.startswith(CLUSTER_SCHEMES):
+        _check_ports(location)
         return "cluster"
     found = _URL.match(location)
     if found:
@@ -80,6 +83,15 @@ def store_kind(location: str) -> StoreKind:
             f"A store is {KNOWN}"
         )
     return "fs"
+
+
+def _check_ports(location: str) -> None:
+    """`SettingsError` (exit status 2) for a port outside 1-65535 in a Redis URL or any cluster seed: redis-py
+    would take port 0 as its default 6379, and 70000 must not be dialled as anything else."""
+    try:
+        check_url_port(location, numbers_only=True)  # "h:x" is the URL parsers' to refuse, in their words
+    except ValueError as exc:
+        raise SettingsError(f"the store location names a port out of range: {exc}; nothing was started") from None
 
 
 def is_redis_location(location: str) -> bool:
