@@ -25,27 +25,26 @@ to direct.
 `breaks` counts requests whose prompt does not start with the whole previous prompt of the session (a cache
 miss caused by the client); the gateway's one break is the request on which it appends its retrieval tools.
 Added latency is per turn, gateway minus direct (whole streamed answer); TTFT is the time to the first delta.
+
+The pieces: gateway_outputs.py (the seeded tool outputs), gateway_session.py (the agent's tools and the upstream's
+script), gateway_baselines.py (clear-old, naive), gateway_stream.py (stream accumulators), gateway_gemini.py (the
+Gemini client), gateway_upstream.py (the upstream's process), gateway_report.py (the tables); this module runs them.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import copy
-import functools
 import json
 import os
 import random
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-import zlib
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any
 
 import httpx2
 
@@ -56,7 +55,13 @@ sys.path.append(str(HERE.parent / "tests"))
 sys.path.insert(0, str(HERE.parent))  # run as a script: `bench` from the repo root
 
 from bench import gateway_gemini as gemini  # noqa: E402
-from llm_upstream import CacheUsage, Turn, UpstreamServer, reply, session_key, tool_call  # noqa: E402
+from bench.gateway_baselines import clear_old, count_results, naive_compressor, transform_results  # noqa: E402
+from bench.gateway_outputs import Scenario  # noqa: E402
+from bench.gateway_report import markdown, print_table  # noqa: E402
+from bench.gateway_session import SYSTEM_PROMPT, TOOLS, bench_script  # noqa: E402
+from bench.gateway_stream import ACCUMULATORS, is_delta  # noqa: E402
+from bench.gateway_upstream import RemoteUpstream, upstream_process  # noqa: E402
+from llm_upstream import CacheUsage, UpstreamServer, session_key  # noqa: E402
 from llm_upstream.errors import ApiKind  # noqa: E402
 from mcp_offload.cachesafe.cost import prices_for  # noqa: E402
 from support.gateway_process import gateway_process  # noqa: E402
@@ -69,95 +74,9 @@ MODELS: dict[ApiKind, str] = {
     "gemini": gemini.MODEL,
 }
 OUTPUT_PRICE = {"claude-sonnet-4-6": 5.0, "gpt-4o": 4.0, "gpt-5": 8.0, gemini.MODEL: gemini.OUTPUT_PRICE}
-KEEP_RECENT = 3  # clear-old keeps this many results
-NAIVE_BUDGET_CHARS = 80_000  # naive: all tool results share this many characters
-SEARCH = "search_large_output"
 
 
-# -- generated outputs (seeded), each with a fact planted in its middle --------------------------------------------
-def fact(step: int) -> str:
-    return f"FACT-{step}-{random.Random(step).randbytes(4).hex()}"
-
-
-def json_output(rng: random.Random, size: int, step: int) -> str:
-    rows: list[dict[str, Any]] = []
-    total = 0
-    while total < size:
-        row = {
-            "id": len(rows),
-            "sku": f"SKU-{rng.randint(10**5, 10**6)}",
-            "region": rng.choice(["eu", "us", "ap"]),
-            "price": round(rng.uniform(1, 900), 2),
-            "tags": rng.sample(["new", "sale", "bulk", "eol", "gift"], 2),
-            "note": " ".join(rng.choice(["ok", "late", "restock", "audit", "hold"]) for _ in range(6)),
-        }
-        rows.append(row)
-        total += 150
-    rows[len(rows) // 2]["note"] = f"escalated: {fact(step)}"
-    return json.dumps({"step": step, "items": rows}, indent=1)
-
-
-def log_output(rng: random.Random, size: int, step: int) -> str:
-    lines, total = [], 0
-    services = ["api", "worker", "db", "cache", "auth"]
-    while total < size:
-        level = rng.choices(["INFO", "DEBUG", "WARN", "ERROR"], [60, 25, 10, 5])[0]
-        line = (
-            f"2026-11-24T{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}:{rng.randint(0, 59):02d}."
-            f"{rng.randint(0, 999):03d}Z {level:5} {rng.choice(services)}[{rng.randint(100, 999)}]: "
-            f"request id={rng.randint(10**8, 10**9)} took {rng.randint(1, 3000)}ms "
-            f"status={rng.choice([200, 200, 404, 500])}"
-        )
-        lines.append(line)
-        total += len(line) + 1
-    lines.insert(len(lines) // 2, f"2026-11-24T12:00:00.000Z ERROR worker[777]: root cause {fact(step)}")
-    return "\n".join(lines)
-
-
-def diff_output(rng: random.Random, size: int, step: int) -> str:
-    parts, total, n = [], 0, 0
-    while total < size:
-        name = f"src/module_{rng.randint(1, 80)}/file_{n}.py"
-        hunk = [f"diff --git a/{name} b/{name}", f"--- a/{name}", f"+++ b/{name}", f"@@ -{n * 10},7 +{n * 10},8 @@"]
-        for _ in range(rng.randint(6, 20)):
-            sign = rng.choice([" ", " ", "+", "-"])
-            hunk.append(
-                f"{sign}    value_{rng.randint(0, 999)} = compute(x{rng.randint(0, 9)}, retries={rng.randint(1, 5)})"
-            )
-        block = "\n".join(hunk)
-        parts.append(block)
-        total += len(block) + 1
-        n += 1
-    parts.insert(len(parts) // 2, f"+    # {fact(step)}")
-    return "\n".join(parts)
-
-
-def small_output(rng: random.Random, size: int, step: int) -> str:
-    return "\n".join(f"file_{step}_{i}.txt  {rng.randint(10, 99_999)} bytes" for i in range(max(1, size // 28)))
-
-
-KINDS: dict[str, Callable[[random.Random, int, int], str]] = {
-    "json": json_output,
-    "log": log_output,
-    "diff": diff_output,
-    "small": small_output,
-}
-
-
-@dataclass(frozen=True, slots=True)
-class Scenario:
-    name: str
-    api: ApiKind
-    steps: list[tuple[str, int]]  # (kind, size in bytes) of each tool output
-    retrieve_at: frozenset[int] = frozenset()  # steps at which the model searches an earlier output (gateway)
-    tool_heavy: bool = True
-    marks: bool = True  # the client sets cache breakpoints (Claude Code does); False: a plain SDK app that sets none
-
-    def output(self, step: int) -> str:
-        kind, size = self.steps[step]
-        return KINDS[kind](random.Random(zlib.crc32(f"{self.name}/{step}".encode())), size, step)
-
-
+# -- the sessions (their outputs: gateway_outputs.py; the upstream's script: gateway_session.py) -------------------
 def scenarios(quick: bool) -> list[Scenario]:
     big = (30_000, 150_000) if quick else (300_000, 2_500_000)
     mid = (3_000, 12_000) if quick else (4_000, 30_000)
@@ -195,58 +114,6 @@ def scenarios(quick: bool) -> list[Scenario]:
         ),
         Scenario("unmarked one call", "anthropic", [], tool_heavy=False, marks=False),
     ]
-
-
-# -- the upstream's script: the next tool call of the session ------------------------------------------------------
-SYSTEM_PROMPT = "\n".join(
-    f"Rule {i}: act carefully, verify each tool result, keep the user informed, prefer small safe steps."
-    for i in range(180)
-)
-
-
-class ToolSpec(TypedDict):
-    """A tool the agent is offered, rendered per API in Session.body."""
-
-    name: str
-    description: str
-    schema: dict[str, Any]
-
-
-BASH: ToolSpec = {
-    "name": "bash",
-    "description": "Run a shell command and return its output.",
-    "schema": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]},
-}
-OTHER_TOOLS: list[ToolSpec] = [
-    {
-        "name": name,
-        "description": f"The {name} tool: " + "it does what its name says. " * 12,
-        "schema": {"type": "object", "properties": {"path": {"type": "string"}, "limit": {"type": "integer"}}},
-    }
-    for name in ("read_file", "write_file", "list_dir", "grep")
-]
-
-
-def bench_script(plans: dict[str, Scenario]) -> Callable[[Turn], Any]:
-    def decide(turn: Turn) -> Any:
-        name = turn.user_texts()[0].removeprefix("Session: ").split("\n", 1)[0] if turn.user_texts() else ""
-        scenario = plans[name]
-        exchanges = turn.exchanges()
-        step = sum(1 for e in exchanges if e.name == "bash" and e.result is not None)
-        if step >= len(scenario.steps):
-            return reply("All steps done.")
-        last = exchanges[-1].name if exchanges else None
-        # ids that depend on the conversation only, so every mode's prompt holds the same bytes
-        call_id = f"{'toolu' if turn.api == 'anthropic' else 'call'}_bench_{len(exchanges):04d}"
-        if step in scenario.retrieve_at and last == "bash" and SEARCH in turn.tool_names:
-            search = tool_call(SEARCH, {"pattern": fact(step - 1), "literal": True}, id=call_id)
-            return reply("Checking an earlier output.", search)
-        said = f"Running step {step}."
-        if last == SEARCH:  # say whether the gateway's answer held the fact (the bench counts it in the history)
-            said += " Retrieved ok." if fact(step - 1) in (exchanges[-1].result or "") else " Retrieved MISSING."
-        return reply(said, tool_call("bash", {"command": f"run step {step}"}, id=call_id))
-
-    return decide
 
 
 # -- the client side: one conversation per mode --------------------------------------------------------------------
@@ -366,64 +233,6 @@ class Conversation:
             self.history.append({"role": "user", "content": results})
 
 
-TOOLS = [BASH, *OTHER_TOOLS]
-
-
-def result_slots(api: ApiKind, history: list[dict[str, Any]]) -> Iterator[tuple[int, int | None]]:
-    """(message index, block index or None) of every tool result's text, oldest first."""
-    if api == "gemini":
-        yield from gemini.result_slots(history)
-        return
-    for i, msg in enumerate(history):
-        if api == "anthropic" and msg.get("role") == "user" and isinstance(msg["content"], list):
-            for j, block in enumerate(msg["content"]):
-                if block.get("type") == "tool_result":
-                    yield i, j
-        elif (api == "openai_chat" and msg.get("role") == "tool") or msg.get("type") == "function_call_output":
-            yield i, None
-
-
-def count_results(api: ApiKind, history: list[dict[str, Any]]) -> int:
-    return sum(1 for _ in result_slots(api, history))
-
-
-def transform_results(
-    api: ApiKind, history: list[dict[str, Any]], rewrite: Callable[[int, int, str], str]
-) -> list[dict[str, Any]]:
-    """A copy of `history` with each tool result's text replaced by `rewrite(position, count, text)`."""
-    out = list(history)
-    slots = list(result_slots(api, history))
-    for position, (i, j) in enumerate(slots):
-        if api == "gemini" and j is not None:
-            out[i] = gemini.replace_result(out[i], j, functools.partial(rewrite, position, len(slots)))
-            continue
-        msg = out[i] = copy.copy(out[i])
-        if j is None:
-            field_name = "content" if api == "openai_chat" else "output"
-            msg[field_name] = rewrite(position, len(slots), msg[field_name])
-        else:
-            msg["content"] = list(msg["content"])
-            block = msg["content"][j] = dict(msg["content"][j])
-            block["content"] = rewrite(position, len(slots), block["content"])
-    return out
-
-
-def clear_old(position: int, count: int, text: str) -> str:
-    return text if position >= count - KEEP_RECENT else "[old tool result cleared to save context]"
-
-
-def naive_compressor(count: int) -> Callable[[int, int, str], str]:
-    share = max(400, NAIVE_BUDGET_CHARS // max(count, 1))
-
-    def cut(position: int, count: int, text: str) -> str:
-        if len(text) <= share:
-            return text
-        half = share // 2
-        return f"{text[:half]}\n[... {len(text) - 2 * half} characters omitted ...]\n{text[-half:]}"
-
-    return cut
-
-
 # -- streaming: send one request, accumulate the answer, time it ---------------------------------------------------
 def send(http: httpx2.Client, base: str, conv: Conversation) -> Any:
     api = conv.scenario.api
@@ -446,7 +255,7 @@ def send(http: httpx2.Client, base: str, conv: Conversation) -> Any:
             if data == "[DONE]":
                 break
             event = json.loads(data)
-            if ttft is None and _is_delta(api, event):
+            if ttft is None and is_delta(api, event):
                 ttft = time.perf_counter() - started
             accumulate.send(event)
     conv.timings.append(Timing(time.perf_counter() - started, ttft))
@@ -461,122 +270,7 @@ def _headers(api: ApiKind, key: str) -> dict[str, str]:
     return {"authorization": f"Bearer {key}"}
 
 
-def _is_delta(api: ApiKind, event: dict[str, Any]) -> bool:
-    if api == "gemini":
-        return gemini.is_delta(event)
-    if api == "anthropic":
-        return event.get("type") == "content_block_delta"
-    if api == "openai_chat":
-        choices = event.get("choices") or []
-        return bool(choices and (choices[0]["delta"].get("content") or choices[0]["delta"].get("tool_calls")))
-    return str(event.get("type", "")).endswith(".delta")
-
-
-class AnthropicAccumulator:
-    def __init__(self) -> None:
-        self.blocks: dict[int, dict[str, Any]] = {}
-        self.partial: dict[int, str] = {}
-
-    def send(self, event: dict[str, Any]) -> None:
-        kind = event.get("type")
-        if kind == "content_block_start":
-            self.blocks[event["index"]] = dict(event["content_block"])
-        elif kind == "content_block_delta":
-            block, delta = self.blocks[event["index"]], event["delta"]
-            if delta["type"] == "text_delta":
-                block["text"] += delta["text"]
-            elif delta["type"] == "input_json_delta":
-                self.partial[event["index"]] = self.partial.get(event["index"], "") + delta["partial_json"]
-            elif delta["type"] == "thinking_delta":
-                block["thinking"] += delta["thinking"]
-            elif delta["type"] == "signature_delta":
-                block["signature"] = delta["signature"]
-        elif kind == "content_block_stop" and event["index"] in self.partial:
-            self.blocks[event["index"]]["input"] = json.loads(self.partial.pop(event["index"]) or "{}")
-
-    def result(self) -> list[dict[str, Any]]:
-        return [self.blocks[i] for i in sorted(self.blocks)]
-
-
-class ChatAccumulator:
-    def __init__(self) -> None:
-        self.text: str | None = None
-        self.calls: dict[int, dict[str, Any]] = {}
-
-    def send(self, event: dict[str, Any]) -> None:
-        for choice in event.get("choices") or []:
-            delta = choice["delta"]
-            if delta.get("content"):
-                self.text = (self.text or "") + delta["content"]
-            for call in delta.get("tool_calls") or []:
-                slot = self.calls.setdefault(
-                    call["index"], {"id": "", "type": "function", "function": {"name": "", "arguments": ""}}
-                )
-                slot["id"] = call.get("id") or slot["id"]
-                fn = call.get("function") or {}
-                slot["function"]["name"] += fn.get("name") or ""
-                slot["function"]["arguments"] += fn.get("arguments") or ""
-
-    def result(self) -> dict[str, Any]:
-        message: dict[str, Any] = {"role": "assistant", "content": self.text}
-        if self.calls:
-            message["tool_calls"] = [self.calls[i] for i in sorted(self.calls)]
-        return message
-
-
-class ResponsesAccumulator:
-    def __init__(self) -> None:
-        self.output: list[dict[str, Any]] = []
-
-    def send(self, event: dict[str, Any]) -> None:
-        if event.get("type") == "response.completed":
-            self.output = event["response"]["output"]
-
-    def result(self) -> list[dict[str, Any]]:
-        return self.output
-
-
-ACCUMULATORS: dict[ApiKind, Callable[[], Any]] = {
-    "anthropic": AnthropicAccumulator,
-    "openai_chat": ChatAccumulator,
-    "responses": ResponsesAccumulator,
-    "gemini": gemini.GeminiAccumulator,
-}
-
-
-# -- the upstream, in its own process (as a provider is: the gateway's extra hop is then measured fairly) ----------
-@dataclass(slots=True)
-class RemoteUpstream:
-    base_url: str
-    process: subprocess.Popen[bytes]
-
-    @property
-    def openai_url(self) -> str:
-        return self.base_url + "/v1"
-
-    def requests(self) -> list[dict[str, Any]]:
-        return list(httpx2.get(self.base_url + "/_upstream/requests", timeout=60).json())
-
-
-@contextlib.contextmanager
-def upstream_process(quick: bool) -> Iterator[RemoteUpstream]:
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--serve-upstream", *(["--quick"] if quick else [])]
-    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-    try:
-        line = proc.stdout.readline() if proc.stdout else b""
-        if not line.strip().isdigit():
-            raise RuntimeError("the scripted upstream did not start")
-        yield RemoteUpstream(f"http://127.0.0.1:{int(line)}", proc)
-    finally:
-        if proc.stdin:
-            proc.stdin.close()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
+# -- the upstream, in its own process (gateway_upstream.py starts it) ---------------------------------------------
 def serve_upstream(quick: bool) -> None:
     """The child side of upstream_process: serve until stdin closes."""
     plans = {s.name: s for s in [*scenarios(quick), PROBE]}
@@ -585,7 +279,6 @@ def serve_upstream(quick: bool) -> None:
         sys.stdin.read()
 
 
-# -- the gateway process -------------------------------------------------------------------------------------------
 # -- one scenario, four modes, turn by turn -------------------------------------------------------------------------
 def run_scenario(
     scenario: Scenario, upstream: RemoteUpstream, gateway: str, http: httpx2.Client
@@ -710,70 +403,6 @@ def measure(quick: bool) -> list[dict[str, Any]]:
             print(f"[gateway] {scenario.name} ({scenario.api}, {len(scenario.steps)} steps)", file=sys.stderr)
             rows.extend(run_scenario(scenario, upstream, gateway, http))
     return rows
-
-
-COLUMNS = [
-    ("scenario", 22),
-    ("mode", 9),
-    ("cost_x", 7),
-    ("tokens_sent", 11),
-    ("max_prompt", 10),
-    ("hit_share", 9),
-    ("breaks", 6),
-    ("facts_found", 6),
-    ("facts_missing", 6),
-    ("upstream_requests", 8),
-    ("added_p50_ms", 9),
-    ("added_p99_ms", 9),
-    ("ttft_p50_ms", 9),
-]
-
-
-def print_table(rows: list[dict[str, Any]]) -> None:
-    print("  ".join(name[:width].ljust(width) for name, width in COLUMNS))
-    for row in rows:
-        cells = []
-        for name, width in COLUMNS:
-            value = row.get(name)
-            text = "" if value is None else (f"{value:.3f}" if isinstance(value, float) else str(value))
-            cells.append(text[:width].ljust(width))
-        print("  ".join(cells))
-
-
-def markdown(rows: list[dict[str, Any]]) -> str:
-    """The README table: one line per scenario and mode, then the no-offload probe."""
-    lines = [
-        "| session (API) | client | cost vs direct | tokens sent | largest prompt | cache hits | breaks | "
-        "facts retrieved | added p50 / p99 | TTFT p50 |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for r in rows:
-        if "tokens_sent" not in r:
-            continue
-        added = f"{r['added_p50_ms']:.0f} / {r['added_p99_ms']:.0f} ms" if r.get("added_p50_ms") is not None else ""
-        ttft = f"{r['ttft_p50_ms']:.0f} ms" if r.get("ttft_p50_ms") is not None else ""
-        lines.append(
-            f"| {r['scenario']} ({API_LABEL[r['api']]}) | {r['mode']} | {r['cost_x']:.3f}x | {r['tokens_sent']:,} | "
-            f"{r.get('max_prompt', 0):,} | {r['hit_share']:.0%} | {r['breaks']} | {facts(r)} | {added} | {ttft} |"
-        )
-    for r in rows:
-        if "tokens_sent" in r:
-            continue
-        lines.append(
-            f"| one call with nothing to offload, {r['turns']} alternating ({API_LABEL[r['api']]}) | gateway | "
-            "1.000x | | | | 0 | | "
-            f"{r['added_p50_ms']:.1f} / {r['added_p99_ms']:.1f} ms | {r['ttft_p50_ms']:.1f} ms "
-            f"(direct {r['direct_ttft_p50_ms']:.1f} ms) |"
-        )
-    return "\n".join(lines)
-
-
-def facts(row: dict[str, Any]) -> str:
-    asked = row.get("facts_found", 0) + row.get("facts_missing", 0)
-    return f"{row['facts_found']}/{asked}" if asked else ""
-
-
-API_LABEL = {"anthropic": "Anthropic", "openai_chat": "Chat", "responses": "Responses", "gemini": "Gemini"}
 
 
 def run(args: Any) -> list[dict[str, object]]:
