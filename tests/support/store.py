@@ -15,6 +15,7 @@ import secrets
 import shutil
 import socket
 import subprocess
+import tempfile
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from pathlib import Path
@@ -49,16 +50,20 @@ class RedisServer:
         self.port = port or free_port()
         self.extra = list(extra)  # more redis-server options, e.g. ["--replicaof", "127.0.0.1", "6379"]
         self.proc: subprocess.Popen[bytes] | None = None
+        # its working directory: a master writes dump.rdb there for a replica's full sync even with `--save ""`
+        self.dir = Path(tempfile.mkdtemp(prefix="mcp-offload-redis-"))
 
     @property
     def url(self) -> str:
         return f"redis://127.0.0.1:{self.port}/0"
 
     def start(self) -> RedisServer:
+        self.dir.mkdir(parents=True, exist_ok=True)  # again after a stop
         self.proc = subprocess.Popen(
             [
                 "redis-server",
                 *("--bind", "127.0.0.1", "--port", str(self.port), "--save", "", "--appendonly", "no"),
+                *("--dir", str(self.dir)),
                 *self.extra,
             ],
             stdout=subprocess.DEVNULL,
@@ -85,6 +90,7 @@ class RedisServer:
                 self.proc.kill()
                 self.proc.wait()
             self.proc = None
+        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 def have_redis_server() -> bool:
