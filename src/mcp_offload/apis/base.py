@@ -51,6 +51,7 @@ class ToolDeclaration:
 class LlmApi(Protocol):
     name: ApiName
     format_name: str | None  # the Compactor's word (Chat Completions: "openai"); None: not offered there
+    title: str  # its name in messages to people ("OpenAI Chat Completions")
     provider: Provider  # whose upstream base URL the gateway sends it to
     relays_unreadable: bool  # a body that is not a JSON object goes upstream as is (else: a 400 of our own)
     messages: MessageFormat

@@ -1,21 +1,32 @@
 """Which API a message list is in: named by the caller (`format=`, the public boundary, where the aliases are
-accepted), or recognised from the first distinctive message.
+accepted), or recognised from the messages. One detection, for the `Compactor` and the compression service.
 
-Anthropic: `tool_use` / `tool_result` / `image` blocks. OpenAI Chat Completions: `role: "tool"`, `tool_calls`, or a
-`system` / `developer` role. Responses: items with a `type` other than `message`, or `input_text` / `output_text`
-parts. A list with none of these (plain user / assistant text) reads the same in every API: Chat Completions.
+Each API offered at the boundary (a `format_name`) says whether a message can be its own
+(`MessageFormat.could_be`, in its package); the list's API is the one every message can belong to. A list that
+every API reads alike (role and string content only) holds no tool result in any of them, so the choice cannot
+change the answer: Chat Completions (`PLAIN`), the contract's default. A list no API reads whole (messages of two
+APIs, or a message of none) is refused by `shape_of` with `ShapeError`, naming the messages that disagree; the
+`Compactor` (`detect_api`) takes the first message only one API reads instead, as it always has.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from mcp_offload.apis.base import LlmApi
+from mcp_offload.apis.message import part_types
 from mcp_offload.apis.names import ApiName
 from mcp_offload.apis.registry import APIS, api_for_format
 
+__all__ = ["FORMAT_ALIASES", "PLAIN", "ShapeError", "api_of_format", "apis_reading", "detect_api", "shape_of"]
+
 FORMAT_ALIASES = {"chat": "openai", "openai-chat": "openai", "openai-responses": "responses"}
+PLAIN: ApiName = "openai_chat"  # the pick for a list every API reads alike
+
+
+class ShapeError(ValueError):
+    """The messages match no single API; the message says which ones and why, in one line."""
 
 
 def api_of_format(name: str) -> LlmApi:
@@ -27,37 +38,76 @@ def api_of_format(name: str) -> LlmApi:
     return api
 
 
-def _field(message: object, key: str) -> Any:
-    return message.get(key) if isinstance(message, dict) else getattr(message, key, None)
+def _offered() -> tuple[LlmApi, ...]:
+    """The APIs detection chooses among, in the order a tie is settled: `PLAIN` first, then the registry's."""
+    offered = [api for api in APIS.values() if api.format_name is not None]
+    return tuple(sorted(offered, key=lambda api: api.name != PLAIN))
 
 
-def _kind_of(message: object) -> ApiName | None:
-    kind = _field(message, "type")
-    if kind in ("function_call", "function_call_output", "reasoning") or (
-        isinstance(kind, str) and kind not in ("message",) and kind.endswith(("_call", "_output"))
-    ):
-        return "responses"
-    role = _field(message, "role")
-    if role == "tool" or _field(message, "tool_calls"):
-        return "openai_chat"
-    content = _field(message, "content")
-    if isinstance(content, list):
-        for block in content:
-            block_type = _field(block, "type")
-            if block_type in ("tool_use", "tool_result", "image", "thinking"):
-                return "anthropic"
-            if block_type in ("input_text", "output_text", "input_image"):
-                return "responses"
-            if block_type == "image_url":
-                return "openai_chat"
-    if role in ("system", "developer"):
-        return "openai_chat"
-    return None
+def apis_reading(message: Mapping[str, Any]) -> frozenset[ApiName]:
+    """The APIs `message` can belong to (empty: none)."""
+    return frozenset(api.name for api in _offered() if api.messages.could_be(message))
+
+
+def _plain(message: object) -> Mapping[str, Any]:
+    """`message` as plain data (an SDK object dumped); {} (read as no API's) for anything else."""
+    if isinstance(message, Mapping):
+        return message
+    model_dump = getattr(message, "model_dump", None)
+    dumped = model_dump(mode="json", exclude_none=True) if callable(model_dump) else None
+    return dumped if isinstance(dumped, dict) else {}
+
+
+def _describe(index: int, message: Mapping[str, Any]) -> str:
+    role, kind = message.get("role"), message.get("type")
+    parts = part_types(message.get("content")) or []
+    what = f"type {kind!r}" if kind is not None else f"role {role!r}"
+    if parts:
+        what += " with " + ", ".join(sorted(set(parts))[:3]) + " parts"
+    return f"messages[{index}] ({what})"
+
+
+def titles(names: frozenset[ApiName]) -> str:
+    """`names` as people read them, in detection order ("OpenAI Chat Completions or Anthropic Messages")."""
+    return " or ".join(api.title for api in _offered() if api.name in names)
+
+
+def shape_of(messages: Sequence[Mapping[str, Any]]) -> ApiName:
+    """The API every message of `messages` can belong to (see the module docstring); raises `ShapeError`."""
+    offered = _offered()
+    common: set[ApiName] = {api.name for api in offered}
+    seen: list[tuple[int, frozenset[ApiName]]] = []
+    for i, message in enumerate(messages):
+        fits = apis_reading(message)
+        if not fits:
+            known = ", ".join(api.title for api in APIS.values() if api.format_name is not None)
+            raise ShapeError(
+                f'{_describe(i, message)} is not a message of any known format ({known}); send "format" or fix '
+                "the message."
+            )
+        narrower = fits & common
+        if not narrower:
+            j, theirs = next(((j, f) for j, f in seen if not (f & fits)), seen[-1])
+            raise ShapeError(
+                f"The messages mix formats: {_describe(i, message)} reads as {titles(fits)} but "
+                f"{_describe(j, messages[j])} as {titles(theirs)}; "
+                'send one format (and "format" to name it).'
+            )
+        common &= narrower
+        seen.append((i, fits))
+    return next(api.name for api in offered if api.name in common)
 
 
 def detect_api(messages: Sequence[object]) -> LlmApi:
-    for message in messages:
-        found = _kind_of(message)
-        if found:
-            return APIS[found]
-    return APIS["openai_chat"]
+    """The `Compactor`'s detection: `shape_of`; for a list it refuses, the first message only one API reads
+    (the `Compactor` then reads every message in that API, naming one it cannot), else `PLAIN`."""
+    plain = [_plain(m) for m in messages]
+    try:
+        return APIS[shape_of(plain)]
+    except ShapeError:
+        pass
+    for message in plain:
+        fits = apis_reading(message)
+        if len(fits) == 1:
+            return APIS[next(iter(fits))]
+    return APIS[PLAIN]

@@ -9,6 +9,7 @@ to this interface; each API's is its package's `messages.py`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
@@ -83,6 +84,11 @@ class MessageFormat(Protocol):
         shape the API takes for arguments)."""
         ...
 
+    def could_be(self, message: Mapping[str, Any]) -> bool:
+        """Whether `message` (plain data) can be a message of this API: what detection (`apis/detect.py`) asks
+        each API of a list that names no format."""
+        ...
+
 
 OFFLOADED_ARGUMENTS = "offloaded_arguments"
 
@@ -149,3 +155,24 @@ def require_str(value: object, index: int, what: str) -> str:
     if not isinstance(value, str):
         raise bad(index, f"{what} must be a string, got {type(value).__name__}")
     return value
+
+
+def part_types(content: Any) -> list[str] | None:
+    """The types of a content list's parts; [] for a string or null content; None for anything else (a part with
+    no string `type`, content of another kind): what `could_be` reads a message's content as."""
+    if content is None or isinstance(content, str):
+        return []
+    if not isinstance(content, list):
+        return None
+    types: list[str] = []
+    for part in content:
+        if not isinstance(part, Mapping) or not isinstance(part.get("type"), str):
+            return None
+        types.append(part["type"])
+    return types
+
+
+def is_typed_item(message: Mapping[str, Any]) -> bool:
+    """A Responses-style typed item (a call, an output, reasoning, …): a `type` other than `message`."""
+    kind = message.get("type")
+    return isinstance(kind, str) and kind != "message"

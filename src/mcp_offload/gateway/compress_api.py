@@ -4,7 +4,7 @@ served by mcp-offload over the gateway's cache-safe core.
     POST /v1/compress              {"messages": [...], "model"?, "format"?} -> the same number of messages, tool
                                    results over the threshold replaced by mcp-offload's reference + preview and a
                                    marker `[... Retrieve more: hash=<24 hex>]`; `ccr_hashes` lists the hashes,
-                                   `format` the message format used (named, or detected: `message_shape`)
+                                   `format` the message format used (named, or detected: `apis.detect`)
     GET  /v1/retrieve/{hash}       ?query=  -> {"hash", "original_content", ...}
     POST /v1/retrieve/{hash}       {"query"?}
     POST /v1/retrieve              {"hash", "query"?}
@@ -54,7 +54,9 @@ from typing import Any
 import anyio
 import orjson
 
+from mcp_offload.apis.detect import ShapeError, apis_reading, shape_of
 from mcp_offload.apis.names import ApiName
+from mcp_offload.apis.registry import APIS
 from mcp_offload.cachesafe.policy import RewritePolicy
 from mcp_offload.cachesafe.record import open_record
 from mcp_offload.cachesafe.retrieval import gone_handle, run_retrieval
@@ -64,7 +66,6 @@ from mcp_offload.core.api import SessionScope
 from mcp_offload.core.services import Services
 from mcp_offload.errors import StoreError
 from mcp_offload.gateway.errors import GatewayError
-from mcp_offload.gateway.message_shape import FORMAT_NAMES, ShapeError, formats_of, shape_of
 from mcp_offload.gateway.request_body import json_object
 from mcp_offload.store.handles import scope_key
 
@@ -279,7 +280,7 @@ def caller_for(headers: Mapping[str, str]) -> Caller:
 
 
 def _format_of(value: object, messages: list[dict[str, Any]]) -> ApiName:
-    """The named format, or the one the messages are written in (`message_shape`): a list that matches no single
+    """The named format, or the one the messages are written in (`apis.detect.shape_of`): a list that matches no single
     format, or one that cannot be the format named, is refused rather than passed through untouched (a result the
     rewrite cannot read would silently stay as it is)."""
     if value is None:
@@ -292,13 +293,13 @@ def _format_of(value: object, messages: list[dict[str, Any]]) -> ApiName:
         raise GatewayError(400, "unknown_format", f"Unknown message format {str(value)[:60]!r}; use one of: {known}.")
     named = FORMATS[value.lower()]
     for i, m in enumerate(messages):
-        fits = formats_of(m)
+        fits = apis_reading(m)
         if fits and named not in fits:
             raise GatewayError(
                 400,
                 "format_mismatch",
-                f'"format" is {value!r} but messages[{i}] is not a {FORMAT_NAMES[named]} message '
-                f"(it reads as {' or '.join(FORMAT_NAMES[f] for f in sorted(fits))}); "
+                f'"format" is {value!r} but messages[{i}] is not a {APIS[named].title} message '
+                f"(it reads as {' or '.join(APIS[f].title for f in sorted(fits))}); "
                 'send the right "format", or none to have it detected.',
             )
     return named

@@ -19,6 +19,7 @@ from mcp_offload.apis.names import ApiName, Provider
 class AnthropicApi(FixedPathsApi):
     name: ApiName = "anthropic"
     format_name: str | None = "anthropic"
+    title = "Anthropic Messages"
     paths = ("/v1/messages",)
     provider: Provider = "anthropic"
 

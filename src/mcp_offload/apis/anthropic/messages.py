@@ -8,6 +8,7 @@ Tool calls are `tool_use` blocks (`id`, `name`) in assistant messages; their res
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from mcp_offload.apis.message import (
@@ -21,11 +22,19 @@ from mcp_offload.apis.message import (
     bad,
     dump,
     dump_block,
+    is_typed_item,
+    part_types,
     require_str,
 )
 from mcp_offload.core.encoded_bytes import decode_base64
 
 ROLES = ("user", "assistant")
+# Anthropic adds block types often: any part type but these (the other APIs' own) is taken as one of its blocks
+FOREIGN_PARTS = frozenset(
+    {"refusal", "image_url", "input_audio", "file"}
+    | {"input_text", "output_text", "input_image", "input_file", "summary_text", "reasoning_text"}
+)
+CHAT_KEYS = frozenset({"tool_calls", "tool_call_id", "function_call"})  # a Chat Completions message's, never ours
 
 
 class AnthropicFormat(UserTextNotes):
@@ -119,6 +128,18 @@ class AnthropicFormat(UserTextNotes):
             for b in message["content"]
         ]
         return {**message, "content": content}
+
+    def could_be(self, message: Mapping[str, Any]) -> bool:
+        content = message.get("content")
+        types = part_types(content)
+        return (
+            not is_typed_item(message)
+            and message.get("role") in ROLES
+            and content is not None
+            and types is not None
+            and not (CHAT_KEYS & message.keys())
+            and not any(t in FOREIGN_PARTS for t in types)
+        )
 
 
 def _with_text(part: dict[str, Any], text: str) -> dict[str, Any]:

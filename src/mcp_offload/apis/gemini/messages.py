@@ -19,6 +19,7 @@ Calls and results are matched by `id`; clients that send none (SDK apps on model
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from mcp_offload.apis.message import (
@@ -151,3 +152,8 @@ class GeminiFormat:
                 part = {**part, "functionCall": {**call, "args": {OFFLOADED_ARGUMENTS: text}}}
             parts.append(part)
         return {**message, "parts": parts}
+
+    def could_be(self, message: Mapping[str, Any]) -> bool:
+        return (
+            "content" not in message and message.get("role", "user") in ROLES and isinstance(message.get("parts"), list)
+        )

@@ -18,6 +18,7 @@ from mcp_offload.apis.openai_error import openai_error_document
 class OpenAIChatApi(FixedPathsApi):
     name: ApiName = "openai_chat"
     format_name: str | None = "openai"
+    title = "OpenAI Chat Completions"
     paths = ("/v1/chat/completions",)
     provider: Provider = "openai"
 

@@ -8,6 +8,8 @@ into a transcript); a `user` message opens a turn. SDK objects (`ChatCompletionM
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
+from typing import Any
 
 from mcp_offload.apis.message import (
     OFFLOADED_ARGUMENTS,
@@ -19,11 +21,15 @@ from mcp_offload.apis.message import (
     UserTextNotes,
     bad,
     dump,
+    part_types,
     require_str,
     with_text_parts,
 )
 
 ROLES = ("system", "developer", "user", "assistant", "tool", "function")
+ONLY_ROLES = frozenset({"tool", "function"})  # roles no other API has
+ONLY_KEYS = frozenset({"tool_calls", "tool_call_id", "function_call"})  # keys no other API's message has
+PARTS = frozenset({"text", "refusal", "image_url", "input_audio", "file"})
 
 
 def _text_of(content: object, index: int) -> str:
@@ -113,3 +119,14 @@ class OpenAIChatFormat(UserTextNotes):
             for c in message["tool_calls"]
         ]
         return {**message, "tool_calls": calls}
+
+    def could_be(self, message: Mapping[str, Any]) -> bool:
+        role, content = message.get("role"), message.get("content")
+        types = part_types(content)
+        return (
+            message.get("type") is None
+            and role in ROLES
+            and types is not None
+            and all(t in PARTS for t in types)
+            and (role in ONLY_ROLES or content is not None or bool(ONLY_KEYS & message.keys()))
+        )

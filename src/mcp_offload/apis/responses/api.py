@@ -18,6 +18,7 @@ from mcp_offload.apis.responses.stream import ResponsesDialect, stream_error_eve
 class ResponsesApi(FixedPathsApi):
     name: ApiName = "responses"
     format_name: str | None = "responses"
+    title = "OpenAI Responses"
     paths = ("/v1/responses",)
     provider: Provider = "openai"
 

@@ -10,6 +10,8 @@ are passed through untouched. SDK output items (`response.output`) are accepted 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
+from typing import Any
 
 from mcp_offload.apis.message import (
     OFFLOADED_ARGUMENTS,
@@ -21,12 +23,18 @@ from mcp_offload.apis.message import (
     UserTextNotes,
     bad,
     dump,
+    is_typed_item,
+    part_types,
     require_str,
     with_text_parts,
 )
 from mcp_offload.core.encoded_bytes import decode_data_url
 
 ROLES = ("system", "developer", "user", "assistant")
+PARTS = frozenset(
+    {"input_text", "output_text", "input_image", "input_file", "summary_text", "reasoning_text", "refusal"}
+)
+CHAT_KEYS = frozenset({"tool_calls", "tool_call_id", "function_call"})  # a Chat Completions message's, never ours
 
 
 class ResponsesFormat(UserTextNotes):
@@ -101,3 +109,16 @@ class ResponsesFormat(UserTextNotes):
         if message.get("type") == "custom_tool_call":  # freeform input: the reference is the input
             return {**message, "input": text}
         return {**message, "arguments": json.dumps({OFFLOADED_ARGUMENTS: text}, ensure_ascii=False)}
+
+    def could_be(self, message: Mapping[str, Any]) -> bool:
+        role, content = message.get("role"), message.get("content")
+        if is_typed_item(message):  # a call, an output, reasoning, …
+            return role is None or isinstance(role, str)
+        types = part_types(content)
+        return (
+            role in ROLES
+            and content is not None
+            and types is not None
+            and not (CHAT_KEYS & message.keys())
+            and all(t in PARTS for t in types)
+        )

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from mcp_offload.gateway.message_shape import ShapeError, shape_of
+from mcp_offload.apis.detect import ShapeError, detect_api, shape_of
 
 USER = {"role": "user", "content": "hi"}
 THINKING = {"role": "assistant", "content": [{"type": "thinking", "thinking": "hm", "signature": "s"}]}
@@ -47,3 +47,14 @@ def test_a_list_of_no_single_format_is_refused_with_the_messages_named(
     with pytest.raises(ShapeError) as refused:
         shape_of(messages)
     assert says in str(refused.value) and "\n" not in str(refused.value)
+
+
+def test_the_compactor_detects_with_the_same_rules_and_keeps_its_fallback() -> None:
+    """One detection: the `Compactor`'s `detect_api` reads a list as `shape_of` does (a Responses input whose
+    developer message comes first is Responses, not Chat), and for a list `shape_of` refuses it takes the first
+    message only one API reads, else Chat Completions."""
+    call_output = {"type": "function_call_output", "call_id": "c1", "output": "x"}
+    assert detect_api([{"role": "developer", "content": "d"}, call_output]).name == "responses"
+    assert detect_api([USER, THINKING]).name == "anthropic"
+    assert detect_api([THINKING, CHAT_TOOL]).name == "anthropic"  # mixed: the first one only one API reads
+    assert detect_api([USER, GEMINI]).name == "openai_chat"
