@@ -7,7 +7,7 @@ it (then the client's last one is moved, and the request stays within the API's 
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import anthropic
@@ -16,26 +16,17 @@ import pytest
 from llm_upstream import UpstreamServer, reply
 from mcp_offload.apis.anthropic.breakpoint import with_end_breakpoint
 from support.gateway_server import StartGateway
-from support.llm_conversations import BASH_ANTHROPIC, NEEDLE, anthropic_messages, build_log, search_then_answer
+from support.llm_conversations import (
+    BASH_ANTHROPIC,
+    NEEDLE,
+    anthropic_messages,
+    build_log,
+    search_then_answer,
+    unmarked,
+)
+from support.sdk_turns import CACHED, marked, system
 
 MODEL = "claude-sonnet-4-6"
-CACHED = {"type": "ephemeral"}
-SYSTEM = "You are a careful build engineer. " + " ".join(f"Rule {i}: read the whole log first." for i in range(300))
-
-
-def marked(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The messages with a breakpoint on the last block (as Claude Code and the SDK docs do)."""
-    out = [copy.deepcopy(dict(m)) for m in messages]
-    last = out[-1]
-    if isinstance(last["content"], str):
-        last["content"] = [{"type": "text", "text": last["content"]}]
-    last["content"][-1]["cache_control"] = CACHED
-    return out
-
-
-def system(blocks: int) -> list[dict[str, Any]]:
-    """`blocks` system blocks, each a breakpoint (Claude Code marks its system prompt)."""
-    return [{"type": "text", "text": f"{SYSTEM} (part {i})", "cache_control": CACHED} for i in range(blocks)]
 
 
 def breakpoints(body: dict[str, Any]) -> int:
@@ -79,44 +70,7 @@ def test_the_turn_after_a_loop_reads_the_whole_follow_up_from_the_cache(
     assert nxt.usage.cache_read == follow.usage.prompt_tokens  # and the next turn the whole follow-up: 0 missed
     # the restored exchange is the follow-up's content; only the breakpoint markers moved (as the client's do)
     restored = nxt.body["messages"][: len(follow.body["messages"])]
-    assert strip(restored) == strip(follow.body["messages"]) and breakpoints(nxt.body) <= 4
-
-
-@pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
-def test_a_retried_request_restores_the_attempt_whose_answer_the_client_kept(
-    upstream: UpstreamServer, start_gateway: StartGateway, stream: bool
-) -> None:
-    """A client that sends the same request again (a timeout, a replay) gets the same answer text from a second
-    retrieval exchange (the model mints new call ids). The next turn must restore that second exchange: it is the
-    prompt the provider saw last, so the new turn extends it byte for byte and reads all of it from the cache."""
-    upstream.use(search_then_answer())
-    gateway = start_gateway(upstream)
-    client = anthropic.Anthropic(base_url=gateway.base_url, api_key="sk-ant-test", max_retries=0)
-    kwargs: dict[str, Any] = {"model": MODEL, "max_tokens": 256, "tools": [BASH_ANTHROPIC], "system": system(1)}
-    history = anthropic_messages(build_log())
-    call(client, stream=stream, messages=marked(history), **kwargs)  # the attempt whose answer the client lost
-    kept = call(client, stream=stream, messages=marked(history), **kwargs)  # the retry: the answer it keeps
-    _, follow_1, _, follow_2 = upstream.received("anthropic", ok_only=True)
-    ids = [f.body["messages"][-2]["content"][-1]["id"] for f in (follow_1, follow_2)]
-    assert ids[0] != ids[1]  # two exchanges told apart only by the model's call ids; the answers are the same text
-    assert strip(follow_1.body["messages"][-1]) != strip(follow_2.body["messages"][-1])
-
-    upstream.use([reply("you're welcome")])
-    answered = [*history, {"role": "assistant", "content": [b.model_dump() for b in kept.content]}]
-    call(client, stream=stream, messages=marked([*answered, {"role": "user", "content": "thanks"}]), **kwargs)
-    nxt = upstream.received("anthropic", ok_only=True)[-1]
-    restored = nxt.body["messages"][: len(follow_2.body["messages"])]
-    assert strip(restored) == strip(follow_2.body["messages"])  # the kept attempt's exchange, byte for byte
-    assert nxt.usage is not None and follow_2.usage is not None
-    assert nxt.usage.cache_read == follow_2.usage.prompt_tokens and nxt.usage.extends_previous
-
-
-def strip(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: strip(v) for k, v in value.items() if k != "cache_control"}
-    if isinstance(value, list):
-        return [strip(v) for v in value]
-    return value
+    assert unmarked(restored) == unmarked(follow.body["messages"]) and breakpoints(nxt.body) <= 4
 
 
 def test_the_breakpoint_rules() -> None:
@@ -147,8 +101,8 @@ def test_the_breakpoint_rules() -> None:
 
     only_first = {**body, "messages": [client[0], *appended]}
     assert with_end_breakpoint(only_first, 2)["messages"][-1]["content"][-1]["cache_control"] == hour  # TTL kept
-    unmarked = {**body, "messages": [{"role": "user", "content": "go"}, *appended]}
-    assert with_end_breakpoint(unmarked, 2) is unmarked
+    no_marks = {**body, "messages": [{"role": "user", "content": "go"}, *appended]}
+    assert with_end_breakpoint(no_marks, 2) is no_marks
     automatic = {**body, "cache_control": CACHED}
     assert with_end_breakpoint(automatic, 2) is automatic
     assert with_end_breakpoint(body, 0) is body
