@@ -25,6 +25,8 @@ from mcp_offload.apis.history import History
 from mcp_offload.apis.message import MessageFormat
 from mcp_offload.apis.names import ApiName, Provider
 
+DEFAULT_PROVIDER: Provider = "openai"  # a relayed request no API claims (OpenAI-compatible servers share its paths)
+
 
 @dataclass(frozen=True, slots=True)
 class Route:
@@ -54,12 +56,26 @@ class LlmApi(Protocol):
     title: str  # its name in messages to people ("OpenAI Chat Completions")
     provider: Provider  # whose upstream base URL the gateway sends it to
     relays_unreadable: bool  # a body that is not a JSON object goes upstream as is (else: a 400 of our own)
+    # its usage counts cache reads apart from the input tokens (Anthropic's `cache_read_input_tokens`), not among
+    # them (OpenAI's and Gemini's `cached_tokens`): which session counter they are added to
+    cache_reads_apart: bool
     messages: MessageFormat
     history: History
     dialect: Dialect
 
     def route(self, method: str, path: str) -> Route | None:
         """The route when the gateway serves `method path` as this API's call, else None."""
+        ...
+
+    def relay_claim(self, path: str, headers: Mapping[str, str], query: str) -> int:
+        """How surely a request on a path the gateway relays (`/v1/models`, `/v1/files`, …) is for this API's
+        provider: 0 not at all; the highest claim wins (its own paths and key: 2, headers only its clients send:
+        1); a request none claims goes to `DEFAULT_PROVIDER`."""
+        ...
+
+    def single_choice(self, request: dict[str, Any]) -> bool:
+        """The request asks for one answer (Chat's `n`, Gemini's `generationConfig.candidateCount`): only then may
+        the retrieval loop run."""
         ...
 
     def session_headers(self, headers: Mapping[str, str], query: str) -> Mapping[str, str]:

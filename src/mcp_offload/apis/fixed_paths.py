@@ -13,6 +13,14 @@ from mcp_offload.apis.base import Route, ToolDeclaration
 class FixedPathsApi:
     paths: ClassVar[tuple[str, ...]]  # the request paths the gateway serves the API on
     relays_unreadable = False
+    cache_reads_apart = False
+
+    def relay_claim(self, path: str, headers: Mapping[str, str], query: str) -> int:
+        return 0
+
+    def single_choice(self, request: dict[str, Any]) -> bool:
+        n = request.get("n")
+        return n is None or n == 1
 
     def route(self, method: str, path: str) -> Route | None:
         return Route() if method == "POST" and path in self.paths else None

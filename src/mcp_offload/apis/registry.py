@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from mcp_offload.apis.anthropic import AnthropicApi
-from mcp_offload.apis.base import LlmApi, Route
+from mcp_offload.apis.base import DEFAULT_PROVIDER, LlmApi, Route
 from mcp_offload.apis.gemini import GeminiApi
 from mcp_offload.apis.names import ApiName, Provider
 from mcp_offload.apis.openai_chat import OpenAIChatApi
@@ -43,3 +45,10 @@ def api_for_provider(provider: Provider) -> LlmApi:
 def api_for_format(format_name: str) -> LlmApi | None:
     """The API whose `format_name` (the Compactor's public word) is `format_name`."""
     return next((api for api in APIS.values() if api.format_name == format_name), None)
+
+
+def provider_for_request(path: str, headers: Mapping[str, str], query: str = "") -> Provider:
+    """Whose upstream a request on a relayed path goes to: the API that claims it most surely
+    (`LlmApi.relay_claim`), else `DEFAULT_PROVIDER`."""
+    claim, api = max(((api.relay_claim(path, headers, query), api) for api in APIS.values()), key=lambda c: c[0])
+    return api.provider if claim > 0 else DEFAULT_PROVIDER

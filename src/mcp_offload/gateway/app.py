@@ -40,7 +40,7 @@ from starlette.types import Message, Receive, Scope, Send
 from mcp_offload.apis.base import LlmApi, Route
 from mcp_offload.apis.dialect import Dialect
 from mcp_offload.apis.names import ApiName
-from mcp_offload.apis.registry import api_for_provider, api_for_request
+from mcp_offload.apis.registry import api_for_provider, api_for_request, provider_for_request
 from mcp_offload.apis.usage import usage_of
 from mcp_offload.cachesafe.record import open_record
 from mcp_offload.cachesafe.request_rewrite import Rewrite, RewriteUnavailable, rewrite_request
@@ -58,7 +58,7 @@ from mcp_offload.gateway.options import GatewayOptions
 from mcp_offload.gateway.request_body import ClientGone, parse_json, read_body
 from mcp_offload.gateway.session_retriever import SessionRetriever
 from mcp_offload.gateway.status import gateway_stats, render_page
-from mcp_offload.gateway.upstream import ProviderClient, provider_for_request, request_headers, response_headers
+from mcp_offload.gateway.upstream import ProviderClient, request_headers, response_headers
 from mcp_offload.version import __version__
 
 log = logging.getLogger("mcp_offload.gateway")
@@ -236,7 +236,7 @@ class GatewayApp:
             rewrite is not None
             and rewrite.tools_injected
             and self.options.policy.retrieval == "transparent"
-            and _single_choice(request)
+            and api.single_choice(request)
         )
         upstream_body = rewrite.body if rewrite is not None else request
         client_usage = True
@@ -402,13 +402,6 @@ class GatewayApp:
             except StoreError as exc:
                 log.warning("could not record the bypass: %s", exc)
         return original
-
-
-def _single_choice(request: dict[str, Any]) -> bool:
-    n = request.get("n")
-    config = request.get("generationConfig")
-    candidates = config.get("candidateCount") if isinstance(config, dict) else None  # Gemini's `n`
-    return (n is None or n == 1) and (candidates is None or candidates == 1)
 
 
 __all__ = ["GatewayApp"]

@@ -49,7 +49,8 @@ async def account_exchange(services: Services, exchange: Exchange) -> None:
     session = exchange.session
     if session is None:
         return
-    figures = api_named(exchange.api).dialect.figures(report.usage)
+    api = api_named(exchange.api)
+    figures = api.dialect.figures(report.usage)
     counters = TurnCounters(
         api=exchange.api,
         model=exchange.model,
@@ -61,9 +62,9 @@ async def account_exchange(services: Services, exchange: Exchange) -> None:
         fail_open=1 if exchange.fail_open else 0,
         offloaded=len(rewrite.offloaded) if rewrite is not None else 0,
         input_tokens=figures.input_tokens - figures.cache_read_tokens - figures.cache_write_tokens,
-        cache_read_input_tokens=figures.cache_read_tokens if exchange.api == "anthropic" else 0,
+        cache_read_input_tokens=figures.cache_read_tokens if api.cache_reads_apart else 0,
         cache_creation_input_tokens=figures.cache_write_tokens,
-        cached_tokens=figures.cache_read_tokens if exchange.api != "anthropic" else 0,
+        cached_tokens=figures.cache_read_tokens if not api.cache_reads_apart else 0,
         output_tokens=figures.output_tokens,
     )
     try:

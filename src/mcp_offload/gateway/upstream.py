@@ -7,8 +7,9 @@ rules of a reverse proxy.
 - Gemini's base is used as `GOOGLE_GEMINI_BASE_URL` is (`https://generativelanguage.googleapis.com` +
   `/v1beta/models/…`).
 - Which provider a path that is not one of the APIs goes to (`/v1/models`, `/v1/files`, ...): Gemini for its own
-  paths and key (apis.gemini.routes.is_gemini: `/v1beta/…`, `models/{m}:method`, `x-goog-api-key`, `?key=`),
-  Anthropic when the request carries `anthropic-version` or `x-api-key`, else OpenAI.
+  paths and key (`/v1beta/…`, `models/{m}:method`, `x-goog-api-key`, `?key=`), Anthropic when the request carries
+  `anthropic-version` or `x-api-key`, else OpenAI: each API's `relay_claim`, asked by
+  `apis.registry.provider_for_request`.
 - Headers: the client's headers go upstream untouched (credentials, `anthropic-beta`, `openai-organization`, ...)
   except hop-by-hop ones (RFC 9110 7.6.1, plus those named in `Connection`), `Host` and `Content-Length` (set from
   the body actually sent) and the gateway's own (`x-mcp-offload-*`, `Proxy-Authorization`). For the three APIs the
@@ -18,12 +19,12 @@ rules of a reverse proxy.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import httpx2
 
-from mcp_offload.apis.gemini.routes import GEMINI_DEFAULT, is_gemini
+from mcp_offload.apis.gemini.routes import GEMINI_DEFAULT
 from mcp_offload.apis.names import Provider
 from mcp_offload.errors import reason_of
 from mcp_offload.gateway.errors import GatewayError
@@ -47,14 +48,6 @@ HOP_BY_HOP = frozenset(
 )
 _NOT_FORWARDED = frozenset({"host", "content-length", "x-mcp-offload-token", "x-mcp-offload-session"})
 _NOT_RETURNED = frozenset({"content-length", "date", "server"})
-
-
-def provider_for_request(path: str, headers: Mapping[str, str], query: str = "") -> Provider:
-    if is_gemini(path, headers, query):
-        return "gemini"
-    if path.startswith("/v1/messages") or "anthropic-version" in headers or "x-api-key" in headers:
-        return "anthropic"
-    return "openai"
 
 
 def request_headers(pairs: Iterable[tuple[str, str]], *, decoded: bool) -> list[tuple[str, str]]:

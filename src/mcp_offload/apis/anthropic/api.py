@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from mcp_offload.apis.anthropic import errors
@@ -22,6 +23,10 @@ class AnthropicApi(FixedPathsApi):
     title = "Anthropic Messages"
     paths = ("/v1/messages",)
     provider: Provider = "anthropic"
+    cache_reads_apart = True
+
+    def relay_claim(self, path: str, headers: Mapping[str, str], query: str) -> int:
+        return 1 if path.startswith("/v1/messages") or "anthropic-version" in headers or "x-api-key" in headers else 0
 
     messages: MessageFormat
     history: History

@@ -10,7 +10,7 @@ from mcp_offload.apis.dialect import Dialect
 from mcp_offload.apis.gemini import errors
 from mcp_offload.apis.gemini.history import GeminiHistory
 from mcp_offload.apis.gemini.messages import GeminiFormat
-from mcp_offload.apis.gemini.routes import credential_headers, generate_call, generate_path
+from mcp_offload.apis.gemini.routes import credential_headers, generate_call, generate_path, is_gemini
 from mcp_offload.apis.gemini.stream import GeminiDialect
 from mcp_offload.apis.gemini.tools import function_declarations
 from mcp_offload.apis.history import History
@@ -24,6 +24,7 @@ class GeminiApi:
     title = "Gemini API"
     provider: Provider = "gemini"
     relays_unreadable = True  # a body the gateway cannot read: the upstream answers it
+    cache_reads_apart = False
 
     messages: MessageFormat
     history: History
@@ -41,6 +42,14 @@ class GeminiApi:
         if not call.stream:
             return Route(model=call.model, stream=False)
         return Route(model=call.model, stream=True, whole_path=generate_path(path), sse_query=("alt", "sse"))
+
+    def relay_claim(self, path: str, headers: Mapping[str, str], query: str) -> int:
+        return 2 if is_gemini(path, headers, query) else 0
+
+    def single_choice(self, request: dict[str, Any]) -> bool:
+        config = request.get("generationConfig")
+        candidates = config.get("candidateCount") if isinstance(config, dict) else None
+        return candidates is None or candidates == 1
 
     def session_headers(self, headers: Mapping[str, str], query: str) -> Mapping[str, str]:
         return credential_headers(headers, query)
