@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import random
 import signal
@@ -190,14 +189,9 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--out", default=str(HERE / "results" / "cluster_scale.json"))
     args = parser.parse_args()
-    from bench.run import machine, print_table
+    from bench.run import report
 
-    rows = run(args)
-    print_table(rows)
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"machine": machine(), "rows": rows}, indent=2))
-    print(f"\nmachine: {machine()}\nwrote {out}")
+    report(run(args), Path(args.out))
 
 
 if __name__ == "__main__":

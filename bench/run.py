@@ -89,8 +89,12 @@ def main() -> None:
             continue
         print(f"[run] {name} …", file=sys.stderr)
         rows.extend(module.run(args))
+    report(rows, Path(args.out))
+
+
+def report(rows: list[dict[str, Any]], out: Path) -> None:
+    """Print the rows' table and write them, with the machine, as JSON to `out`."""
     print_table(rows)
-    out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"machine": machine(), "rows": rows}, indent=2))
     print(f"\nmachine: {machine()}\nwrote {out}")

@@ -25,10 +25,9 @@ from typing import Any
 import pytest
 
 from llm_upstream import ReceivedRequest, UpstreamServer, extends
-from support.agents import CLAUDE, CODEX, need
+from support.agents import CLAUDE, CODEX, RETRIEVAL_TOOLS, need, planted_inventory
 from support.gateway_process import gateway_process
 
-RETRIEVAL_TOOLS = {"read_large_output", "search_large_output", "query_large_output", "list_outputs"}
 AGENT_TIMEOUT_S = 240
 FACT = "PLANTED-" + random.Random(17).randbytes(6).hex()
 TASK = f"Find the deploy key in data.json.\n@run cat data.json\n@search {FACT[:8]}\n@answer PLANTED-[0-9a-f]{{12}}"
@@ -36,17 +35,7 @@ SECOND_TASK = "How many bytes is data.json?\n@run wc -c data.json\n@answer [0-9]
 
 
 def big_document(records_count: int = 150) -> str:
-    """JSON over the gateway's threshold (150 records: ~18 KB, under Claude Code's own ~25 KB inline limit; Codex
-    keeps only ~10 KB of a command's output, head and tail, so it gets 60 records, ~7 KB), the fact in the middle
-    of a long list where no head/tail preview reaches."""
-    rng = random.Random(5)
-    records: list[dict[str, Any]] = [
-        {"id": i, "host": f"node-{i:03d}", "status": rng.choice(["ok", "degraded", "ok", "ok"]),
-         "latency_ms": rng.randint(3, 900), "note": f"routine check {rng.randint(1000, 9999)}"}
-        for i in range(records_count)
-    ]  # fmt: skip
-    records[records_count // 2]["note"] = f"rotated the deploy key, now {FACT}"
-    return json.dumps({"service": "inventory", "records": records}, indent=1)
+    return planted_inventory(FACT, records_count)
 
 
 CODEX_RECORDS = 60

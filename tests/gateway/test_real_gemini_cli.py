@@ -26,10 +26,9 @@ from typing import Any
 import pytest
 
 from llm_upstream import ReceivedRequest, UpstreamServer, extends
-from support.agents import GEMINI, need
+from support.agents import GEMINI, RETRIEVAL_TOOLS, need, planted_inventory
 from support.gateway_process import gateway_process
 
-RETRIEVAL_TOOLS = {"read_large_output", "search_large_output", "query_large_output", "list_outputs"}
 FACT = "PLANTED-" + random.Random(23).randbytes(6).hex()
 TASK = f"Find the deploy key in data.json.\n@run cat data.json\n@search {FACT[:8]}\n@answer PLANTED-[0-9a-f]{{12}}"
 SETTINGS = {
@@ -41,14 +40,7 @@ SETTINGS = {
 
 
 def big_document(records_count: int = 150) -> str:
-    rng = random.Random(5)
-    records: list[dict[str, Any]] = [
-        {"id": i, "host": f"node-{i:03d}", "status": rng.choice(["ok", "degraded", "ok", "ok"]),
-         "latency_ms": rng.randint(3, 900), "note": f"routine check {rng.randint(1000, 9999)}"}
-        for i in range(records_count)
-    ]  # fmt: skip
-    records[records_count // 2]["note"] = f"rotated the deploy key, now {FACT}"
-    return json.dumps({"service": "inventory", "records": records}, indent=1)
+    return planted_inventory(FACT, records_count)
 
 
 @pytest.fixture

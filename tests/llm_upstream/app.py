@@ -253,8 +253,17 @@ async def _answer(entry: ReceivedRequest, reply: Reply, body: dict[str, Any], he
 
 
 def _stream(
-    state: UpstreamState, entry: ReceivedRequest, reply: Reply, lines: Iterator[str], headers: dict[str, str]
+    state: UpstreamState,
+    entry: ReceivedRequest,
+    reply: Reply,
+    lines: Iterator[str],
+    headers: dict[str, str],
+    *,
+    media_type: str = "text/event-stream; charset=utf-8",
+    no_cache: bool = True,
 ) -> Response:
+    """The scripted stream of `lines` (delays, a scripted drop, the client going away recorded on `entry`)."""
+
     async def body() -> AsyncIterator[bytes]:
         state.active_streams += 1
         try:
@@ -274,5 +283,5 @@ def _stream(
             if not entry.finished and reply.drop_after_events is None:
                 entry.client_gone = True
 
-    headers = {**headers, "cache-control": "no-cache"}
-    return StreamingResponse(body(), media_type="text/event-stream; charset=utf-8", headers=headers)
+    headers = {**headers, "cache-control": "no-cache"} if no_cache else headers
+    return StreamingResponse(body(), media_type=media_type, headers=headers)

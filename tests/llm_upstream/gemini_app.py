@@ -12,11 +12,11 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from llm_upstream import emit_gemini
@@ -129,28 +129,11 @@ def _output_tokens(state: UpstreamState, reply: Any) -> int:
 
 
 def _stream(state: UpstreamState, entry: ReceivedRequest, reply: Any, chunks: Iterator[dict[str, Any]]) -> Response:
-    async def body() -> AsyncIterator[bytes]:
-        from llm_upstream.app import StreamDropped
+    from llm_upstream.app import _stream as stream
 
-        state.active_streams += 1
-        try:
-            if reply.first_token_delay_s:
-                await asyncio.sleep(reply.first_token_delay_s)
-            for n, chunk in enumerate(chunks):
-                if reply.drop_after_events is not None and n >= reply.drop_after_events:
-                    raise StreamDropped(f"scripted drop after {n} events")
-                if n and reply.event_delay_s:
-                    await asyncio.sleep(reply.event_delay_s)
-                if entry.first_event_at is None:
-                    entry.first_event_at = time.monotonic()
-                yield b"data: " + _json(chunk).encode() + b"\r\n\r\n"
-            entry.finished = True
-        finally:
-            state.active_streams -= 1
-            if not entry.finished and reply.drop_after_events is None:
-                entry.client_gone = True
-
-    return StreamingResponse(body(), media_type="text/event-stream", headers={"x-gemini-service-tier": "standard"})
+    lines = (f"data: {_json(chunk)}\r\n\r\n" for chunk in chunks)
+    headers = {"x-gemini-service-tier": "standard"}
+    return stream(state, entry, reply, lines, headers, media_type="text/event-stream", no_cache=False)
 
 
 def gemini_routes(state: UpstreamState) -> list[Route]:

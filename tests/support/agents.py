@@ -3,8 +3,11 @@ $MCP_OFFLOAD_TEST_AGENTS), for the tests that run them headless against the scri
 
 from __future__ import annotations
 
+import json
 import os
+import random
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,6 +18,7 @@ AGENTS = Path(
 CLAUDE = AGENTS / ".bin" / "claude"
 CODEX = AGENTS / ".bin" / "codex"
 GEMINI = AGENTS / ".bin" / "gemini"
+RETRIEVAL_TOOLS = {"read_large_output", "search_large_output", "query_large_output", "list_outputs"}
 
 
 def need(binary: Path) -> None:
@@ -27,3 +31,17 @@ def agent_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "OPENAI_", "CLAUDE", "GEMINI_"))}
     env.update(extra)
     return env
+
+
+def planted_inventory(fact: str, records_count: int = 150) -> str:
+    """JSON over the gateway's threshold (150 records: ~18 KB, under Claude Code's own ~25 KB inline limit; Codex
+    keeps only ~10 KB of a command's output, head and tail, so it gets 60 records, ~7 KB), `fact` in the middle of a
+    long list where no head/tail preview reaches."""
+    rng = random.Random(5)
+    records: list[dict[str, Any]] = [
+        {"id": i, "host": f"node-{i:03d}", "status": rng.choice(["ok", "degraded", "ok", "ok"]),
+         "latency_ms": rng.randint(3, 900), "note": f"routine check {rng.randint(1000, 9999)}"}
+        for i in range(records_count)
+    ]  # fmt: skip
+    records[records_count // 2]["note"] = f"rotated the deploy key, now {fact}"
+    return json.dumps({"service": "inventory", "records": records}, indent=1)
