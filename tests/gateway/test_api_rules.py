@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from mcp_offload.apis.dialect import Answer, ModelToolCall
 from mcp_offload.apis.registry import APIS, provider_for_request
 
 RELAYED: list[tuple[str, dict[str, str], str, str]] = [
@@ -48,3 +49,22 @@ def test_only_a_request_for_one_answer_may_loop(api: str, request_body: dict[str
 
 def test_only_anthropic_counts_cache_reads_apart_from_input() -> None:
     assert {name for name, api in APIS.items() if api.cache_reads_apart} == {"anthropic"}
+
+
+def test_a_gemini_round_is_a_model_content_of_calls_then_a_user_content_of_answers() -> None:
+    call = ModelToolCall("c1", "search_large_output", '{"pattern": "x"}')
+    assert APIS["gemini"].dialect.round_messages("Looking", [Answer(call, "found", False)]) == [
+        {
+            "role": "model",
+            "parts": [
+                {"text": "Looking"},
+                {"functionCall": {"id": "c1", "name": "search_large_output", "args": {"pattern": "x"}}},
+            ],
+        },
+        {
+            "role": "user",
+            "parts": [
+                {"functionResponse": {"id": "c1", "name": "search_large_output", "response": {"output": "found"}}}
+            ],
+        },
+    ]

@@ -12,7 +12,8 @@ except the retrieval tool calls and the terminal events, renumbered so the clien
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import json
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -106,11 +107,31 @@ class Dialect(Protocol):
 
     def upstream_messages(self, rounds: list[Round], last: CallOutcome | None) -> list[dict[str, Any]]: ...
 
+    def round_messages(self, text: str, answers: Sequence[Answer]) -> list[dict[str, Any]]:
+        """One round in request form for a loop that holds no upstream output (the LiteLLM guardrail): the model's
+        `text` and the answered calls (`arguments` as the client's library gave them), then their answers."""
+        ...
+
     def usage_of_event(self, event: SseEvent, usage: dict[str, Any]) -> bool:
         """Update `usage` from one streamed event (for streams relayed without a splice); True at the terminal."""
         ...
 
     def figures(self, usage: dict[str, Any]) -> UsageFigures: ...
+
+
+def arguments_text(arguments: Any) -> str:
+    """A call's arguments as JSON text (as given when they are text already)."""
+    return arguments if isinstance(arguments, str) else json.dumps(arguments if arguments is not None else {})
+
+
+def arguments_object(arguments: Any) -> Any:
+    """A call's arguments as a JSON value ({} for text that is not JSON)."""
+    if isinstance(arguments, str):
+        try:
+            return json.loads(arguments)
+        except ValueError:
+            return {}
+    return arguments if arguments is not None else {}
 
 
 def replayed_rounds(

@@ -12,13 +12,14 @@ retrieval calls and waits for the follow-up.
 from __future__ import annotations
 
 import copy
+from collections.abc import Sequence
 from typing import Any
 
 import orjson
 
 from mcp_offload.apis.anthropic.breakpoint import with_end_breakpoint
 from mcp_offload.apis.anthropic.errors import stream_error_event
-from mcp_offload.apis.dialect import Answer, CallOutcome, ModelToolCall, Round, replayed_rounds
+from mcp_offload.apis.dialect import Answer, CallOutcome, ModelToolCall, Round, arguments_object, replayed_rounds
 from mcp_offload.apis.names import ApiName
 from mcp_offload.apis.sse import SseEvent, encode_event
 from mcp_offload.apis.usage import UsageFigures, add_usage, as_int
@@ -75,6 +76,14 @@ class AnthropicDialect:
             lambda said: [{"role": "assistant", "content": said.output}],
             lambda answers: [{"role": "user", "content": [tool_result(a) for a in answers]}],
         )
+
+    def round_messages(self, text: str, answers: Sequence[Answer]) -> list[dict[str, Any]]:
+        blocks: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
+        blocks += [
+            {"type": "tool_use", "id": a.call.id, "name": a.call.name, "input": arguments_object(a.call.arguments)}
+            for a in answers
+        ]
+        return [{"role": "assistant", "content": blocks}, {"role": "user", "content": list(map(tool_result, answers))}]
 
     def without_retrieval(self, outcome: CallOutcome, retrieval_names: frozenset[str]) -> CallOutcome:
         blocks = [b for b in outcome.output if not _is_retrieval(b, retrieval_names)]

@@ -21,9 +21,10 @@ retrieval calls (they are local reads).
 from __future__ import annotations
 
 import copy
+from collections.abc import Sequence
 from typing import Any
 
-from mcp_offload.apis.dialect import Answer, CallOutcome, ModelToolCall, Round, replayed_rounds
+from mcp_offload.apis.dialect import Answer, CallOutcome, ModelToolCall, Round, arguments_object, replayed_rounds
 from mcp_offload.apis.gemini.errors import stream_error_event
 from mcp_offload.apis.names import ApiName
 from mcp_offload.apis.sse import SseEvent, encode_event
@@ -109,6 +110,13 @@ class GeminiDialect:
             lambda said: [{"role": "model", "parts": said.output}],
             lambda answers: [{"role": "user", "parts": [function_response(a) for a in answers]}],
         )
+
+    def round_messages(self, text: str, answers: Sequence[Answer]) -> list[dict[str, Any]]:
+        parts: list[dict[str, Any]] = [{"text": text}] if text else []
+        for a in answers:
+            call = {"id": a.call.id, "name": a.call.name} if a.call.id else {"name": a.call.name}
+            parts.append({"functionCall": {**call, "args": arguments_object(a.call.arguments)}})
+        return [{"role": "model", "parts": parts}, {"role": "user", "parts": list(map(function_response, answers))}]
 
     def without_retrieval(self, outcome: CallOutcome, retrieval_names: frozenset[str]) -> CallOutcome:
         parts = [p for p in outcome.output if not _is_retrieval(p, retrieval_names)]

@@ -13,11 +13,12 @@ the client sees one completion. Keep-alives are SSE comments.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import orjson
 
-from mcp_offload.apis.dialect import Answer, CallOutcome, ModelToolCall, Round, replayed_rounds
+from mcp_offload.apis.dialect import Answer, CallOutcome, ModelToolCall, Round, arguments_text, replayed_rounds
 from mcp_offload.apis.names import ApiName
 from mcp_offload.apis.openai_error import openai_error_document
 from mcp_offload.apis.sse import COMMENT_PING, SseEvent, encode_event
@@ -111,6 +112,17 @@ class ChatDialect:
         return replayed_rounds(
             rounds, last, lambda said: [said.output], lambda answers: [tool_message(a) for a in answers]
         )
+
+    def round_messages(self, text: str, answers: Sequence[Answer]) -> list[dict[str, Any]]:
+        calls = [
+            {
+                "id": a.call.id,
+                "type": "function",
+                "function": {"name": a.call.name, "arguments": arguments_text(a.call.arguments)},
+            }
+            for a in answers
+        ]
+        return [{"role": "assistant", "content": text or None, "tool_calls": calls}, *map(tool_message, answers)]
 
     def without_retrieval(self, outcome: CallOutcome, retrieval_names: frozenset[str]) -> CallOutcome:
         kept = [c for c in outcome.output.get("tool_calls") or [] if not _is_retrieval(c, retrieval_names)]

@@ -21,11 +21,12 @@ client's output items and every call's usage added up. Keep-alives are SSE comme
 from __future__ import annotations
 
 import copy
+from collections.abc import Sequence
 from typing import Any
 
 import orjson
 
-from mcp_offload.apis.dialect import Answer, CallOutcome, ModelToolCall, Round, replayed_rounds
+from mcp_offload.apis.dialect import Answer, CallOutcome, ModelToolCall, Round, arguments_text, replayed_rounds
 from mcp_offload.apis.names import ApiName
 from mcp_offload.apis.sse import COMMENT_PING, SseEvent, encode_event
 from mcp_offload.apis.usage import UsageFigures, add_usage, openai_figures, usage_of
@@ -98,6 +99,13 @@ class ResponsesDialect:
         return replayed_rounds(
             rounds, last, lambda said: said.output, lambda answers: [call_output(a) for a in answers]
         )
+
+    def round_messages(self, text: str, answers: Sequence[Answer]) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = [{"role": "assistant", "content": text}] if text else []
+        for a in answers:
+            call = {"type": "function_call", "call_id": a.call.id, "name": a.call.name}
+            items += [{**call, "arguments": arguments_text(a.call.arguments)}, call_output(a)]
+        return items
 
     def without_retrieval(self, outcome: CallOutcome, retrieval_names: frozenset[str]) -> CallOutcome:
         items = [i for i in outcome.output if not _is_retrieval(i, retrieval_names)]

@@ -9,14 +9,15 @@ list → Anthropic Messages, else Chat.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from mcp_offload.apis.dialect import Answer, ModelToolCall
 from mcp_offload.apis.message import Message
 from mcp_offload.apis.names import ApiName
 from mcp_offload.apis.openai_chat.stream import assistant_message
+from mcp_offload.apis.registry import api_named
 from mcp_offload.cachesafe.tool_text import RETRIEVAL_TOOL_NAMES
 
 # (a retrieval call as LiteLLM reads it: id, name, arguments; its answer)
@@ -61,12 +62,13 @@ def response_text(response: Any) -> str:
 
 def round_messages(api: ApiName, text: str, answered: Answered) -> list[Message]:
     """What one round adds to the follow-up request: the model's text and its retrieval calls (only those: a call to
-    one of the client's tools is left for the model to re-plan), then their answers."""
-    if api == "responses":
-        return _responses_items(text, answered)
-    if api == "anthropic":
-        return _anthropic_messages(text, answered)
-    return _chat_messages(text, answered)
+    one of the client's tools is left for the model to re-plan), then their answers (each API's
+    `Dialect.round_messages`)."""
+    answers = [
+        Answer(ModelToolCall(str(call.get("id") or ""), str(call.get("name") or ""), call.get("arguments")), out, False)
+        for call, out in answered
+    ]
+    return api_named(api).dialect.round_messages(text, answers)
 
 
 def final_answer(api: ApiName, response: Any) -> FinalAnswer | None:
@@ -124,59 +126,3 @@ def _chat_call(call: Any) -> dict[str, Any]:
         "type": "function",
         "function": {"name": _get(function, "name"), "arguments": _get(function, "arguments") or ""},
     }
-
-
-def _arguments_text(arguments: Any) -> str:
-    return arguments if isinstance(arguments, str) else json.dumps(arguments if arguments is not None else {})
-
-
-def _arguments_object(arguments: Any) -> Any:
-    if isinstance(arguments, str):
-        try:
-            return json.loads(arguments)
-        except ValueError:
-            return {}
-    return arguments if arguments is not None else {}
-
-
-def _chat_messages(text: str, answered: Answered) -> list[Message]:
-    calls = [
-        {
-            "id": call.get("id"),
-            "type": "function",
-            "function": {"name": call.get("name"), "arguments": _arguments_text(call.get("arguments"))},
-        }
-        for call, _ in answered
-    ]
-    results = [{"role": "tool", "tool_call_id": call.get("id"), "content": out} for call, out in answered]
-    return [{"role": "assistant", "content": text or None, "tool_calls": calls}, *results]
-
-
-def _anthropic_messages(text: str, answered: Answered) -> list[Message]:
-    blocks: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
-    blocks += [
-        {
-            "type": "tool_use",
-            "id": call.get("id"),
-            "name": call.get("name"),
-            "input": _arguments_object(call.get("arguments")),
-        }
-        for call, _ in answered
-    ]
-    results = [{"type": "tool_result", "tool_use_id": call.get("id"), "content": out} for call, out in answered]
-    return [{"role": "assistant", "content": blocks}, {"role": "user", "content": results}]
-
-
-def _responses_items(text: str, answered: Answered) -> list[Message]:
-    items: list[Message] = [{"role": "assistant", "content": text}] if text else []
-    for call, out in answered:
-        items.append(
-            {
-                "type": "function_call",
-                "call_id": call.get("id"),
-                "name": call.get("name"),
-                "arguments": _arguments_text(call.get("arguments")),
-            }
-        )
-        items.append({"type": "function_call_output", "call_id": call.get("id"), "output": out})
-    return items
