@@ -5,7 +5,6 @@ one line with exit 2 and nothing started. (The real agents through wrap: tests/g
 from __future__ import annotations
 
 import json
-import os
 import re
 import signal
 import socket
@@ -21,15 +20,9 @@ import pytest
 from llm_upstream import UpstreamServer
 from support import free_port
 from support.gateway_process import gateway_process
+from support.wrap import WRAP, wrap_env
 
-WRAP = [sys.executable, "-m", "mcp_offload", "wrap"]
 USES = re.compile(r"^mcp-offload wrap: \S+ uses the gateway at (http://127\.0\.0\.1:\d+) \((.*)\)$")
-
-
-def wrap_env(home: Path, **extra: str) -> dict[str, str]:
-    """A user's environment with a scratch HOME: mcp-offload's own directories (store, log) fall under it."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("XDG_", "MCP_OFFLOAD_", "ANTHROPIC_", "OPENAI_"))}
-    return {**env, "HOME": str(home), **extra}
 
 
 def wrap(home: Path, *argv: str, stdin: str = "", timeout: float = 60) -> subprocess.CompletedProcess[str]:

@@ -12,7 +12,6 @@ import json
 import os
 import random
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -20,10 +19,10 @@ import pytest
 
 from llm_upstream import UpstreamServer
 from support.agents import AGENTS, CLAUDE, CODEX, GEMINI, agent_env, need
+from support.wrap import WRAP
 
 FACT = "PLANTED-" + random.Random(26).randbytes(6).hex()
 TASK = f"Find the deploy key in data.json.\n@run cat data.json\n@search {FACT[:8]}\n@answer PLANTED-[0-9a-f]{{12}}"
-WRAP = [sys.executable, "-m", "mcp_offload", "wrap"]
 OWN = (".local/share/mcp-offload/", ".local/state/mcp-offload/", ".cache/mcp-offload/")  # mcp-offload's directories
 # each agent's own directory, where it keeps its session state on any run (with or without wrap); its configuration
 # files there (USER_FILES, NOT_CREATED) must be left as they were
