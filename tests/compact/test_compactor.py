@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from anthropic.types import MessageParam, ToolParam
+from google.genai import types
 from openai.types.chat import ChatCompletionMessage, ChatCompletionMessageParam, ChatCompletionToolParam
 from openai.types.responses import FunctionToolParam, ResponseInputParam
 from pydantic import TypeAdapter
@@ -311,8 +312,10 @@ def test_tool_definitions_validate_with_the_sdks(tmp_path: Path) -> None:
         TypeAdapter(list[FunctionToolParam]).validate_python(c.tools("responses"))
         names = [t["name"] for t in c.tools("anthropic")]
         assert names == ["offload", "read_large_output", "search_large_output", "query_large_output", "list_outputs"]
+        gemini = [types.Tool.model_validate(t) for t in c.tools("gemini")]  # one Tool of five declarations
+        assert [d.name for t in gemini for d in t.function_declarations or []] == names
         with pytest.raises(ValueError):
-            c.tools("gemini")
+            c.tools("bedrock")
         # run_tool: errors come back as the tools' model-facing text
         assert "Invalid arguments for read_large_output" in c.run_tool("read_large_output", {"bogus": 1})
         assert "no output" in c.run_tool("read_large_output", {"handle": "out_" + "a" * 26}).lower()

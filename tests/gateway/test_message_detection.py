@@ -25,9 +25,11 @@ DETECTED: list[tuple[list[dict[str, Any]], str]] = [
     ([USER, SEARCH], "anthropic"),
     ([{"role": "system", "content": "s"}, CHAT_IMAGE, CHAT_TOOL], "openai_chat"),
     ([{"role": "developer", "content": "d"}, USER, REASONING, OUTPUT], "responses"),
+    ([{"role": "user", "parts": [{"text": "hi"}]}, GEMINI], "gemini"),
 ]
 REFUSED: list[tuple[list[dict[str, Any]], str]] = [
-    ([USER, GEMINI], "messages[1] (role 'model') is not a message of any known format"),
+    ([USER, GEMINI], "mix formats: messages[1] (role 'model') reads as Gemini API"),
+    ([USER, {"role": "model", "parts": "hi"}], "messages[1] (role 'model') is not a message of any known format"),
     ([THINKING, CHAT_TOOL], "mix formats: messages[1] (role 'tool') reads as OpenAI Chat Completions"),
     ([CHAT_TOOL, OUTPUT], "messages[0] (role 'tool') as OpenAI Chat Completions"),
     ([{"role": "user", "content": {"text": "a dict"}}], "messages[0] (role 'user') is not a message"),
@@ -57,4 +59,4 @@ def test_the_compactor_detects_with_the_same_rules_and_keeps_its_fallback() -> N
     assert detect_api([{"role": "developer", "content": "d"}, call_output]).name == "responses"
     assert detect_api([USER, THINKING]).name == "anthropic"
     assert detect_api([THINKING, CHAT_TOOL]).name == "anthropic"  # mixed: the first one only one API reads
-    assert detect_api([USER, GEMINI]).name == "openai_chat"
+    assert detect_api([USER, GEMINI]).name == "gemini"  # mixed: the first one only one API reads

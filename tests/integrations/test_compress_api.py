@@ -17,6 +17,7 @@ from typing import Any
 
 import httpx2
 import pytest
+from google.genai import types
 
 from llm_upstream import UpstreamServer
 from mcp_offload.gateway.compress_api import caller_for, marker
@@ -120,7 +121,7 @@ def test_hashes_are_tenant_scoped_and_expired_ones_say_so(
         ({"messages": []}, "invalid_messages"),
         ({"messages": [{"role": "user", "content": "x"}, 7]}, "invalid_messages"),
         ({"messages": [{"content": "no role"}]}, "invalid_messages"),
-        ({"messages": [{"role": "user", "content": "x"}], "format": "gemini"}, "unknown_format"),
+        ({"messages": [{"role": "user", "content": "x"}], "format": "vertex"}, "unknown_format"),
         ([1, 2], "invalid_json"),
     ],
 )
@@ -159,9 +160,22 @@ def test_bypass_header_and_anthropic_format(upstream: UpstreamServer, start_gate
     assert compress(gw.base_url, answered, format="anthropic").json()["ccr_hashes"] == []
 
 
+def gemini_contents(log: str) -> list[dict[str, Any]]:
+    """The exchange as the google-genai SDK sends it: its own `types.Content` objects in their wire form."""
+    call = types.FunctionCall(id="c_1", name="bash", args={})
+    answer = types.FunctionResponse(id="c_1", name="bash", response={"output": log})
+    contents = [
+        types.Content(role="user", parts=[types.Part(text="Build it.")]),
+        types.Content(role="model", parts=[types.Part(function_call=call)]),
+        types.Content(role="user", parts=[types.Part(function_response=answer)]),
+    ]
+    return [c.model_dump(mode="json", exclude_none=True, by_alias=True) for c in contents]
+
+
 def three_formats(log: str) -> dict[str, list[dict[str, Any]]]:
-    """One exchange with a large tool result in each format the service reads, none naming its format."""
+    """One exchange with a large tool result in each format the service reads (four), none naming its format."""
     return {
+        "gemini": gemini_contents(log),
         "anthropic": [
             {"role": "user", "content": "Build it."},
             {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {}}]},
@@ -182,7 +196,7 @@ def three_formats(log: str) -> dict[str, list[dict[str, Any]]]:
     }  # fmt: skip
 
 
-@pytest.mark.parametrize("api", ["anthropic", "openai_chat", "responses"])
+@pytest.mark.parametrize("api", ["anthropic", "openai_chat", "responses", "gemini"])
 def test_the_format_is_detected_when_none_is_named(
     upstream: UpstreamServer, start_gateway: StartGateway, api: str
 ) -> None:
@@ -196,6 +210,9 @@ def test_the_format_is_detected_when_none_is_named(
     assert "Stored as out_" in json.dumps(body["messages"][-1]) and build_log() not in json.dumps(body["messages"])
     named = compress(gw.base_url, messages, headers={**A, "x-session-id": api}, format=api)
     assert named.json()["messages"] == body["messages"]  # detected or named: the same stub bytes
+    if api == "gemini":  # still the google-genai SDK's own contents, the answer now a reference
+        answer = types.Content.model_validate(body["messages"][-1]).parts[0].function_response  # type: ignore[index]
+        assert answer is not None and answer.response["output"].startswith("Stored as out_")  # type: ignore[index]
     plain = compress(gw.base_url, [{"role": "user", "content": "hello"}]).json()  # every format reads it alike
     assert plain["messages"] == [{"role": "user", "content": "hello"}] and plain["ccr_hashes"] == []
 
@@ -203,7 +220,7 @@ def test_the_format_is_detected_when_none_is_named(
 @pytest.mark.parametrize(
     ("messages", "format_", "code", "says"),
     [
-        ([{"role": "model", "parts": [{"text": "hi"}]}], None, "unrecognized_messages", "messages[0] (role 'model')"),
+        ([{"role": "model", "parts": "hi"}], None, "unrecognized_messages", "messages[0] (role 'model')"),
         ([{"role": "user", "content": 7}], None, "unrecognized_messages", "not a message of any known format"),
         (  # an Anthropic tool result in an OpenAI Chat list: two formats mixed
             [*three_formats("x" * 9_000)["openai_chat"], three_formats("y")["anthropic"][2]],
@@ -211,6 +228,7 @@ def test_the_format_is_detected_when_none_is_named(
         ),
         (three_formats("x" * 9_000)["anthropic"], "openai", "format_mismatch", "messages[1]"),
         (three_formats("x" * 9_000)["responses"], "anthropic", "format_mismatch", "OpenAI Responses"),
+        (three_formats("x" * 9_000)["gemini"], "openai", "format_mismatch", "(it reads as Gemini API)"),
         (three_formats("x" * 9_000)["anthropic"], "bedrock", "unknown_format", "use one of"),
     ],
 )  # fmt: skip

@@ -13,7 +13,8 @@ a message it leaves untouched is the caller's own object. With `context_window` 
 `ContextWindowExceeded` (the order of the steps: budget.py).
 
 Cache safety is the gateway's: tool results go through the same core (`cachesafe.rewrite.rewrite_messages`; the
-`format=` words "anthropic" / "openai" / "responses" name the APIs "anthropic" / "openai_chat" / "responses") with
+`format=` words "anthropic" / "openai" / "responses" / "gemini" name the APIs "anthropic" / "openai_chat" /
+"responses" / "gemini") with
 the session's `DecisionRecord` beside the store (`GatewaySession` of this compactor's scope). A decision (offloaded
 as a handle derived from the session and the part's call id + content, with its exact reference bytes; or inline for
 good) is taken once and applied on every later call, for any boundary, after a restart and by every instance on
@@ -367,7 +368,7 @@ class AsyncCompactor:
 
     # -- retrieval tools in-process ---------------------------------------------------------------------
     def tools(self, format: str) -> list[dict[str, Any]]:
-        """The five tools as `format` ("anthropic", "openai", "responses") tool definitions."""
+        """The five tools as `format` ("anthropic", "openai", "responses", "gemini") tool definitions."""
         return tool_definitions(format)
 
     async def run_tool(self, name: str, arguments: dict[str, Any] | None = None) -> str:

@@ -76,12 +76,13 @@ log = logging.getLogger("mcp_offload.gateway.compress")
 COMPRESS_PATHS = ("/v1/compress", "/v1/retrieve", "/health", "/readyz")
 AFFINITY_HEADERS = ("x-headroom-session-id", "x-session-affinity", "x-session-id", "x-mcp-offload-session")
 BYPASS_HEADERS = ("x-headroom-bypass", "x-mcp-offload-bypass")
-FORMATS: dict[str, ApiName] = {  # the compression service speaks the three message-list formats
+FORMATS: dict[str, ApiName] = {  # the compression service speaks the four message-list formats
     "openai": "openai_chat",
     "openai_chat": "openai_chat",
     "chat": "openai_chat",
     "anthropic": "anthropic",
     "responses": "responses",
+    "gemini": "gemini",
 }
 HASH_CHARS = 24
 HASH_RE = re.compile(r"[a-f0-9]{12,24}")
@@ -341,8 +342,9 @@ def _mark(value: Any, seen: set[str], hash_of: Callable[[str], str]) -> Any:
 
 
 def _text_of(message: Mapping[str, Any]) -> str:
-    """The text a message puts in the prompt: its content, or a Responses tool output item's `output`."""
-    return "".join(_strings(message.get("content"))) + "".join(_strings(message.get("output")))
+    """The text a message puts in the prompt: its content, a Responses tool output item's `output`, or a Gemini
+    content's `parts`."""
+    return "".join(s for key in ("content", "output", "parts") for s in _strings(message.get(key)))
 
 
 def _any_word(query: str) -> str:

@@ -20,7 +20,7 @@ from mcp_offload.apis.names import ApiName, Provider
 
 class GeminiApi:
     name: ApiName = "gemini"
-    format_name: str | None = None  # the gateway's; the Compactor's format= does not offer it
+    format_name: str | None = "gemini"
     title = "Gemini API"
     provider: Provider = "gemini"
     relays_unreadable = True  # a body the gateway cannot read: the upstream answers it
