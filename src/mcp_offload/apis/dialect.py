@@ -134,6 +134,11 @@ def arguments_object(arguments: Any) -> Any:
     return arguments if arguments is not None else {}
 
 
+def with_appended(request: dict[str, Any], key: str, added: list[dict[str, Any]]) -> dict[str, Any]:
+    """A copy of `request` whose conversation (its list under `key`) ends with `added`: the follow-up request."""
+    return {**request, key: list(request.get(key) or []) + added}
+
+
 def replayed_rounds(
     rounds: list[Round],
     last: CallOutcome | None,

@@ -74,6 +74,9 @@ class History:
     format: MessageFormat
     messages_key: str  # "messages" or "input"
     tool_results_follow_as_messages: bool  # Chat / Responses: one message (item) per result
+    # one model response may be several model messages in a row (Responses: its output items; Gemini: the
+    # `google-genai` SDK's chat keeps a streamed answer as one model content per chunk, Gemini CLI as one)
+    outputs_run_together: bool = False
 
     # -- the request body ---------------------------------------------------------------------------------
     def messages(self, body: Mapping[str, Any]) -> list[Message] | None:
@@ -176,8 +179,20 @@ class History:
     # -- expansions --------------------------------------------------------------------------------------
     def output_units(self, messages: Sequence[Message]) -> list[tuple[int, int]]:
         """The spans [start, stop) that are one model response as a client sends it back: each assistant message
-        (Anthropic, Chat); each maximal run of output items (Responses)."""
-        return [(i, i + 1) for i, m in enumerate(messages) if self.is_model_output(m)]
+        (Anthropic, Chat); each maximal run of model messages where `outputs_run_together` (Responses, Gemini)."""
+        if not self.outputs_run_together:
+            return [(i, i + 1) for i, m in enumerate(messages) if self.is_model_output(m)]
+        units: list[tuple[int, int]] = []
+        start: int | None = None
+        for i, message in enumerate(messages):
+            if self.is_model_output(message):
+                start = i if start is None else start
+            elif start is not None:
+                units.append((start, i))
+                start = None
+        if start is not None:
+            units.append((start, len(messages)))
+        return units
 
     def merge_results(self, messages: list[Message], at: int, pending: Sequence[Message]) -> list[Message]:
         """Insert the results of the gateway's own calls (`pending`, in result form) where the client's results for

@@ -19,7 +19,15 @@ import orjson
 
 from mcp_offload.apis.anthropic.breakpoint import with_end_breakpoint
 from mcp_offload.apis.anthropic.errors import stream_error_event
-from mcp_offload.apis.dialect import Answer, CallOutcome, ModelToolCall, Round, arguments_object, replayed_rounds
+from mcp_offload.apis.dialect import (
+    Answer,
+    CallOutcome,
+    ModelToolCall,
+    Round,
+    arguments_object,
+    replayed_rounds,
+    with_appended,
+)
 from mcp_offload.apis.names import ApiName
 from mcp_offload.apis.sse import SseEvent, encode_event
 from mcp_offload.apis.usage import UsageFigures, add_usage, as_int
@@ -62,9 +70,8 @@ class AnthropicDialect:
         )
 
     def follow_up(self, request: dict[str, Any], rounds: list[Round], *, final: bool) -> dict[str, Any]:
-        body = dict(request)
         appended = self.upstream_messages(rounds, None)
-        body["messages"] = list(request.get("messages") or []) + appended
+        body = with_appended(request, "messages", appended)
         if final:
             body["tool_choice"] = {"type": "none"}  # keeps the tools array (and its cache) as it is
         return with_end_breakpoint(body, len(appended))  # the next turn reads what the loop added from the cache

@@ -56,6 +56,7 @@ class GeminiHistory(History):
     api = "gemini"
     format = GeminiFormat()
     messages_key = "contents"
+    outputs_run_together = True
     tool_results_follow_as_messages = False
 
     def messages(self, body: Mapping[str, Any]) -> list[Message] | None:
@@ -88,21 +89,6 @@ class GeminiHistory(History):
 
     def is_model_output(self, message: Message) -> bool:
         return message.get("role") == "model"
-
-    def output_units(self, messages: Sequence[Message]) -> list[tuple[int, int]]:
-        """Each maximal run of model contents: the `google-genai` SDK's chat keeps a streamed answer as one model
-        content per chunk, Gemini CLI as one."""
-        units: list[tuple[int, int]] = []
-        start: int | None = None
-        for i, message in enumerate(messages):
-            if self.is_model_output(message):
-                start = i if start is None else start
-            elif start is not None:
-                units.append((start, i))
-                start = None
-        if start is not None:
-            units.append((start, len(messages)))
-        return units
 
     def normalize_unit(self, messages: Sequence[Message]) -> list[Any]:
         """A run of model contents reads as one content holding all their parts (however the client split it)."""

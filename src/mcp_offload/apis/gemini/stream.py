@@ -24,7 +24,15 @@ import copy
 from collections.abc import Sequence
 from typing import Any
 
-from mcp_offload.apis.dialect import Answer, CallOutcome, ModelToolCall, Round, arguments_object, replayed_rounds
+from mcp_offload.apis.dialect import (
+    Answer,
+    CallOutcome,
+    ModelToolCall,
+    Round,
+    arguments_object,
+    replayed_rounds,
+    with_appended,
+)
 from mcp_offload.apis.gemini.errors import stream_error_event
 from mcp_offload.apis.names import ApiName
 from mcp_offload.apis.sse import SseEvent, encode_event
@@ -96,8 +104,7 @@ class GeminiDialect:
         )
 
     def follow_up(self, request: dict[str, Any], rounds: list[Round], *, final: bool) -> dict[str, Any]:
-        body = dict(request)
-        body["contents"] = list(request.get("contents") or []) + self.upstream_messages(rounds, None)
+        body = with_appended(request, "contents", self.upstream_messages(rounds, None))
         if final:
             config = request.get("toolConfig")
             body["toolConfig"] = {**(config if isinstance(config, dict) else {}), "functionCallingConfig": FINAL_CONFIG}

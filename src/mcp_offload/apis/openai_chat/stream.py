@@ -18,7 +18,15 @@ from typing import Any
 
 import orjson
 
-from mcp_offload.apis.dialect import Answer, CallOutcome, ModelToolCall, Round, arguments_text, replayed_rounds
+from mcp_offload.apis.dialect import (
+    Answer,
+    CallOutcome,
+    ModelToolCall,
+    Round,
+    arguments_text,
+    replayed_rounds,
+    with_appended,
+)
 from mcp_offload.apis.names import ApiName
 from mcp_offload.apis.openai_error import openai_error_document
 from mcp_offload.apis.sse import COMMENT_PING, SseEvent, encode_event
@@ -102,8 +110,7 @@ class ChatDialect:
         )
 
     def follow_up(self, request: dict[str, Any], rounds: list[Round], *, final: bool) -> dict[str, Any]:
-        body = dict(request)
-        body["messages"] = list(request.get("messages") or []) + self.upstream_messages(rounds, None)
+        body = with_appended(request, "messages", self.upstream_messages(rounds, None))
         if final:
             body["tool_choice"] = "none"
         return body

@@ -8,7 +8,7 @@ items keep their identity. A string `input` has no tool results: such a request 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from mcp_offload.apis.history import History, normalized
@@ -33,6 +33,7 @@ class ResponsesHistory(History):
     api = "responses"
     format = ResponsesFormat()
     messages_key = "input"
+    outputs_run_together = True
     tool_results_follow_as_messages = True
 
     def opening(self, body: Mapping[str, Any]) -> Any:
@@ -55,19 +56,6 @@ class ResponsesHistory(History):
         if kind in (None, "message"):
             return message.get("role") == "assistant"
         return isinstance(kind, str) and (kind in OUTPUT_TYPES or kind.endswith("_call"))
-
-    def output_units(self, messages: Sequence[Message]) -> list[tuple[int, int]]:
-        units: list[tuple[int, int]] = []
-        start: int | None = None
-        for i, message in enumerate(messages):
-            if self.is_model_output(message):
-                start = i if start is None else start
-            elif start is not None:
-                units.append((start, i))
-                start = None
-        if start is not None:
-            units.append((start, len(messages)))
-        return units
 
     def normalize_message(self, message: Message) -> Any:
         """`type: "message"` is the default; ids and statuses are dropped; a string content equals one text part;
