@@ -8,9 +8,12 @@ bad value stops the command before anything starts (a port of 70000 is refused, 
 from __future__ import annotations
 
 import argparse
-from typing import NoReturn
+from collections.abc import Callable
+from typing import NoReturn, TypeVar
 
 from mcp_offload.units import check_url_port, parse_duration, parse_port, parse_size
+
+T = TypeVar("T")
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -21,36 +24,29 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
-def duration(text: str) -> float:
-    """`90s`, `15m`, `2h`, `3d` (a bare number is seconds)."""
-    try:
-        return parse_duration(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+def _argument_type(parse: Callable[[str], T], doc: str) -> Callable[[str], T]:
+    """`parse` as an argparse type: its ValueError becomes argparse's one-line error."""
+
+    def checked(text: str) -> T:
+        try:
+            return parse(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    checked.__doc__ = doc
+    checked.__name__ = checked.__qualname__ = parse.__name__.removeprefix("parse_").removeprefix("check_")
+    return checked
 
 
-def size(text: str) -> int:
-    """`512`, `64KB`, `1MiB`, `1GiB` (a bare number is bytes)."""
-    try:
-        return parse_size(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def port(text: str) -> int:
-    """A TCP port to listen on, 1-65535."""
-    try:
-        return parse_port(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+duration = _argument_type(parse_duration, "`90s`, `15m`, `2h`, `3d` (a bare number is seconds).")
+size = _argument_type(parse_size, "`512`, `64KB`, `1MiB`, `1GiB` (a bare number is bytes).")
+port = _argument_type(parse_port, "A TCP port to listen on, 1-65535.")
+_url_port = _argument_type(check_url_port, "A URL's port, if it names one, is 1-65535.")
 
 
 def http_url(text: str) -> str:
     """An http:// or https:// base URL whose port, if it names one, is 1-65535."""
     if not text.startswith(("http://", "https://")):
         raise argparse.ArgumentTypeError(f"{text[:100]!r} is not an http:// or https:// URL")
-    try:
-        check_url_port(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+    _url_port(text)
     return text
