@@ -52,6 +52,7 @@ def test_the_file_list_is_whole_up_to_fifty_files(files: int) -> None:
             for line in preview.text.split("\n")
         ), path
     assert len(preview.data["files"]) == files
+    assert preview.data["calls"], "the whole file list never costs the last ready call"
 
 
 def test_past_what_fits_the_largest_changes_are_listed_with_a_count() -> None:
@@ -62,3 +63,13 @@ def test_past_what_fits_the_largest_changes_are_listed_with_a_count() -> None:
     shown = len(preview.data["files"])
     assert 0 < shown < 200
     assert f"… {200 - shown:,} more files" in preview.text
+
+
+@pytest.mark.parametrize("files", [40, 50, 60, 70, 80, 90])
+def test_a_diff_preview_always_names_a_ready_call(files: int) -> None:
+    """A list that fits only without any ready call gives way to the largest changes (the repository's own diff of
+    12 commits once previewed as a whole folder list with no call to follow)."""
+    counter = load_counter("o200k_base")
+    preview = build_preview(_git_diff(_paths(files, seed=files)), "text", budget_tokens=470, count_tokens=counter.count)
+    assert preview.tokens <= 470
+    assert preview.data["calls"]

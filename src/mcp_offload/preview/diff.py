@@ -198,7 +198,7 @@ def diff_preview(
         other = files[0] if files[0] is not biggest else files[1]
         calls.append((f"the hunks of {_cut(other.path)[-40:]}", read_lines(other.first_line, other.last_line)))
     # The whole file list is the most useful part: each form is tried until one lists every file (then fewer ready
-    # calls); only when none does are the largest changes listed, with a count of the rest.
+    # calls, but always one); only when none does are the largest changes listed, with a count of the rest.
     title = "files (lines in this output, +added −removed):"
     grouped_title = "files by folder (+added −removed):"
     forms = [
@@ -208,8 +208,7 @@ def diff_preview(
         (grouped_title, _by_folder(files), calls[1:2]),
         ("files by folder:", _by_folder(files, counts=False), calls[:2]),
         ("files by folder:", _by_folder(files, counts=False), calls[1:2]),
-        ("files by folder:", _by_folder(files, counts=False), []),
-    ]
+    ]  # never fewer than one ready call: a list that fits only without one gives way to the largest changes
     for form_title, entries, form_calls in forms:
         listing = fit_listing(facts, form_title, entries, form_calls, budget, count, entries_noun="more files")
         if listing.entries_shown == len(entries):
