@@ -448,7 +448,9 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="12 turns, outputs of 3-150 KB (a smoke run)")
     parser.add_argument("--out", default=str(HERE / "results" / "gateway.json"))
     parser.add_argument("--serve-upstream", action="store_true", help=argparse.SUPPRESS)  # internal: the child
-    parser.add_argument("--markdown", metavar="JSON", help="print the table of docs/benchmarks.md of an earlier run's JSON and exit")
+    parser.add_argument(
+        "--markdown", metavar="JSON", help="print the docs/benchmarks.md table of an earlier run's JSON and exit"
+    )
     args = parser.parse_args()
     if args.markdown:
         print(markdown(json.loads(Path(args.markdown).read_text())))
