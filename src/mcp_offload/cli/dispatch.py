@@ -55,7 +55,7 @@ SUBCOMMANDS: dict[str, Subcommand] = {
         Subcommand("import-config", "mcp_offload.cli.import_config", "move a client's MCP servers behind mcp-offload"),
         Subcommand("outputs", "mcp_offload.cli.outputs", "list, show, rm, clear, gc stored outputs"),
         Subcommand("stats", "mcp_offload.cli.stats", "what offloading saved, per day and per server/tool"),
-        Subcommand("gateway", "mcp_offload.cli.gateway", "the LLM gateway for Anthropic / OpenAI API clients"),
+        Subcommand("gateway", "mcp_offload.cli.gateway", "the LLM gateway for Anthropic, OpenAI, Gemini API clients"),
         Subcommand("wrap", "mcp_offload.cli.wrap", "run claude, codex or gemini (or any agent) through the gateway"),
     )
 }
