@@ -103,12 +103,12 @@ print("\n".join(map(str, sorted(ports))))' >"$state/ports"
 stop)
   if [ -f "$state/ports" ]; then
     while read -r port; do
-      [ -f "$state/$port/redis.pid" ] && kill "$(cat "$state/$port/redis.pid")" 2>/dev/null || true
+      [ -f "$state/$port/redis.pid" ] && kill "$(cat "$state/$port/redis.pid" 2>/dev/null)" 2>/dev/null || true
     done <"$state/ports"
     for _ in $(seq 50); do
       alive=0
       while read -r port; do
-        [ -f "$state/$port/redis.pid" ] && kill -0 "$(cat "$state/$port/redis.pid")" 2>/dev/null && alive=1
+        [ -f "$state/$port/redis.pid" ] && kill -0 "$(cat "$state/$port/redis.pid" 2>/dev/null)" 2>/dev/null && alive=1
       done <"$state/ports"
       [ "$alive" = 0 ] && break
       sleep 0.1
