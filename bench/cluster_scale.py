@@ -39,7 +39,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))  # the servers and clients are the tests' own helpers
 sys.path.insert(0, str(HERE.parent))
 
-from mcp_offload.server.tools import result_of  # noqa: E402
+from mcp_offload.mcp_server.tools import result_of  # noqa: E402
 from support import free_port  # noqa: E402
 from support.load_workload import RunningServer, open_client, percentiles, serve  # noqa: E402
 from support.store import RedisCluster, RedisServer  # noqa: E402

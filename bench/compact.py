@@ -1,7 +1,7 @@
 """Compaction for agent loops: a 500-message Anthropic history with 200 tool results (50 MB in all).
 
 Cases: the first compaction of the whole history (boundary "all"); an incremental step (one new 250 KB tool result
-appended, the rest already compacted) shown next to its yardstick, `api.offload` of the same content in the same
+appended, the rest already compacted) shown next to its yardstick, `outputs.offload` of the same content in the same
 run, so `ours - yardstick` is what compaction adds on top of storing the new result (target < 20 ms); and the
 compacted history's tokens over the original's (target < 5 %).
 
@@ -30,7 +30,7 @@ import anyio
 
 from mcp_offload.cachesafe.cost import CachePrices, cost_of_request, prices_for
 from mcp_offload.compact import AsyncCompactor
-from mcp_offload.core import api
+from mcp_offload.core import outputs
 
 # The simulated provider cache is the tests' (tests/llm_upstream); appended, as in bench/gateway.py.
 sys.path.append(str(Path(__file__).resolve().parent.parent / "tests"))
@@ -118,7 +118,7 @@ async def measure(repeat: int) -> list[dict[str, object]]:
                 step = new_step(rng, i)
                 content = step[1]["content"][0]["content"]
                 t0 = time.perf_counter()
-                await api.offload(compactor.services, compactor.scope, content, name="yardstick", source="bench")
+                await outputs.offload(compactor.services, compactor.scope, content, name="yardstick", source="bench")
                 offload_ms = (time.perf_counter() - t0) * 1000
                 grown = [*compacted, *step]
                 t0 = time.perf_counter()
@@ -133,7 +133,7 @@ async def measure(repeat: int) -> list[dict[str, object]]:
                     "case": "incremental step (+1 result)",
                     "size": f"{len(compacted)} msgs",
                     "ours_ms": statistics.median(steps),
-                    "yardstick": "api.offload same result",
+                    "yardstick": "outputs.offload same result",
                     "yardstick_ms": statistics.median(offloads),
                     "ratio": statistics.median(steps) / statistics.median(offloads),
                     "note": f"compaction overhead {statistics.median(extras):.1f} ms (target < 20)",

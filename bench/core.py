@@ -5,8 +5,8 @@ Every call goes through the real MCP client (in memory) into the real server, so
 validation and result shaping. Data is generated (seeded) into a temp dir; each yardstick runs on the same file in
 the same run. Ratios are ours / yardstick (lower is better).
 
-The regex rows are also measured through the in-process retrieval API (`mcp_offload.core.api.search`, what an agent loop
-in Python calls), on the same output in the same run: the difference is the per-call cost of MCP itself (the
+The regex rows are also measured through the in-process retrieval API (`mcp_offload.core.outputs.search`, what an agent
+loop in Python calls), on the same output in the same run: the difference is the per-call cost of MCP itself (the
 SDK client's jsonschema validation of the hits, serialisation, the savings count), which does not depend on size.
 """
 
@@ -27,11 +27,11 @@ import anyio
 import orjson
 from mcp import Client
 
-from mcp_offload.core import api
+from mcp_offload.core import outputs
 from mcp_offload.core.services import Services, build_services
+from mcp_offload.mcp_server.offload_server import build_server
+from mcp_offload.mcp_server.tools import result_of
 from mcp_offload.retrieve.json_structure import STRUCTURES
-from mcp_offload.server.offload_server import build_server
-from mcp_offload.server.tools import result_of
 from mcp_offload.settings import Settings
 
 NEEDLE = "ZEBRA-7731-NEEDLE"
@@ -230,8 +230,8 @@ async def _bench_kind(
                 assert result_of(r)["total_matches"] >= 1, r.content
 
             async def regex_api(pattern: str = pattern, case_sensitive: bool = case_sensitive) -> None:
-                out = await api.search(
-                    services, api.SessionScope.named(SESSION), pattern, handle=handle, case_sensitive=case_sensitive
+                out = await outputs.search(
+                    services, outputs.SessionScope.named(SESSION), pattern, handle=handle, case_sensitive=case_sensitive
                 )
                 assert out.total_matches >= 1
 

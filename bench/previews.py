@@ -29,7 +29,7 @@ from unittest import mock
 import anyio
 
 from bench.core import make_text, parse_size
-from mcp_offload.core import api
+from mcp_offload.core import outputs
 from mcp_offload.core.render import render_query
 from mcp_offload.core.services import Services, build_services
 from mcp_offload.preview import build_preview, text_kinds
@@ -123,13 +123,13 @@ async def _offload_ms(services: Services, text: str, repeat: int) -> tuple[float
     today: list[float] = []
     for _ in range(repeat):
         for sink, off in ((ours, False), (today, True)):
-            scope = api.SessionScope.new()
+            scope = outputs.SessionScope.new()
             started = time.perf_counter()
             if off:
                 with sniffing_off():
-                    await api.offload(services, scope, text)
+                    await outputs.offload(services, scope, text)
             else:
-                await api.offload(services, scope, text)
+                await outputs.offload(services, scope, text)
             sink.append((time.perf_counter() - started) * 1000)
     return statistics.median(ours), statistics.median(today)
 
@@ -144,7 +144,7 @@ async def offload_rows(label: str, repeat: int, store: str) -> list[dict[str, An
             ("offload of plain text", _prose(size, random.Random(2))),
         ):
             ours, today = await _offload_ms(services, text, repeat)
-            rows.append(_row(name, label, ours, "same, sniffing off", today, "whole api.offload"))
+            rows.append(_row(name, label, ours, "same, sniffing off", today, "whole outputs.offload"))
     finally:
         await services.aclose()
     return rows
@@ -281,7 +281,7 @@ QUESTIONS = [
 
 
 async def _answer_cost(
-    services: Services, scope: api.SessionScope, handle: str, preview: str, calls: list[dict[str, Any]], lines: int
+    services: Services, scope: outputs.SessionScope, handle: str, preview: str, calls: list[dict[str, Any]], lines: int
 ) -> tuple[int, int, str]:
     """(calls made, tokens of what they returned, all text seen)."""
     seen, tokens, made = preview, 0, 0
@@ -289,25 +289,25 @@ async def _answer_cost(
         if call["tool"] == "read_all":
             start = 1
             while start <= lines:
-                out = await api.read(services, scope, handle, start_line=start, end_line=lines)
+                out = await outputs.read(services, scope, handle, start_line=start, end_line=lines)
                 made, tokens, seen = made + 1, tokens + out.tokens, seen + "\n" + out.text
                 start = out.end + 1
             continue
         made += 1
         if call["tool"] == "query_large_output":  # SQL, as the tool renders it
-            found = await api.query(services, scope, handle, call["query"])
+            found = await outputs.query(services, scope, handle, call["query"])
             shown = render_query(found, services.settings.jq_max_output_chars, sql=True)
             tokens += services.tokens.count(shown)
             seen += "\n" + shown
         elif call["tool"] == "read_large_output":
             start = int(call["start_line"])
-            out_read = await api.read(
+            out_read = await outputs.read(
                 services, scope, handle, start_line=start, end_line=min(lines, start + call.get("span", 0))
             )
             tokens += out_read.tokens
             seen += "\n" + out_read.text
         else:
-            searched = await api.search(services, scope, call["pattern"], handle=handle)
+            searched = await outputs.search(services, scope, call["pattern"], handle=handle)
             shown = f"{searched.total_matches}×\n" + "\n".join(f"L{m.line}: {m.text}" for m in searched.matches)
             tokens += services.tokens.count(shown)
             seen += "\n" + shown
@@ -322,10 +322,10 @@ async def answer_rows(store: str) -> list[dict[str, Any]]:
         for q in QUESTIONS:
             text = texts[q.corpus_name]
             answer = q.answer(text)
-            scope = api.SessionScope.new()
-            out = await api.offload(services, scope, text)
+            scope = outputs.SessionScope.new()
+            out = await outputs.offload(services, scope, text)
             with sniffing_off():
-                old = await api.offload(services, scope, text)
+                old = await outputs.offload(services, scope, text)
             result: dict[str, Any] = {}
             for label, stored, calls in (
                 ("by kind", out, [] if all(a in out.preview for a in answer) else (q.by_kind or q.today)(text)),

@@ -39,7 +39,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 
-from mcp_offload.core import api  # noqa: E402
+from mcp_offload.core import outputs as core_outputs  # noqa: E402
 from mcp_offload.core.services import build_services  # noqa: E402
 from mcp_offload.retrieve.ranked import index_cache  # noqa: E402
 from mcp_offload.retrieve.ranked.fts_index import BUILDERS, build_index  # noqa: E402
@@ -274,7 +274,7 @@ async def _offload_all(services: Any, scope: Any, outputs: list[str]) -> list[fl
     times = []
     for i, text in enumerate(outputs):
         t = time.perf_counter()
-        await api.offload(services, scope, text, name=f"out{i}")
+        await core_outputs.offload(services, scope, text, name=f"out{i}")
         times.append((time.perf_counter() - t) * 1000)
     return times
 
@@ -283,14 +283,14 @@ async def _offload_without_builds(services: Any, outputs: list[str], scope: Any 
     warm_min = index_cache.WARM_MIN
     index_cache.WARM_MIN = 1 << 62
     try:
-        return await _offload_all(services, scope or api.SessionScope.new(), outputs)
+        return await _offload_all(services, scope or core_outputs.SessionScope.new(), outputs)
     finally:
         index_cache.WARM_MIN = warm_min
 
 
 async def _timed_question(services: Any, scope: Any, question: str) -> tuple[float, float]:
     t, c = time.perf_counter(), time.process_time()
-    await api.search(services, scope, question, ranked=True)
+    await core_outputs.search(services, scope, question, ranked=True)
     return (time.perf_counter() - t) * 1000, (time.process_time() - c) * 1000
 
 
@@ -306,12 +306,12 @@ async def bench_api(outputs: list[str], label: str, repeat: int) -> list[dict[st
             # the builds of earlier outputs run while later ones are offloaded, on the same cores
             without = await _offload_without_builds(services, outputs)
             INDEXES.clear()
-            scope = api.SessionScope.new()
+            scope = core_outputs.SessionScope.new()
             t, c = time.perf_counter(), time.process_time()
             with_build = await _offload_all(services, scope, outputs)
             INDEXES.wait_idle()
             ready, ready_cpu = (time.perf_counter() - t) * 1000, (time.process_time() - c) * 1000
-            lazy_scope = api.SessionScope.new()
+            lazy_scope = core_outputs.SessionScope.new()
             without += await _offload_without_builds(services, outputs, lazy_scope)
             builds = INDEXES.builds
             after, after_cpu = await _timed_question(services, scope, QUESTIONS[0])
@@ -407,16 +407,18 @@ async def bench_relevance(filler: list[str], label: str) -> list[dict[str, Any]]
     rows = []
     with tempfile.TemporaryDirectory(prefix="mcp-offload-ranked-") as tmp:
         services = build_services(Settings(store=tmp))
-        scope = api.SessionScope.new()
-        crowded = api.SessionScope.new()
+        scope = core_outputs.SessionScope.new()
+        crowded = core_outputs.SessionScope.new()
         try:
-            handles = {n: (await api.offload(services, scope, t, name=n)).handle for n, t in texts.items()}
-            crowded_handles = {n: (await api.offload(services, crowded, t, name=n)).handle for n, t in texts.items()}
+            handles = {n: (await core_outputs.offload(services, scope, t, name=n)).handle for n, t in texts.items()}
+            crowded_handles = {
+                n: (await core_outputs.offload(services, crowded, t, name=n)).handle for n, t in texts.items()
+            }
             for i, text in enumerate(filler):
-                await api.offload(services, crowded, text, name=f"filler{i}")
+                await core_outputs.offload(services, crowded, text, name=f"filler{i}")
 
             async def in_crowd(question: str, handle: str | None) -> list[Passage]:
-                out = await api.search(services, crowded, question, handle=handle, ranked=True, max_results=3)
+                out = await core_outputs.search(services, crowded, question, handle=handle, ranked=True, max_results=3)
                 return [Passage(p.handle, p.start_line, p.end_line) for p in out.passages or []]
 
             got = await score(cases, texts, crowded_handles, in_crowd, across=True)
@@ -430,7 +432,7 @@ async def bench_relevance(filler: list[str], label: str) -> list[dict[str, Any]]
             )
 
             async def ours(question: str, handle: str | None) -> list[Passage]:
-                out = await api.search(services, scope, question, handle=handle, ranked=True, max_results=3)
+                out = await core_outputs.search(services, scope, question, handle=handle, ranked=True, max_results=3)
                 return [Passage(p.handle, p.start_line, p.end_line) for p in out.passages or []]
 
             for across in (True, False):

@@ -23,8 +23,8 @@ from mcp import Client
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script: `bench` from the repo root
 from bench.core import NEEDLE, amedian_ms, make_json, make_text, parse_size
 from mcp_offload.core.services import build_services
-from mcp_offload.server.offload_server import build_server
-from mcp_offload.server.tools import result_of
+from mcp_offload.mcp_server.offload_server import build_server
+from mcp_offload.mcp_server.tools import result_of
 from mcp_offload.settings import Settings
 
 

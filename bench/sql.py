@@ -1,6 +1,6 @@
 """SQL over a stored CSV / JSON Lines output through our API vs DuckDB's Python API on the same file, same run.
 
-Ours: `api.query` with SQL (the DuckDB worker process: the output is loaded once as table t, then each query runs on
+Ours: `outputs.query` with SQL (the DuckDB worker process: the output is loaded once as table t, then each query runs on
 it inside the sandbox; the first call includes starting the worker and loading). Yardsticks, on the stored file
 itself: `duckdb.sql(...)` reading the file in each query (`read_csv` / `read_json`: what a user of DuckDB on the
 file does), and DuckDB with the file loaded once into an in-memory table (the same work as our warm path, without
@@ -24,7 +24,7 @@ from typing import Any
 
 import duckdb
 
-from mcp_offload.core import api
+from mcp_offload.core import outputs
 from mcp_offload.core.services import build_services
 from mcp_offload.settings import Settings
 
@@ -81,9 +81,9 @@ async def _bench(kind: str, content: str, label: str, repeat: int) -> list[dict[
     rows = []
     with tempfile.TemporaryDirectory(prefix="mcp-offload-sql-bench-") as tmp:
         services = build_services(Settings(store=tmp))
-        scope = api.SessionScope.new()
+        scope = outputs.SessionScope.new()
         try:
-            handle = (await api.offload(services, scope, content)).handle
+            handle = (await outputs.offload(services, scope, content)).handle
             async with services.store.open(scope.key, handle) as output:
                 assert output.path is not None
                 path = Path(output.path)
@@ -93,7 +93,7 @@ async def _bench(kind: str, content: str, label: str, repeat: int) -> list[dict[
             loaded.execute(f"CREATE TABLE t AS FROM {reader}")
             first_query = QUERIES[0][1]
             t = time.perf_counter()
-            await api.query(services, scope, handle, first_query.format(t="t"))
+            await outputs.query(services, scope, handle, first_query.format(t="t"))
             first = (time.perf_counter() - t) * 1000
             t = time.perf_counter()
             direct.execute(first_query.format(t=reader)).fetchall()
@@ -105,7 +105,7 @@ async def _bench(kind: str, content: str, label: str, repeat: int) -> list[dict[
                 ours_ms, file_ms, table_ms = [], [], []
                 for _ in range(repeat):
                     t = time.perf_counter()
-                    out = await api.query(services, scope, handle, query.format(t="t"))
+                    out = await outputs.query(services, scope, handle, query.format(t="t"))
                     ours_ms.append((time.perf_counter() - t) * 1000)
                     t = time.perf_counter()
                     got = direct.execute(query.format(t=reader)).fetchall()
@@ -129,14 +129,14 @@ async def _first_query(content: str, prestart: bool, pause_s: float) -> tuple[fl
         services = build_services(Settings(store=tmp))
         if not prestart:
             services.sql.prestart = lambda: False  # type: ignore[method-assign]
-        scope = api.SessionScope.new()
+        scope = outputs.SessionScope.new()
         try:
             t = time.perf_counter()
-            handle = (await api.offload(services, scope, content)).handle
+            handle = (await outputs.offload(services, scope, content)).handle
             offload_ms = (time.perf_counter() - t) * 1000
             await asyncio.sleep(pause_s)  # the model's turn between the offload and its first query
             t = time.perf_counter()
-            await api.query(services, scope, handle, QUERIES[0][1].format(t="t"))
+            await outputs.query(services, scope, handle, QUERIES[0][1].format(t="t"))
             return offload_ms, (time.perf_counter() - t) * 1000
         finally:
             await services.aclose()

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from mcp_offload.core.services import Services, build_services
-from mcp_offload.server.offload_server import OffloadServer, build_server
+from mcp_offload.mcp_server.offload_server import OffloadServer, build_server
 from mcp_offload.settings import Settings
 
 # Fixtures shared across folders live beside their helpers in the `support` package, registered here once;

@@ -12,7 +12,7 @@ from pathlib import Path
 from mcp import Client
 
 from mcp_offload.core.services import build_services
-from mcp_offload.server.offload_server import build_server
+from mcp_offload.mcp_server.offload_server import build_server
 from mcp_offload.settings import Settings
 
 

@@ -28,13 +28,13 @@ _EXPORTS: dict[str, str] = {
     "CompactReport": "mcp_offload.compact",
     "Compactor": "mcp_offload.compact",
     "Usage": "mcp_offload.compact",
-    "SessionScope": "mcp_offload.core.api",
-    "offload": "mcp_offload.core.api",
-    "offload_bytes": "mcp_offload.core.api",
-    "read": "mcp_offload.core.api",
-    "search": "mcp_offload.core.api",
-    "query": "mcp_offload.core.api",
-    "list_outputs": "mcp_offload.core.api",
+    "SessionScope": "mcp_offload.core.outputs",
+    "offload": "mcp_offload.core.outputs",
+    "offload_bytes": "mcp_offload.core.outputs",
+    "read": "mcp_offload.core.outputs",
+    "search": "mcp_offload.core.outputs",
+    "query": "mcp_offload.core.outputs",
+    "list_outputs": "mcp_offload.core.outputs",
     "Services": "mcp_offload.core.services",
     "build_services": "mcp_offload.core.services",
     "Settings": "mcp_offload.settings",
@@ -103,7 +103,7 @@ __all__ = [
 
 if TYPE_CHECKING:
     from mcp_offload.compact import AsyncCompactor, Boundary, Compactor, CompactReport, Usage
-    from mcp_offload.core.api import SessionScope, list_outputs, offload, offload_bytes, query, read, search
+    from mcp_offload.core.outputs import SessionScope, list_outputs, offload, offload_bytes, query, read, search
     from mcp_offload.core.results import (
         ListOutput,
         OffloadOutput,

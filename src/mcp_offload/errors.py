@@ -28,7 +28,7 @@ Exception
 
 Model-facing errors are raised below the tools and translated once: into a tool answer (`core/pipeline.py`, whose
 text is `str(error)`; every front end shows it, the MCP server as an `isError` result) or, on a resource read, into
-a JSON-RPC error with the class's `rpc_code` (`server/offload_server.py`). Their messages say what was wrong and
+a JSON-RPC error with the class's `rpc_code` (`mcp_server/offload_server.py`). Their messages say what was wrong and
 what to do instead, and never contain file paths, scope ids or tracebacks. Each class has a stable `code` for
 programs (the compactor, library users).
 

@@ -17,7 +17,7 @@ import anyio
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from mcp_offload.server.tools import result_of
+from mcp_offload.mcp_server.tools import result_of
 from support import free_port
 from support.gateway_process import gateway_process
 from support.http_transport import wait_healthy

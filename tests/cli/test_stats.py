@@ -10,7 +10,7 @@ from pathlib import Path
 
 from mcp import Client, StdioServerParameters
 
-from mcp_offload.server.tools import result_of
+from mcp_offload.mcp_server.tools import result_of
 
 
 def _command() -> list[str]:

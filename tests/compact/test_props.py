@@ -19,8 +19,8 @@ from openai.types.chat import ChatCompletionMessageParam
 from pydantic import TypeAdapter
 
 from mcp_offload import Compactor, ContextWindowExceeded
-from mcp_offload.core import api
-from mcp_offload.server.tools import result_of
+from mcp_offload.core import outputs
+from mcp_offload.mcp_server.tools import result_of
 from support.compact import anthropic_turn, big_json, chat_turn, handle_in, responses_turn, set_call_arguments, validate
 
 TURNS = {"anthropic": anthropic_turn, "openai": chat_turn, "responses": responses_turn}
@@ -47,7 +47,7 @@ def _read_all(c: Compactor, handle: str) -> str:
     async def run() -> str:
         text, start = "", 1
         while True:
-            out = await api.read(c.services, c._async.scope, handle, start=start)
+            out = await outputs.read(c.services, c._async.scope, handle, start=start)
             text += out.text
             if out.next_start is None:
                 return text

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mcp_offload.core import api
+from mcp_offload.core import outputs
 from mcp_offload.core.answer_cap import MIN_CAP_BYTES, AnswerCap, parse_cap, parse_client_caps
 from mcp_offload.core.fit import fitted_read, fitted_search, fitted_text
 from mcp_offload.core.render import render_search
@@ -33,7 +33,7 @@ def fit_services(tmp_path: Path) -> Services:
     return build_services(Settings(store=str(tmp_path / "store"), jq_workers=1))
 
 
-async def follow_reads(services: Services, scope: api.SessionScope, cap: AnswerCap, args: dict[str, Any]) -> str:
+async def follow_reads(services: Services, scope: outputs.SessionScope, cap: AnswerCap, args: dict[str, Any]) -> str:
     """Read `args`, then every continuation the answers end with; the texts read, joined."""
     pieces: list[str] = []
     while True:
@@ -63,8 +63,8 @@ def test_following_a_capped_read_rebuilds_the_range(
     text = "".join(pieces) * repeat  # up to ~1 MB: many cuts
 
     async def run() -> None:
-        scope = api.SessionScope.new()
-        stored = await api.offload(fit_services, scope, text)
+        scope = outputs.SessionScope.new()
+        stored = await outputs.offload(fit_services, scope, text)
         lines = _lines(text)
         total = len(lines) if by_lines else len(text)
         first, last = sorted(1 + int(b * (total - 1)) for b in bounds)
@@ -97,7 +97,7 @@ def test_a_cut_answer_continues_into_the_whole_answer(
     answer = "\n".join(lines * repeat)
 
     async def run() -> None:
-        scope = api.SessionScope.new()
+        scope = outputs.SessionScope.new()
         shown = await fitted_text(fit_services, scope, answer, cap, "query answer")
         assert cap.fits(shown, fit_services.tokens)
         following = continuation(shown)
@@ -115,9 +115,9 @@ def test_a_cut_answer_continues_into_the_whole_answer(
 
 async def test_a_search_shows_fewer_whole_hits_and_says_how_to_see_the_rest(fit_services: Services) -> None:
     log = "".join(f"{i:05d} INFO request served in {i % 97} ms\n" for i in range(1, 3001))
-    scope = api.SessionScope.new()
-    stored = await api.offload(fit_services, scope, log)
-    found = await api.search(fit_services, scope, "INFO", handle=stored.handle, max_results=500)
+    scope = outputs.SessionScope.new()
+    stored = await outputs.offload(fit_services, scope, log)
+    found = await outputs.search(fit_services, scope, "INFO", handle=stored.handle, max_results=500)
     whole = render_search(found, stored.handle)
     cap = AnswerCap(max_bytes=10_000, whose="Codex's")
     shown = await fitted_search(fit_services, scope, found, stored.handle, cap)
@@ -131,13 +131,13 @@ async def test_a_search_shows_fewer_whole_hits_and_says_how_to_see_the_rest(fit_
     assert head + await follow_reads(fit_services, scope, cap, following) == whole
     # asking again stores nothing new: the whole answer's handle is derived from its text
     again = await fitted_search(fit_services, scope, found, stored.handle, cap)
-    assert again == shown and len((await api.list_outputs(fit_services, scope)).outputs) == 2
+    assert again == shown and len((await outputs.list_outputs(fit_services, scope)).outputs) == 2
 
 
 async def test_uncapped_answers_are_unchanged(fit_services: Services) -> None:
-    scope = api.SessionScope.new()
+    scope = outputs.SessionScope.new()
     text = "".join(f"{i} lorem ipsum dolor sit amet\n" for i in range(20_000))
-    stored = await api.offload(fit_services, scope, text)
+    stored = await outputs.offload(fit_services, scope, text)
     answer, out = await fitted_read(fit_services, scope, stored.handle, AnswerCap())
     assert out.tokens <= fit_services.settings.read_max_tokens and out.next_start is not None
     assert answer.endswith(

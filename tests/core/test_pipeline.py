@@ -15,13 +15,13 @@ from mcp import Client
 from mcp_offload.cachesafe.retrieval import run_retrieval
 from mcp_offload.cachesafe.session import GatewaySession
 from mcp_offload.compact import AsyncCompactor
-from mcp_offload.core import api
+from mcp_offload.core import outputs
 from mcp_offload.core.pipeline import OTHER_PROCESS_HINT, ToolAnswer, answer_error, run_tool
 from mcp_offload.core.services import Services
 from mcp_offload.core.tools import TOOLS_BY_NAME, CallContext, ToolReply
 from mcp_offload.errors import ExpiredHandle, StoreUnavailable, UnknownHandle
-from mcp_offload.server.offload_server import build_server
-from mcp_offload.server.tools import RESULT_META, result_to_mcp
+from mcp_offload.mcp_server.offload_server import build_server
+from mcp_offload.mcp_server.tools import RESULT_META, result_to_mcp
 from support import text_of
 
 DOC = json.dumps({"items": [{"id": i, "name": f"item-{i}"} for i in range(200)]}, indent=2)
@@ -29,7 +29,7 @@ UNKNOWN = "out_" + "a" * 26
 
 
 async def test_a_call_answers_text_and_the_result_record(services: Services) -> None:
-    context = CallContext(services, api.SessionScope.named("pipeline"))
+    context = CallContext(services, outputs.SessionScope.named("pipeline"))
     stored = await run_tool(TOOLS_BY_NAME["offload"], context, {"content": DOC, "name": "items"})
     assert not stored.is_error and stored.result is not None
     handle = stored.result["handle"]
@@ -52,14 +52,14 @@ async def test_a_call_answers_text_and_the_result_record(services: Services) -> 
 async def test_bad_input_is_an_error_answer_never_an_exception(
     services: Services, tool: str, arguments: dict[str, Any], expected: str
 ) -> None:
-    answer = await run_tool(TOOLS_BY_NAME[tool], CallContext(services, api.SessionScope.new()), arguments)
+    answer = await run_tool(TOOLS_BY_NAME[tool], CallContext(services, outputs.SessionScope.new()), arguments)
     assert answer.is_error and answer.result is None
     assert expected in answer.text
 
 
 async def test_the_one_translation_of_model_errors(services: Services) -> None:
-    scope = api.SessionScope.named("translation")
-    await api.offload(services, scope, DOC, name="items")
+    scope = outputs.SessionScope.named("translation")
+    await outputs.offload(services, scope, DOC, name="items")
     private = CallContext(services, scope, private_session=True)
     unknown = await answer_error(UnknownHandle(f"no output {UNKNOWN} in this session"), private)
     assert unknown.is_error and "This session's outputs: out_" in unknown.text and "(items)" in unknown.text
@@ -75,7 +75,7 @@ async def test_an_unexpected_failure_is_a_generic_answer(services: Services, cap
         raise RuntimeError("secret detail /etc/passwd")
 
     spec = TOOLS_BY_NAME["list_outputs"]
-    answer = await run_tool(replace(spec, handler=broken), CallContext(services, api.SessionScope.new()), {})
+    answer = await run_tool(replace(spec, handler=broken), CallContext(services, outputs.SessionScope.new()), {})
     assert answer == ToolAnswer(
         "list_outputs failed unexpectedly on the server; nothing was changed. Try again.", is_error=True
     )
@@ -88,7 +88,7 @@ async def test_every_front_end_gives_the_model_the_same_text(tmp_path: Any) -> N
     services = compactor.services
     scope = compactor.scope
     session = GatewaySession(scope=scope, key=scope.key)
-    stored = await api.offload(services, scope, DOC, name="items")
+    stored = await outputs.offload(services, scope, DOC, name="items")
     calls: list[tuple[str, dict[str, Any]]] = [
         ("search_large_output", {"pattern": "item-1[0-9]", "handle": stored.handle}),
         ("query_large_output", {"handle": stored.handle, "query": ".items | length"}),

@@ -12,8 +12,8 @@ from mcp import Client
 from mcp_offload.core import progress as progress_module
 from mcp_offload.core.progress import heartbeat
 from mcp_offload.core.services import build_services
-from mcp_offload.server.offload_server import OffloadServer, build_server
-from mcp_offload.server.tools import result_of
+from mcp_offload.mcp_server.offload_server import OffloadServer, build_server
+from mcp_offload.mcp_server.tools import result_of
 from mcp_offload.settings import Settings
 from support import ERAS
 

@@ -15,7 +15,7 @@ from mcp_offload.cachesafe.policy import ClearToolUses, RewritePolicy
 from mcp_offload.cachesafe.record import open_record
 from mcp_offload.cachesafe.request_rewrite import RewriteUnavailable, rewrite_request
 from mcp_offload.cachesafe.tool_text import RETRIEVAL_TOOL_NAMES, retrieval_tools
-from mcp_offload.core import api as core
+from mcp_offload.core import outputs as core
 from mcp_offload.core.services import Services
 from support.gateway_core import (
     APIS,

@@ -15,7 +15,7 @@ from mcp_offload.apis.registry import api_named
 from mcp_offload.cachesafe.policy import RewritePolicy
 from mcp_offload.cachesafe.request_rewrite import rewrite_request
 from mcp_offload.cachesafe.session import SESSION_HEADER, derive_session
-from mcp_offload.core.api import SessionScope
+from mcp_offload.core.outputs import SessionScope
 from support.gateway_core import APIS, Conversation, big_text, headers_for, open_services, wire
 
 POLICY = RewritePolicy(threshold_tokens=200)

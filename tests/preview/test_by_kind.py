@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from mcp_offload.core import api
+from mcp_offload.core import outputs
 from mcp_offload.core.ingest import FRAME_TOKENS
 from mcp_offload.core.services import Services
 from support.preview_corpus import corpus
@@ -19,7 +19,7 @@ from support.preview_corpus import corpus
 CORPUS = corpus()
 
 
-async def run_calls(services: Services, scope: api.SessionScope, handle: str, out: Any) -> list[str]:
+async def run_calls(services: Services, scope: outputs.SessionScope, handle: str, out: Any) -> list[str]:
     """Run every call the preview shows; each must answer with something. Returns what each returned."""
     calls = out.shape["calls"]
     assert calls, "a preview by kind names at least one ready call"
@@ -28,16 +28,16 @@ async def run_calls(services: Services, scope: api.SessionScope, handle: str, ou
         args = {k: v for k, v in call.items() if k != "tool"}
         if call["tool"] == "read_large_output":
             assert 1 <= args["start_line"] <= args["end_line"] <= out.lines, call
-            read = await api.read(services, scope, handle, **args)
+            read = await outputs.read(services, scope, handle, **args)
             assert read.text.strip(), call
             assert read.start == args["start_line"]
             answers.append(read.text)
         elif call["tool"] == "query_large_output":
-            got = await api.query(services, scope, handle, args["query"])
+            got = await outputs.query(services, scope, handle, args["query"])
             assert got.results >= 1 and not got.truncated, call
             answers.append(got.result)
         else:
-            found = await api.search(services, scope, args.pop("pattern"), handle=handle, **args)
+            found = await outputs.search(services, scope, args.pop("pattern"), handle=handle, **args)
             assert found.total_matches >= 1, call
             answers.append("\n".join(m.text for m in found.matches))
     return answers
@@ -47,8 +47,8 @@ async def run_calls(services: Services, scope: api.SessionScope, handle: str, ou
 async def test_real_output_gets_its_kind_of_preview_and_every_call_works(
     services: Services, kind: str, name: str, text: str
 ) -> None:
-    scope = api.SessionScope.new()
-    out = await api.offload(services, scope, text, name=name)
+    scope = outputs.SessionScope.new()
+    out = await outputs.offload(services, scope, text, name=name)
     assert out.kind == "text"
     assert out.shape["type"] == kind, out.preview
     budget = services.settings.preview_tokens - FRAME_TOKENS
@@ -63,9 +63,9 @@ def _corpus_text(name: str) -> str:
     return next(text for _, n, text in CORPUS if n == name)
 
 
-async def _offloaded(services: Services, name: str) -> tuple[api.SessionScope, Any]:
-    scope = api.SessionScope.new()
-    return scope, await api.offload(services, scope, _corpus_text(name), name=name)
+async def _offloaded(services: Services, name: str) -> tuple[outputs.SessionScope, Any]:
+    scope = outputs.SessionScope.new()
+    return scope, await outputs.offload(services, scope, _corpus_text(name), name=name)
 
 
 async def test_uvicorn_log_errors_templates_and_levels_match_the_log(services: Services) -> None:
@@ -150,11 +150,11 @@ async def test_packages_csv_rows_columns_and_the_row_query(services: Services) -
     selected, per_value = (c["query"] for c in out.shape["calls"] if c["tool"] == "query_large_output")
     wanted = re.fullmatch(r"SELECT \* FROM t WHERE typed = '(\w+)' LIMIT 10", selected)
     assert wanted is not None, selected  # a bare column name: lower case and not a keyword
-    got = list(csv.DictReader(io.StringIO((await api.query(services, scope, out.handle, selected)).result)))
+    got = list(csv.DictReader(io.StringIO((await outputs.query(services, scope, out.handle, selected)).result)))
     expected = [r for r in rows if r["typed"] == wanted.group(1)][:10]
     assert [r["name"] for r in got] == [r["name"] for r in expected] and len(got) >= 2
     assert per_value == "SELECT typed, count(*) AS n FROM t GROUP BY 1 ORDER BY n DESC"
-    counts = list(csv.reader(io.StringIO((await api.query(services, scope, out.handle, per_value)).result)))[1:]
+    counts = list(csv.reader(io.StringIO((await outputs.query(services, scope, out.handle, per_value)).result)))[1:]
     assert {value: int(n) for value, n in counts} == {
         v: sum(1 for r in rows if r["typed"] == v) for v in {r["typed"] for r in rows}
     }

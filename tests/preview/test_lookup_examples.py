@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 from mcp import Client
 
 from mcp_offload.core.services import Services
+from mcp_offload.mcp_server.offload_server import OffloadServer
+from mcp_offload.mcp_server.tools import result_of
 from mcp_offload.preview.lookup_examples import id_select, pick_id_field, tree_examples
-from mcp_offload.server.offload_server import OffloadServer
-from mcp_offload.server.tools import result_of
 from support import text_of
 from support.preview import assert_paths_work, len4, preview_of, run_jq
 

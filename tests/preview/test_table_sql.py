@@ -9,7 +9,7 @@ import io
 import duckdb
 import pytest
 
-from mcp_offload.core import api
+from mcp_offload.core import outputs
 from mcp_offload.core.services import Services
 from mcp_offload.preview.calls import SQL_KEYWORDS, sql_identifier, sql_string
 
@@ -74,20 +74,20 @@ async def test_every_sql_call_of_a_table_preview_runs_and_counts_right(
     writer.writerow(["id", column, "note"])
     rows = [[n, values[n % 3], f"note {n} " + "word " * (n % 5)] for n in range(60)]
     writer.writerows(rows)
-    scope = api.SessionScope.new()
-    out = await api.offload(services, scope, buffer.getvalue())
+    scope = outputs.SessionScope.new()
+    out = await outputs.offload(services, scope, buffer.getvalue())
     assert out.shape["type"] == "table", out.preview
     queries = [c["query"] for c in out.shape["calls"] if c["tool"] == "query_large_output"]
     assert len(queries) == 2, out.preview
     selected, per_value = queries
     name = sql_identifier(column)
     assert name in selected and name in per_value
-    got = list(csv.reader(io.StringIO((await api.query(services, scope, out.handle, selected)).result)))
+    got = list(csv.reader(io.StringIO((await outputs.query(services, scope, out.handle, selected)).result)))
     assert got[0] == ["id", column, "note"]
     value = next(v for v in values if f"= {sql_string(v)} " in selected)
     expected = [str(r[0]) for r in rows if r[1] == value][:10]
     assert [r[0] for r in got[1:]] == expected
-    counts = list(csv.reader(io.StringIO((await api.query(services, scope, out.handle, per_value)).result)))
+    counts = list(csv.reader(io.StringIO((await outputs.query(services, scope, out.handle, per_value)).result)))
     assert sum(int(n) for _, n in counts[1:]) == 60 and len(counts) - 1 == len(set(values))
 
 
@@ -96,11 +96,11 @@ async def test_a_table_duckdb_cannot_read_gets_a_pattern_that_works(services: Se
     a value are found with the field-skipping pattern instead."""
     rows = [f"{n},{['open', 'closed', 'x'][n % 3]},n{n}\n" for n in range(50)]
     text = "id,state,note\n" + "".join(rows) + "50,bad,bad \udc80\n"
-    scope = api.SessionScope.new()
-    out = await api.offload(services, scope, text)
+    scope = outputs.SessionScope.new()
+    out = await outputs.offload(services, scope, text)
     assert out.shape["type"] == "table" and "query_large_output" not in out.preview
     (search,) = [c for c in out.shape["calls"] if c["tool"] == "search_large_output"]
-    found = await api.search(services, scope, search["pattern"], handle=out.handle, max_results=100)
+    found = await outputs.search(services, scope, search["pattern"], handle=out.handle, max_results=100)
     value = next(v for v in ("open", "closed", "x") if f'"?{v}"?' in search["pattern"])
     assert found.total_matches == sum(1 for r in rows if r.split(",")[1] == value)
 
@@ -108,8 +108,8 @@ async def test_a_table_duckdb_cannot_read_gets_a_pattern_that_works(services: Se
 async def test_a_value_with_a_control_character_is_not_the_example(services: Services) -> None:
     values = ["ring\u200b"] * 30 + ["off"] * 15 + ["mid"] * 15  # the most common value would be picked otherwise
     text = "id,state\n" + "".join(f"{n},{v}\n" for n, v in enumerate(values))
-    scope = api.SessionScope.new()
-    out = await api.offload(services, scope, text)
+    scope = outputs.SessionScope.new()
+    out = await outputs.offload(services, scope, text)
     selected = next(c["query"] for c in out.shape["calls"] if c["tool"] == "query_large_output")
     assert selected == "SELECT * FROM t WHERE state = 'off' LIMIT 10"
-    assert (await api.query(services, scope, out.handle, selected)).results == 10
+    assert (await outputs.query(services, scope, out.handle, selected)).results == 10

@@ -10,9 +10,9 @@ import pytest
 from mcp import Client
 
 from mcp_offload.core.services import Services
+from mcp_offload.mcp_server.tools import result_of
 from mcp_offload.proxy.config import ConfigError, parse_config
 from mcp_offload.proxy.upstream import explain_from_stderr
-from mcp_offload.server.tools import result_of
 from support import text_of
 from support.proxy import fixture_entry, running_proxy
 

@@ -10,8 +10,8 @@ import pytest
 from mcp import Client
 
 from mcp_offload.core.services import build_services
+from mcp_offload.mcp_server.tools import result_of
 from mcp_offload.proxy.fallback import FALLBACK_MAX_CHARS
-from mcp_offload.server.tools import result_of
 from mcp_offload.settings import Settings
 from support import ERAS, text_block, text_of
 from support.proxy import fixture_entry, running_proxy

@@ -16,9 +16,9 @@ from mcp import Client
 from mcp_offload.core.ingest import ingest_blob, ingest_text
 from mcp_offload.core.services import Services
 from mcp_offload.errors import InvalidHandle, OffloadError, UnknownHandle
+from mcp_offload.mcp_server.tools import result_of
 from mcp_offload.proxy.handle_arguments import ArgumentNotSubstituted, substitute_outputs
 from mcp_offload.proxy.router import STATUS_TOOL_DEF
-from mcp_offload.server.tools import result_of
 from mcp_offload.store.handles import scope_key
 from mcp_offload.tokens import load_counter
 from support import ERAS, text_of

@@ -17,7 +17,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from mcp_offload.core.services import Services
-from mcp_offload.server.tools import result_of
+from mcp_offload.mcp_server.tools import result_of
 from support import ERAS, resource_blob, resource_text, text_of
 from support.proxy import npm_entry, python_entry, running_proxy
 

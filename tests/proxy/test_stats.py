@@ -6,7 +6,7 @@ import mcp.types as types
 from mcp import Client
 
 from mcp_offload.core.services import Services
-from mcp_offload.server.tools import result_of
+from mcp_offload.mcp_server.tools import result_of
 from support import text_of
 from support.proxy import fixture_entry, running_proxy
 

@@ -16,8 +16,8 @@ import pytest
 from mcp import Client, MCPError, StdioServerParameters
 
 from mcp_offload.core.services import Services
+from mcp_offload.mcp_server.tools import result_of
 from mcp_offload.proxy.transports.stdio import REAPER
-from mcp_offload.server.tools import result_of
 from support import ERAS, alive, cmdline, descendants, text_of
 from support.proxy import fixture_entry, npm_entry, python_entry, running_proxy
 

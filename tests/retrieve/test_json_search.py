@@ -17,12 +17,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mcp import Client
 
+from mcp_offload.mcp_server.offload_server import OffloadServer
+from mcp_offload.mcp_server.tools import result_of
 from mcp_offload.retrieve import json_structure
 from mcp_offload.retrieve.json_hits import json_hits
 from mcp_offload.retrieve.pattern import compile_pattern
 from mcp_offload.retrieve.search import SearchOptions, search_output
-from mcp_offload.server.offload_server import OffloadServer
-from mcp_offload.server.tools import result_of
 from mcp_offload.store.base import Kind, OutputMeta, StoredOutput
 from mcp_offload.store.content_index import ContentIndex
 from mcp_offload.tokens import load_counter

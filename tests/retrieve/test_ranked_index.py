@@ -16,7 +16,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from mcp_offload.core import api
+from mcp_offload.core import outputs
 from mcp_offload.core.services import Services, build_services
 from mcp_offload.retrieve.ranked import fts_index, index_cache
 from mcp_offload.retrieve.ranked.index_cache import INDEXES, SIDECAR
@@ -44,13 +44,13 @@ def _fresh_indexes() -> Iterator[None]:
     INDEXES.clear()
 
 
-def sidecar_path(store_dir: Path, scope: api.SessionScope, handle: str) -> Path:
+def sidecar_path(store_dir: Path, scope: outputs.SessionScope, handle: str) -> Path:
     return store_dir / "v1" / "scopes" / scope.key / handle / f"sidecar.{SIDECAR}"
 
 
-async def ask(services: Services, scope: api.SessionScope, handle: str | None = None) -> int:
+async def ask(services: Services, scope: outputs.SessionScope, handle: str | None = None) -> int:
     """The best passage's first line for QUESTION, checked to hold the planted answer."""
-    out = await api.search(services, scope, QUESTION, handle=handle, ranked=True, max_results=3)
+    out = await outputs.search(services, scope, QUESTION, handle=handle, ranked=True, max_results=3)
     assert out.passages, out
     best = out.passages[0]
     assert best.start_line <= 31_337 <= best.end_line, out.passages
@@ -63,9 +63,9 @@ def counts() -> tuple[int, int]:
 
 
 async def test_offload_starts_the_build_and_the_question_does_not_rebuild(services: Services, store_dir: Path) -> None:
-    scope = api.SessionScope.new()
+    scope = outputs.SessionScope.new()
     before = counts()
-    stored = await api.offload(services, scope, big_log(), name="app log")
+    stored = await outputs.offload(services, scope, big_log(), name="app log")
     assert INDEXES.wait_idle(30)
     assert counts() == (before[0] + 1, before[1])  # built in the background, before any question
     index = INDEXES.items[await key_of(services, scope, stored.handle)]
@@ -79,13 +79,13 @@ async def test_offload_starts_the_build_and_the_question_does_not_rebuild(servic
 async def test_small_outputs_build_at_the_first_question_and_keep_no_sidecar(
     services: Services, store_dir: Path
 ) -> None:
-    scope = api.SessionScope.new()
+    scope = outputs.SessionScope.new()
     before = counts()
     text = big_log(lines=4000, planted_at=3000)  # ~260 KB: under WARM_MIN and PERSIST_MIN
-    stored = await api.offload(services, scope, text)
+    stored = await outputs.offload(services, scope, text)
     assert INDEXES.wait_idle(30)
     assert counts() == before
-    out = await api.search(services, scope, QUESTION, ranked=True, max_results=1)
+    out = await outputs.search(services, scope, QUESTION, ranked=True, max_results=1)
     assert out.passages and out.passages[0].start_line <= 3000 <= out.passages[0].end_line
     assert counts() == (before[0] + 1, before[1])
     assert not sidecar_path(store_dir, scope, stored.handle).exists()
@@ -94,11 +94,11 @@ async def test_small_outputs_build_at_the_first_question_and_keep_no_sidecar(
 async def test_questions_during_the_build_share_one_build(services: Services, monkeypatch: pytest.MonkeyPatch) -> None:
     """Without the background build (WARM_MIN raised), six questions at once: one builds, five wait for it; with
     it, questions right after the offload wait for the background build."""
-    scope = api.SessionScope.new()
+    scope = outputs.SessionScope.new()
     monkeypatch.setattr(index_cache, "WARM_MIN", 1 << 40)
     monkeypatch.setattr(fts_index, "BATCH", 128)  # ~20 batches: every builder thread gets some
     monkeypatch.setattr(fts_index, "builders_now", lambda: fts_index.BUILDERS)  # as if a core were idle
-    stored = await api.offload(services, scope, big_log())
+    stored = await outputs.offload(services, scope, big_log())
     before = counts()
     starts: list[int] = []
 
@@ -113,9 +113,9 @@ async def test_questions_during_the_build_share_one_build(services: Services, mo
     assert len(lazy.shards) == fts_index.BUILDERS  # a question's build uses every builder thread
 
     monkeypatch.setattr(index_cache, "WARM_MIN", 1 << 20)
-    other = api.SessionScope.new()
+    other = outputs.SessionScope.new()
     before = counts()
-    stored = await api.offload(services, other, big_log())
+    stored = await outputs.offload(services, other, big_log())
     key = await key_of(services, other, stored.handle)
     assert INDEXES.warming == 1 or key in INDEXES.items  # queued at offload, before any question
     async with anyio.create_task_group() as tg:
@@ -126,10 +126,10 @@ async def test_questions_during_the_build_share_one_build(services: Services, mo
 
 
 async def test_a_restart_loads_the_sidecar_instead_of_rebuilding(settings: Settings, store_dir: Path) -> None:
-    scope = api.SessionScope.named("restarted-agent")
+    scope = outputs.SessionScope.named("restarted-agent")
     first = build_services(settings)
     try:
-        stored = await api.offload(first, scope, big_log())
+        stored = await outputs.offload(first, scope, big_log())
         assert INDEXES.wait_idle(30)
         expected = await ask(first, scope)
     finally:
@@ -152,9 +152,9 @@ async def test_a_restart_loads_the_sidecar_instead_of_rebuilding(settings: Setti
 async def test_a_corrupt_sidecar_is_rebuilt_not_trusted(
     services: Services, store_dir: Path, damage: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    scope = api.SessionScope.new()
-    stored = await api.offload(services, scope, big_log())
-    other = await api.offload(services, scope, big_log(planted_at=777))
+    scope = outputs.SessionScope.new()
+    stored = await outputs.offload(services, scope, big_log())
+    other = await outputs.offload(services, scope, big_log(planted_at=777))
     assert INDEXES.wait_idle(30)
     path = sidecar_path(store_dir, scope, stored.handle)
     good = path.read_bytes()
@@ -186,9 +186,9 @@ async def test_delete_and_expiry_remove_the_sidecar(settings: Settings, store_di
     services = build_services(settings)
     services.store = FilesystemStore(store_dir, clock=lambda: now[0], limits=StoreLimits(ttl_s=3600))
     try:
-        scope = api.SessionScope.new()
-        deleted = await api.offload(services, scope, big_log())
-        expiring = await api.offload(services, scope, big_log())
+        scope = outputs.SessionScope.new()
+        deleted = await outputs.offload(services, scope, big_log())
+        expiring = await outputs.offload(services, scope, big_log())
         assert INDEXES.wait_idle(30)
         paths = [sidecar_path(store_dir, scope, h.handle) for h in (deleted, expiring)]
         assert all(p.exists() for p in paths)
@@ -212,11 +212,11 @@ async def test_an_index_the_quota_has_no_room_for_stays_in_memory(
     settings = Settings(store=str(store_dir), store_session_max_bytes=room, jq_workers=1)
     services = build_services(settings)
     try:
-        scope = api.SessionScope.new()
-        small = await api.offload(services, scope, "a small output\n" * 1000)
+        scope = outputs.SessionScope.new()
+        small = await outputs.offload(services, scope, "a small output\n" * 1000)
         before = counts()
         with caplog.at_level(logging.INFO, logger="mcp_offload.retrieve.ranked.index_cache"):
-            stored = await api.offload(services, scope, text)
+            stored = await outputs.offload(services, scope, text)
             assert INDEXES.wait_idle(30)
         assert counts() == (before[0] + 1, before[1])
         assert await key_of(services, scope, stored.handle) in INDEXES.items  # kept, not dropped as "gone"
@@ -234,10 +234,10 @@ async def test_a_build_stops_when_its_output_goes_away(
 ) -> None:
     """Deleted before its background build starts: skipped; deleted while it runs: stopped between batches. Either
     way nothing is cached and no sidecar is left."""
-    scope = api.SessionScope.new()
+    scope = outputs.SessionScope.new()
     monkeypatch.setattr(index_cache, "WARM_MIN", 1 << 40)
     text = big_log(lines=200_000, planted_at=150_000)  # ~13 MB: a build long enough to delete it mid-way
-    stored = await api.offload(services, scope, text)
+    stored = await outputs.offload(services, scope, text)
     key = await key_of(services, scope, stored.handle)
     sidecar = services.store.sidecar(scope.key, stored.handle, SIDECAR)
     monkeypatch.setattr(fts_index, "BATCH", 128)  # check for cancellation often
@@ -257,7 +257,7 @@ async def test_a_build_stops_when_its_output_goes_away(
 
     # queued for an output already deleted: nothing is built at all
     monkeypatch.undo()
-    again = await api.offload(services, scope, big_log())
+    again = await outputs.offload(services, scope, big_log())
     assert INDEXES.wait_idle(30)
     INDEXES.clear()
     gone = await key_of(services, scope, again.handle)
@@ -272,7 +272,7 @@ async def test_a_build_stops_when_its_output_goes_away(
 async def test_a_failed_background_build_is_logged_and_the_question_builds(
     services: Services, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    scope = api.SessionScope.new()
+    scope = outputs.SessionScope.new()
     real = fts_index.build_index
     calls = [0]
 
@@ -284,7 +284,7 @@ async def test_a_failed_background_build_is_logged_and_the_question_builds(
 
     monkeypatch.setattr(index_cache, "build_index", failing_once)
     with caplog.at_level(logging.WARNING, logger="mcp_offload.retrieve.ranked.index_cache"):
-        stored = await api.offload(services, scope, big_log())
+        stored = await outputs.offload(services, scope, big_log())
         assert INDEXES.wait_idle(30)
     failed = [r for r in caplog.records if "background failed" in r.getMessage()]
     assert failed and failed[0].fields == {  # type: ignore[attr-defined]
@@ -402,6 +402,6 @@ async def test_relevance_holds_with_sharded_indexes(services: Services, monkeypa
     assert within.share >= 0.9, within.misses
 
 
-async def key_of(services: Services, scope: api.SessionScope, handle: str) -> tuple[str, float, int]:
+async def key_of(services: Services, scope: outputs.SessionScope, handle: str) -> tuple[str, float, int]:
     meta = await services.store.meta(scope.key, handle)
     return (handle, meta.created, meta.size)

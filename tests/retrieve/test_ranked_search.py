@@ -14,13 +14,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mcp import Client
 
-from mcp_offload.core import api
+from mcp_offload.core import outputs
 from mcp_offload.core.services import Services
 from mcp_offload.errors import SearchError
+from mcp_offload.mcp_server.offload_server import OffloadServer
+from mcp_offload.mcp_server.tools import result_of
 from mcp_offload.retrieve.ranked.index_cache import INDEXES
 from mcp_offload.retrieve.ranked.passages import LONGEST, passage_bounds
-from mcp_offload.server.offload_server import OffloadServer
-from mcp_offload.server.tools import result_of
 from support import ERAS, text_of
 from support.planted_log import PLANTED, planted_log
 from support.ranked_relevance import score_in_services
@@ -158,14 +158,14 @@ HOSTILE: list[tuple[str, str | None]] = [
 
 @pytest.mark.parametrize(("question", "error"), HOSTILE, ids=[f"q{i}" for i in range(len(HOSTILE))])
 async def test_hostile_questions_fail_cleanly_or_rank(services: Services, question: str, error: str | None) -> None:
-    scope = api.SessionScope.new()
-    await api.offload(services, scope, log_text(3000, 1234))
+    scope = outputs.SessionScope.new()
+    await outputs.offload(services, scope, log_text(3000, 1234))
     started = time.perf_counter()
     if error is not None:
         with pytest.raises(SearchError, match=error):
-            await api.search(services, scope, question, ranked=True)
+            await outputs.search(services, scope, question, ranked=True)
     else:
-        out = await api.search(services, scope, question, ranked=True)
+        out = await outputs.search(services, scope, question, ranked=True)
         assert out.passages is not None
         if "payment" in question.lower() or "paym" in question:
             assert out.passages and out.passages[0].start_line <= 1234 <= out.passages[0].end_line

@@ -12,7 +12,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from mcp_offload.core import api
+from mcp_offload.core import outputs
 from mcp_offload.core.ingest import is_tabular
 from mcp_offload.core.services import Services, sql_runner
 from mcp_offload.retrieve.sql.runner import PRESTART_DELAY_S
@@ -60,8 +60,8 @@ RECORDS = [{"id": i, "status": ["open", "paid"][i % 2]} for i in range(500)]
     ids=["csv", "tsv", "jsonl", "json records", "json object", "json numbers", "log"],
 )
 async def test_only_tabular_outputs_start_the_worker(services: Services, content: str, rows: int | None) -> None:
-    scope = api.SessionScope.new()
-    out = await api.offload(services, scope, content)
+    scope = outputs.SessionScope.new()
+    out = await outputs.offload(services, scope, content)
     assert is_tabular(out.kind, out.shape) is (rows is not None)
     assert _workers() == []  # never inside the offload call: a moment later, in the background
     started = await _wait_for(lambda: len(_workers()) == 1, timeout_s=10.0 if rows else PRESTART_DELAY_S + 1.5)
@@ -69,27 +69,27 @@ async def test_only_tabular_outputs_start_the_worker(services: Services, content
     if rows is not None:
         (pid,) = _workers()
         assert await _wait_for(lambda: _has_duckdb_loaded(pid))  # imported before any query
-        got = await api.query(services, scope, out.handle, "SELECT count(*) AS n FROM t")
+        got = await outputs.query(services, scope, out.handle, "SELECT count(*) AS n FROM t")
         assert got.result == f"n\n{rows}\n"
         assert _workers() == [pid]  # the query used the worker started ahead of it
 
 
 async def test_one_worker_however_many_tables_and_a_query_racing_the_start(services: Services) -> None:
-    scope = api.SessionScope.new()
-    handles = [(await api.offload(services, scope, CSV + f"{n},x,0\n")).handle for n in range(5)]
-    got = await api.query(services, scope, handles[-1], "SELECT count(*) AS n FROM t")  # before the delay is over
+    scope = outputs.SessionScope.new()
+    handles = [(await outputs.offload(services, scope, CSV + f"{n},x,0\n")).handle for n in range(5)]
+    got = await outputs.query(services, scope, handles[-1], "SELECT count(*) AS n FROM t")  # before the delay is over
     assert got.result == "n\n2001\n"
     (pid,) = _workers()
     await anyio.sleep(PRESTART_DELAY_S + 0.5)  # the background start found the query's worker: nothing more
     for n, handle in enumerate(handles):
         assert (
-            await api.query(services, scope, handle, "SELECT count(*) AS n FROM t WHERE id = " + str(n))
+            await outputs.query(services, scope, handle, "SELECT count(*) AS n FROM t WHERE id = " + str(n))
         ).result == ("n\n2\n")
     assert _workers() == [pid]
 
 
 async def test_closing_before_the_start_starts_nothing(services: Services) -> None:
-    await api.offload(services, api.SessionScope.new(), CSV)
+    await outputs.offload(services, outputs.SessionScope.new(), CSV)
     await services.sql.aclose()
     await anyio.sleep(PRESTART_DELAY_S + 0.5)
     assert _workers() == []
@@ -103,23 +103,23 @@ async def _with_runner(services: Services, idle_s: float) -> None:
 
 async def test_an_idle_worker_exits_and_the_next_query_starts_another(services: Services) -> None:
     await _with_runner(services, idle_s=1.5)
-    scope = api.SessionScope.new()
-    out = await api.offload(services, scope, CSV)
+    scope = outputs.SessionScope.new()
+    out = await outputs.offload(services, scope, CSV)
     assert await _wait_for(lambda: len(_workers()) == 1)  # pre-started
     assert await _wait_for(lambda: _workers() == [], timeout_s=8.0)  # never queried: gone after 1.5 s idle
     # the next table offloaded would start one again (once the loop has reaped the exited worker)
     assert await _wait_for(services.sql.prestart, timeout_s=5.0)
-    got = await api.query(services, scope, out.handle, "SELECT count(*) AS n FROM t")
+    got = await outputs.query(services, scope, out.handle, "SELECT count(*) AS n FROM t")
     assert got.result == "n\n2000\n" and len(_workers()) == 1
 
 
 async def test_a_worker_about_to_exit_idle_is_replaced_not_sent_to(services: Services) -> None:
     await _with_runner(services, idle_s=4.0)
-    scope = api.SessionScope.new()
-    out = await api.offload(services, scope, CSV)
-    assert (await api.query(services, scope, out.handle, "SELECT 1 AS one")).result == "one\n1\n"
+    scope = outputs.SessionScope.new()
+    out = await outputs.offload(services, scope, CSV)
+    assert (await outputs.query(services, scope, out.handle, "SELECT 1 AS one")).result == "one\n1\n"
     (first,) = _workers()
     await anyio.sleep(3.75)  # past 90 % of the idle time, before the worker's own exit
-    assert (await api.query(services, scope, out.handle, "SELECT count(*) AS n FROM t")).result == "n\n2000\n"
+    assert (await outputs.query(services, scope, out.handle, "SELECT count(*) AS n FROM t")).result == "n\n2000\n"
     (second,) = _workers()
     assert second != first

@@ -14,12 +14,12 @@ import jq
 import pytest
 from mcp import Client
 
-from mcp_offload.core import api
+from mcp_offload.core import outputs
 from mcp_offload.core.services import Services
 from mcp_offload.errors import QueryError
+from mcp_offload.mcp_server.offload_server import OffloadServer
+from mcp_offload.mcp_server.tools import result_of
 from mcp_offload.retrieve.sql.detect import is_sql
-from mcp_offload.server.offload_server import OffloadServer
-from mcp_offload.server.tools import result_of
 from mcp_offload.settings import Settings
 from support import ERAS, text_of
 
@@ -106,9 +106,9 @@ async def test_errors_name_the_table_and_its_columns(server: OffloadServer) -> N
 
 
 async def test_output_cap(services: Services) -> None:
-    scope = api.SessionScope.new()
-    handle = (await api.offload(services, scope, orders_csv(50_000))).handle
-    out = await api.query(services, scope, handle, "SELECT * FROM t")
+    scope = outputs.SessionScope.new()
+    handle = (await outputs.offload(services, scope, orders_csv(50_000))).handle
+    out = await outputs.query(services, scope, handle, "SELECT * FROM t")
     assert out.truncated and len(out.result) <= services.settings.jq_max_output_chars
     assert 0 < out.results < 50_000
 
@@ -229,18 +229,18 @@ HOSTILE: list[tuple[str, str]] = [
 
 @pytest.mark.parametrize(("query", "error"), HOSTILE, ids=[f"h{i}" for i in range(len(HOSTILE))])
 async def test_hostile_sql_fails_cleanly(services: Services, query: str, error: str) -> None:
-    scope = api.SessionScope.new()
-    handle = (await api.offload(services, scope, orders_csv(2000))).handle
+    scope = outputs.SessionScope.new()
+    handle = (await outputs.offload(services, scope, orders_csv(2000))).handle
     with tempfile.TemporaryDirectory() as tmp:
         canary = Path(tmp) / "canary"
         started = time.perf_counter()
         with pytest.raises(QueryError, match=error) as caught:
-            await api.query(services, scope, handle, query.format(canary=canary))
+            await outputs.query(services, scope, handle, query.format(canary=canary))
         assert time.perf_counter() - started < TIMEOUT_S + 8
         assert not list(Path(tmp).iterdir())  # noqa: ASYNC240  (a local directory listing)
         assert "root:" not in str(caught.value)  # nothing of /etc/passwd
     # the table is intact and the next query works
-    out = await api.query(services, scope, handle, "SELECT count(*) AS n, sum(amount) AS s FROM t")
+    out = await outputs.query(services, scope, handle, "SELECT count(*) AS n, sum(amount) AS s FROM t")
     assert out.result == "n,s\n2000,999500.0\n"
 
 
@@ -263,10 +263,10 @@ async def test_other_sessions_cannot_query_an_output(server: OffloadServer) -> N
 
 
 async def test_blob_outputs_are_refused(services: Services) -> None:
-    scope = api.SessionScope.new()
-    blob = await api.offload_bytes(services, scope, b"\x89PNG\r\n" + bytes(100), mime_type="image/png")
+    scope = outputs.SessionScope.new()
+    blob = await outputs.offload_bytes(services, scope, b"\x89PNG\r\n" + bytes(100), mime_type="image/png")
     with pytest.raises(QueryError, match="is blob"):
-        await api.query(services, scope, blob.handle, "SELECT 1")
+        await outputs.query(services, scope, blob.handle, "SELECT 1")
 
 
 async def test_redis_outputs_are_queried_through_a_private_copy_that_is_removed(

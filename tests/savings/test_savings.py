@@ -14,12 +14,12 @@ import pytest
 from mcp import Client
 
 from mcp_offload.core.services import build_services
+from mcp_offload.mcp_server.offload_server import build_server
+from mcp_offload.mcp_server.tools import result_of
 from mcp_offload.savings import SavingsKey, SavingsRecord, open_savings, summary_json
 from mcp_offload.savings.fs import FilesystemSavings
 from mcp_offload.savings.record import last_days
 from mcp_offload.savings.redis import RedisSavings
-from mcp_offload.server.offload_server import build_server
-from mcp_offload.server.tools import result_of
 from mcp_offload.settings import Settings
 from support.store import redis_location
 
@@ -163,7 +163,7 @@ async def test_a_result_is_tokenized_once_however_many_accountants_ask() -> None
     """The tap and the proxy's session accounting both count a retrieval result: one tokenization, not two."""
     import mcp.types as types
 
-    from mcp_offload.server.savings_tap import count_text
+    from mcp_offload.mcp_server.savings_tap import count_text
     from mcp_offload.tokens import load_counter
 
     class Counting:

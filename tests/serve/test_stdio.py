@@ -13,7 +13,7 @@ import mcp.types as types
 import pytest
 from mcp import Client, StdioServerParameters
 
-from mcp_offload.server.tools import result_of
+from mcp_offload.mcp_server.tools import result_of
 from support import ERAS, text_of
 
 

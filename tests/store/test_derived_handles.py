@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mcp_offload.core import api
+from mcp_offload.core import outputs
 from mcp_offload.core.services import Services
 from mcp_offload.errors import HandleExists
 from mcp_offload.store.content_index import ContentIndex
@@ -70,16 +70,16 @@ async def test_racing_puts_under_one_handle_keep_one_output(make_store: StoreFac
 
 
 async def test_ingest_under_a_derived_handle_is_idempotent(services: Services) -> None:
-    scope = api.SessionScope.named("derived")
+    scope = outputs.SessionScope.named("derived")
     handle = derived_handle(scope.key, "content-digest")
-    first = await api.offload(services, scope, "hello " * 500, name="one", handle=handle)
-    second = await api.offload(services, scope, "hello " * 500, name="two", handle=handle)
+    first = await outputs.offload(services, scope, "hello " * 500, name="one", handle=handle)
+    second = await outputs.offload(services, scope, "hello " * 500, name="two", handle=handle)
     assert first.handle == second.handle == handle
-    assert len((await api.list_outputs(services, scope)).outputs) == 1
-    read = await api.read(services, scope, handle)
+    assert len((await outputs.list_outputs(services, scope)).outputs) == 1
+    read = await outputs.read(services, scope, handle)
     assert read.text.startswith("hello hello")
     with pytest.raises(Exception, match="not a valid handle"):
-        await api.offload(services, scope, "x", handle="../etc/passwd")
+        await outputs.offload(services, scope, "x", handle="../etc/passwd")
 
 
 def test_handles_in_finds_whole_handles_once_each_in_order() -> None:

@@ -21,7 +21,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from mcp_offload.server.tools import result_of
+from mcp_offload.mcp_server.tools import result_of
 from support import free_port, text_of
 from support.http_transport import wait_healthy
 from support.store import RedisServer, have_redis_server

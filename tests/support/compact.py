@@ -9,7 +9,7 @@ from llm_upstream.signing import Signer
 from llm_upstream.validate_anthropic import validate_messages_request
 from llm_upstream.validate_openai import validate_chat_request, validate_responses_request
 from mcp_offload.compact import AsyncCompactor
-from mcp_offload.core import api
+from mcp_offload.core import outputs
 
 
 def big_json(n: int, tag: str = "x") -> str:
@@ -58,7 +58,7 @@ async def read_whole(compactor: AsyncCompactor, handle: str) -> str:
     """The stored text, through the same `read` the tools use, page by page."""
     text, start = "", 1
     while True:
-        out = await api.read(compactor.services, compactor.scope, handle, start=start)
+        out = await outputs.read(compactor.services, compactor.scope, handle, start=start)
         text += out.text
         if out.next_start is None:
             return text

@@ -19,8 +19,8 @@ from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
 from mcp_offload.core.services import Services
+from mcp_offload.mcp_server.tools import result_of
 from mcp_offload.serve.http import HttpOptions, build_http_app
-from mcp_offload.server.tools import result_of
 from support import resource_text, text_of
 
 TOKEN_A = "token-a-" + "a" * 24

@@ -36,7 +36,7 @@ from mcp import Client
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
-from mcp_offload.server.tools import result_of
+from mcp_offload.mcp_server.tools import result_of
 from support import free_port
 
 TOOLS = ("offload", "read_large_output", "search_large_output", "query_large_output")

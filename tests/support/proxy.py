@@ -61,9 +61,9 @@ async def running_proxy(services: Any, config: dict[str, Any], *, lazy_tools: bo
     """build_server with the proxy extension for `config` (a dict in the servers.json format), upstreams running."""
     from dataclasses import replace
 
+    from mcp_offload.mcp_server.offload_server import build_server
     from mcp_offload.proxy import open_proxy
     from mcp_offload.proxy.config import parse_config
-    from mcp_offload.server.offload_server import build_server
 
     parsed = parse_config(config)
     if lazy_tools:

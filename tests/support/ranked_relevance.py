@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from mcp_offload.core import api
+from mcp_offload.core import outputs
 from mcp_offload.core.services import Services
 
 DATA = Path(__file__).parent.parent / "data" / "ranked"
@@ -91,15 +91,15 @@ async def score(cases: list[Case], texts: dict[str, str], handles: dict[str, str
 
 
 async def score_in_services(services: Services) -> tuple[Score, Score]:
-    """The whole relevance set offloaded into a new session of `services` and asked through `api.search`:
+    """The whole relevance set offloaded into a new session of `services` and asked through `outputs.search`:
     (across the session, within each answer's own output)."""
-    scope = api.SessionScope.new()
+    scope = outputs.SessionScope.new()
     cases = load_cases()
     texts = corpora(cases)
-    handles = {name: (await api.offload(services, scope, text, name=name)).handle for name, text in texts.items()}
+    handles = {name: (await outputs.offload(services, scope, text, name=name)).handle for name, text in texts.items()}
 
     async def ask(question: str, handle: str | None) -> list[Passage]:
-        out = await api.search(services, scope, question, handle=handle, ranked=True, max_results=TOP)
+        out = await outputs.search(services, scope, question, handle=handle, ranked=True, max_results=TOP)
         assert out.passages is not None
         return [Passage(p.handle, p.start_line, p.end_line) for p in out.passages]
 

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from mcp_offload.core.services import build_services
-from mcp_offload.server.offload_server import OffloadServer, build_server
+from mcp_offload.mcp_server.offload_server import OffloadServer, build_server
 from mcp_offload.settings import Settings
 from mcp_offload.store.base import AdminStore, OutputMeta, Store
 from mcp_offload.store.content_index import ContentIndex

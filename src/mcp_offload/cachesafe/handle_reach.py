@@ -29,7 +29,7 @@ import orjson
 
 from mcp_offload.cachesafe.record import open_record
 from mcp_offload.cachesafe.session import GatewaySession
-from mcp_offload.core.api import SessionScope
+from mcp_offload.core.outputs import SessionScope
 from mcp_offload.core.services import Services
 from mcp_offload.errors import OffloadError, UnknownHandle
 from mcp_offload.store.handles import handles_in, scope_key, validate_handle

@@ -70,7 +70,7 @@ from mcp_offload.cachesafe.policy import ClearToolUses, Pressure, RewritePolicy
 from mcp_offload.cachesafe.record import Decision, DecisionRecord, Reason, open_record, part_digest, unit_digest
 from mcp_offload.cachesafe.session import GatewaySession
 from mcp_offload.cachesafe.tool_text import is_retrieval_tool
-from mcp_offload.core import api as core
+from mcp_offload.core import outputs as core
 from mcp_offload.core.render import render_reference
 from mcp_offload.core.services import Services
 from mcp_offload.errors import InvalidContent, StoreError, TooLarge

@@ -35,7 +35,7 @@ from typing import Any
 from mcp_offload.apis.history import canonical_bytes, normalized
 from mcp_offload.apis.names import ApiName
 from mcp_offload.apis.registry import api_named
-from mcp_offload.core.api import SessionScope
+from mcp_offload.core.outputs import SessionScope
 from mcp_offload.store.handles import scope_key
 
 SESSION_HEADER = "x-mcp-offload-session"

@@ -27,9 +27,9 @@ from mcp import Client, StdioServerParameters
 
 from mcp_offload.cli.arg_types import OneLineParser
 from mcp_offload.cli.exit_status import exit_status
-from mcp_offload.core.api import SessionScope
-from mcp_offload.server.content_blocks import text_of
-from mcp_offload.server.tools import result_of
+from mcp_offload.core.outputs import SessionScope
+from mcp_offload.mcp_server.content_blocks import text_of
+from mcp_offload.mcp_server.tools import result_of
 from mcp_offload.settings import Settings
 from mcp_offload.tokens import load_counter
 

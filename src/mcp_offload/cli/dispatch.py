@@ -26,7 +26,7 @@ from mcp_offload.cli.client_config import user_servers_path
 from mcp_offload.cli.event_loop import loop_options
 from mcp_offload.cli.exit_status import exit_status
 from mcp_offload.core.answer_cap import parse_client_caps
-from mcp_offload.core.api import SessionScope
+from mcp_offload.core.outputs import SessionScope
 from mcp_offload.errors import SettingsError
 from mcp_offload.logs import log_to_stderr
 from mcp_offload.proxy import ProxyConfig, add_proxy_flags, open_proxy, proxy_config_from_args
@@ -197,8 +197,8 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
 
 async def serve_stdio(settings: Settings, proxy: ProxyConfig | None = None, session: str | None = None) -> None:
     from mcp_offload.core.services import build_services
+    from mcp_offload.mcp_server.offload_server import build_server
     from mcp_offload.serve.stdio import stdio_streams
-    from mcp_offload.server.offload_server import build_server
 
     services = build_services(settings)
     try:

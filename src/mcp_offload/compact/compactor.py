@@ -56,7 +56,7 @@ from mcp_offload.compact.images import offload_images
 from mcp_offload.compact.request import CompactReport, CompactRequest, StepContext, format_name
 from mcp_offload.compact.transcript import Summarize, transcript_text
 from mcp_offload.compact.transcript_record import recorded_transcripts, transcript_step
-from mcp_offload.core import api
+from mcp_offload.core import outputs
 from mcp_offload.core.pipeline import run_tool
 from mcp_offload.core.render import render_reference
 from mcp_offload.core.services import Services, build_services
@@ -87,7 +87,7 @@ class AsyncCompactor:
             raise TypeError(f"unknown setting(s): {', '.join(sorted(unknown))}")
         self.settings = Settings.from_env().with_overrides(store=store, **settings)
         self.session = session or "compact-" + secrets.token_hex(8)
-        self.scope = api.SessionScope.named(self.session)
+        self.scope = outputs.SessionScope.named(self.session)
         # the cache-safe core's session: its record (beside the store) holds this compactor's decisions
         self._core_session = GatewaySession(key=self.scope.key, scope=self.scope, explicit=True)
         self._services: Services | None = build_services(self.settings)

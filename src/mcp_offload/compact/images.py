@@ -12,7 +12,7 @@ from mcp_offload.apis.message import Part, ToolResult
 from mcp_offload.cachesafe.record import Decision, open_record, part_digest
 from mcp_offload.compact.budget import IMAGE_TOKENS
 from mcp_offload.compact.request import CompactReport, CompactRequest, StepContext
-from mcp_offload.core import api
+from mcp_offload.core import outputs
 from mcp_offload.core.render import render_reference
 from mcp_offload.core.tools import TOOLS_BY_NAME
 from mcp_offload.errors import StoreError
@@ -90,7 +90,7 @@ async def _store_image(ctx: StepContext, image: ImagePart, report: CompactReport
     label = f"{image.tool or 'tool'} result {image.result.call_id}"
     assert image.part.image is not None
     try:
-        stored = await api.offload_bytes(
+        stored = await outputs.offload_bytes(
             ctx.services,
             ctx.scope,
             image.part.image,

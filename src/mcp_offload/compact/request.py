@@ -11,7 +11,7 @@ from mcp_offload.apis.base import LlmApi
 from mcp_offload.apis.message import Message
 from mcp_offload.cachesafe.session import GatewaySession
 from mcp_offload.compact.budget import CountTokens, Known, MessageLedger
-from mcp_offload.core import api
+from mcp_offload.core import outputs
 from mcp_offload.core.results import OffloadOutput
 from mcp_offload.core.services import Services
 from mcp_offload.store.handles import derived_handle
@@ -76,7 +76,7 @@ class StepContext:
     session) and the token count."""
 
     services: Services
-    scope: api.SessionScope
+    scope: outputs.SessionScope
     core_session: GatewaySession
     count: CountTokens
 
@@ -90,7 +90,7 @@ class StepContext:
         (a restart, a second instance), so the prompt cache keeps hitting."""
         digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
         handle = derived_handle(self.scope.key, "compact", digest)
-        return await api.offload(self.services, self.scope, text, name=label, source="compact", handle=handle)
+        return await outputs.offload(self.services, self.scope, text, name=label, source="compact", handle=handle)
 
     async def store_text(self, text: str, label: str, report: CompactReport) -> OffloadOutput | None:
         try:

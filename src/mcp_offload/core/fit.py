@@ -19,7 +19,7 @@ import itertools
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from mcp_offload.core import api
+from mcp_offload.core import outputs
 from mcp_offload.core.answer_cap import AnswerCap
 from mcp_offload.core.render import n, read_call, render_read, render_reference, search_layout
 from mcp_offload.core.results import OffloadOutput, ReadOutput, SearchOutput
@@ -36,7 +36,7 @@ T = TypeVar("T")
 
 async def fitted_read(
     services: Services,
-    scope: api.SessionScope,
+    scope: outputs.SessionScope,
     handle: str,
     cap: AnswerCap,
     *,
@@ -51,7 +51,7 @@ async def fitted_read(
     max_tokens = None if cap.max_tokens is None else max(cap.max_tokens - _READ_FRAME_TOKENS, 1)
     max_bytes = None if cap.max_bytes is None else max(cap.max_bytes - _READ_FRAME_BYTES, 1)
     for _ in range(_FIT_ROUNDS):
-        out = await api.read(
+        out = await outputs.read(
             services,
             scope,
             handle,
@@ -71,7 +71,7 @@ async def fitted_read(
 
 
 async def fitted_search(
-    services: Services, scope: api.SessionScope, out: SearchOutput, scoped: str | None, cap: AnswerCap
+    services: Services, scope: outputs.SessionScope, out: SearchOutput, scoped: str | None, cap: AnswerCap
 ) -> str:
     """A search answer showing as many whole hits as fit, and how to read the rest."""
     layout = search_layout(out, scoped)
@@ -91,7 +91,7 @@ async def fitted_search(
 
 async def fitted_text(
     services: Services,
-    scope: api.SessionScope,
+    scope: outputs.SessionScope,
     text: str,
     cap: AnswerCap,
     what: str,
@@ -106,7 +106,7 @@ async def fitted_text(
         return text
     lines = _lines(text)
     try:
-        stored = await api.offload(
+        stored = await outputs.offload(
             services, scope, text, name=what, source="answer", handle=derived_handle(scope.key, "answer", text)
         )
     except OffloadError as exc:  # the store refused it (full, down): the part that fits, and why no more

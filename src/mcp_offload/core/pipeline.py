@@ -4,7 +4,7 @@
 
 validates the arguments against the spec's model, runs its handler and answers; it never raises for bad input or a
 failed operation. Every front end runs our tools through it and converts the answer to its own form: the MCP server
-into a `CallToolResult` (`server/tools.py`), the gateway into a tool result in the provider's format, the Compactor
+into a `CallToolResult` (`mcp_server/tools.py`), the gateway into a tool result in the provider's format, the Compactor
 and the framework adapters into a string.
 
 The translation (`answer_error`) is also what a front end calls for a model-facing error raised outside a tool (the
@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
-from mcp_offload.core import api
+from mcp_offload.core import outputs
 from mcp_offload.core.tools import CallContext, ToolArgs, ToolSpec
 from mcp_offload.errors import OffloadError, UnknownHandle
 
@@ -56,7 +56,7 @@ def error_answer(text: str) -> ToolAnswer:
 async def answer_error(error: OffloadError, context: CallContext) -> ToolAnswer:
     """The answer to a model-facing error: its message, with the session's handles after an unknown one."""
     if isinstance(error, UnknownHandle):
-        hint = await api.known_handles(context.services, context.session)
+        hint = await outputs.known_handles(context.services, context.session)
         if context.private_session:
             hint += f" {OTHER_PROCESS_HINT}"
         return error_answer(f"{error}. {hint}")

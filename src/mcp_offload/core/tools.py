@@ -2,7 +2,7 @@
 
 A `ToolSpec` is what every front end shows a model (the MCP server's tool list, the Compactor's and the gateway's
 injected tool definitions, the framework adapters) and what `pipeline.run_tool` runs. A handler validates nothing
-itself (the pipeline does, against `args`), calls the in-process API (`api.py`) and renders its result
+itself (the pipeline does, against `args`), calls the in-process API (`outputs.py`) and renders its result
 (`render.py`): the text the model reads, and the whole result model for programs. It raises the model-facing errors
 (`OffloadError`) of the layers below; `pipeline.py` turns them into answers.
 
@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from mcp_offload.core import api
+from mcp_offload.core import outputs
 from mcp_offload.core.answer_cap import UNCAPPED, AnswerCap
 from mcp_offload.core.fit import fitted_read, fitted_reference, fitted_search, fitted_text
 from mcp_offload.core.progress import ProgressFn
@@ -77,10 +77,10 @@ class CallContext:
     model's tool call, `apis`' `ModelToolCall`: this is whose call it is)."""
 
     services: Services
-    session: api.SessionScope  # whose outputs the call sees (its `.key` is the store's scope key)
+    session: outputs.SessionScope  # whose outputs the call sees (its `.key` is the store's scope key)
     progress: ProgressFn | None = None  # set when the client asked for progress (sent a progress token)
     private_session: bool = False  # a stdio server's own session: outputs of other processes are not visible
-    cap: AnswerCap = UNCAPPED  # what the calling client shows its model whole (server/client_caps.py)
+    cap: AnswerCap = UNCAPPED  # what the calling client shows its model whole (mcp_server/client_caps.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,7 +131,7 @@ class ToolSpec:
 
 
 async def offload_tool(call: CallContext, args: OffloadArgs) -> ToolReply:
-    out = await api.offload(
+    out = await outputs.offload(
         call.services, call.session, args.content, name=args.name, source="offload", progress=call.progress
     )
     return ToolReply(await fitted_reference(call.services, out, call.cap), out)
@@ -152,7 +152,7 @@ async def read_tool(call: CallContext, args: ReadArgs) -> ToolReply:
 
 
 async def search_tool(call: CallContext, args: SearchArgs) -> ToolReply:
-    out = await api.search(
+    out = await outputs.search(
         call.services,
         call.session,
         args.pattern,
@@ -169,7 +169,7 @@ async def search_tool(call: CallContext, args: SearchArgs) -> ToolReply:
 
 
 async def query_tool(call: CallContext, args: QueryArgs) -> ToolReply:
-    out = await api.query(
+    out = await outputs.query(
         call.services,
         call.session,
         args.handle,
@@ -183,7 +183,7 @@ async def query_tool(call: CallContext, args: QueryArgs) -> ToolReply:
 
 
 async def list_tool(call: CallContext, args: NoArgs) -> ToolReply:
-    out = await api.list_outputs(call.services, call.session)
+    out = await outputs.list_outputs(call.services, call.session)
     return ToolReply(await fitted_text(call.services, call.session, render_list(out), call.cap, "list"), out)
 
 

@@ -62,7 +62,7 @@ from mcp_offload.cachesafe.record import open_record
 from mcp_offload.cachesafe.retrieval import gone_handle, run_retrieval
 from mcp_offload.cachesafe.rewrite import REFERENCE_PREFIX, rewrite_messages
 from mcp_offload.cachesafe.session import GatewaySession, credential_digest
-from mcp_offload.core.api import SessionScope
+from mcp_offload.core.outputs import SessionScope
 from mcp_offload.core.services import Services
 from mcp_offload.errors import StoreError
 from mcp_offload.gateway.errors import GatewayError

@@ -22,7 +22,7 @@ from mcp_offload.proxy.config import ConfigError, ProxyConfig, load_config
 
 if TYPE_CHECKING:
     from mcp_offload.core.services import Services
-    from mcp_offload.server.extension import Extension
+    from mcp_offload.mcp_server.extension import Extension
 
 __all__ = ["ConfigError", "ProxyConfig", "add_proxy_flags", "load_config", "open_proxy", "proxy_config_from_args"]
 

@@ -23,11 +23,11 @@ from pydantic import BaseModel, Field
 
 from mcp_offload.core.pipeline import ToolAnswer, guarded, parse_arguments
 from mcp_offload.core.tools import CallContext, ToolArgs, ToolReply, ToolSpec
+from mcp_offload.mcp_server.change_notifier import ListChanged
+from mcp_offload.mcp_server.extension import Extension, NextTool
+from mcp_offload.mcp_server.tools import error_result, result_to_mcp, tool_of
 from mcp_offload.proxy.names import Route
 from mcp_offload.proxy.router import STATUS_TOOL_DEF, ProxyRouter
-from mcp_offload.server.change_notifier import ListChanged
-from mcp_offload.server.extension import Extension, NextTool
-from mcp_offload.server.tools import error_result, result_to_mcp, tool_of
 
 SEARCH = "search_tools"
 DESCRIBE = "describe_tool"

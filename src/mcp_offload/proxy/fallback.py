@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import mcp.types as types
 
-from mcp_offload.server.content_blocks import payload_of
+from mcp_offload.mcp_server.content_blocks import payload_of
 
 FALLBACK_MAX_CHARS = 100_000
 

@@ -27,15 +27,15 @@ from typing import Any
 import mcp.types as types
 import orjson
 
-from mcp_offload.core import api
+from mcp_offload.core import outputs
 from mcp_offload.core.encoded_bytes import decode_base64
 from mcp_offload.core.render import describe_size, render_reference
 from mcp_offload.core.results import OffloadOutput, OutputFacts
 from mcp_offload.core.services import Services
 from mcp_offload.errors import OffloadError, TooLarge
+from mcp_offload.mcp_server.content_blocks import Payload, payload_of
+from mcp_offload.mcp_server.resources import resource_link_of
 from mcp_offload.proxy.fallback import inline_fallback
-from mcp_offload.server.content_blocks import Payload, payload_of
-from mcp_offload.server.resources import resource_link_of
 from mcp_offload.tokens import TokenCounter
 
 log = logging.getLogger(__name__)
@@ -242,12 +242,14 @@ class OffloadPolicy:
             name = label if part.kind == "text" else f"{label} {part.label}"
             raw = decode_base64(part.body) if part.binary else None
             if raw is not None:
-                offloaded = await api.offload_bytes(
-                    services, api.SessionScope(scope), raw, mime_type=part.mime_type, name=name, source=source
+                offloaded = await outputs.offload_bytes(
+                    services, outputs.SessionScope(scope), raw, mime_type=part.mime_type, name=name, source=source
                 )
                 tokens_original += len(part.body) // BASE64_CHARS_PER_TOKEN
             else:  # text, or "binary" that is not base64 after all: kept as the text it is
-                offloaded = await api.offload(services, api.SessionScope(scope), part.body, name=name, source=source)
+                offloaded = await outputs.offload(
+                    services, outputs.SessionScope(scope), part.body, name=name, source=source
+                )
                 tokens_original += offloaded.tokens
             stored.append((part, offloaded))
         reply = _render(public_name, threshold, stored)

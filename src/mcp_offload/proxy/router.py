@@ -32,6 +32,10 @@ from mcp_offload.core.pipeline import answer_error
 from mcp_offload.core.services import Services
 from mcp_offload.core.tools import READ_BACK_TOOLS, TOOLS_BY_NAME, CallContext
 from mcp_offload.errors import OffloadError
+from mcp_offload.mcp_server.change_notifier import ListChanged
+from mcp_offload.mcp_server.extension import Extension, NextTool
+from mcp_offload.mcp_server.savings_tap import count_text
+from mcp_offload.mcp_server.tools import RESULT_META, error_result, result_to_mcp
 from mcp_offload.proxy.config import ProxyConfig, UpstreamSpec
 from mcp_offload.proxy.handle_arguments import Substitution, substitute_outputs
 from mcp_offload.proxy.names import SEPARATOR, NameTable, Route, build_table, clean_prefix
@@ -39,10 +43,6 @@ from mcp_offload.proxy.policy import PASSED, OffloadPolicy, ResultHandling
 from mcp_offload.proxy.stats import PassedByHandle, SavingsStats
 from mcp_offload.proxy.transports import UpstreamUnavailable
 from mcp_offload.proxy.upstream import Catalog, Upstream
-from mcp_offload.server.change_notifier import ListChanged
-from mcp_offload.server.extension import Extension, NextTool
-from mcp_offload.server.savings_tap import count_text
-from mcp_offload.server.tools import RESULT_META, error_result, result_to_mcp
 
 log = logging.getLogger(__name__)
 

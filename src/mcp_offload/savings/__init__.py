@@ -2,7 +2,7 @@
 `open_savings` picks the backend beside the store: a directory → fs.py, `redis://…` → redis.py.
 
 The extension that feeds it from our own tools sits above the store layer:
-`mcp_offload.server.savings_tap` (not imported here, so the services layer can use the record).
+`mcp_offload.mcp_server.savings_tap` (not imported here, so the services layer can use the record).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
 """The transports: how a built MCP server is served to clients, over stdio (`stdio.py`) or HTTP (`http/`).
 
-Both take a server built by `mcp_offload.server.offload_server` and carry its messages; neither knows the tools.
+Both take a server built by `mcp_offload.mcp_server.offload_server` and carry its messages; neither knows the tools.
 """

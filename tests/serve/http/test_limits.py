@@ -13,8 +13,8 @@ import pytest
 from mcp import MCPError
 
 from mcp_offload.core.services import Services
+from mcp_offload.mcp_server.tools import result_of
 from mcp_offload.serve.http import HttpOptions
-from mcp_offload.server.tools import result_of
 from support.http_transport import (
     INIT,
     MCP_HEADERS,

@@ -7,9 +7,9 @@ from typing import Any
 
 from mcp_offload.apis.anthropic import errors
 from mcp_offload.apis.anthropic.client_breakpoints import with_client_breakpoints
+from mcp_offload.apis.anthropic.dialect import AnthropicDialect
 from mcp_offload.apis.anthropic.history import AnthropicHistory
 from mcp_offload.apis.anthropic.messages import AnthropicFormat
-from mcp_offload.apis.anthropic.stream import AnthropicDialect
 from mcp_offload.apis.dialect import Dialect
 from mcp_offload.apis.fixed_paths import FixedPathsApi
 from mcp_offload.apis.history import History

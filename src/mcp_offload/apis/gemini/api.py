@@ -8,10 +8,10 @@ from typing import Any
 from mcp_offload.apis.base import Route, ToolDeclaration
 from mcp_offload.apis.dialect import Dialect
 from mcp_offload.apis.gemini import errors
+from mcp_offload.apis.gemini.dialect import GeminiDialect
 from mcp_offload.apis.gemini.history import GeminiHistory
 from mcp_offload.apis.gemini.messages import GeminiFormat
 from mcp_offload.apis.gemini.routes import credential_headers, generate_call, generate_path, is_gemini
-from mcp_offload.apis.gemini.stream import GeminiDialect
 from mcp_offload.apis.gemini.tools import function_declarations
 from mcp_offload.apis.history import History
 from mcp_offload.apis.message import MessageFormat

@@ -9,9 +9,9 @@ from mcp_offload.apis.fixed_paths import FixedPathsApi
 from mcp_offload.apis.history import History
 from mcp_offload.apis.message import MessageFormat
 from mcp_offload.apis.names import ApiName, Provider
+from mcp_offload.apis.openai_chat.dialect import ChatDialect, stream_error_event
 from mcp_offload.apis.openai_chat.history import OpenAIChatHistory
 from mcp_offload.apis.openai_chat.messages import OpenAIChatFormat
-from mcp_offload.apis.openai_chat.stream import ChatDialect, stream_error_event
 from mcp_offload.apis.openai_error import openai_error_document
 
 

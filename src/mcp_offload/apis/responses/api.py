@@ -10,9 +10,9 @@ from mcp_offload.apis.history import History
 from mcp_offload.apis.message import MessageFormat
 from mcp_offload.apis.names import ApiName, Provider
 from mcp_offload.apis.openai_error import openai_error_document
+from mcp_offload.apis.responses.dialect import ResponsesDialect, stream_error_event
 from mcp_offload.apis.responses.history import ResponsesHistory
 from mcp_offload.apis.responses.messages import ResponsesFormat
-from mcp_offload.apis.responses.stream import ResponsesDialect, stream_error_event
 
 
 class ResponsesApi(FixedPathsApi):

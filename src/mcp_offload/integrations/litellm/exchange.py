@@ -16,7 +16,7 @@ from typing import Any
 from mcp_offload.apis.dialect import Answer, ModelToolCall
 from mcp_offload.apis.message import Message
 from mcp_offload.apis.names import ApiName
-from mcp_offload.apis.openai_chat.stream import assistant_message
+from mcp_offload.apis.openai_chat.dialect import assistant_message
 from mcp_offload.apis.registry import api_named
 from mcp_offload.cachesafe.tool_text import RETRIEVAL_TOOL_NAMES
 

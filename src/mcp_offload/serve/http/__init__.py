@@ -5,7 +5,7 @@ What this package adds around the SDK transports, and where:
 - **Who may connect** (`auth.py`, `options.py`): an optional bearer token per principal; binding a non-loopback
   address without one is refused unless the operator says `allow_open`. Host/Origin checks (DNS-rebinding
   protection) are on by default and configurable for reverse proxies.
-- **Isolation** (`app.py`): `ConnectionScope` (server/scoping.py) gives every handshake-era session its own store
+- **Isolation** (`app.py`): `ConnectionScope` (mcp_server/scoping.py) gives every handshake-era session its own store
   scope and 2026-07-28 requests the principal's scope (or the anonymous, non-enumerable one).
 - **Limits with clear errors**: body size (`body_limit.py`: 413, JSON-RPC body), open sessions (503), idle sessions
   expire (the SDK does it for streamable HTTP; `sse_expiry.py` does it for SSE, whose transport has no such knob).

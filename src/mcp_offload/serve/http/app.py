@@ -25,6 +25,9 @@ from starlette.types import ASGIApp
 
 from mcp_offload.core.services import Services
 from mcp_offload.gateway.status import gateway_stats
+from mcp_offload.mcp_server.extension import Extension
+from mcp_offload.mcp_server.offload_server import build_server
+from mcp_offload.mcp_server.scoping import ConnectionScope
 from mcp_offload.serve.http.access_log import AccessLog
 from mcp_offload.serve.http.auth import BearerAuthMiddleware, TokenCheck, request_principal
 from mcp_offload.serve.http.body_limit import BodyLimit
@@ -38,9 +41,6 @@ from mcp_offload.serve.http.sse import SseEndpoint
 from mcp_offload.serve.http.sse_sessions import SseSessions
 from mcp_offload.serve.http.stats_endpoint import stats_endpoint
 from mcp_offload.serve.http.status_page import status_page
-from mcp_offload.server.extension import Extension
-from mcp_offload.server.offload_server import build_server
-from mcp_offload.server.scoping import ConnectionScope
 from mcp_offload.version import __version__
 
 

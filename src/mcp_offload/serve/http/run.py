@@ -17,12 +17,12 @@ from sse_starlette.sse import AppStatus
 
 from mcp_offload.core.services import Services, build_services
 from mcp_offload.logs import log_to_stderr
+from mcp_offload.mcp_server.extension import Extension
 from mcp_offload.proxy import ProxyConfig, open_proxy
 from mcp_offload.serve.http.app import build_http_app
 from mcp_offload.serve.http.in_flight import InFlight
 from mcp_offload.serve.http.options import HttpOptions, RefusedConfig, check_exposure, is_loopback
 from mcp_offload.serve.http.shutdown_gate import ShutdownGate
-from mcp_offload.server.extension import Extension
 from mcp_offload.settings import Settings
 from mcp_offload.uvicorn_server import ExitZeroServer
 from mcp_offload.version import __version__

@@ -18,12 +18,12 @@ from mcp.server.runner import serve_dual_era_loop
 from mcp.server.sse import SseServerTransport
 from starlette.types import Message, Receive, Scope, Send
 
+from mcp_offload.mcp_server.offload_server import OffloadServer
 from mcp_offload.serve.http.options import HttpOptions
 from mcp_offload.serve.http.rpc_errors import rpc_error
 from mcp_offload.serve.http.shutdown_gate import ShutdownGate
 from mcp_offload.serve.http.sse_expiry import expire_when_idle
 from mcp_offload.serve.http.sse_sessions import SseSession, SseSessions
-from mcp_offload.server.offload_server import OffloadServer
 
 log = logging.getLogger(__name__)
 

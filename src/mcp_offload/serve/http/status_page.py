@@ -18,12 +18,12 @@ from starlette.responses import HTMLResponse
 from mcp_offload import __version__
 from mcp_offload.core.services import Services
 from mcp_offload.gateway.status import render_section
+from mcp_offload.mcp_server.extension import Extension
 from mcp_offload.proxy.router import ProxyRouter
 from mcp_offload.proxy.upstream import UpstreamStatus
 from mcp_offload.savings import last_days, summarize
 from mcp_offload.savings.record import DaySummary, SavingsRow
 from mcp_offload.serve.http.stats_endpoint import GatewayFigures, read_gateway, requested_days
-from mcp_offload.server.extension import Extension
 from mcp_offload.store import ScannedOutput
 
 CHART_W, CHART_H, CHART_PAD = 720, 200, 30

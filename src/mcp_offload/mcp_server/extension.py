@@ -16,7 +16,7 @@ import mcp.types as types
 from mcp.server import ServerRequestContext
 
 from mcp_offload.core.tools import CallContext
-from mcp_offload.server.change_notifier import ListChanged
+from mcp_offload.mcp_server.change_notifier import ListChanged
 
 NextTool = Callable[[], Awaitable[types.CallToolResult]]  # runs the rest of the chain and our tool
 

@@ -17,18 +17,18 @@ from mcp.server.models import InitializationOptions
 from mcp.server.subscriptions import ListenHandler
 from mcp.shared.exceptions import MCPError
 
-from mcp_offload.core.api import SessionScope
 from mcp_offload.core.output_uri import is_output_uri
+from mcp_offload.core.outputs import SessionScope
 from mcp_offload.core.services import Services
 from mcp_offload.core.tools import TOOLS, TOOLS_BY_NAME, CallContext
 from mcp_offload.errors import OffloadError
-from mcp_offload.server.change_notifier import ChangeNotifier
-from mcp_offload.server.client_caps import ClientCaps
-from mcp_offload.server.extension import Extension, Extensions
-from mcp_offload.server.resources import OUTPUT_TEMPLATE, read_output_resource, resource_of
-from mcp_offload.server.savings_tap import SavingsTap
-from mcp_offload.server.scoping import RunScope, ScopePolicy, new_scope
-from mcp_offload.server.tools import call_tool, error_result, tool_of
+from mcp_offload.mcp_server.change_notifier import ChangeNotifier
+from mcp_offload.mcp_server.client_caps import ClientCaps
+from mcp_offload.mcp_server.extension import Extension, Extensions
+from mcp_offload.mcp_server.resources import OUTPUT_TEMPLATE, read_output_resource, resource_of
+from mcp_offload.mcp_server.savings_tap import SavingsTap
+from mcp_offload.mcp_server.scoping import RunScope, ScopePolicy, new_scope
+from mcp_offload.mcp_server.tools import call_tool, error_result, tool_of
 from mcp_offload.version import __version__
 
 __all__ = ["OffloadServer", "build_server"]

@@ -15,8 +15,8 @@ import pytest
 from mcp import Client
 
 from mcp_offload.core.services import Services, build_services
-from mcp_offload.server.offload_server import build_server
-from mcp_offload.server.tools import result_of
+from mcp_offload.mcp_server.offload_server import build_server
+from mcp_offload.mcp_server.tools import result_of
 from mcp_offload.settings import Settings
 from support import ERAS, text_of
 from support.continuations import continuation, shown_part

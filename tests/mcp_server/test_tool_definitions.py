@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from mcp_offload.server.offload_server import OffloadServer
-from mcp_offload.server.tools import TOOLS, TOOLS_BY_NAME, result_of, tool_of
+from mcp_offload.mcp_server.offload_server import OffloadServer
+from mcp_offload.mcp_server.tools import TOOLS, TOOLS_BY_NAME, result_of, tool_of
 from mcp_offload.tokens import load_counter
 from support import text_of
 

@@ -6,7 +6,7 @@
 A gateway already listening on `--port` (asked on /healthz: it must say it is an mcp-offload gateway) is reused;
 when none is, or when an upstream flag asks for other upstreams, one is started for the duration of the agent, on a
 free loopback port with the user's store, and stopped after it. The agent gets the variables or command-line
-overrides that point it at the gateway (gateway/agents.py): nothing is written into its configuration. Its stdin,
+overrides that point it at the gateway (cli/wrap/agents.py): nothing is written into its configuration. Its stdin,
 stdout, stderr and terminal are its own, signals sent to `wrap` reach it, and its exit status is wrap's.
 
 One line on stderr says which gateway the agent uses. `--print-env` prints the variables (as `export` lines) for the
@@ -33,12 +33,12 @@ from pathlib import Path
 
 import platformdirs
 
-from mcp_offload.cli.agent_process import die_like, run_child
 from mcp_offload.cli.arg_types import OneLineParser, http_url, port
 from mcp_offload.cli.exit_status import exit_status
+from mcp_offload.cli.wrap.agent_process import die_like, run_child
+from mcp_offload.cli.wrap.agents import AGENTS, Agent, AgentApi, base_env, codex_overrides, launch
+from mcp_offload.cli.wrap.gemini_home import gemini_home
 from mcp_offload.errors import OperatorError
-from mcp_offload.gateway.agents import AGENTS, Agent, AgentApi, base_env, codex_overrides, launch
-from mcp_offload.gateway.gemini_home import gemini_home
 from mcp_offload.gateway.options import DEFAULT_PORT
 from mcp_offload.settings import Settings
 
@@ -193,7 +193,7 @@ def stop(gateway: subprocess.Popen[bytes]) -> None:
 
 
 def gemini_home_for(agent: Agent | None) -> Path | None:
-    """Gemini CLI's `GEMINI_CLI_HOME` when its settings select no auth type (gateway/gemini_home.py), else None."""
+    """Gemini CLI's `GEMINI_CLI_HOME` when its settings select no auth type (cli/wrap/gemini_home.py), else None."""
     if agent is None or agent.name != "gemini":
         return None
     return gemini_home(Path(platformdirs.user_data_dir("mcp-offload", appauthor=False)) / "gemini-cli")

@@ -11,8 +11,8 @@ import pytest
 from mcp import Client, MCPError
 
 from mcp_offload.core.services import Services
-from mcp_offload.server.offload_server import OffloadServer, build_server
-from mcp_offload.server.tools import result_of
+from mcp_offload.mcp_server.offload_server import OffloadServer, build_server
+from mcp_offload.mcp_server.tools import result_of
 from mcp_offload.settings import Settings
 from support import ERAS, resource_text, text_of
 

@@ -1,4 +1,5 @@
-"""The scoping rule (`mcp_offload.server.scoping`) and `api.SessionScope`: which store scope a request belongs to.
+"""The scoping rule (`mcp_offload.mcp_server.scoping`) and `outputs.SessionScope`: which store scope a request
+belongs to.
 
 Over real HTTP the rules are tested end to end in serve/http/test_scoping.py (clients apart, one principal's rule,
 the anonymous scope, stateless HTTP). Here: `SessionScope.named` / `SessionScope.new`, the run scope of stdio and
@@ -16,11 +17,11 @@ from typing import Any, cast
 import pytest
 from mcp import Client
 
-from mcp_offload.core import api
+from mcp_offload.core import outputs
 from mcp_offload.core.services import Services
-from mcp_offload.server.offload_server import build_server
-from mcp_offload.server.scoping import ANONYMOUS, MODERN_PROTOCOL, ConnectionScope, RunScope, new_scope
-from mcp_offload.server.tools import result_of
+from mcp_offload.mcp_server.offload_server import build_server
+from mcp_offload.mcp_server.scoping import ANONYMOUS, MODERN_PROTOCOL, ConnectionScope, RunScope, new_scope
+from mcp_offload.mcp_server.tools import result_of
 from mcp_offload.store.handles import scope_key, validate_scope
 from support import ERAS
 
@@ -28,19 +29,21 @@ KEY = re.compile(r"[0-9a-f]{32}")
 
 
 def test_named_scopes_are_stable_and_distinct_per_name() -> None:
-    assert api.SessionScope.named("agent-7") == api.SessionScope.named("agent-7")
-    assert api.SessionScope.named("agent-7").key == scope_key("session-name:agent-7")
+    assert outputs.SessionScope.named("agent-7") == outputs.SessionScope.named("agent-7")
+    assert outputs.SessionScope.named("agent-7").key == scope_key("session-name:agent-7")
     names = ["agent-7", "agent-8", "Agent-7", "agent-7 ", "é", "x" * 200]
-    assert len({api.SessionScope.named(n).key for n in names}) == len(names)
-    assert all(KEY.fullmatch(api.SessionScope.named(n).key) and api.SessionScope.named(n).enumerable for n in names)
-    assert "agent-7" not in api.SessionScope.named("agent-7").key  # the store sees a hash, never the name
+    assert len({outputs.SessionScope.named(n).key for n in names}) == len(names)
+    assert all(
+        KEY.fullmatch(outputs.SessionScope.named(n).key) and outputs.SessionScope.named(n).enumerable for n in names
+    )
+    assert "agent-7" not in outputs.SessionScope.named("agent-7").key  # the store sees a hash, never the name
 
 
 def test_new_scopes_are_unique() -> None:
-    keys = {api.SessionScope.new().key for _ in range(200)} | {new_scope() for _ in range(200)}
+    keys = {outputs.SessionScope.new().key for _ in range(200)} | {new_scope() for _ in range(200)}
     assert len(keys) == 400
     assert all(validate_scope(k) == k for k in keys)
-    assert api.SessionScope.new().enumerable is True
+    assert outputs.SessionScope.new().enumerable is True
 
 
 def test_the_anonymous_scope_cannot_enumerate() -> None:
@@ -51,7 +54,7 @@ def test_run_scope_is_the_runs_whatever_the_request() -> None:
     run = new_scope()
     policy = RunScope()
     for ctx in (_ctx(MODERN_PROTOCOL, None), _ctx("2025-11-25", "sid-1"), _ctx("2025-11-25", None)):
-        assert policy(ctx, run) == api.SessionScope(run)
+        assert policy(ctx, run) == outputs.SessionScope(run)
 
 
 @pytest.mark.parametrize("mode", ERAS)
@@ -61,13 +64,13 @@ async def test_an_in_memory_server_stores_into_its_run_scope(services: Services,
     async with Client(build_server(services, session="agent-7"), mode=mode) as client:
         first = result_of(await client.call_tool("offload", {"content": "one\n" * 10}))["handle"]
         second = result_of(await client.call_tool("offload", {"content": "two\n" * 10}))["handle"]
-    listed = await api.list_outputs(services, api.SessionScope.named("agent-7"))
+    listed = await outputs.list_outputs(services, outputs.SessionScope.named("agent-7"))
     assert {o.handle for o in listed.outputs} == {first, second}  # both requests: one scope
     async with Client(build_server(services), mode=mode) as client:
         private = result_of(await client.call_tool("offload", {"content": "three\n" * 10}))["handle"]
         mine = result_of(await client.call_tool("list_outputs", {}))["outputs"]
     assert [o["handle"] for o in mine] == [private]
-    listed = await api.list_outputs(services, api.SessionScope.named("agent-7"))
+    listed = await outputs.list_outputs(services, outputs.SessionScope.named("agent-7"))
     assert private not in {o.handle for o in listed.outputs}
 
 
@@ -85,7 +88,7 @@ POLICY = ConnectionScope(principal=lambda ctx: cast(Any, ctx).who)  # a stand-in
 def test_2026_requests_get_the_principals_scope(session_id: str | None) -> None:
     run = new_scope()
     scope = POLICY(_ctx(MODERN_PROTOCOL, session_id, who="alice"), run)
-    assert scope == api.SessionScope(scope_key("principal:alice")) and scope.enumerable
+    assert scope == outputs.SessionScope(scope_key("principal:alice")) and scope.enumerable
     assert POLICY(_ctx(MODERN_PROTOCOL, session_id, who="alice"), new_scope()) == scope  # same principal, same scope
     assert POLICY(_ctx(MODERN_PROTOCOL, session_id, who="bob"), run) != scope
     assert scope.key != run and "alice" not in scope.key
@@ -102,7 +105,7 @@ def test_requests_without_identity_share_the_anonymous_scope(protocol: str) -> N
 def test_stateless_handshake_requests_follow_the_principal() -> None:
     a = POLICY(_ctx("2025-11-25", None, who="alice"), new_scope())
     b = POLICY(_ctx("2025-11-25", None, who="alice"), new_scope())  # another request, another connection
-    assert a == b == api.SessionScope(scope_key("principal:alice"))
+    assert a == b == outputs.SessionScope(scope_key("principal:alice"))
 
 
 @pytest.mark.parametrize("who", [None, "alice"])
@@ -113,7 +116,7 @@ def test_a_handshake_session_gets_its_own_scope_kept_on_the_connection(who: str 
     other = POLICY(_ctx("2025-11-25", "sid-2", {}, who), new_scope())  # another session, same principal
     assert first == again and first != other
     assert first.enumerable and KEY.fullmatch(first.key)
-    assert first not in (ANONYMOUS, api.SessionScope(scope_key("principal:alice")))
+    assert first not in (ANONYMOUS, outputs.SessionScope(scope_key("principal:alice")))
     assert list(state.values()) == [first.key]  # kept in the connection's state, as a hashed key
 
 

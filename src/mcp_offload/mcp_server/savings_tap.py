@@ -15,10 +15,10 @@ import anyio
 import mcp.types as types
 
 from mcp_offload.core.tools import READ_BACK_TOOLS, CallContext
+from mcp_offload.mcp_server.content_blocks import text_of
+from mcp_offload.mcp_server.extension import Extension, NextTool
+from mcp_offload.mcp_server.tools import result_of
 from mcp_offload.savings.record import DIRECT, SavingsRecord
-from mcp_offload.server.content_blocks import text_of
-from mcp_offload.server.extension import Extension, NextTool
-from mcp_offload.server.tools import result_of
 from mcp_offload.tokens import TokenCounter
 
 log = logging.getLogger(__name__)

@@ -17,7 +17,7 @@ from mcp.server.subscriptions import (
     ToolsListChanged,
 )
 
-from mcp_offload.server.scoping import MODERN_PROTOCOL, connection_of
+from mcp_offload.mcp_server.scoping import MODERN_PROTOCOL, connection_of
 
 log = logging.getLogger(__name__)
 

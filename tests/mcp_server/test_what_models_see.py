@@ -29,8 +29,8 @@ import pytest
 from mcp import Client
 
 import mcp_offload
-from mcp_offload.server.offload_server import OffloadServer
-from mcp_offload.server.tools import result_of
+from mcp_offload.mcp_server.offload_server import OffloadServer
+from mcp_offload.mcp_server.tools import result_of
 from mcp_offload.tokens import load_counter
 from support import text_of
 from support.anthropic_recorder import Exchange, ScriptedAnthropic, client_binary, run_claude_code

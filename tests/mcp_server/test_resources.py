@@ -9,9 +9,9 @@ from mcp import Client
 from mcp_offload.core.output_uri import RESOURCE_PREFIX
 from mcp_offload.core.results import OutputFacts, facts_of
 from mcp_offload.core.services import Services
+from mcp_offload.mcp_server.offload_server import build_server
+from mcp_offload.mcp_server.resources import mime_type_of, resource_link_of, resource_of
 from mcp_offload.proxy.policy import _link
-from mcp_offload.server.offload_server import build_server
-from mcp_offload.server.resources import mime_type_of, resource_link_of, resource_of
 from support.store import make_meta
 
 EXPECTED = {"json": "application/json", "jsonl": "application/x-ndjson", "text": "text/plain"}

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from mcp_offload.server.offload_server import OffloadServer
-from mcp_offload.server.tools import TOOLS_BY_NAME, result_of
+from mcp_offload.mcp_server.offload_server import OffloadServer
+from mcp_offload.mcp_server.tools import TOOLS_BY_NAME, result_of
 from support import ERAS, text_of
 
 SNAPSHOT = Path(__file__).parents[1] / "data" / "tools_list.json"

@@ -10,8 +10,8 @@ import re
 import pytest
 from mcp import Client
 
-from mcp_offload.server.offload_server import OffloadServer
-from mcp_offload.server.tools import result_of
+from mcp_offload.mcp_server.offload_server import OffloadServer
+from mcp_offload.mcp_server.tools import result_of
 from support import ERAS, text_of
 
 RECORDS = [{"id": i, "name": f"item {i}", "status": ["open", "done"][i % 2]} for i in range(400)]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import mcp.types as types
 import pytest
 
-from mcp_offload.server.content_blocks import payload_of, text_of
+from mcp_offload.mcp_server.content_blocks import payload_of, text_of
 
 TEXT = types.TextContent(type="text", text="héllo")
 IMAGE = types.ImageContent(type="image", data="aGk=", mime_type="image/png")

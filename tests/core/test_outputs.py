@@ -1,4 +1,4 @@
-"""The in-process retrieval API (`mcp_offload.core.api`): the same results as the tools, with no MCP in between."""
+"""The in-process retrieval API (`mcp_offload.core.outputs`): the same results as the tools, with no MCP in between."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
-from mcp_offload.core import api
+from mcp_offload.core import outputs
 from mcp_offload.core.services import Services, build_services
 from mcp_offload.errors import InvalidHandle, OffloadError, QueryError, SearchError, UnknownHandle
-from mcp_offload.server.offload_server import build_server
-from mcp_offload.server.tools import result_of
+from mcp_offload.mcp_server.offload_server import build_server
+from mcp_offload.mcp_server.tools import result_of
 from mcp_offload.settings import Settings
 from support import text_of
 
@@ -22,31 +22,31 @@ DOC = json.dumps({"items": [{"id": i, "name": f"item-{i}", "ok": i % 2 == 0} for
 
 
 async def test_offload_read_search_query_list_round_trip(services: Services) -> None:
-    scope = api.SessionScope.new()
-    stored = await api.offload(services, scope, DOC, name="items")
+    scope = outputs.SessionScope.new()
+    stored = await outputs.offload(services, scope, DOC, name="items")
     assert stored.kind == "json" and stored.bytes == len(DOC) and stored.name == "items"
     assert ".items | length" in stored.preview
 
-    whole = await api.read(services, scope, stored.handle, start=1, end=200)
+    whole = await outputs.read(services, scope, stored.handle, start=1, end=200)
     assert whole.text == DOC[:200] and whole.mode == "chars" and not whole.truncated
 
-    lines = await api.read(services, scope, stored.handle, start_line=3, end_line=4)
+    lines = await outputs.read(services, scope, stored.handle, start_line=3, end_line=4)
     assert lines.text == "".join(DOC.splitlines(keepends=True)[2:4])
 
-    hits = await api.search(services, scope, '"item-17"', handle=stored.handle, literal=True)
+    hits = await outputs.search(services, scope, '"item-17"', handle=stored.handle, literal=True)
     assert [m.text.strip() for m in hits.matches] == ['"name": "item-17",']
     assert DOC[hits.matches[0].start - 1 : hits.matches[0].end] == '"item-17"'
 
-    result = await api.query(services, scope, stored.handle, "[.items[] | select(.ok)] | length")
+    result = await outputs.query(services, scope, stored.handle, "[.items[] | select(.ok)] | length")
     assert result.result == "150" and result.results == 1
 
-    listed = await api.list_outputs(services, scope)
+    listed = await outputs.list_outputs(services, scope)
     assert [o.handle for o in listed.outputs] == [stored.handle]
 
 
 async def test_api_results_are_the_tools_meta_results(services: Services) -> None:
     """One implementation: the result a tool gives programs (`_meta`) is the API's model, field for field."""
-    scope = api.SessionScope.named("same-session")
+    scope = outputs.SessionScope.named("same-session")
     async with Client(build_server(services, session="same-session")) as client:
         offloaded = await client.call_tool("offload", {"content": DOC, "name": "doc"})
         handle = result_of(offloaded)["handle"]
@@ -57,13 +57,13 @@ async def test_api_results_are_the_tools_meta_results(services: Services) -> Non
         )
         listed = await client.call_tool("list_outputs", {})
     assert result_of(offloaded)["preview"] in text_of(offloaded)
-    same_read = await api.read(services, scope, handle, start_line=2, end_line=3)
+    same_read = await outputs.read(services, scope, handle, start_line=2, end_line=3)
     assert result_of(read) == same_read.model_dump(mode="json")
-    same_search = await api.search(services, scope, "item-29[0-9]", handle=handle)
+    same_search = await outputs.search(services, scope, "item-29[0-9]", handle=handle)
     assert result_of(found) == same_search.model_dump(mode="json")
-    same_query = await api.query(services, scope, handle, ".items[3]", compact=True)
+    same_query = await outputs.query(services, scope, handle, ".items[3]", compact=True)
     assert result_of(queried)["result"] == same_query.result == '{"id":3,"name":"item-3","ok":false}'
-    assert result_of(listed) == (await api.list_outputs(services, scope)).model_dump(mode="json")
+    assert result_of(listed) == (await outputs.list_outputs(services, scope)).model_dump(mode="json")
 
 
 @pytest.mark.parametrize(
@@ -90,13 +90,13 @@ def test_cli_refuses_bad_sessions_in_one_line(args: list[str], message: str, tmp
 async def test_named_sessions_share_outputs_across_processes_on_one_store(settings: Settings) -> None:
     one, two = build_services(settings), build_services(settings)
     try:
-        stored = await api.offload(one, api.SessionScope.named("agent-7"), "hello shared world\n" * 10)
-        again = await api.read(two, api.SessionScope.named("agent-7"), stored.handle, start_line=1, end_line=1)
+        stored = await outputs.offload(one, outputs.SessionScope.named("agent-7"), "hello shared world\n" * 10)
+        again = await outputs.read(two, outputs.SessionScope.named("agent-7"), stored.handle, start_line=1, end_line=1)
         assert again.text == "hello shared world\n"
         with pytest.raises(UnknownHandle):
-            await api.read(two, api.SessionScope.named("agent-8"), stored.handle)
+            await outputs.read(two, outputs.SessionScope.named("agent-8"), stored.handle)
         with pytest.raises(UnknownHandle):
-            await api.read(two, api.SessionScope.new(), stored.handle)
+            await outputs.read(two, outputs.SessionScope.new(), stored.handle)
     finally:
         await one.aclose()
         await two.aclose()
@@ -105,40 +105,40 @@ async def test_named_sessions_share_outputs_across_processes_on_one_store(settin
 @pytest.mark.parametrize("name", ["", "x" * 201, "tab\there", "nul\x00"])
 def test_bad_session_names_are_refused(name: str) -> None:
     with pytest.raises(ValueError, match="session name"):
-        api.SessionScope.named(name)
+        outputs.SessionScope.named(name)
 
 
 async def test_a_scope_without_identity_cannot_enumerate(services: Services) -> None:
-    capability = api.SessionScope(api.SessionScope.new().key, enumerable=False)
-    stored = await api.offload(services, capability, "needle in a haystack\n")
+    capability = outputs.SessionScope(outputs.SessionScope.new().key, enumerable=False)
+    stored = await outputs.offload(services, capability, "needle in a haystack\n")
     with pytest.raises(OffloadError, match="cannot be listed"):
-        await api.list_outputs(services, capability)
+        await outputs.list_outputs(services, capability)
     with pytest.raises(SearchError, match="needs a handle"):
-        await api.search(services, capability, "needle")
-    hits = await api.search(services, capability, "needle", handle=stored.handle)
+        await outputs.search(services, capability, "needle")
+    hits = await outputs.search(services, capability, "needle", handle=stored.handle)
     assert hits.total_matches == 1
-    assert await api.known_handles(services, capability) == "Check the handle you were given."
+    assert await outputs.known_handles(services, capability) == "Check the handle you were given."
 
 
 async def test_errors_are_offload_errors_and_store_nothing(services: Services) -> None:
-    scope = api.SessionScope.new()
+    scope = outputs.SessionScope.new()
     with pytest.raises(InvalidHandle):
-        await api.read(services, scope, "../../etc/passwd")
+        await outputs.read(services, scope, "../../etc/passwd")
     with pytest.raises(OffloadError, match="empty"):
-        await api.offload(services, scope, "")
-    text = await api.offload(services, scope, "plain text, not JSON\n")
+        await outputs.offload(services, scope, "")
+    text = await outputs.offload(services, scope, "plain text, not JSON\n")
     with pytest.raises(QueryError):
-        await api.query(services, scope, text.handle, ".")
+        await outputs.query(services, scope, text.handle, ".")
     with pytest.raises(SearchError):
-        await api.search(services, scope, "(a)\\1", handle=text.handle)
-    assert [o.handle for o in (await api.list_outputs(services, scope)).outputs] == [text.handle]
-    assert await api.known_handles(services, scope) == f"This session's outputs: {text.handle}."
+        await outputs.search(services, scope, "(a)\\1", handle=text.handle)
+    assert [o.handle for o in (await outputs.list_outputs(services, scope)).outputs] == [text.handle]
+    assert await outputs.known_handles(services, scope) == f"This session's outputs: {text.handle}."
 
 
 async def test_blobs_are_stored_byte_exact(services: Services) -> None:
-    scope = api.SessionScope.new()
+    scope = outputs.SessionScope.new()
     data = bytes(range(256)) * 4
-    stored = await api.offload_bytes(services, scope, data, mime_type="image/png", name="chart")
+    stored = await outputs.offload_bytes(services, scope, data, mime_type="image/png", name="chart")
     assert stored.kind == "blob" and stored.bytes == len(data) and stored.mime_type == "image/png"
     async with services.store.open(scope.key, stored.handle) as output:
         assert output.read_bytes(0, output.meta.size) == data

@@ -24,11 +24,11 @@ from typing import Any
 
 from mcp.server import ServerRequestContext
 
-from mcp_offload.core.api import SessionScope
+from mcp_offload.core.outputs import SessionScope
 from mcp_offload.store.handles import scope_key
 
 MODERN_PROTOCOL = "2026-07-28"
-_STATE_KEY = "mcp_offload.server.scoping"
+_STATE_KEY = "mcp_offload.mcp_server.scoping"
 
 
 def connection_of(ctx: ServerRequestContext[Any]) -> Any:
