@@ -154,7 +154,8 @@ def test_list_shows_every_agent_the_api_it_speaks_and_how_it_is_pointed(home: Pa
     assert lines[0].split() == ["agent", "program", "speaks", "pointed", "by", "install"]
     assert len(lines) == len(AGENTS) + 2 and lines[-1].startswith("any other: mcp-offload wrap --api ")
     for line, agent in zip(lines[1:], AGENTS.values(), strict=False):
-        assert line.startswith(agent.name + " ") and agent.title in line and agent.api.title in line
+        assert line.startswith(agent.name + " ") and agent.title in line
+        assert all(api.title in line for api in agent.apis)
         assert agent.pointed_by in line and agent.install is not None and line.endswith(agent.install.command())
     assert not (home / ".local").exists()
 

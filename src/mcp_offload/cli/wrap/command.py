@@ -223,7 +223,14 @@ def list_agents() -> int:
     """The agents wrap knows: name, the API wrap points it at, how, and its package."""
     rows = [("agent", "program", "speaks", "pointed by", "install")]
     rows += [
-        (a.name, a.title, a.api.title, a.pointed_by, a.install.command() if a.install else "") for a in AGENTS.values()
+        (
+            a.name,
+            a.title,
+            ", ".join(api.title for api in a.apis),
+            a.pointed_by,
+            a.install.command() if a.install else "",
+        )
+        for a in AGENTS.values()
     ]
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
     for row in rows:

@@ -2,7 +2,7 @@
 (everything about one agent in its own file), and the values they share.
 
 An agent says what it is (`name`, `title`), where it comes from (`executable`, `install`), which LLM API it speaks
-(`api`), how it is pointed at the gateway (`pointed_by`, one line for `wrap --list`) and, through `launch`, exactly
+(`apis`), how it is pointed at the gateway (`pointed_by`, one line for `wrap --list`) and, through `launch`, exactly
 what `wrap` gives it: variables, command-line arguments put before the user's own, and configuration files it wrote
 under mcp-offload's own data directory (never a file of the user's). An agent pointed by a configuration format that
 changes between its versions names the versions whose format it knows (`knows`); any other version is refused in one
@@ -76,8 +76,12 @@ class Agent(Protocol):
     name: str  # what the user types after `wrap`
     title: str  # its name in messages to people
     executable: str
-    api: LlmApi  # the API wrap points it at
     pointed_by: str  # how, in a few words (for `wrap --list`)
+
+    @property
+    def apis(self) -> tuple[LlmApi, ...]:
+        """The APIs wrap points it at (an agent that speaks several, by the model chosen, is pointed for each)."""
+        ...
 
     @property
     def install(self) -> Install | None:

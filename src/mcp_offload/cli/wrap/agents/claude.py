@@ -16,7 +16,7 @@ class ClaudeCode:
     title = "Claude Code"
     executable = "claude"
     install = Install("npm", "@anthropic-ai/claude-code")
-    api = APIS["anthropic"]
+    apis = (APIS["anthropic"],)
     pointed_by = "ANTHROPIC_BASE_URL"
     knows = None  # pointed by a variable only: any version
 

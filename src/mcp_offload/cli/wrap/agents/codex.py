@@ -33,7 +33,7 @@ class CodexCli:
     title = "Codex CLI"
     executable = "codex"
     install = Install("npm", "@openai/codex")
-    api = APIS["responses"]
+    apis = (APIS["responses"],)
     pointed_by = "-c overrides declaring a model provider"
     knows = None  # `-c` and `model_providers` are the same across its versions
 

@@ -84,7 +84,7 @@ class GeminiCli:
     title = "Gemini CLI"
     executable = "gemini"
     install = Install("npm", "@google/gemini-cli")
-    api = APIS["gemini"]
+    apis = (APIS["gemini"],)
     pointed_by = "GOOGLE_GEMINI_BASE_URL; GEMINI_CLI_HOME when its settings select no auth"
     knows = None
 

@@ -38,7 +38,7 @@ class AnyAgent:
         self.executable = executable
         self.title = Path(executable).name
         self.provider = provider
-        self.api: LlmApi = api_for_provider(provider)
+        self.apis: tuple[LlmApi, ...] = (api_for_provider(provider),)
         self.pointed_by = BASE_URL_VARIABLES[provider][0]
 
     def launch(self, gateway: str, data_dir: Path, environ: Mapping[str, str]) -> Launch:
