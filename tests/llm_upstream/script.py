@@ -272,7 +272,7 @@ def _loads(arguments: Any) -> Any:
 SHELL_TOOLS = ("bash", "shell", "exec_command", "shell_command", "run_shell_command", "local_shell")
 READ_TOOLS = ("read", "read_file", "view", "read_large_output")
 SEARCH_TOOLS = ("search_large_output",)
-DIRECTIVE = re.compile(r"^@(run|read|search|call|answer)\s+(.*)$", re.MULTILINE)
+DIRECTIVE = re.compile(r"^[ \t]*@(run|read|search|call|answer)\s+(.*)$", re.MULTILINE)
 
 
 class AgentScript:
