@@ -17,13 +17,12 @@ each run. When the user's settings select a type already, nothing is needed and 
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from mcp_offload.apis.registry import APIS
-from mcp_offload.cli.wrap.agents.base import Install, Launch, write_if_changed
+from mcp_offload.cli.wrap.agents.base import Install, Launch, link_entries, write_if_changed
 from mcp_offload.cli.wrap.agents.generic import base_url_env
 from mcp_offload.errors import OperatorError
 
@@ -64,15 +63,7 @@ def gemini_home(own: Path, environ: Mapping[str, str]) -> Path | None:
     if selects_auth(settings):
         return None
     mirror = own / ".gemini"
-    mirror.mkdir(parents=True, exist_ok=True)
-    wanted = {entry.name: entry for entry in user.iterdir() if entry.name != SETTINGS} if user.is_dir() else {}
-    for entry in mirror.iterdir():
-        if entry.is_symlink() and (entry.name not in wanted or os.readlink(entry) != str(wanted[entry.name])):
-            entry.unlink()
-    for name, target in wanted.items():
-        link = mirror / name
-        if not link.is_symlink() and not link.exists():
-            link.symlink_to(target)
+    link_entries(user, mirror, except_name=SETTINGS)
     merged = {**settings, "security": {**settings.get("security", {}), **AUTH["security"]}}
     merged["security"]["auth"] = {**settings.get("security", {}).get("auth", {}), **AUTH["security"]["auth"]}
     write_if_changed(mirror / SETTINGS, json.dumps(merged, indent=2) + "\n")
