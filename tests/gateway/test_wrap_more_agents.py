@@ -29,7 +29,7 @@ from mcp_offload.cli.wrap.agents import AGENTS
 from mcp_offload.cli.wrap.agents.base import installed_version
 from mcp_offload.tokens.vocab import load_counter
 from support.agents import AGENTS as NODE_MODULES
-from support.agents import AIDER, NODE_BIN, OPENCODE, PI, QWEN, RETRIEVAL_TOOLS, agent_env, need, planted_inventory
+from support.agents import AIDER, NODE24_BIN, OPENCODE, PI, QWEN, RETRIEVAL_TOOLS, agent_env, need, planted_inventory
 from support.wrap import OWN_DIRS, WrappedRun, run_wrapped
 
 FACT = "PLANTED-" + random.Random(31).randbytes(6).hex()
@@ -70,7 +70,7 @@ CASES = [
          {".config/opencode/opencode.json": OPENCODE_USER}),
     Case("qwen", QWEN, ["--auth-type", "openai", "--yolo", "-o", "text", TASK], "openai_chat",
          {"OPENAI_API_KEY": "sk-test-key", "OPENAI_MODEL": "gpt-4.1", "QWEN_CODE_SUPPRESS_YOLO_WARNING": "1"},
-         (".qwen/",), {".qwen/settings.json": QWEN_USER}, (NODE_BIN,)),
+         (".qwen/",), {".qwen/settings.json": QWEN_USER}, (NODE24_BIN,)),
 ]  # fmt: skip
 
 
