@@ -43,7 +43,7 @@ def need(binary: Path) -> None:
 def agent_env(**extra: str) -> dict[str, str]:
     """The environment for an agent: this one without any LLM provider's variables, plus `extra`."""
     providers = ("ANTHROPIC_", "OPENAI_", "CLAUDE", "GEMINI_", "GOOGLE_", "PI_", "OPENCODE_", "QWEN_", "AIDER_",
-                 "COPILOT_", "CLINE_", "OPENCLAW_")
+                 "COPILOT_", "CLINE_", "OPENCLAW_")  # fmt: skip
     env = {k: v for k, v in os.environ.items() if not k.startswith(providers)}
     env.update(extra)
     return env
