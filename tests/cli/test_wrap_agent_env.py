@@ -214,3 +214,24 @@ def test_a_missing_agent_names_its_package(agent: str, tmp_path: Path) -> None:
         f"mcp-offload wrap: {AGENTS[agent].executable!r} is not an executable on PATH (install it: "
         f"{install.command()})\n"
     )
+
+
+@pytest.mark.parametrize(("agent", "variable", "user_file"), [
+    ("pi", "PI_CODING_AGENT_DIR", ".pi/agent/settings.json"),
+    ("gemini", "GEMINI_CLI_HOME", ".gemini/GEMINI.md"),
+])  # fmt: skip
+def test_wraps_own_directory_in_the_variable_is_not_taken_for_the_users(
+    agent: str, variable: str, user_file: str, tmp_path: Path
+) -> None:
+    """After `eval "$(mcp-offload wrap --print-env pi)"` the variable names wrap's own directory: a second run still
+    links the user's own files (it would link the directory's entries to themselves)."""
+    home = tmp_path / "home"
+    (home / user_file).parent.mkdir(parents=True)
+    (home / user_file).write_text("the user's")
+    port = free_port()
+    first = print_env(home, port, agent)
+    exported = dict(line.removeprefix("export ").split("=", 1) for line in first.stdout.splitlines() if "=" in line)
+    second = print_env(home, port, agent, **{variable: exported[variable]})
+    assert second.returncode == 0 and second.stdout == first.stdout, second.stderr
+    linked = Path(exported[variable]) / Path(user_file).name if agent == "pi" else Path(exported[variable]) / user_file
+    assert linked.is_symlink() and linked.read_text() == "the user's"

@@ -177,6 +177,16 @@ def write_if_changed(path: Path, text: str) -> None:
     tmp.replace(path)
 
 
+def users_dir(configured: str | None, default: Path, own: Path) -> Path:
+    """The user's own directory of an agent: the one a variable of theirs names (`configured`), else `default`; a
+    variable naming `own`, wrap's directory for the agent (left by an `eval` of `wrap --print-env`), is not theirs."""
+    if configured:
+        path = Path(configured).expanduser()
+        if path.resolve() != own.resolve():
+            return path
+    return default
+
+
 def link_entries(user: Path, own: Path, except_name: str) -> None:
     """Make `own` a directory holding a symbolic link to every entry of the user's directory `user` but
     `except_name` (the file wrap writes there instead), refreshed: links to entries gone or moved are removed. An

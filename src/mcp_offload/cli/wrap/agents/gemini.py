@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from mcp_offload.apis.registry import APIS
-from mcp_offload.cli.wrap.agents.base import Install, Launch, link_entries, write_if_changed
+from mcp_offload.cli.wrap.agents.base import Install, Launch, link_entries, users_dir, write_if_changed
 from mcp_offload.cli.wrap.agents.generic import base_url_env
 from mcp_offload.errors import OperatorError
 
@@ -30,8 +30,9 @@ SETTINGS = "settings.json"
 AUTH = {"security": {"auth": {"selectedType": "gemini-api-key"}}}
 
 
-def user_gemini_dir(environ: Mapping[str, str]) -> Path:
-    return Path(environ.get("GEMINI_CLI_HOME") or environ.get("HOME") or Path.home()) / ".gemini"
+def user_gemini_dir(environ: Mapping[str, str], own: Path) -> Path:
+    default = Path(environ.get("HOME") or Path.home())
+    return users_dir(environ.get("GEMINI_CLI_HOME"), default, own) / ".gemini"
 
 
 def selects_auth(settings: dict[str, Any]) -> bool:
@@ -58,7 +59,7 @@ def read_settings(path: Path) -> dict[str, Any]:
 def gemini_home(own: Path, environ: Mapping[str, str]) -> Path | None:
     """The `GEMINI_CLI_HOME` for a wrapped Gemini CLI: None when the user's settings select an auth type already,
     else `own` (created or refreshed as the module docstring says; nothing in the user's `~/.gemini` is written)."""
-    user = user_gemini_dir(environ)
+    user = user_gemini_dir(environ, own)
     settings = read_settings(user / SETTINGS)
     if selects_auth(settings):
         return None

@@ -27,6 +27,7 @@ from mcp_offload.cli.wrap.agents.base import (
     Versions,
     link_entries,
     read_json_object,
+    users_dir,
     write_if_changed,
 )
 
@@ -35,11 +36,9 @@ MODELS = "models.json"
 PROVIDERS = {"anthropic": "", "openai": "/v1", "google": "/v1beta"}
 
 
-def user_agent_dir(environ: Mapping[str, str]) -> Path:
-    configured = environ.get("PI_CODING_AGENT_DIR")
-    if configured:
-        return Path(configured).expanduser()
-    return Path(environ.get("HOME") or Path.home()) / ".pi" / "agent"
+def user_agent_dir(environ: Mapping[str, str], own: Path) -> Path:
+    default = Path(environ.get("HOME") or Path.home()) / ".pi" / "agent"
+    return users_dir(environ.get("PI_CODING_AGENT_DIR"), default, own)
 
 
 def pointed_models(models: dict[str, Any], gateway: str) -> dict[str, Any]:
@@ -62,14 +61,14 @@ class Pi:
     knows = Versions((0, 71, 0), (1, 0, 0), "0.73.1")
 
     def launch(self, gateway: str, data_dir: Path, environ: Mapping[str, str]) -> Launch:
-        user = user_agent_dir(environ)
+        own = data_dir / "pi" / "agent"
+        user = user_agent_dir(environ, own)
         models = read_json_object(
             user / MODELS, "wrap reads it as plain JSON (no comments, no trailing commas), or run pi without wrap"
         )
-        own = data_dir / "pi" / "agent"
         link_entries(user, own, except_name=MODELS)
         write_if_changed(own / MODELS, json.dumps(pointed_models(models, gateway), indent=2) + "\n")
-        sessions = environ.get("PI_CODING_AGENT_SESSION_DIR") or str(user / "sessions")
+        sessions = environ.get("PI_CODING_AGENT_SESSION_DIR") or str(user / "sessions")  # pi's default there
         env = {"PI_CODING_AGENT_DIR": str(own), "PI_CODING_AGENT_SESSION_DIR": sessions}
         return Launch(env=env, files=[own / MODELS])
 
