@@ -58,6 +58,10 @@ def opencode(home: Path, gw: str) -> list[str]:
     return [f"export OPENCODE_CONFIG_CONTENT='{json.dumps(config, separators=(',', ':'))}'"]
 
 
+def copilot(home: Path, gw: str) -> list[str]:
+    return [f"export COPILOT_PROVIDER_BASE_URL={gw}/v1"]  # a provider of the user's own, type openai (its default)
+
+
 def qwen(home: Path, gw: str) -> list[str]:
     return [f"export OPENAI_BASE_URL={gw}/v1", f"export ANTHROPIC_BASE_URL={gw}", f"export GOOGLE_GEMINI_BASE_URL={gw}"]
 
@@ -70,8 +74,10 @@ def aider(home: Path, gw: str) -> list[str]:
 # what `--print-env` prints for each agent of the registry, with no settings of the user's (an agent added to the
 # registry adds its line here)
 EXPECTED: dict[str, Callable[[Path, str], list[str]]] = {
-    "claude": claude, "codex": codex, "gemini": gemini, "pi": pi, "opencode": opencode, "qwen": qwen, "aider": aider,
+    "claude": claude, "codex": codex, "gemini": gemini, "pi": pi, "opencode": opencode, "copilot": copilot,
+    "qwen": qwen, "aider": aider,
 }  # fmt: skip
+USERS_ENV = {"copilot": {"COPILOT_PROVIDER_API_KEY": "sk-user-key"}}  # wrap copilot needs a provider of the user's
 
 
 def test_every_agent_has_its_expected_output() -> None:
@@ -83,7 +89,7 @@ def test_print_env_gives_each_agent_what_points_it_and_runs_nothing(agent: str, 
     home = tmp_path / "home"
     home.mkdir()
     port = free_port()
-    done = print_env(home, port, agent)
+    done = print_env(home, port, agent, **USERS_ENV.get(agent, {}))
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == EXPECTED[agent](home, f"http://127.0.0.1:{port}")
     assert done.stderr.startswith(f"mcp-offload wrap: no mcp-offload gateway answers on http://127.0.0.1:{port}")

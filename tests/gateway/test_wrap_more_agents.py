@@ -29,7 +29,7 @@ from mcp_offload.cli.wrap.agents import AGENTS
 from mcp_offload.cli.wrap.agents.base import installed_version
 from mcp_offload.tokens.vocab import load_counter
 from support.agents import AGENTS as NODE_MODULES
-from support.agents import AIDER, NODE24_BIN, OPENCODE, PI, QWEN, RETRIEVAL_TOOLS, agent_env, need, planted_inventory
+from support.agents import AIDER, NODE24_BIN, OPENCODE, PI, QWEN, RETRIEVAL_TOOLS, need, planted_inventory
 from support.wrap import OWN_DIRS, WrappedRun, run_wrapped
 
 FACT = "PLANTED-" + random.Random(31).randbytes(6).hex()
@@ -147,8 +147,7 @@ def test_through_wrap(case: Case, llm_upstream: UpstreamServer, tmp_path: Path) 
     work = tmp_path / "work"
     work.mkdir()
     (work / "data.json").write_text(DOCUMENT)
-    run = run_wrapped(case.agent, case.argv, llm_upstream, home, work, agent_env(**case.env),
-                      path=(*case.path, NODE_MODULES / ".bin"))  # fmt: skip
+    run = run_wrapped(case.agent, case.argv, llm_upstream, home, work, case.env, path=(*case.path, NODE_MODULES / ".bin"))
     assert f"ANSWER: {FACT}" in run.done.stdout, run.done.stdout[-2000:]
     check_home(case, run, home)
     assert any(p.startswith(".local/share/mcp-offload/store/") for p in run.touched), "the gateway stored nothing"
@@ -165,7 +164,7 @@ def test_aider_through_wrap(llm_upstream: UpstreamServer, tmp_path: Path) -> Non
     (work / "data.json").write_text(DOCUMENT)
     argv = ["--message", "What is the deploy key in data.json?", "--yes-always", "--no-git", "--no-check-update",
             "--analytics-disable", "--no-pretty", "--model", "openai/gpt-4.1", "data.json"]  # fmt: skip
-    env = agent_env(OPENAI_API_KEY="sk-test-key", LITELLM_LOCAL_MODEL_COST_MAP="True")
+    env = {"OPENAI_API_KEY": "sk-test-key", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
     run = run_wrapped("aider", argv, llm_upstream, home, work, env, path=(AIDER.parent,))
     assert "Scripted session" in run.done.stdout, run.done.stdout[-2000:]  # the upstream's answer, relayed
     case = Case("aider", AIDER, argv, "openai_chat", {}, (".aider/",), {".aider.conf.yml": "dark-mode: true\n"})

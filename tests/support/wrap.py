@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from llm_upstream import UpstreamServer
+from support.agents import agent_env
 
 WRAP = [sys.executable, "-m", "mcp_offload", "wrap"]
 
@@ -55,12 +56,13 @@ def run_wrapped(
     path: tuple[Path, ...] = (),
     timeout: float = 300,
 ) -> WrappedRun:
-    """`mcp-offload wrap AGENT ARGV` as a user runs it (HOME `home`, in `work`, the directories `path` first on PATH)
-    with a gateway it starts in front of the scripted upstream; asserts it succeeded and named its gateway."""
+    """`mcp-offload wrap AGENT ARGV` as a user runs it (HOME `home`, in `work`, the directories `path` first on PATH,
+    this environment without any provider's, XDG or mcp-offload variables, plus `env`) with a gateway it starts in
+    front of the scripted upstream; asserts it succeeded and named its gateway."""
     before = snapshot(home)
     upstreams = ["--anthropic-upstream", upstream.base_url, "--openai-upstream", upstream.openai_url,
                  "--gemini-upstream", upstream.base_url]  # fmt: skip
-    full_env = {k: v for k, v in env.items() if not k.startswith(("XDG_", "MCP_OFFLOAD_"))}
+    full_env = {k: v for k, v in agent_env(**env).items() if not k.startswith(("XDG_", "MCP_OFFLOAD_")) or k in env}
     path_value = os.pathsep.join([*map(str, path), os.environ.get("PATH", "")])
     full_env.update(HOME=str(home), PATH=path_value, PWD=str(work))  # PWD as a shell sets it (opencode reads it)
     start = time.monotonic()

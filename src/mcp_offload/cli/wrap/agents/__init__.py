@@ -5,7 +5,7 @@ the order `wrap --list` shows). `generic` points any other agent by its provider
 
 from __future__ import annotations
 
-from mcp_offload.cli.wrap.agents import aider, claude, codex, gemini, opencode, pi, qwen
+from mcp_offload.cli.wrap.agents import aider, claude, codex, copilot, gemini, opencode, pi, qwen
 from mcp_offload.cli.wrap.agents.base import Agent
 
 AGENTS: dict[str, Agent] = {
@@ -16,6 +16,7 @@ AGENTS: dict[str, Agent] = {
         pi.AGENT,
         gemini.AGENT,
         opencode.AGENT,
+        copilot.AGENT,
         qwen.AGENT,
         aider.AGENT,
     )
