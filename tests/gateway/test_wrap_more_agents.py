@@ -147,7 +147,8 @@ def test_through_wrap(case: Case, llm_upstream: UpstreamServer, tmp_path: Path) 
     work = tmp_path / "work"
     work.mkdir()
     (work / "data.json").write_text(DOCUMENT)
-    run = run_wrapped(case.agent, case.argv, llm_upstream, home, work, case.env, path=(*case.path, NODE_MODULES / ".bin"))
+    path = (*case.path, NODE_MODULES / ".bin")
+    run = run_wrapped(case.agent, case.argv, llm_upstream, home, work, case.env, path=path)
     assert f"ANSWER: {FACT}" in run.done.stdout, run.done.stdout[-2000:]
     check_home(case, run, home)
     assert any(p.startswith(".local/share/mcp-offload/store/") for p in run.touched), "the gateway stored nothing"
