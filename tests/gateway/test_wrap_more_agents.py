@@ -34,7 +34,10 @@ from support.wrap import OWN_DIRS, WrappedRun, run_wrapped
 
 FACT = "PLANTED-" + random.Random(31).randbytes(6).hex()
 TASK = f"Find the deploy key in data.json.\n@run cat data.json\n@search {FACT[:8]}\n@answer PLANTED-[0-9a-f]{{12}}"
-SHELL_TOOLS = {"bash", "run_shell_command"}
+# Qwen Code reads the file with its read_file tool (absolute paths only; WORK is put in): its shell tool gave `cat`
+# an empty output now and then on a loaded machine (exit 0, "Output: (empty)", so nothing big to offload)
+READ_TASK = TASK.replace("@run cat data.json", "@read WORK/data.json")
+AGENT_TOOLS = {"bash", "run_shell_command", "read_file"}  # the tools a main-conversation request carries
 DOCUMENT = planted_inventory(FACT)
 
 
@@ -68,7 +71,7 @@ CASES = [
          {"ANTHROPIC_API_KEY": "sk-ant-test-key", **OPENCODE_QUIET},
          (".config/opencode/", ".local/share/opencode/", ".local/state/opencode/", ".cache/opencode/", ".npm/"),
          {".config/opencode/opencode.json": OPENCODE_USER}),
-    Case("qwen", QWEN, ["--auth-type", "openai", "--yolo", "-o", "text", TASK], "openai_chat",
+    Case("qwen", QWEN, ["--auth-type", "openai", "--yolo", "-o", "text", READ_TASK], "openai_chat",
          {"OPENAI_API_KEY": "sk-test-key", "OPENAI_MODEL": "gpt-4.1", "QWEN_CODE_SUPPRESS_YOLO_WARNING": "1"},
          (".qwen/",), {".qwen/settings.json": QWEN_USER}, (NODE24_BIN,)),
 ]  # fmt: skip
@@ -109,9 +112,9 @@ def check_offload_retrieval_and_cache(api: str, upstream: UpstreamServer) -> str
     """The assertions of the module doc on what reached the upstream; the big result as the model saw it."""
     received = upstream.received(api)  # type: ignore[arg-type]
     assert received and all(r.status == 200 for r in received), [(r.status, r.error) for r in received]
-    main = [r for r in received if tool_names(api, r) & SHELL_TOOLS]
+    main = [r for r in received if tool_names(api, r) & AGENT_TOOLS]
     done = exchanges(api, main[-1])
-    shell = [e for e in done if e.name in SHELL_TOOLS and "cat data.json" in json.dumps(e.arguments)]
+    shell = [e for e in done if e.name in AGENT_TOOLS and "data.json" in json.dumps(e.arguments)]
     assert shell, f"the agent never ran the command: {[(e.name, e.arguments) for e in done]}"
     seen = shell[0].result or ""
     assert "Stored as out_" in seen and FACT not in seen and len(seen) < len(DOCUMENT) / 2, seen[:500]
@@ -148,7 +151,8 @@ def test_through_wrap(case: Case, llm_upstream: UpstreamServer, tmp_path: Path) 
     work.mkdir()
     (work / "data.json").write_text(DOCUMENT)
     path = (*case.path, NODE_MODULES / ".bin")
-    run = run_wrapped(case.agent, case.argv, llm_upstream, home, work, case.env, path=path)
+    argv = [arg.replace("WORK/", f"{work}/") for arg in case.argv]
+    run = run_wrapped(case.agent, argv, llm_upstream, home, work, case.env, path=path)
     assert f"ANSWER: {FACT}" in run.done.stdout, run.done.stdout[-2000:]
     check_home(case, run, home)
     assert any(p.startswith(".local/share/mcp-offload/store/") for p in run.touched), "the gateway stored nothing"
