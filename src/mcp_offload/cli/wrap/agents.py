@@ -8,7 +8,8 @@ overrides only, so no file of the user's is written.
 - Gemini CLI (`gemini`): `GOOGLE_GEMINI_BASE_URL`, and `GEMINI_CLI_HOME` when its settings select no auth type
   (gemini_home.py: a home of mcp-offload's own selecting `gemini-api-key`, never a write into `~/.gemini`). Its API
   key stays the user's `GEMINI_API_KEY`.
-- Any other agent taking one of the base-URL variables: `--api anthropic|openai|gemini`.
+- Any other agent taking one of the base-URL variables: `--api NAME`, any LLM API's name or alias; the variables
+  are the API's own (`LlmApi.client_env`).
 """
 
 from __future__ import annotations
@@ -16,25 +17,26 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
 
-AgentApi = Literal["anthropic", "openai", "gemini"]
+from mcp_offload.apis.base import LlmApi
+from mcp_offload.apis.registry import api_named
+
 PROVIDER = "mcp-offload"  # the Codex provider the overrides declare
 
 
 @dataclass(frozen=True, slots=True)
 class Agent:
     name: str  # what the user types after `wrap`
-    api: AgentApi
+    api: LlmApi
     executable: str
 
 
 AGENTS: dict[str, Agent] = {
     a.name: a
     for a in (
-        Agent("claude", "anthropic", "claude"),
-        Agent("codex", "openai", "codex"),
-        Agent("gemini", "gemini", "gemini"),
+        Agent("claude", api_named("anthropic"), "claude"),
+        Agent("codex", api_named("responses"), "codex"),
+        Agent("gemini", api_named("gemini"), "gemini"),
     )
 }
 
@@ -47,13 +49,10 @@ class Launch:
     env: dict[str, str] = field(default_factory=dict)
 
 
-def base_env(api: AgentApi, gateway: str, gemini_home: Path | None) -> dict[str, str]:
-    """The variables that point a client of `api` at the gateway (`gateway`: http://host:port, no path)."""
-    if api == "anthropic":
-        return {"ANTHROPIC_BASE_URL": gateway}
-    if api == "openai":
-        return {"OPENAI_BASE_URL": gateway + "/v1"}
-    env = {"GOOGLE_GEMINI_BASE_URL": gateway}
+def base_env(api: LlmApi, gateway: str, gemini_home: Path | None) -> dict[str, str]:
+    """The variables that point a client of `api` at the gateway (`gateway`: http://host:port, no path): the API's
+    own (`client_env`), and Gemini CLI's home when it needs one of ours."""
+    env = api.client_env(gateway)
     if gemini_home is not None:
         env["GEMINI_CLI_HOME"] = str(gemini_home)
     return env
@@ -72,7 +71,7 @@ def codex_overrides(gateway: str) -> list[str]:
     return [arg for key, value in values.items() for arg in ("-c", f"{key}={json.dumps(value)}")]
 
 
-def launch(agent: Agent | None, api: AgentApi, argv: list[str], gateway: str, gemini_home: Path | None) -> Launch:
+def launch(agent: Agent | None, api: LlmApi, argv: list[str], gateway: str, gemini_home: Path | None) -> Launch:
     """The agent's command line (`argv`: its executable then its own arguments) pointed at `gateway`."""
     if agent is not None and agent.name == "codex":
         return Launch([argv[0], *codex_overrides(gateway), *argv[1:]], {})

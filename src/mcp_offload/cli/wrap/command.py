@@ -1,7 +1,7 @@
 """`mcp-offload wrap`: run a coding agent through the gateway, in one command.
 
     mcp-offload wrap [--port 8788] [--store DIR|redis://…] [--*-upstream URL] [--print-env] claude|codex|gemini [ARGS…]
-    mcp-offload wrap [options] --api anthropic|openai|gemini -- CMD [ARGS…]
+    mcp-offload wrap [options] --api NAME -- CMD [ARGS…]   (NAME: an LLM API, e.g. anthropic, openai, gemini)
 
 A gateway already listening on `--port` (asked on /healthz: it must say it is an mcp-offload gateway) is reused;
 when none is, or when an upstream flag asks for other upstreams, one is started for the duration of the agent, on a
@@ -33,13 +33,16 @@ from pathlib import Path
 
 import platformdirs
 
+from mcp_offload.apis.base import LlmApi
+from mcp_offload.apis.registry import UnknownApi, accepted_names, api_named
 from mcp_offload.cli.arg_types import OneLineParser, http_url, port
 from mcp_offload.cli.exit_status import exit_status
 from mcp_offload.cli.wrap.agent_process import die_like, run_child
-from mcp_offload.cli.wrap.agents import AGENTS, Agent, AgentApi, base_env, codex_overrides, launch
+from mcp_offload.cli.wrap.agents import AGENTS, Agent, base_env, codex_overrides, launch
 from mcp_offload.cli.wrap.gemini_home import gemini_home
 from mcp_offload.errors import OperatorError
 from mcp_offload.gateway.options import DEFAULT_PORT
+from mcp_offload.providers.registry import PROVIDERS
 from mcp_offload.settings import Settings
 
 PROG = "mcp-offload wrap"
@@ -50,7 +53,6 @@ INSTALL = {
     "codex": "npm install -g @openai/codex",
     "gemini": "npm install -g @google/gemini-cli",
 }
-UPSTREAM_FLAGS = ("anthropic_upstream", "openai_upstream", "gemini_upstream")
 
 
 class WrapError(OperatorError):
@@ -61,10 +63,11 @@ def parser() -> argparse.ArgumentParser:
     p = OneLineParser(prog=PROG, description=__doc__.split("\n\n")[0])
     p.add_argument("--port", type=port, default=DEFAULT_PORT, help=f"the gateway's port (default {DEFAULT_PORT})")
     p.add_argument("--store", help="store for a gateway started here (default: the user's, env MCP_OFFLOAD_STORE)")
-    p.add_argument("--anthropic-upstream", type=http_url, help="Anthropic API base URL for a gateway started here")
-    p.add_argument("--openai-upstream", type=http_url, help="OpenAI API base URL, with its /v1, likewise")
-    p.add_argument("--gemini-upstream", type=http_url, help="Gemini API base URL, without its /v1beta, likewise")
-    p.add_argument("--api", choices=["anthropic", "openai", "gemini"], help="any agent: the API it speaks")
+    for provider in PROVIDERS.values():  # the gateway's upstream flags (`Provider.upstream`)
+        p.add_argument(
+            provider.upstream.flag, type=http_url, help=f"{provider.upstream.help} for a gateway started here"
+        )
+    p.add_argument("--api", help=f"any agent: the LLM API it speaks: {accepted_names()}")
     p.add_argument("--print-env", action="store_true", help="print the variables instead of running anything")
     p.add_argument("agent", help="claude, codex or gemini; with --api: the command to run (after --)")
     p.add_argument("args", nargs=argparse.REMAINDER, help="the agent's own arguments")
@@ -81,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
     if args.print_env:
         return print_env(agent, api, args.port)
     executable = find_executable(command[0], agent)
-    own_upstreams = any(getattr(args, flag) for flag in UPSTREAM_FLAGS)
+    own_upstreams = any(getattr(args, p.upstream.dest) for p in PROVIDERS.values())
     found = probe(args.port)
     if found == "busy" and not own_upstreams:
         raise WrapError(f"port {args.port} is in use by something that is not an mcp-offload gateway: pass --port")
@@ -92,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
     return die_like(returncode)
 
 
-def resolve_agent(args: argparse.Namespace) -> tuple[Agent | None, AgentApi, list[str]]:
+def resolve_agent(args: argparse.Namespace) -> tuple[Agent | None, LlmApi, list[str]]:
     """(the known agent or None, the API it speaks, its command line)."""
     rest = list(args.args)
     if args.api is not None:
@@ -101,8 +104,12 @@ def resolve_agent(args: argparse.Namespace) -> tuple[Agent | None, AgentApi, lis
             command = command[1:]
         if not command:
             raise WrapError("--api needs the command to run: wrap --api openai -- CMD [ARGS…]")
+        try:
+            api = api_named(args.api)
+        except UnknownApi as exc:
+            raise WrapError(f"--api: {exc}") from None
         known = AGENTS.get(Path(command[0]).name)
-        return known, args.api, command
+        return known, api, command
     known = AGENTS.get(args.agent)
     if known is None:
         names = ", ".join(AGENTS)
@@ -151,9 +158,9 @@ def gateway_for(args: argparse.Namespace, reuse: bool) -> Iterator[tuple[str, st
     port_number = free_port()
     argv = [sys.executable, "-m", "mcp_offload", "gateway", "--host", HOST, "--port", str(port_number)]
     argv += ["--store", store, "--log-level", "WARNING"]
-    for flag in UPSTREAM_FLAGS:
-        if getattr(args, flag):
-            argv += ["--" + flag.replace("_", "-"), getattr(args, flag)]
+    for provider in PROVIDERS.values():
+        if getattr(args, provider.upstream.dest):
+            argv += [provider.upstream.flag, getattr(args, provider.upstream.dest)]
     with log_path.open("ab") as log:
         gateway = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
     try:
@@ -199,7 +206,7 @@ def gemini_home_for(agent: Agent | None) -> Path | None:
     return gemini_home(Path(platformdirs.user_data_dir("mcp-offload", appauthor=False)) / "gemini-cli")
 
 
-def print_env(agent: Agent | None, api: AgentApi, port_number: int) -> int:
+def print_env(agent: Agent | None, api: LlmApi, port_number: int) -> int:
     base = f"http://{HOST}:{port_number}"
     if probe(port_number) != "ours":
         note = f"{PROG}: no mcp-offload gateway answers on {base}: start one with `mcp-offload gateway`"
