@@ -13,7 +13,8 @@ import pytest
 from mcp_offload import Compactor
 from mcp_offload.apis.registry import APIS, UnknownApi, accepted_names, api_named
 from mcp_offload.cachesafe.tool_defs import api_tool_definitions
-from mcp_offload.cli.wrap.command import WrapError, resolve_agent
+from mcp_offload.cli.wrap.agents.base import WrapError
+from mcp_offload.cli.wrap.command import resolve_agent
 
 WORDS = [(word, api.name) for api in APIS.values() for word in (api.name, *api.aliases)]
 SAMPLE: dict[str, list[dict[str, Any]]] = {  # one message each API reads (the Compactor reads it in the API named)
@@ -65,8 +66,9 @@ def test_an_unknown_word_gets_one_message_listing_the_accepted_ones_everywhere(t
 
 def test_wrap_api_takes_the_aliases_and_sets_the_apis_own_variables() -> None:
     for word in ("openai", "chat", "openai_chat", "responses"):
-        _, api, command = resolve_agent(argparse.Namespace(api=word, agent="--", args=["my-agent", "-v"]))
-        assert command == ["my-agent", "-v"]
-        assert api.client_env("http://127.0.0.1:1") == {"OPENAI_BASE_URL": "http://127.0.0.1:1/v1"}
+        agent, command = resolve_agent(argparse.Namespace(api=word, agent="--", args=["my-agent", "-v"]))
+        assert command == ["my-agent", "-v"] and agent.pointed_by == "OPENAI_BASE_URL"
+        launch = agent.launch("http://127.0.0.1:1", Path("/nonexistent"), {})
+        assert launch.env == {"OPENAI_BASE_URL": "http://127.0.0.1:1/v1"} and launch.args == []
     assert api_named("anthropic").client_env("http://h:1") == {"ANTHROPIC_BASE_URL": "http://h:1"}
     assert api_named("gemini").client_env("http://h:1") == {"GOOGLE_GEMINI_BASE_URL": "http://h:1"}

@@ -269,7 +269,11 @@ def _loads(arguments: Any) -> Any:
 
 
 # -- the default script --------------------------------------------------------------------------------------------
-SHELL_TOOLS = ("bash", "shell", "exec_command", "shell_command", "run_shell_command", "local_shell")
+SHELL_TOOLS = (
+    "bash", "shell", "exec_command", "shell_command", "run_shell_command", "local_shell",
+    "exec",  # OpenClaw
+    "run_commands",  # Cline: {"commands": [...]}
+)  # fmt: skip
 READ_TOOLS = ("read", "read_file", "view", "read_large_output")
 SEARCH_TOOLS = ("search_large_output",)
 DIRECTIVE = re.compile(r"^@(run|read|search|call|answer)\s+(.*)$", re.MULTILINE)
@@ -278,7 +282,8 @@ DIRECTIVE = re.compile(r"^@(run|read|search|call|answer)\s+(.*)$", re.MULTILINE)
 class AgentScript:
     """A default that real agents can follow: directives in the user's text, one per tool-calling turn.
 
-        @run <shell command>       call the agent's shell tool (Claude Code `Bash`, Codex `shell` / `exec_command`)
+        @run <shell command>       call the agent's shell tool (Claude Code `Bash`, Codex `shell` / `exec_command`,
+                                   OpenClaw `exec`, Cline `run_commands`)
         @read <path>               call the agent's file-read tool (falls back to `cat` through the shell)
         @search <pattern>          call the gateway's retrieval tool `search_large_output` (literal pattern)
         @call <tool> <json args>   call any tool by name
@@ -342,6 +347,8 @@ class AgentScript:
         if shell is None:
             return None
         props = _properties(turn.tool(shell) or {})
+        if props.get("commands", {}).get("type") == "array":
+            return ToolCall(shell, {"commands": [arg]})
         if "command" in props:
             if props["command"].get("type") == "array":
                 return ToolCall(shell, {"command": ["bash", "-lc", arg]})
