@@ -41,7 +41,7 @@ from mcp_offload.cli.arg_types import OneLineParser, http_url, port
 from mcp_offload.cli.exit_status import exit_status
 from mcp_offload.cli.wrap.agent_process import die_like, run_child
 from mcp_offload.cli.wrap.agents import AGENTS, Agent
-from mcp_offload.cli.wrap.agents.base import Launch, WrapError, check_version
+from mcp_offload.cli.wrap.agents.base import Launch, WrapError, agent_upstreams, check_version
 from mcp_offload.cli.wrap.agents.generic import AnyAgent
 from mcp_offload.gateway.options import DEFAULT_PORT
 from mcp_offload.providers.registry import PROVIDERS
@@ -83,6 +83,9 @@ def run(args: argparse.Namespace) -> int:
         return print_env(agent, command, args.port)
     executable = find_executable(command[0], agent)
     check_version(agent, executable)
+    for flag, url in agent_upstreams(agent, os.environ).items():  # where the agent's own settings sent it
+        if getattr(args, flag, None) is None:
+            setattr(args, flag, url)
     own_upstreams = any(getattr(args, p.upstream.dest) for p in PROVIDERS.values())
     found = probe(args.port)
     if found == "busy" and not own_upstreams:
@@ -221,6 +224,8 @@ def print_env(agent: Agent, command: list[str], port_number: int) -> int:
         print(" ".join(shlex.quote(arg) for arg in [command[0], *plan.args]) + " …")
     for path in plan.files:
         print(f"# wrote {path}")
+    for flag, url in agent_upstreams(agent, os.environ).items():
+        print(f"# its own settings send it to {url}: start the gateway with --{flag.replace('_', '-')} {url}")
     return 0
 
 

@@ -99,6 +99,14 @@ class Agent(Protocol):
         ...
 
 
+def agent_upstreams(agent: Agent, environ: Mapping[str, str]) -> dict[str, str]:
+    """The upstreams (`--*-upstream` flag as an attribute name, e.g. `openai_upstream` → base URL) that the agent's own
+    configuration names: where its requests went without wrap, so a gateway started for the run forwards them there.
+    An agent module whose agent has such a setting defines `upstreams(environ)`; the others have none."""
+    found = getattr(agent, "upstreams", None)
+    return dict(found(environ)) if callable(found) else {}
+
+
 def parse_version(text: str) -> tuple[int, int, int] | None:
     found = VERSION.search(text)
     if found is None:
