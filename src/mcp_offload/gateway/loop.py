@@ -1,7 +1,7 @@
 """The transparent retrieval loop: when the model calls only the gateway's retrieval tools, answer them from the store
 and call the model again, so the client sees one ordinary response (JSON or stream).
 
-Rules, the same for the three APIs:
+Rules, the same for every API:
 
 - **Only retrieval calls** (names in `RETRIEVAL_TOOL_NAMES`, and only when the gateway injected the tools): run
   them (`run_retrieval`; a hostile or expired handle gets an error result, the loop goes on), append the assistant
@@ -36,7 +36,7 @@ import orjson
 
 from mcp_offload.apis.dialect import Answer, CallOutcome, Dialect, ModelToolCall, Round
 from mcp_offload.apis.sse import SseParser
-from mcp_offload.apis.usage import add_usage, usage_of
+from mcp_offload.apis.usage import add_usage
 from mcp_offload.errors import reason_of
 from mcp_offload.gateway.errors import GatewayError
 
@@ -181,7 +181,7 @@ async def loop_json(
     merged = dialect.merged(responses, names, stop)
     report.usage = {}
     for answered in responses:
-        add_usage(report.usage, usage_of(answered))
+        add_usage(report.usage, dialect.usage_of(answered))
     if rounds:
         last = None if report.mixed else (dialect.without_retrieval(outcome, names) if stop else outcome)
         await _record(dialect, retriever, dialect.client_output_of(merged), rounds, last)
