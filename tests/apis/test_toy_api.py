@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ from mcp_offload.providers.registry import register_provider, unregister_provide
 from mcp_offload.settings import Settings
 from support.gateway_server import GatewayServer, StartGateway, gateway_options
 from toy_llm import TOY, TOY_CLOUD
+from toy_llm.framing import unframe
 from toy_llm.upstream import ToyCloud
 
 NEEDLE = "line 4242: the needle is under the third stone"
@@ -103,6 +105,28 @@ def gateway_without_upstreams(tmp_path: Path) -> Iterator[GatewayServer]:
         yield gateway
     finally:
         gateway.stop()
+
+
+def test_a_toy_stream_in_the_providers_own_frames_is_spliced_through_the_loop(
+    toy: None, toy_cloud: ToyCloud, start_gateway: StartGateway
+) -> None:
+    """The provider's framing (`ApiCall.framing`) carries the stream both ways: the gateway reads the toy frames'
+    events, runs the model's search itself, and writes one stream back in toy frames."""
+    gateway = start_gateway(toy_cloud.base_url)
+    body = {"conversation": conversation(), "tools": [{"tool": "bash", "about": "run", "schema": {}}], "stream": True}
+    answer = httpx.post(
+        f"{gateway.base_url}/toy/v1/models/toy-1:complete", json=body, headers={"x-toy-key": "k2"}, timeout=60
+    )
+    assert answer.status_code == 200 and answer.headers["content-type"].startswith("application/x-toy-frames")
+    payloads, rest = unframe(answer.content)
+    assert rest == b"" and payloads  # the whole answer is toy frames, nothing else
+    events = [p.decode() for p in payloads]
+    assert events[-1] == "data: [DONE]\n\n"
+    chunks = [json.loads(e.removeprefix("data: ")) for e in events if e.startswith("data: {")]
+    said = "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks if c.get("choices"))
+    assert said.startswith("found: ") and NEEDLE in said
+    assert not any(c["choices"] and c["choices"][0]["delta"].get("tool_calls") for c in chunks)  # the search: ours
+    assert toy_cloud.refused == [] and len(toy_cloud.received) == 2
 
 
 def test_a_toy_call_without_a_toy_upstream_is_refused_in_the_toy_error_document(

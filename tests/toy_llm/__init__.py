@@ -7,6 +7,7 @@ added through the registries only (`register_api`, `register_provider`), no file
 - `provider.py`: "Toy Cloud" (`ToyProvider`): `POST /toy/v1/models/{model}:complete`, forwarded to
   `<base>/v1/complete/{model}`; the key in `x-toy-key`; every request it sends signed (`x-toy-signature`, over the
   body actually sent: what a cloud that signs requests does after a rewrite); no default upstream.
+- `framing.py`: Toy Cloud's binary stream frames (what AWS event-stream is to Bedrock).
 - `upstream.py`: the scripted Toy Cloud on loopback, validating as the cloud would (key, signature, body shape).
 """
 

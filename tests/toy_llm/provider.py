@@ -1,5 +1,6 @@
 """Toy Cloud as one `Provider`: its route carries the model in the path and goes upstream under another path, its
-requests are signed after any rewrite (`prepare`), and it has no default upstream (a call without one is refused in
+requests are signed after any rewrite (`prepare`), its streams come in frames of its own (`framing.py`), and it has
+no default upstream (a call without one is refused in
 its own error document, naming the setting)."""
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from mcp_offload.providers.base import (
 )
 from mcp_offload.providers.prices import CachePrices
 from toy_llm.api import TOY
+from toy_llm.framing import TOY_FRAMES
 
 ROUTE = re.compile(r"^/toy/v1/models/([A-Za-z0-9._-]+):complete$")
 PRICES = CachePrices("toy cloud", write=1.0, read=0.20)  # the toy's own price list: cached input at a fifth
@@ -42,7 +44,7 @@ class ToyProvider:
         if found is None:
             return None
         model = found.group(1)
-        return ApiCall(TOY, model=model, stream=False, upstream_path=f"/v1/complete/{model}")
+        return ApiCall(TOY, model=model, upstream_path=f"/v1/complete/{model}", framing=TOY_FRAMES)
 
     def relay_claim(self, request: IncomingRequest) -> int:
         return 2 if request.path.startswith("/toy/") else 0

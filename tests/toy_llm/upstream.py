@@ -17,9 +17,10 @@ from typing import Any
 import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from toy_llm.framing import TOY_FRAMES, frame_event
 from toy_llm.provider import signature
 
 HANDLE = re.compile(r"out_[a-z2-7]{26}")
@@ -37,7 +38,7 @@ class ToyCloud:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    async def complete(self, request: Request) -> JSONResponse:
+    async def complete(self, request: Request) -> Response:
         raw = await request.body()
         problem = _problem(request, raw)
         if problem is not None:
@@ -45,7 +46,10 @@ class ToyCloud:
             return JSONResponse({"toy_error": {"status": 400, "code": "invalid", "message": problem}}, 400)
         body = json.loads(raw)
         self.received.append(body)
-        return JSONResponse(_answer(request.path_params["model"], body))
+        answer = _answer(request.path_params["model"], body)
+        if body.get("stream") is True:
+            return StreamingResponse(_frames(answer), media_type=TOY_FRAMES.media_type)
+        return JSONResponse(answer)
 
     def start(self) -> ToyCloud:
         app = Starlette(routes=[Route("/v1/complete/{model}", self.complete, methods=["POST"])])
@@ -83,6 +87,39 @@ def _problem(request: Request, raw: bytes) -> str | None:
     if not isinstance(tools, list) or not all(isinstance(t, dict) and isinstance(t.get("tool"), str) for t in tools):
         return "tools are {tool, about, schema}"
     return None
+
+
+async def _frames(answer: dict[str, Any]) -> Any:
+    """The answer as Chat Completions stream chunks, each SSE event in a toy frame (a tool call's arguments in two
+    pieces, as streams split them)."""
+    choice, base = (
+        answer["choices"][0],
+        {"id": answer["id"], "object": "chat.completion.chunk", "model": answer["model"]},
+    )
+    message = choice["message"]
+    deltas: list[dict[str, Any]] = [{"role": "assistant", "content": message.get("content") or ""}]
+    for i, call in enumerate(message.get("tool_calls") or []):
+        arguments = call["function"]["arguments"]
+        half = len(arguments) // 2
+        deltas.append(
+            {
+                "tool_calls": [
+                    {
+                        "index": i,
+                        "id": call["id"],
+                        "type": "function",
+                        "function": {"name": call["function"]["name"], "arguments": arguments[:half]},
+                    }
+                ]
+            }
+        )
+        deltas.append({"tool_calls": [{"index": i, "function": {"arguments": arguments[half:]}}]})
+    chunks = [{**base, "choices": [{"index": 0, "delta": d, "finish_reason": None}]} for d in deltas]
+    chunks.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": choice["finish_reason"]}]})
+    chunks.append({**base, "choices": [], "usage": answer["usage"]})
+    for chunk in chunks:
+        yield frame_event(b"data: " + json.dumps(chunk).encode() + b"\n\n")
+    yield frame_event(b"data: [DONE]\n\n")
 
 
 def _answer(model: str, body: dict[str, Any]) -> dict[str, Any]:

@@ -58,6 +58,7 @@ from mcp_offload.gateway.session_retriever import SessionRetriever
 from mcp_offload.gateway.status import gateway_stats, render_page
 from mcp_offload.gateway.upstream import ProviderClient, request_headers, response_headers
 from mcp_offload.providers.base import ApiCall, IncomingRequest, Provider
+from mcp_offload.providers.framing import Framing
 from mcp_offload.providers.registry import call_for_request, relay_provider
 from mcp_offload.version import __version__
 
@@ -271,9 +272,11 @@ class GatewayApp:
         loop_on = may_loop and not exchange.bypassed and response.status_code == 200
         retriever = None if rewrite is None else SessionRetriever(self.services, rewrite.session, api, exchange.arrived)
         content_type = response.headers.get("content-type", "")
-        if exchange.stream and response.status_code == 200 and content_type.startswith("text/event-stream"):
+        if exchange.stream and response.status_code == 200 and content_type.startswith(call.framing.media_type):
             looping = retriever if loop_on else None
-            await self._stream(dialect, upstream_body, response, open_call, looping, client_usage, send, exchange)
+            await self._stream(
+                dialect, call.framing, upstream_body, response, open_call, looping, client_usage, send, exchange
+            )
             return
         try:
             answer = await response.aread()
@@ -307,6 +310,7 @@ class GatewayApp:
     async def _stream(
         self,
         dialect: Dialect,
+        framing: Framing,
         request: dict[str, Any],
         response: httpx2.Response,
         open_call: Callable[[dict[str, Any]], Awaitable[httpx2.Response]],
@@ -346,9 +350,10 @@ class GatewayApp:
                 exchange.report,
                 emit,
                 client_usage=client_usage,
+                framing=framing,
             )
         else:
-            await relay_stream(dialect, response, emit, exchange.report)
+            await relay_stream(dialect, response, emit, exchange.report, framing=framing)
         async with lock:
             await send({"type": "http.response.body", "body": b"", "more_body": False})
 
