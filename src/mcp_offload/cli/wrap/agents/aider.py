@@ -28,10 +28,10 @@ class Aider:
     knows = None  # variables only: any version
 
     def launch(self, gateway: str, data_dir: Path, environ: Mapping[str, str]) -> Launch:
-        openai = gateway + "/v1"
-        env = {"OPENAI_BASE_URL": openai, "OPENAI_API_BASE": openai}
-        env |= {"ANTHROPIC_API_BASE": gateway, "ANTHROPIC_BASE_URL": gateway}
-        return Launch(env=env)
+        chat, anthropic = self.apis
+        openai = chat.client_env(gateway)  # OPENAI_BASE_URL, the one LiteLLM reads first
+        env = {**openai, "OPENAI_API_BASE": openai["OPENAI_BASE_URL"], "ANTHROPIC_API_BASE": gateway}
+        return Launch(env={**env, **anthropic.client_env(gateway)})
 
 
 AGENT = Aider()

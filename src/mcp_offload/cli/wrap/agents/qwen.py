@@ -12,7 +12,6 @@ from pathlib import Path
 
 from mcp_offload.apis.registry import APIS
 from mcp_offload.cli.wrap.agents.base import Install, Launch
-from mcp_offload.cli.wrap.agents.generic import base_url_env
 
 
 class QwenCode:
@@ -25,12 +24,7 @@ class QwenCode:
     knows = None  # variables only: any version
 
     def launch(self, gateway: str, data_dir: Path, environ: Mapping[str, str]) -> Launch:
-        env = {
-            **base_url_env("openai", gateway),
-            **base_url_env("anthropic", gateway),
-            **base_url_env("gemini", gateway),
-        }
-        return Launch(env=env)
+        return Launch(env={name: value for api in self.apis for name, value in api.client_env(gateway).items()})
 
 
 AGENT = QwenCode()
