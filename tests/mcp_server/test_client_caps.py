@@ -4,6 +4,7 @@ too small refused at start."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -15,6 +16,7 @@ import pytest
 from mcp import Client
 
 from mcp_offload.core.services import Services, build_services
+from mcp_offload.mcp_server.client_caps import ClientCaps
 from mcp_offload.mcp_server.offload_server import build_server
 from mcp_offload.mcp_server.tools import result_of
 from mcp_offload.settings import Settings
@@ -145,3 +147,56 @@ async def test_a_preview_over_the_cap_keeps_its_first_lines_and_points_at_the_ou
         )
     finally:
         await services.aclose()
+
+
+@ERA
+@pytest.mark.parametrize(("name", "cap"), [("@cline/core", 7_500), ("openclaw-bundle-mcp", 19_000)])
+async def test_clients_that_show_the_raw_result_get_no_meta_and_a_cap_on_the_escaped_text(
+    services: Services, mode: str, name: str, cap: int
+) -> None:
+    """Cline and OpenClaw show their model the whole result as JSON: the text, escaped, fits the cap, and `_meta`
+    carries no copy of the result (JSON lines: every quote escaped, so the text alone would be ~20% over)."""
+    doc = "".join(json.dumps({"id": i, "name": f"item-{i:04d}", "tags": ["a", "b"]}) + "\n" for i in range(3000))
+    client_info = types.Implementation(name=name, version="1")
+    async with Client(build_server(services), mode=mode, client_info=client_info) as client:
+        stored = await client.call_tool("offload", {"content": doc})
+        assert stored.meta is None or "mcp-offload/result" not in stored.meta
+        handle = text_of(stored).split()[2]
+        pieces, args = [], {"handle": handle, "start_line": 1, "end_line": 3000}
+        while True:
+            result = await client.call_tool("read_large_output", args)
+            answer = text_of(result)
+            assert result.meta is None or "mcp-offload/result" not in result.meta
+            assert len(json.dumps(answer, ensure_ascii=False).encode()) - 2 <= cap
+            pieces.append(answer)
+            following = continuation(answer)
+            if following is None:
+                break
+            args = following
+    lines = [line for piece in pieces for line in piece.splitlines() if line.startswith('{"id"')]
+    assert lines == doc.splitlines()
+
+
+def test_qwen_code_is_known_by_the_prefix_of_its_name_and_a_set_name_wins() -> None:
+    """Qwen Code's clientInfo name carries the server's name (`qwen-cli-mcp-client-offload`, read from the real
+    client): matched by its prefix; a cap the setting gives that exact name wins."""
+    assert ClientCaps().for_client("qwen-cli-mcp-client-offload").max_bytes == 25_000
+    assert ClientCaps().for_client("qwen-cli-mcp-client-mine").whose == "Qwen Code's"
+    assert ClientCaps("qwen-cli-mcp-client-mine=9KB").for_client("qwen-cli-mcp-client-mine").max_bytes == 9_000
+    assert ClientCaps().for_client("qwen-cli") == ClientCaps().default
+
+
+@ERA
+async def test_opencode_answers_stay_within_its_2000_lines(services: Services, mode: str) -> None:
+    """opencode keeps the first 2,000 lines of a result: a jq answer of 3,000 short lines (15 KB, far under its byte
+    limit) comes in pieces of at most 2,000 lines, the last one's continuation included."""
+    opencode = types.Implementation(name="opencode", version="1.18.33")
+    async with Client(build_server(services), mode=mode, client_info=opencode) as client:
+        handle = result_of(await client.call_tool("offload", {"content": json.dumps(list(range(3000)))}))["handle"]
+        answer = text_of(await client.call_tool("query_large_output", {"handle": handle, "query": ".[]"}))
+        assert answer.count("\n") + 1 <= 2_000 and "cut at opencode's 50,000-byte / 2,000-line cap" in answer
+        following = continuation(answer)
+        assert following is not None
+        rest = text_of(await client.call_tool("read_large_output", following))
+    numbers = [line for line in (shown_part(answer) + rest).splitlines() if line.isdigit()]
+    assert numbers == [str(i) for i in range(3000)]
