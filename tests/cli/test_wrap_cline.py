@@ -48,8 +48,16 @@ def test_print_env_names_a_copy_pointed_at_the_gateway(home: Path) -> None:
         "http://10.9.8.7:8000/v1",
     ], done
     pointed = json.loads(copy.read_text())
-    assert pointed["providers"] == {"openai-compatible": {"settings": {
-        "provider": "openai-compatible", "apiKey": "sk-user", "model": "m", "baseUrl": f"http://127.0.0.1:{port}/v1"}}}
+    assert pointed["providers"] == {
+        "openai-compatible": {
+            "settings": {
+                "provider": "openai-compatible",
+                "apiKey": "sk-user",
+                "model": "m",
+                "baseUrl": f"http://127.0.0.1:{port}/v1",
+            }
+        }
+    }
     assert stat.S_IMODE(copy.stat().st_mode) == 0o600
     assert user.read_text() == before
 
