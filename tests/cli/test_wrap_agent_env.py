@@ -14,7 +14,7 @@ import pytest
 
 from mcp_offload.cli.wrap.agents import AGENTS
 from support import free_port
-from support.wrap import WRAP, wrap_env
+from support.wrap import WRAP, changed, snapshot, wrap_env
 
 OWN = ".local/share/mcp-offload"
 
@@ -62,6 +62,11 @@ def copilot(home: Path, gw: str) -> list[str]:
     return [f"export COPILOT_PROVIDER_BASE_URL={gw}/v1"]  # a provider of the user's own, type openai (its default)
 
 
+def cline(home: Path, gw: str) -> list[str]:
+    copy = home / OWN / "cline" / "providers.json"
+    return [f"export CLINE_PROVIDER_SETTINGS_PATH={copy}", f"# wrote {copy}"]
+
+
 def qwen(home: Path, gw: str) -> list[str]:
     return [f"export OPENAI_BASE_URL={gw}/v1", f"export ANTHROPIC_BASE_URL={gw}", f"export GOOGLE_GEMINI_BASE_URL={gw}"]
 
@@ -75,9 +80,14 @@ def aider(home: Path, gw: str) -> list[str]:
 # registry adds its line here)
 EXPECTED: dict[str, Callable[[Path, str], list[str]]] = {
     "claude": claude, "codex": codex, "gemini": gemini, "pi": pi, "opencode": opencode, "copilot": copilot,
-    "qwen": qwen, "aider": aider,
+    "cline": cline, "qwen": qwen, "aider": aider,
 }  # fmt: skip
-USERS_ENV = {"copilot": {"COPILOT_PROVIDER_API_KEY": "sk-user-key"}}  # wrap copilot needs a provider of the user's
+# what some agents need of the user's before wrap can point them: a provider of their own
+USERS_ENV = {"copilot": {"COPILOT_PROVIDER_API_KEY": "sk-user-key"}}
+CLINE_PROVIDER = {"provider": "openai-compatible", "apiKey": "sk-user", "model": "m"}
+CLINE_FILE = {"version": 1, "lastUsedProvider": "openai-compatible",
+              "providers": {"openai-compatible": {"settings": CLINE_PROVIDER}}}  # fmt: skip
+USERS_FILES = {"cline": {".cline/data/settings/providers.json": json.dumps(CLINE_FILE)}}
 
 
 def test_every_agent_has_its_expected_output() -> None:
@@ -88,13 +98,17 @@ def test_every_agent_has_its_expected_output() -> None:
 def test_print_env_gives_each_agent_what_points_it_and_runs_nothing(agent: str, tmp_path: Path) -> None:
     home = tmp_path / "home"
     home.mkdir()
+    for name, text in USERS_FILES.get(agent, {}).items():
+        (home / name).parent.mkdir(parents=True)
+        (home / name).write_text(text)
+    before = snapshot(home)
     port = free_port()
     done = print_env(home, port, agent, **USERS_ENV.get(agent, {}))
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == EXPECTED[agent](home, f"http://127.0.0.1:{port}")
     assert done.stderr.startswith(f"mcp-offload wrap: no mcp-offload gateway answers on http://127.0.0.1:{port}")
     assert not (home / ".local/state").exists() and not (home / OWN / "store").exists(), "something was started"
-    outside = [p for p in home.rglob("*") if p.is_file() and not str(p).startswith(str(home / OWN))]
+    outside = [p for p in changed(before, snapshot(home)) if not p.startswith(OWN + "/")]
     assert not outside, f"wrap wrote outside its own data directory: {outside}"
 
 

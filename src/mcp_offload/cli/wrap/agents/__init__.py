@@ -5,7 +5,7 @@ the order `wrap --list` shows). `generic` points any other agent by its provider
 
 from __future__ import annotations
 
-from mcp_offload.cli.wrap.agents import aider, claude, codex, copilot, gemini, opencode, pi, qwen
+from mcp_offload.cli.wrap.agents import aider, claude, cline, codex, copilot, gemini, opencode, pi, qwen
 from mcp_offload.cli.wrap.agents.base import Agent
 
 AGENTS: dict[str, Agent] = {
@@ -17,6 +17,7 @@ AGENTS: dict[str, Agent] = {
         gemini.AGENT,
         opencode.AGENT,
         copilot.AGENT,
+        cline.AGENT,
         qwen.AGENT,
         aider.AGENT,
     )
