@@ -20,6 +20,8 @@ from support.agents import AGENTS, CLAUDE, CLINE, CODEX, COPILOT, COPILOT_CACHE,
 from support.wrap import OWN_DIRS
 from support.wrap import run_wrapped as wrapped
 
+pytestmark = pytest.mark.real_agent
+
 FACT = "PLANTED-" + random.Random(26).randbytes(6).hex()
 TASK = f"Find the deploy key in data.json.\n@run cat data.json\n@search {FACT[:8]}\n@answer PLANTED-[0-9a-f]{{12}}"
 # each agent's own directory, where it keeps its session state on any run (with or without wrap); its configuration
