@@ -1,24 +1,17 @@
-"""The few ASGI pieces the gateway's app writes by hand: a whole answer, the lifespan handshake, the query string."""
+"""The few ASGI pieces the gateway's endpoints write by hand (they answer with the upstream's own bytes and headers):
+a whole answer, the query string."""
 
 from __future__ import annotations
 
-from starlette.types import Receive, Scope, Send
+from starlette.types import Scope, Send
+
+JSON_HEADERS = [(b"content-type", b"application/json")]
 
 
 async def send_bytes(send: Send, status: int, headers: list[tuple[bytes, bytes]], body: bytes) -> None:
     headers = [*headers, (b"content-length", str(len(body)).encode())]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body, "more_body": False})
-
-
-async def lifespan(receive: Receive, send: Send) -> None:
-    while True:
-        message = await receive()
-        if message["type"] == "lifespan.startup":
-            await send({"type": "lifespan.startup.complete"})
-        elif message["type"] == "lifespan.shutdown":
-            await send({"type": "lifespan.shutdown.complete"})
-            return
 
 
 def query_string(scope: Scope) -> str:
