@@ -10,7 +10,10 @@ measured or documented, with room below each client's own cut:
   preview; refuses one over 25,000 tokens (both measured). Cap: 48,000 bytes and 25,000 tokens.
 - `gemini-cli-mcp-client`, Gemini CLI (0.61.0, handshake protocol 2025-06-18): keeps the first 8,000 and last 32,000
   characters of a result over 40,000 and saves the whole to a file (measured). Cap: 38,000 bytes.
-- `github-copilot-developer`, GitHub Copilot CLI: ~10 KB reported (not measured here). Cap: 8,000 bytes.
+- `copilot-cli`, GitHub Copilot CLI (1.0.102, which probes `server/discover` and then opens the 2025-11-25 handshake:
+  serve/stdio_eras.py): replaces a result over 20,480 characters by a notice that it saved it to a file under /tmp and
+  a 500-character preview (measured: 20,480 shown whole, 20,481 saved away). Cap: 20,000 bytes (a byte is never
+  fewer than a character).
 
 Every other client keeps the server's own limits (`read_max_tokens`, `max_results`, `jq_max_output_chars`). The
 `client_caps` setting (`MCP_OFFLOAD_CLIENT_CAPS`, `--client-caps`, `answer_cap.parse_client_caps`) sets or replaces
@@ -27,7 +30,7 @@ KNOWN_CLIENTS: dict[str, AnswerCap] = {
     "codex-mcp-client": AnswerCap(max_bytes=10_000, whose="Codex's"),
     "claude-code": AnswerCap(max_bytes=48_000, max_tokens=25_000, whose="Claude Code's"),
     "gemini-cli-mcp-client": AnswerCap(max_bytes=38_000, whose="Gemini CLI's"),
-    "github-copilot-developer": AnswerCap(max_bytes=8_000, whose="Copilot CLI's"),
+    "copilot-cli": AnswerCap(max_bytes=20_000, whose="Copilot CLI's"),
 }
 
 
