@@ -191,7 +191,7 @@ BAD = [
     (["cursor"], f"unknown agent 'cursor' (known: {', '.join(AGENTS)})"),
     (["--api", "openai", "--", "no-such-agent-here"], "'no-such-agent-here' is not an executable on PATH"),
     (["--api", "openai"], "the following arguments are required: agent"),
-    (["--api", "cobol", "--", "true"], "argument --api: invalid choice"),
+    (["--api", "cobol", "--", "true"], "--api: unknown LLM API 'cobol': use one of anthropic, openai_chat (openai"),
     (["--port", "70000", "claude"], "argument --port"),
 ]
 

@@ -8,56 +8,17 @@ Copilot CLI replaces an MCP result over 20,480 characters by "Output too large t
 
 from __future__ import annotations
 
-import asyncio
 import json
-import re
 import subprocess
-import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from llm_upstream import UpstreamServer
-from llm_upstream.script import Step, ToolCall, Turn, reply
-from mcp_offload import SessionScope, Settings, build_services, offload
 from support.agents import COPILOT, copilot_env, need
-from support.continuations import continuation
+from support.line_reads import check_every_line_and_hit_once, reader, server_command, store_lines
 
-SESSION = "copilot-test"
-LINES = "".join(f"line {i:05d} " + "x" * (i % 7) + "\n" for i in range(1, 2001))
 SAVED_AWAY = "Output too large to read at once"
 PREFIX = "offload-"  # Copilot names an MCP tool <server>-<tool>
-
-
-def store_lines(store: Path) -> str:
-    async def run() -> str:
-        services = build_services(Settings(store=str(store)))
-        try:
-            return (await offload(services, SessionScope.named(SESSION), LINES, name="lines")).handle
-        finally:
-            await services.aclose()
-
-    return asyncio.run(run())
-
-
-def reader(handle: str) -> Callable[[Turn], Step]:
-    """The model: read lines 1-2,000, follow each continuation, search 500 hits, follow that, then answer."""
-    read, search = PREFIX + "read_large_output", PREFIX + "search_large_output"
-
-    def step(turn: Turn) -> Step:
-        if read not in turn.tool_names:
-            return reply("Scripted session")
-        done = [e for e in turn.exchanges() if e.name in (read, search)]
-        if not done:
-            return reply(ToolCall(read, {"handle": handle, "start_line": 1, "end_line": 2000}))
-        following = continuation(done[-1].result or "")
-        if following is not None and len(done) < 60:
-            return reply(ToolCall(read, following))
-        if not any(e.name == search for e in done):
-            return reply(ToolCall(search, {"pattern": "line", "handle": handle, "max_results": 500}))
-        return reply("done")
-
-    return step
 
 
 def test_copilot_reads_every_line_once_through_continuations(tmp_path: Path) -> None:
@@ -66,12 +27,11 @@ def test_copilot_reads_every_line_once_through_continuations(tmp_path: Path) -> 
     home.mkdir()
     work.mkdir()
     handle = store_lines(store)
-    servers = {"offload": {
-        "type": "local", "command": str(Path(sys.executable).parent / "mcp-offload"), "tools": ["*"],
-        "args": ["--store", str(store), "--session", SESSION, "--no-config"],
-    }}  # fmt: skip
+    command, args = server_command(store)
+    servers = {"offload": {"type": "local", "command": command, "args": args, "tools": ["*"]}}
     (home / "mcp.json").write_text(json.dumps({"mcpServers": servers}))
-    with UpstreamServer(reader(handle), seed=0) as upstream:
+    script = reader(handle, PREFIX + "read_large_output", PREFIX + "search_large_output")
+    with UpstreamServer(script, seed=0) as upstream:
         argv = [str(COPILOT), "-p", "read the lines", "--allow-all-tools", "-s",
                 "--additional-mcp-config", f"@{home / 'mcp.json'}"]  # fmt: skip
         done = subprocess.run(argv, env=copilot_env(home, upstream.openai_url), cwd=work, stdin=subprocess.DEVNULL,
@@ -85,13 +45,8 @@ def test_copilot_reads_every_line_once_through_continuations(tmp_path: Path) -> 
     ]  # fmt: skip
     assert not [text[:200] for _, text in shown if SAVED_AWAY in text], "Copilot saved an answer away"
     reads = [text for name, text in shown if name == "read_large_output"]
-    searches = [text for name, text in shown if name == "search_large_output"]
-    assert len(searches) == 1 and len(reads) >= 2
     assert "[cut at Copilot CLI's 20,000-byte cap: continue with read_large_output(" in reads[0]
-    lines = [line for text in reads for line in re.findall(r"^line \d{5} x*$", text, re.M)]
-    assert lines == LINES.splitlines()
-    hits = [int(n) for text in [*searches, *reads] for n in re.findall(r"^(\d+): line \d{5}", text, re.M)]
-    assert hits == list(range(1, 501))
+    check_every_line_and_hit_once(reads, [text for name, text in shown if name == "search_large_output"])
     sizes = [len(text) for _, text in shown]
     print(f"copilot: {len(shown)} answers, largest {max(sizes):,} characters as shown to the model")
     assert max(sizes) <= 20_480

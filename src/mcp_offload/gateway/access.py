@@ -7,8 +7,9 @@ and Origin (the MCP HTTP service's rules, `web/host_check.py`), its own token, a
   these places is admitted.
 - Open without a token or a Host check: the health probes, `GET /healthz` and the compression service's
   `GET /health` (GET only: every other method on a path is relayed, and must not bypass the checks).
-- Refusals (`gateway_refusal`) are in the calling API's own error document (a relayed path: its provider's first
-  API's), or the compression service's own on its paths, so each client's SDK raises its ordinary error.
+- Refusals (`gateway_refusal`) are in the provider's error document for the API called (a relayed path: the
+  provider it goes to), or the compression service's own on its paths, so each client's SDK raises its ordinary
+  error.
 """
 
 from __future__ import annotations
@@ -16,9 +17,9 @@ from __future__ import annotations
 from starlette.responses import Response
 from starlette.types import ASGIApp, Scope
 
-from mcp_offload.gateway.asgi import query_string
+from mcp_offload.gateway.asgi import incoming_request
 from mcp_offload.gateway.compress_api import is_compress_path
-from mcp_offload.gateway.errors import GatewayError, api_answering, compress_error_body, error_body
+from mcp_offload.gateway.errors import GatewayError, answering, error_response, own_error_body
 from mcp_offload.gateway.options import GatewayOptions
 from mcp_offload.web.body_limit import BodyLimit
 from mcp_offload.web.drain import Drain, DrainGate
@@ -63,10 +64,7 @@ def gateway_refusal(scope: Scope, refusal: Refusal) -> ASGIApp:
     """The gateway's `Refuse` (see the module docstring); a missing or wrong token is `gateway_unauthorized`."""
     code = "gateway_unauthorized" if refusal.code in (TOKEN_MISSING, TOKEN_INVALID) else refusal.code
     error = GatewayError(refusal.status, code, refusal.message)
-    path = scope["path"]
-    if is_compress_path(path):
-        body = compress_error_body(error)
-    else:
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", ())}
-        body = error_body(api_answering(scope["method"], path, headers, query_string(scope)), error)
-    return Response(body, refusal.status, media_type="application/json")
+    if is_compress_path(scope["path"]):
+        return Response(own_error_body(error), refusal.status, media_type="application/json")
+    status, headers, body = error_response(*answering(incoming_request(scope)), error)
+    return Response(body, status, headers={k.decode("latin-1"): v.decode("latin-1") for k, v in headers})

@@ -1,6 +1,6 @@
-"""`ApiRoute`: a Starlette route for the requests one LLM API serves as its calls (`LlmApi.route`: fixed POST paths,
-or Gemini's `models/{model}:generateContent`), so the gateway's route table names each API. The API and what its
-path says go to the endpoint in the scope (`endpoint.API_CALL`)."""
+"""`ApiCallRoute`: the Starlette route for the requests a provider serves as an API call (`Provider.route`, asked
+through the registry in its order, so a provider registered later is served too). The provider and the call go to
+the endpoint in the scope (`endpoint.API_CALL`)."""
 
 from __future__ import annotations
 
@@ -8,20 +8,20 @@ from starlette.datastructures import URLPath
 from starlette.routing import BaseRoute, Match, NoMatchFound
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from mcp_offload.apis.base import LlmApi
+from mcp_offload.gateway.asgi import incoming_request
 from mcp_offload.gateway.endpoint import API_CALL
+from mcp_offload.providers.registry import call_for_request
 
 
-class ApiRoute(BaseRoute):
-    def __init__(self, api: LlmApi, endpoint: ASGIApp) -> None:
-        self.api = api
+class ApiCallRoute(BaseRoute):
+    def __init__(self, endpoint: ASGIApp) -> None:
         self.endpoint = endpoint
 
     def matches(self, scope: Scope) -> tuple[Match, Scope]:
         if scope["type"] == "http":
-            route = self.api.route(scope["method"], scope["path"])
-            if route is not None:
-                return Match.FULL, {API_CALL: (self.api, route)}
+            served = call_for_request(incoming_request(scope))
+            if served is not None:
+                return Match.FULL, {API_CALL: served}
         return Match.NONE, {}
 
     def url_path_for(self, name: str, /, **path_params: object) -> URLPath:
@@ -31,4 +31,4 @@ class ApiRoute(BaseRoute):
         await self.endpoint(scope, receive, send)
 
     def __repr__(self) -> str:
-        return f"ApiRoute({self.api.name})"
+        return "ApiCallRoute()"

@@ -9,7 +9,8 @@ on the Starlette base and the shared middleware of the MCP HTTP service (`web/`)
     POST /v1/chat/completions       OpenAI Chat Completions (same)
     POST /v1/responses              OpenAI Responses        (same)
     POST /{v1beta|v1}/models/{model}:generateContent, :streamGenerateContent?alt=sse
-                                    Gemini                  (same; apis.gemini.routes tells them from OpenAI's)
+                                    Gemini                  (same; providers.gemini.routes tells them from OpenAI's)
+    (each provider's routes)        its APIs                (same: `providers.registry.call_for_request`)
     anything else                   relayed as is (/v1/messages/count_tokens, /v1/models, ...), streams streamed
 
 Every request passes, in order, the access log (one line per request on `mcp_offload.gateway`, with the exchange's
@@ -17,7 +18,7 @@ figures: api, status, ms, stream, rewrite figures, loops, retrieval calls, upstr
 credentials never appear), the Host/Origin check (the MCP HTTP service's rules), the gateway's own token
 (`x-mcp-offload-token: T` or `Proxy-Authorization: Bearer T`; `Authorization` and `x-api-key` belong to the provider
 and pass through), the drain (once shutting down, new requests get 503), and the body cap; access.py says which
-requests are open and how a refusal is answered (in the calling API's own error document).
+requests are open and how a refusal is answered (in the provider's error document for the API called).
 """
 
 from __future__ import annotations
@@ -28,10 +29,9 @@ from starlette.applications import Starlette
 from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from mcp_offload.apis.registry import APIS
 from mcp_offload.core.services import Services
 from mcp_offload.gateway.access import guarded
-from mcp_offload.gateway.api_route import ApiRoute
+from mcp_offload.gateway.api_route import ApiCallRoute
 from mcp_offload.gateway.compress_api import CompressApi, CompressEndpoint
 from mcp_offload.gateway.endpoint import ExchangeEndpoint
 from mcp_offload.gateway.options import GatewayOptions
@@ -82,7 +82,7 @@ class GatewayApp:
             Route("/v1/retrieve/{hash:path}", compress),
             Route("/stats", status, methods=["GET"]),
             Route("/", status, methods=["GET"]),
-            *(ApiRoute(api, exchange) for api in APIS.values()),  # in the registry's order, as it matches them
+            ApiCallRoute(exchange),  # the providers' API calls, in the registry's order
             Route("/{path:path}", exchange),  # everything else: relayed
         ]
         app = Starlette(routes=routes)  # lifespan: nothing to start (run.py owns the services and the client)

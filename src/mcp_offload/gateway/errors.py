@@ -1,20 +1,19 @@
-"""Errors the gateway itself answers with, each in the error document of the API the client speaks (each API's
-`error_document`, `apis/<name>/`), so the client's SDK raises its ordinary error type with our message (never a
-traceback, never an HTML page). A relayed path gets the document of its provider's first API; the compression
-service's paths get its own `{"error": {"code", "message"}}` (compress_api.py).
+"""Errors the gateway itself answers with, each in the error document of the provider and API the client speaks
+(`Provider.error_answer`; for the vendors' own endpoints the API's `error_document`, `apis/<name>/`), so the
+client's SDK raises its ordinary error type with our message (never a traceback, never an HTML page). A relayed path
+gets the document of the provider it goes to.
 
-`GatewayError` is raised below the app (upstream unreachable, body problems) and turned into one of these once;
-the refusals of the shared checks (`web/`) are written the same way (access.py).
+`GatewayError` is raised below the app (upstream unreachable or not configured, body problems) and turned into one
+of these once; the refusals of the shared checks (`web/`) are written the same way (access.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 import orjson
 
 from mcp_offload.apis.base import LlmApi
-from mcp_offload.apis.registry import api_for_provider, api_for_request, provider_for_request
+from mcp_offload.providers.base import IncomingRequest, Provider
+from mcp_offload.providers.registry import call_for_request, relay_provider
 
 
 class GatewayError(Exception):
@@ -27,18 +26,32 @@ class GatewayError(Exception):
         self.message = message
 
 
-def error_body(api: LlmApi, error: GatewayError) -> bytes:
-    """`error` in `api`'s error document."""
-    return orjson.dumps(api.error_document(error.status, error.code, error.message))
+def error_response(
+    provider: Provider, api: LlmApi | None, error: GatewayError
+) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+    """(status, ASGI headers, body) of `error` as `provider`'s clients of `api` (None: a relayed request) read it."""
+    answer = provider.error_answer(api, error.status, error.code, error.message)
+    headers = [(name.encode("latin-1"), value.encode("latin-1")) for name, value in answer.headers]
+    return answer.status, headers, answer.body
 
 
-def api_answering(method: str, path: str, headers: Mapping[str, str], query: str) -> LlmApi:
-    """The API whose error document a failure of this request gets: the API it calls, or for a relayed path the
-    first API of the provider it goes to."""
-    served = api_for_request(method, path)
-    return served[0] if served is not None else api_for_provider(provider_for_request(path, headers, query))
+def missing_upstream(provider: Provider) -> GatewayError:
+    """The error for a call to a provider whose upstream base URL nobody set (a cloud has no default)."""
+    setting = provider.upstream
+    return GatewayError(
+        503,
+        "upstream_not_configured",
+        f"The gateway has no upstream for {provider.title}: start it with {setting.flag} URL (or set {setting.env}).",
+    )
 
 
-def compress_error_body(error: GatewayError) -> bytes:
-    """The compression service's error document."""
+def answering(request: IncomingRequest) -> tuple[Provider, LlmApi | None]:
+    """Whose error document a failure of `request` gets: the provider and API it calls, or for a relayed request
+    the provider it goes to (and no API)."""
+    served = call_for_request(request)
+    return (served[0], served[1].api) if served is not None else (relay_provider(request), None)
+
+
+def own_error_body(error: GatewayError) -> bytes:
+    """The gateway's own error document, for what no provider answers (the compression service, /stats)."""
     return orjson.dumps({"error": {"code": error.code, "message": error.message}})

@@ -1,30 +1,31 @@
 """Anything the gateway does not serve as an API call (`/v1/models`, `/v1/messages/count_tokens`, files, ..., and a
-body an API relays unread): relayed byte for byte to the provider that claims it (`apis.registry
-.provider_for_request`), the response streamed back as it arrives."""
+body an API relays unread): relayed byte for byte to the provider that claims it (`providers.registry
+.relay_provider`, or the provider whose call it was), prepared by it, the response streamed back as it arrives."""
 
 from __future__ import annotations
 
 import httpx2
 from starlette.types import Send
 
-from mcp_offload.apis.registry import provider_for_request
 from mcp_offload.gateway.exchange import Exchange
 from mcp_offload.gateway.upstream import ProviderClient, request_headers, response_headers
+from mcp_offload.providers.base import IncomingRequest, Provider
+from mcp_offload.providers.registry import relay_provider
 
 
 async def relay(
     upstream: ProviderClient,
-    method: str,
-    path: str,
-    query: str,
+    request: IncomingRequest,
     headers: list[tuple[str, str]],
     body: bytes,
     send: Send,
     exchange: Exchange,
+    provider: Provider | None = None,
 ) -> None:
-    provider = provider_for_request(path, dict(headers), query)
-    url = upstream.url(provider, path, query)
-    response = await upstream.open(method, url, request_headers(headers, decoded=False), body or None)
+    provider = provider or relay_provider(request)
+    url = upstream.url(provider, request.path, request.query)
+    out_headers = request_headers(headers, decoded=False)
+    response = await upstream.open(request.method, url, out_headers, body or None, provider=provider)
     exchange.status = response.status_code
     try:
         await send(

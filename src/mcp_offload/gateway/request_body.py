@@ -4,6 +4,7 @@ are `GatewayError`s (413, 415, 400); a client gone while sending is `ClientGone`
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import orjson
@@ -18,7 +19,7 @@ class ClientGone(Exception):
     """The client closed the connection: stop everything for this request."""
 
 
-def parse_json(headers: dict[str, str], raw: bytes) -> dict[str, Any]:
+def parse_json(headers: Mapping[str, str], raw: bytes) -> dict[str, Any]:
     content_type = headers.get("content-type", "")
     if not content_type.lower().startswith("application/json"):
         raise GatewayError(

@@ -20,12 +20,10 @@ import orjson
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
-from mcp_offload.apis.base import DEFAULT_PROVIDER
-from mcp_offload.apis.registry import api_for_provider
 from mcp_offload.core.services import Services
 from mcp_offload.errors import StoreError
 from mcp_offload.gateway.accounting import session_summary
-from mcp_offload.gateway.errors import GatewayError, error_body
+from mcp_offload.gateway.errors import GatewayError, own_error_body
 from mcp_offload.version import __version__
 from mcp_offload.web.page import html_page
 
@@ -38,8 +36,8 @@ COLUMNS = (
     ("retrieval_calls", "retrievals"),
     ("loops", "loops"),
     ("fail_open", "fail-open"),
-    ("cache_read", "cache read"),
-    ("cache_creation_input_tokens", "cache write"),
+    ("cache_read_tokens", "cache read"),
+    ("cache_write_tokens", "cache write"),
 )
 
 
@@ -51,8 +49,6 @@ async def gateway_stats(services: Services) -> dict[str, Any]:
 
 
 def _figure(counters: dict[str, Any], name: str) -> int:
-    if name == "cache_read":
-        return int(counters.get("cache_read_input_tokens", 0)) + int(counters.get("cached_tokens", 0))
     return int(counters.get(name, 0))
 
 
@@ -134,15 +130,15 @@ def render_page(stats: dict[str, Any]) -> str:
 
 
 def status_endpoint(services: Services) -> Callable[[Request], Awaitable[Response]]:
-    """`GET /stats` (the JSON document) and `GET /` (the page); a store outage is a 503 in OpenAI's error document
-    (these are not provider paths: the one the gateway relays unclaimed paths to)."""
+    """`GET /stats` (the JSON document) and `GET /` (the page); a store outage is a 503 in the gateway's own error
+    document (these are not provider paths)."""
 
     async def status(request: Request) -> Response:
         try:
             stats = await gateway_stats(services)
         except StoreError as exc:
             error = GatewayError(503, "store_unavailable", f"The gateway's store is unavailable: {exc}")
-            return Response(error_body(api_for_provider(DEFAULT_PROVIDER), error), 503, media_type="application/json")
+            return Response(own_error_body(error), 503, media_type="application/json")
         if request.url.path == "/stats":
             return Response(orjson.dumps(stats), media_type="application/json")
         return HTMLResponse(render_page(stats))

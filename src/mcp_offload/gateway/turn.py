@@ -3,10 +3,10 @@ unmodified when the upstream refuses the rewrite), and answered: JSON or a strea
 turn may loop (loop.py).
 
 Per call, in order: content type and JSON checked, `rewrite_request` (store down: the original goes out, counted as
-fail-open, unless the policy is fail-closed: 503), the upstream call. When the rewrite changed nothing the client's
-original bytes are sent. A 4xx to a rewritten request (other than auth, rate limit and timeout) is retried once with
-the original bytes; if that one passes, the session is marked to bypass rewriting from now on (in the record, so
-every instance sees it).
+fail-open, unless the policy is fail-closed: 503), the upstream call (prepared by the provider). When the rewrite
+changed nothing the client's original bytes are sent. A 4xx to a rewritten request (other than auth, rate limit and
+timeout) is retried once with the original bytes; if that one passes, the session is marked to bypass rewriting from
+now on (in the record, so every instance sees it).
 """
 
 from __future__ import annotations
@@ -19,19 +19,17 @@ from urllib.parse import parse_qsl
 import anyio
 import httpx2
 import orjson
-from starlette.types import Message, Scope, Send
+from starlette.types import Message, Send
 
-from mcp_offload.apis.base import LlmApi, Route
+from mcp_offload.apis.base import LlmApi
 from mcp_offload.apis.dialect import Dialect
-from mcp_offload.apis.names import ApiName
-from mcp_offload.apis.usage import usage_of
 from mcp_offload.cachesafe.record import open_record
 from mcp_offload.cachesafe.request_rewrite import Rewrite, RewriteUnavailable, rewrite_request
 from mcp_offload.cachesafe.session import derive_session
 from mcp_offload.cachesafe.tool_text import RETRIEVAL_TOOL_NAMES
 from mcp_offload.core.services import Services
 from mcp_offload.errors import StoreError
-from mcp_offload.gateway.asgi import query_string, send_bytes
+from mcp_offload.gateway.asgi import send_bytes
 from mcp_offload.gateway.errors import GatewayError
 from mcp_offload.gateway.exchange import Exchange
 from mcp_offload.gateway.loop import loop_json, loop_stream, relay_stream
@@ -40,6 +38,8 @@ from mcp_offload.gateway.relay import relay
 from mcp_offload.gateway.request_body import ClientGone, parse_json
 from mcp_offload.gateway.session_retriever import SessionRetriever
 from mcp_offload.gateway.upstream import ProviderClient, request_headers, response_headers
+from mcp_offload.providers.base import ApiCall, IncomingRequest, Provider
+from mcp_offload.providers.framing import Framing
 
 log = logging.getLogger("mcp_offload.gateway")
 
@@ -57,40 +57,38 @@ class ApiTurns:
 
     async def run(
         self,
-        api: LlmApi,
-        route: Route,
-        scope: Scope,
+        provider: Provider,
+        call: ApiCall,
+        incoming: IncomingRequest,
         headers: list[tuple[str, str]],
-        header_map: dict[str, str],
         raw: bytes,
         send: Send,
         exchange: Exchange,
     ) -> None:
-        await self._api(api, route, scope, headers, header_map, raw, send, exchange)
+        await self._api(provider, call, incoming, headers, raw, send, exchange)
 
     async def _api(
         self,
-        api: LlmApi,
-        route: Route,
-        scope: Scope,
+        provider: Provider,
+        call: ApiCall,
+        incoming: IncomingRequest,
         headers: list[tuple[str, str]],
-        header_map: dict[str, str],
         raw: bytes,
         send: Send,
         exchange: Exchange,
     ) -> None:
+        api = call.api
         try:
-            request = parse_json(header_map, raw)
+            request = parse_json(incoming.headers, raw)
         except GatewayError:
             if not api.relays_unreadable:
                 raise
-            exchange.api = "relay"  # a request the gateway cannot read: the upstream answers it
-            await relay(self.upstream, "POST", scope["path"], query_string(scope), headers, raw, send, exchange)
+            exchange.api = None  # a request the gateway cannot read: relayed, the upstream answers it
+            await relay(self.upstream, incoming, headers, raw, send, exchange, provider)
             return
-        exchange.stream = route.stream if route.stream is not None else request.get("stream") is True
-        exchange.model = route.model if route.model is not None else str(request.get("model") or "")
-        session_headers = api.session_headers(header_map, query_string(scope))
-        rewrite = await self._rewrite(api.name, request, session_headers, exchange)
+        exchange.stream = call.stream if call.stream is not None else request.get("stream") is True
+        exchange.model = call.model if call.model is not None else str(request.get("model") or "")
+        rewrite = await self._rewrite(api, provider, request, provider.session_headers(incoming), exchange)
         may_loop = (
             rewrite is not None
             and rewrite.tools_injected
@@ -109,29 +107,29 @@ class ApiTurns:
             upstream_body = api.with_cache_breakpoints(upstream_body)  # a client that marks nothing gets prompt caching
         changed = upstream_body is not request
         sent = orjson.dumps(upstream_body) if changed else raw
-        path = scope["path"]
-        as_array = may_loop and route.whole_path is not None and route.sse_query not in parse_qsl(query_string(scope))
+        path = call.upstream_path or incoming.path
+        as_array = may_loop and call.whole_path is not None and call.sse_query not in parse_qsl(incoming.query)
         if as_array:  # a JSON-array stream (Gemini without alt=sse): one whole call, answered as a 1-item array
-            path, exchange.stream = route.whole_path or path, False
-        url = self.upstream.url(api.provider, path, query_string(scope))
+            path, exchange.stream = call.whole_path or path, False
+        url = self.upstream.url(provider, path, incoming.query)
         out_headers = request_headers(headers, decoded=True)
 
         async def open_call(body: dict[str, Any]) -> httpx2.Response:
-            return await self.upstream.open("POST", url, out_headers, orjson.dumps(body))
+            return await self.upstream.open("POST", url, out_headers, orjson.dumps(body), provider=provider)
 
-        response = await self.upstream.open("POST", url, out_headers, sent)
+        response = await self.upstream.open("POST", url, out_headers, sent, provider=provider)
         if rewrite is not None and changed and 400 <= response.status_code < 500:
-            response = await self._retry_original(response, url, out_headers, raw, rewrite, exchange)
+            response = await self._retry_original(response, provider, url, out_headers, raw, rewrite, exchange)
         exchange.status = response.status_code
         dialect = api.dialect
         loop_on = may_loop and not exchange.bypassed and response.status_code == 200
-        retriever = (
-            None if rewrite is None else SessionRetriever(self.services, rewrite.session, api.name, exchange.arrived)
-        )
+        retriever = None if rewrite is None else SessionRetriever(self.services, rewrite.session, api, exchange.arrived)
         content_type = response.headers.get("content-type", "")
-        if exchange.stream and response.status_code == 200 and content_type.startswith("text/event-stream"):
+        if exchange.stream and response.status_code == 200 and content_type.startswith(call.framing.media_type):
             looping = retriever if loop_on else None
-            await self._stream(dialect, upstream_body, response, open_call, looping, client_usage, send, exchange)
+            await self._stream(
+                dialect, call.framing, upstream_body, response, open_call, looping, client_usage, send, exchange
+            )
             return
         try:
             answer = await response.aread()
@@ -157,7 +155,7 @@ class ApiTurns:
                     )
                     exchange.status = status
                 else:
-                    exchange.report.usage = usage_of(parsed)
+                    exchange.report.usage = dialect.usage_of(parsed)
         if as_array and exchange.status == 200:
             answer = b"[" + answer + b"]"
         await send_bytes(send, exchange.status, headers_out, answer)
@@ -165,6 +163,7 @@ class ApiTurns:
     async def _stream(
         self,
         dialect: Dialect,
+        framing: Framing,
         request: dict[str, Any],
         response: httpx2.Response,
         open_call: Callable[[dict[str, Any]], Awaitable[httpx2.Response]],
@@ -204,19 +203,27 @@ class ApiTurns:
                 exchange.report,
                 emit,
                 client_usage=client_usage,
+                framing=framing,
             )
         else:
-            await relay_stream(dialect, response, emit, exchange.report)
+            await relay_stream(dialect, response, emit, exchange.report, framing=framing)
         async with lock:
             await send({"type": "http.response.body", "body": b"", "more_body": False})
 
     async def _rewrite(
-        self, api: ApiName, request: dict[str, Any], headers: Mapping[str, str], exchange: Exchange
+        self,
+        api: LlmApi,
+        provider: Provider,
+        request: dict[str, Any],
+        headers: Mapping[str, str],
+        exchange: Exchange,
     ) -> Rewrite | None:
         """The rewritten request; None when the gateway must send the original (fail-open)."""
         policy = self.options.policy
         try:
-            rewrite = await rewrite_request(self.services, api, request, headers, policy, model=exchange.model)
+            rewrite = await rewrite_request(
+                self.services, api, request, headers, policy, model=exchange.model, provider=provider
+            )
         except RewriteUnavailable as exc:
             raise GatewayError(
                 503,
@@ -240,6 +247,7 @@ class ApiTurns:
     async def _retry_original(
         self,
         refused: httpx2.Response,
+        provider: Provider,
         url: str,
         headers: list[tuple[str, str]],
         raw: bytes,
@@ -251,7 +259,7 @@ class ApiTurns:
             return refused
         detail = (await refused.aread()).decode("utf-8", "replace")[:300]
         await refused.aclose()
-        original = await self.upstream.open("POST", url, headers, raw)
+        original = await self.upstream.open("POST", url, headers, raw, provider=provider)
         if original.status_code < 400:
             exchange.bypassed = True
             reason = f"upstream refused a rewritten request ({refused.status_code}): {detail}"

@@ -1,7 +1,7 @@
 """`mcp-offload wrap`: run a coding agent through the gateway, in one command.
 
     mcp-offload wrap [--port 8788] [--store DIR|redis://…] [--*-upstream URL] [--print-env] AGENT [ARGS…]
-    mcp-offload wrap [options] --api anthropic|openai|gemini -- CMD [ARGS…]
+    mcp-offload wrap [options] --api NAME -- CMD [ARGS…]   (NAME: an LLM API, e.g. anthropic, openai, gemini)
     mcp-offload wrap --list
 
 A gateway already listening on `--port` (asked on /healthz: it must say it is an mcp-offload gateway) is reused;
@@ -36,29 +36,30 @@ from pathlib import Path
 
 import platformdirs
 
+from mcp_offload.apis.registry import UnknownApi, accepted_names, api_named
 from mcp_offload.cli.arg_types import OneLineParser, http_url, port
 from mcp_offload.cli.exit_status import exit_status
 from mcp_offload.cli.wrap.agent_process import die_like, run_child
 from mcp_offload.cli.wrap.agents import AGENTS, Agent
 from mcp_offload.cli.wrap.agents.base import Launch, WrapError, agent_upstreams, check_version
-from mcp_offload.cli.wrap.agents.generic import PROVIDERS, AnyAgent
+from mcp_offload.cli.wrap.agents.generic import AnyAgent
 from mcp_offload.gateway.options import DEFAULT_PORT
+from mcp_offload.providers.registry import PROVIDERS
 from mcp_offload.settings import Settings
 
 PROG = "mcp-offload wrap"
 HOST = "127.0.0.1"
 START_TIMEOUT_S = 30.0
-UPSTREAM_FLAGS = ("anthropic_upstream", "openai_upstream", "gemini_upstream")
 
 
 def parser() -> argparse.ArgumentParser:
     p = OneLineParser(prog=PROG, description=__doc__.split("\n\n")[0])
     p.add_argument("--port", type=port, default=DEFAULT_PORT, help=f"the gateway's port (default {DEFAULT_PORT})")
     p.add_argument("--store", help="store for a gateway started here (default: the user's, env MCP_OFFLOAD_STORE)")
-    p.add_argument("--anthropic-upstream", type=http_url, help="Anthropic API base URL for a gateway started here")
-    p.add_argument("--openai-upstream", type=http_url, help="OpenAI API base URL, with its /v1, likewise")
-    p.add_argument("--gemini-upstream", type=http_url, help="Gemini API base URL, without its /v1beta, likewise")
-    p.add_argument("--api", choices=PROVIDERS, help="any agent: the provider whose API it speaks")
+    for provider in PROVIDERS.values():  # the gateway's upstream flags (`Provider.upstream`)
+        setting = provider.upstream
+        p.add_argument(setting.flag, type=http_url, help=f"{setting.help} for a gateway started here")
+    p.add_argument("--api", help=f"any agent: the LLM API it speaks: {accepted_names()}")
     p.add_argument("--print-env", action="store_true", help="print what points the agent instead of running it")
     p.add_argument("--list", action="store_true", help="list the agents, the API each speaks and how it is pointed")
     p.add_argument("agent", nargs="?", help=f"{', '.join(AGENTS)}; with --api: the command to run (after --)")
@@ -85,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
     for flag, url in agent_upstreams(agent, os.environ).items():  # where the agent's own settings sent it
         if getattr(args, flag, None) is None:
             setattr(args, flag, url)
-    own_upstreams = any(getattr(args, flag) for flag in UPSTREAM_FLAGS)
+    own_upstreams = any(getattr(args, p.upstream.dest) for p in PROVIDERS.values())
     found = probe(args.port)
     if found == "busy" and not own_upstreams:
         raise WrapError(f"port {args.port} is in use by something that is not an mcp-offload gateway: pass --port")
@@ -110,14 +111,18 @@ def resolve_agent(args: argparse.Namespace) -> tuple[Agent, list[str]]:
             command = command[1:]
         if not command:
             raise WrapError("--api needs the command to run: wrap --api openai -- CMD [ARGS…]")
+        try:
+            api = api_named(args.api)
+        except UnknownApi as exc:
+            raise WrapError(f"--api: {exc}") from None
         known = AGENTS.get(Path(command[0]).name)
-        return known or AnyAgent(command[0], args.api), command
+        return known or AnyAgent(command[0], api), command
     known = AGENTS.get(args.agent)
     if known is None:
         names = ", ".join(AGENTS)
         raise WrapError(
             f"unknown agent {args.agent[:80]!r} (known: {names}); for any other agent taking a base-URL variable: "
-            f"{PROG} --api anthropic|openai|gemini -- CMD [ARGS…]"
+            f"{PROG} --api NAME -- CMD [ARGS…] (NAME: {accepted_names()})"
         )
     if rest[:1] == ["--"]:
         rest = rest[1:]
@@ -160,9 +165,9 @@ def gateway_for(args: argparse.Namespace, reuse: bool) -> Iterator[tuple[str, st
     port_number = free_port()
     argv = [sys.executable, "-m", "mcp_offload", "gateway", "--host", HOST, "--port", str(port_number)]
     argv += ["--store", store, "--log-level", "WARNING"]
-    for flag in UPSTREAM_FLAGS:
-        if getattr(args, flag):
-            argv += ["--" + flag.replace("_", "-"), getattr(args, flag)]
+    for provider in PROVIDERS.values():
+        if getattr(args, provider.upstream.dest):
+            argv += [provider.upstream.flag, getattr(args, provider.upstream.dest)]
     with log_path.open("ab") as log:
         gateway = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
     try:
@@ -240,5 +245,5 @@ def list_agents() -> int:
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
     for row in rows:
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False)) + "  " + row[4])
-    print(f"any other: {PROG} --api {'|'.join(PROVIDERS)} -- CMD [ARGS…] (its provider's base-URL variable)")
+    print(f"any other: {PROG} --api NAME -- CMD [ARGS…] (NAME: {accepted_names()}; the API's base-URL variable)")
     return 0

@@ -8,7 +8,6 @@ from pathlib import Path
 
 from mcp_offload.apis.registry import APIS
 from mcp_offload.cli.wrap.agents.base import Install, Launch
-from mcp_offload.cli.wrap.agents.generic import base_url_env
 
 
 class ClaudeCode:
@@ -21,7 +20,7 @@ class ClaudeCode:
     knows = None  # pointed by a variable only: any version
 
     def launch(self, gateway: str, data_dir: Path, environ: Mapping[str, str]) -> Launch:
-        return Launch(env=base_url_env("anthropic", gateway))
+        return Launch(env=self.apis[0].client_env(gateway))
 
 
 AGENT = ClaudeCode()

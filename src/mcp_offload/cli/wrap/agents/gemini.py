@@ -24,7 +24,6 @@ from typing import Any
 
 from mcp_offload.apis.registry import APIS
 from mcp_offload.cli.wrap.agents.base import Install, Launch, write_if_changed
-from mcp_offload.cli.wrap.agents.generic import base_url_env
 from mcp_offload.errors import OperatorError
 
 SETTINGS = "settings.json"
@@ -89,7 +88,7 @@ class GeminiCli:
     knows = None
 
     def launch(self, gateway: str, data_dir: Path, environ: Mapping[str, str]) -> Launch:
-        env = base_url_env("gemini", gateway)
+        env = self.apis[0].client_env(gateway)
         home = gemini_home(data_dir / "gemini-cli", environ)
         if home is None:
             return Launch(env=env)
