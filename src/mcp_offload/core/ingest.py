@@ -25,6 +25,7 @@ from mcp_offload.errors import HandleExists, InvalidContent, TooLarge
 from mcp_offload.preview import Preview, build_preview
 from mcp_offload.preview.kinds import detect_kind, gc_paused
 from mcp_offload.retrieve.json_structure import warm_structure
+from mcp_offload.retrieve.json_structure_file import SIDECAR as STRUCTURE_SIDECAR
 from mcp_offload.retrieve.ranked.index_cache import SIDECAR, offload_in_progress, warm_index
 from mcp_offload.settings import Settings
 from mcp_offload.store.base import Kind, OutputMeta
@@ -193,7 +194,8 @@ async def ingest_text(
             return ingested
     meta = ingested.meta
     if meta.kind in ("json", "jsonl"):
-        warm_structure(meta.handle, meta.created, data)  # in the background: for the JSON paths of search hits
+        # in the background: for the JSON paths of search hits, kept beside the output for other processes
+        warm_structure(meta.handle, meta.created, data, services.store.sidecar(scope, meta.handle, STRUCTURE_SIDECAR))
     if is_tabular(meta.kind, ingested.preview.data):
         services.sql.prestart()  # in the background, once per process: the first SQL query skips DuckDB's start
     # in the background too: the passage index of ranked questions, kept with the output where the store can
