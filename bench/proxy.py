@@ -5,8 +5,9 @@ Upstreams (the real npm servers from `.ci/proxy-deps.sh`): server-everything's `
 common case that must pass through untouched) and server-filesystem's `read_text_file` of generated files over the
 threshold: a 5 MB log (the `large` case), and the first answer on a 4 MB log, a 2 MB CSV and a 4 MB JSON document
 (`log`, `csv`, `json`: mcp-offload stores each and answers with a reference and a preview; jmunch-mcp stores it
-and answers with its own handle; the others carry it whole). Every target is driven by the real SDK `Client` of
-this venv (mcp 2.3), and every client and server is a separate process, as in real use:
+and answers with its own handle; the others carry it whole), and a 4 MB plain text of no kind (`text`: storing it
+with a head/tail preview, the yardstick of what a log's or a table's preview adds). Every target is driven by the
+real SDK `Client` of this venv (mcp 2.3), and every client and server is a separate process, as in real use:
 
   direct             Client → stdio → upstream (no proxy; the yardstick for overhead)
   mcp-offload        Client → stdio → `python -m mcp_offload --config servers.json` → stdio → upstreams;
@@ -81,7 +82,12 @@ NODE_MODULES = Path(
 )
 LARGE_BYTES = 5_000_000
 # The first-answer cases: (file, size) read through server-filesystem; each read is a fresh store in every proxy.
-FIRST_ANSWER = {"log": ("big.log", 4_000_000), "csv": ("table.csv", 2_000_000), "json": ("doc.json", 4_000_000)}
+FIRST_ANSWER = {
+    "log": ("big.log", 4_000_000),
+    "csv": ("table.csv", 2_000_000),
+    "json": ("doc.json", 4_000_000),
+    "text": ("prose.txt", 4_000_000),  # plain text, no kind: storing it plus a head/tail preview (the log's yardstick)
+}
 ECHO_ARGS = {"message": "hello from the proxy bench"}
 WARMUP_SMALL, WARMUP_LARGE = 20, 1
 CALL_TIMEOUT_S = 120.0
@@ -164,7 +170,7 @@ def find_upstreams(workdir: Path) -> Upstreams:
     files = {}
     for case, (name, size) in FIRST_ANSWER.items():
         files[case] = data / name
-        maker = {"log": make_text, "csv": make_csv, "json": make_json}[case]
+        maker = {"log": make_text, "csv": make_csv, "json": make_json, "text": make_prose}[case]
         files[case].write_text(maker(size, random.Random(size)))
     return Upstreams(
         node=node,
@@ -173,6 +179,17 @@ def find_upstreams(workdir: Path) -> Upstreams:
         large_file=large,
         files=files,
     )
+
+
+def make_prose(size: int, rng: random.Random) -> str:
+    """Lines of plain words (no timestamps, levels or delimiters): a text with no kind, previewed by head and tail."""
+    words = ["lorem", "ipsum", "dolor", "sit", "amet", "consectetur", "adipiscing", "elit", "sed", "do"]
+    lines, total = [], 0
+    while total < size:
+        line = " ".join(rng.choices(words, k=16))
+        lines.append(line)
+        total += len(line) + 1
+    return "\n".join(lines) + "\n"
 
 
 def make_csv(size: int, rng: random.Random) -> str:
@@ -513,10 +530,13 @@ async def _bench(keys: list[str], cases: list[str], small: int, large: int, work
             try:
                 await measure(targets, case, calls, warmup)
             except Exception as exc:  # raised after the clients closed, not wrapped in their task groups
+                print(f"[proxy] {case} failed: {exc!r}", file=sys.stderr)  # the clients' closing may mask it
                 failure = exc
                 break
             load = [round(load_before, 2), round(os.getloadavg()[0], 2)]  # a busy machine shows here
-            rows += [{**row, "loadavg_before_after": load} for row in rows_for(targets, skipped, case)]
+            done = [{**row, "loadavg_before_after": load} for row in rows_for(targets, skipped, case)]
+            print(f"[proxy] {case} rows: {json.dumps(done)}", file=sys.stderr)  # kept if a later case fails
+            rows += done
     if failure is not None:
         raise failure
     return rows
