@@ -424,6 +424,7 @@ SIZES = {
     "log": "1st: 4 MB log",
     "csv": "1st: 2 MB CSV",
     "json": "1st: 4 MB JSON",
+    "text": "1st: 4 MB text",
 }
 # (ours, peer) pairs compared head to head: the same front transport on both sides
 PEER_PAIRS = [
