@@ -25,12 +25,12 @@ LINE = re.compile(r"^[A-Z_][A-Z0-9_]*=\S+$")
 
 
 def test_every_deps_script_is_covered() -> None:
-    assert {"agents-deps.sh", "client-deps.sh", "litellm-deps.sh", "proxy-deps.sh"} <= set(SCRIPTS)
+    assert {"agents-deps.sh", "aider-deps.sh", "client-deps.sh", "litellm-deps.sh", "proxy-deps.sh"} <= set(SCRIPTS)
 
 
 @pytest.mark.parametrize("script", SCRIPTS)
 def test_empty_cache_and_no_registry_fails_loudly_or_prints_the_line(script: str, tmp_path: Path) -> None:
-    if shutil.which("npm") is None and script != "litellm-deps.sh":
+    if shutil.which("npm") is None and script not in ("litellm-deps.sh", "aider-deps.sh"):
         pytest.skip("npm is not installed")
     dead = f"http://127.0.0.1:{free_port()}/"
     home = tmp_path / "home"
