@@ -65,6 +65,7 @@ async def serve_gateway(app: GatewayApp) -> None:
 
 async def run_gateway(settings: Settings, options: GatewayOptions) -> None:
     services = build_services(settings)
+    services.ingest.start()  # a shared service: big outputs are prepared in worker processes from the first one
     app = GatewayApp(services, options)
     try:
         await serve_gateway(app)

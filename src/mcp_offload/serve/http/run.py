@@ -56,6 +56,7 @@ async def run_http(settings: Settings, options: HttpOptions, proxy: ProxyConfig 
     if not logging.getLogger().handlers:  # the CLI set them up already; an embedding caller may not have
         log_to_stderr()
     services = build_services(settings)
+    services.ingest.start()  # a shared service: big outputs are prepared in worker processes from the first one
     try:
         async with open_proxy(services, proxy) as extensions:
             await serve_http(services, options, extensions=extensions)
