@@ -10,12 +10,14 @@ from __future__ import annotations
 import itertools
 import json
 import random
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from llm_upstream import ApiKind, UpstreamServer, extends
+from mcp_offload.tokens import load_counter
 from support.agents import AGENTS, CLAUDE, CLINE, CODEX, COPILOT, COPILOT_CACHE, GEMINI, need
 from support.wrap import OWN_DIRS
 from support.wrap import run_wrapped as wrapped
@@ -83,6 +85,13 @@ def offloaded_and_found(upstream: UpstreamServer, records: int) -> None:
     escaped = json.dumps(big_document(records), ensure_ascii=False)[1:-1]
     middle = escaped[escaped.index(FACT) - 600 : escaped.index(FACT) + 600]  # as a request body carries it
     assert not any(middle in b for b in bodies), "the document reached the upstream whole"
+    stored = next(m for b in bodies for m in re.findall(r'"(Stored as out_(?:[^"\\]|\\.)*)"', b))
+    shown = json.loads(f'"{stored}"')
+    tokens = load_counter("o200k_base").count(shown)
+    print(
+        f"the model saw of the first big result: {len(shown.encode()):,} bytes, {tokens:,} o200k tokens "
+        f"(the document: {len(big_document(records).encode()):,} bytes)"
+    )
 
 
 def no_prefix_break(upstream: UpstreamServer, api: ApiKind) -> None:
