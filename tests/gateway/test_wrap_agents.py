@@ -7,10 +7,13 @@ byte-identical."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
+import os
 import random
 import re
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -157,6 +160,19 @@ def test_copilot_cli_through_wrap(llm_upstream: UpstreamServer, home: Path, tmp_
     no_prefix_break(llm_upstream, "openai_chat")
 
 
+def stop_cline_hub(work: Path) -> None:
+    """Cline 3.0.65 leaves a hub daemon (`cline --cline-hub-daemon --cwd WORK`, detached) running after a headless
+    run: stop the one this test's run started, found by its working directory."""
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            args = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"--cline-hub-daemon" in args and str(work).encode() in args:
+            with contextlib.suppress(OSError):
+                os.kill(int(proc.name), signal.SIGTERM)
+
+
 def test_cline_through_wrap(llm_upstream: UpstreamServer, home: Path, tmp_path: Path) -> None:
     """Cline's provider settings (the user's ~/.cline/data/settings/providers.json: an openai-compatible provider, its
     key and its base URL) are copied under mcp-offload's data directory with the gateway as base URL and named by
@@ -172,7 +188,10 @@ def test_cline_through_wrap(llm_upstream: UpstreamServer, home: Path, tmp_path: 
     }}, indent=2)  # fmt: skip
     user_file.write_text(text)
     (user_file.parent / "global-settings.json").write_text('{"telemetryOptOut": true}')
-    out = run_wrapped("cline", ["--json", TASK], llm_upstream, home, tmp_path)
+    try:
+        out = run_wrapped("cline", ["--json", TASK], llm_upstream, home, tmp_path)
+    finally:
+        stop_cline_hub(tmp_path / "work")
     assert user_file.read_text() == text, "the user's provider settings changed"
     assert json.loads(out.strip().splitlines()[-1])["text"].endswith(f"ANSWER: {FACT}"), out[-2000:]
     offloaded_and_found(llm_upstream, 60)
