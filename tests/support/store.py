@@ -163,6 +163,37 @@ class RedisCluster:
             timeout=30,
         )
 
+    def role(self, port: int) -> str | None:
+        """ "master" or "slave" (Redis's word), None for a node that does not answer."""
+        import redis
+
+        try:
+            with redis.Redis(port=port, socket_timeout=2) as node:
+                return str(node.info("replication")["role"])
+        except redis.exceptions.RedisError:
+            return None
+
+    def masters(self) -> list[int]:
+        return [port for port in self.ports if self.role(port) == "master"]
+
+    def wait_serving(self, timeout_s: float = 60) -> None:
+        """Until every node that answers says cluster_state:ok (every slot served: a failover is over)."""
+        import redis
+
+        deadline = time.monotonic() + timeout_s
+        while True:
+            states = []
+            for port in self.ports:
+                try:
+                    with redis.Redis(port=port, socket_timeout=2) as node:
+                        states.append(b"cluster_state:ok" in node.execute_command("CLUSTER", "INFO"))
+                except redis.exceptions.RedisError:
+                    pass
+            if states and all(states):
+                return
+            assert time.monotonic() < deadline, "the cluster did not fail over"
+            time.sleep(0.2)
+
     def stop(self) -> None:
         subprocess.run(["bash", str(CLUSTER_SCRIPT), "stop", str(self.state)], capture_output=True, timeout=60)
 
