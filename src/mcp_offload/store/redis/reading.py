@@ -69,6 +69,7 @@ class Reading(Ledger):
                     self._key("d", scope, handle),
                     index.size,
                     lambda: gone_error(handle, "evicted", self.limits),
+                    replicas=await anyio.to_thread.run_sync(self._replica_client),  # connects once: off the loop
                 )
             yield StoredOutput(meta=meta, index=index, data=data, path=None)
         finally:
