@@ -28,9 +28,11 @@ from typing import Any
 
 import anyio
 
-from mcp_offload.cachesafe.cost import CachePrices, cost_of_request, prices_for
+from mcp_offload.apis.registry import api_named
 from mcp_offload.compact import AsyncCompactor
 from mcp_offload.core import outputs
+from mcp_offload.providers.prices import CachePrices
+from mcp_offload.providers.registry import home_prices
 
 # The simulated provider cache is the tests' (tests/llm_upstream); appended, as in bench/gateway.py.
 sys.path.append(str(Path(__file__).resolve().parent.parent / "tests"))
@@ -194,7 +196,7 @@ def cache_figures(requests: list[list[dict[str, Any]]], prices: CachePrices) -> 
         tokens = [_tokens(m) for m in messages]
         cached = (HEAD_TOKENS if previous else 0) + sum(tokens[:same])
         total = HEAD_TOKENS + sum(tokens)
-        cost += cost_of_request(prices, uncached=0, cache_read=cached, cache_write=total - cached)
+        cost += prices.input_cost(uncached=0, cache_read=cached, cache_write=total - cached)
         cached_total, input_total, previous = cached_total + cached, input_total + total, messages
     return cached_total / input_total, input_total, cost
 
@@ -212,9 +214,7 @@ def upstream_figures(requests: list[list[dict[str, Any]]], prices: CachePrices) 
         body = {"system": HEAD_TEXT, "messages": messages, "cache_control": {"type": "ephemeral"}}
         usage = cache.anthropic("bench", render_anthropic(body, _UPSTREAM_TOKENS))
         read, total = read + usage.cache_read, total + usage.prompt_tokens
-        cost += cost_of_request(
-            prices, uncached=usage.uncached, cache_read=usage.cache_read, cache_write=usage.cache_write
-        )
+        cost += prices.input_cost(uncached=usage.uncached, cache_read=usage.cache_read, cache_write=usage.cache_write)
     return read / total, cost
 
 
@@ -230,7 +230,10 @@ MODES: list[tuple[str, Any, int | None]] = [
 
 async def measure_cache(requests: int) -> list[dict[str, object]]:
     raw = loop_history(random.Random(18), requests)
-    anthropic, openai = prices_for("anthropic", "claude-sonnet-4-6"), prices_for("openai_chat", "gpt-4.1")
+    anthropic, openai = (
+        home_prices(api_named("anthropic"), "claude-sonnet-4-6"),
+        home_prices(api_named("openai_chat"), "gpt-4.1"),
+    )
     direct = {p.provider: cache_figures(raw, p) for p in (anthropic, openai)}
     upstream_direct = upstream_figures(raw, anthropic)
     rows: list[dict[str, object]] = []

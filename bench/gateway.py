@@ -63,7 +63,8 @@ from bench.gateway_stream import ACCUMULATORS, is_delta  # noqa: E402
 from bench.gateway_upstream import RemoteUpstream, upstream_process  # noqa: E402
 from llm_upstream import CacheUsage, UpstreamServer, session_key  # noqa: E402
 from llm_upstream.errors import ApiKind  # noqa: E402
-from mcp_offload.cachesafe.cost import prices_for  # noqa: E402
+from mcp_offload.apis.registry import api_named  # noqa: E402
+from mcp_offload.providers.registry import home_prices  # noqa: E402
 from support.gateway_process import gateway_process  # noqa: E402
 
 MODES = ("direct", "gateway", "clear-old", "naive")
@@ -316,9 +317,11 @@ def summarize(scenario: Scenario, conv: Conversation, log: list[dict[str, Any]])
     session = session_key(api, _headers(api, conv.key), model)
     requests = [r for r in log if r["session"] == session and r["status"] == 200]
     usages = [CacheUsage(**r["usage"]) for r in requests if r["usage"]]
-    prices = prices_for(api, model)
+    prices = home_prices(api_named(api), model)
     out_price = OUTPUT_PRICE[model]
-    cost = sum(u.uncached + u.cache_write * prices.write + u.cache_read * prices.read for u in usages)
+    cost = sum(
+        prices.input_cost(uncached=u.uncached, cache_read=u.cache_read, cache_write=u.cache_write) for u in usages
+    )
     cost += sum(r["output_tokens"] for r in requests) * out_price
     prompt = sum(u.prompt_tokens for u in usages)
     ttfts = [t.ttft_s for t in conv.timings if t.ttft_s is not None]

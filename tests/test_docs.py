@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from mcp_offload import settings_doc
+from mcp_offload.cli import settings_doc
 from mcp_offload.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -19,7 +19,7 @@ CONFIGURATION = ROOT / "docs" / "configuration.md"
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 LISTED_TOOLS = [t["name"] for t in json.loads((ROOT / "tests" / "data" / "tools_list.json").read_text())]
 NUMBERS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7}
-FIX = "run: python -m mcp_offload.settings_doc --write docs/configuration.md"
+FIX = "run: python -m mcp_offload.cli.settings_doc --write docs/configuration.md"
 
 
 def test_every_setting_is_in_the_configuration_page() -> None:

@@ -66,9 +66,3 @@ def log_to_stderr(level: str = "INFO") -> None:
     numeric = logging.getLevelName(level.upper())
     root.setLevel(numeric if numeric == logging.DEBUG else max(numeric, logging.WARNING))
     logging.getLogger(OUR_LOGGER).setLevel(numeric)
-
-
-def use_json_logs() -> None:
-    """Every handler already on the root logger writes JSON lines (for an embedding app's own handlers)."""
-    for handler in logging.getLogger().handlers:
-        handler.setFormatter(JsonLogFormatter())

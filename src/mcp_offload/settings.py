@@ -36,7 +36,7 @@ class Settings:
     # one read returns at most this many tokens
     read_max_tokens: int = 5000
     # MCP answers cut to what each client shows its model whole, besides the built-in caps (Codex 10,000 bytes, Claude
-    # Code 48,000 bytes + 25,000 tokens, Gemini CLI 38,000 bytes, Copilot CLI 8,000 bytes): NAME=SIZE pairs,
+    # Code 48,000 bytes + 25,000 tokens, Gemini CLI 38,000 bytes, Copilot CLI 20,000 bytes): NAME=SIZE pairs,
     # comma-separated, NAME a clientInfo name or * for any other client, SIZE bytes (10KB), tokens (25000tokens) or both
     client_caps: str = ""
     # search: defaults and hard caps

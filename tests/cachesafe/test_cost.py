@@ -11,20 +11,14 @@ from typing import Any
 import pytest
 
 from mcp_offload.apis.names import ApiName
-from mcp_offload.cachesafe.cost import (
-    ANTHROPIC_5M,
-    OPENAI_DEFAULT,
-    Candidate,
-    best_batch,
-    cost_of_request,
-    prices_for,
-    remaining_requests,
-    rewrite_gain,
-)
+from mcp_offload.apis.registry import api_named
+from mcp_offload.cachesafe.cost import Candidate, best_batch, remaining_requests, rewrite_gain
 from mcp_offload.cachesafe.policy import ClearToolUses, RewritePolicy
 from mcp_offload.cachesafe.request_rewrite import rewrite_request
 from mcp_offload.cachesafe.rewrite import CHARS_PER_TOKEN
 from mcp_offload.core.services import Services
+from mcp_offload.providers.anthropic.provider import FIVE_MINUTES
+from mcp_offload.providers.registry import home_prices
 from support.gateway_core import (
     Conversation,
     big_text,
@@ -39,28 +33,22 @@ from support.gateway_core import (
 )
 
 
-def test_provider_prices() -> None:
-    assert (ANTHROPIC_5M.write, ANTHROPIC_5M.read) == (1.25, 0.10)
-    assert prices_for("anthropic", "claude-opus-4-1", one_hour=True).write == 2.0
-    assert prices_for("openai_chat", "gpt-4o-mini").read == 0.50
-    assert prices_for("responses", "gpt-4.1-nano").read == 0.25
-    assert prices_for("responses", "gpt-5-codex").read == 0.10
-    assert prices_for("openai_chat", None) == OPENAI_DEFAULT and OPENAI_DEFAULT.write == 1.0
+def test_remaining_requests_are_the_requests_so_far_between_1_and_50() -> None:
     assert remaining_requests(0) == 1 and remaining_requests(7) == 7 and remaining_requests(500) == 50
 
 
 def test_rewrite_gain_numbers() -> None:
     # Anthropic, 100k cached prefix, results saving 8k tokens from position 90k, 10 requests to come:
     # now: (10k - 8k) * 1.25 - 10k * 0.1 = 1,500 extra; later: 8k * 0.1 * 10 = 8,000 saved -> gains 6,500
-    assert rewrite_gain(ANTHROPIC_5M, prefix_tokens=100_000, start=90_000, saved=8_000, remaining=10) == pytest.approx(
+    assert rewrite_gain(FIVE_MINUTES, prefix_tokens=100_000, start=90_000, saved=8_000, remaining=10) == pytest.approx(
         6_500
     )
     # the same saving from position 0: 92k re-written at 1.25 instead of 100k read at 0.1 -> loses 97,000
-    assert rewrite_gain(ANTHROPIC_5M, prefix_tokens=100_000, start=0, saved=8_000, remaining=10) == pytest.approx(
+    assert rewrite_gain(FIVE_MINUTES, prefix_tokens=100_000, start=0, saved=8_000, remaining=10) == pytest.approx(
         8_000 - (92_000 * 1.25 - 100_000 * 0.1)
     )
     # OpenAI (no write premium, cached reads at 0.5): 10k suffix -> (2k * 1.0 - 10k * 0.5) < 0 now, + 8k*0.5*1
-    gpt4o = prices_for("openai_chat", "gpt-4o")
+    gpt4o = home_prices(api_named("openai_chat"), "gpt-4o")
     assert rewrite_gain(gpt4o, prefix_tokens=100_000, start=90_000, saved=8_000, remaining=1) == pytest.approx(7_000)
 
 
@@ -69,17 +57,17 @@ def test_best_batch_takes_the_start_that_pays_most_and_respects_clear_at_least()
     # from 90k: (10k-6k)*1.25 - 1k = 4k extra, 6k*0.1*20 = 12k saved: +8k
     # from 80k: (20k-12k)*1.25 - 2k = 8k extra, 12k*0.1*20 = 24k saved: +16k (the best)
     # from 1k: (99k-18k)*1.25 - 9.9k = 91.35k extra, 36k saved: -55.35k
-    assert best_batch(ANTHROPIC_5M, candidates, prefix_tokens=100_000, remaining=20, clear_at_least=5_000) == 1
+    assert best_batch(FIVE_MINUTES, candidates, prefix_tokens=100_000, remaining=20, clear_at_least=5_000) == 1
     # at least 13k per batch: only the batch from 1k clears that much, and it does not pay
-    assert best_batch(ANTHROPIC_5M, candidates, prefix_tokens=100_000, remaining=20, clear_at_least=13_000) is None
+    assert best_batch(FIVE_MINUTES, candidates, prefix_tokens=100_000, remaining=20, clear_at_least=13_000) is None
     # clear_at_least over everything there is: no batch
-    assert best_batch(ANTHROPIC_5M, candidates, prefix_tokens=100_000, remaining=20, clear_at_least=50_000) is None
+    assert best_batch(FIVE_MINUTES, candidates, prefix_tokens=100_000, remaining=20, clear_at_least=50_000) is None
     # one request to come: nothing pays
-    assert best_batch(ANTHROPIC_5M, candidates, prefix_tokens=100_000, remaining=1, clear_at_least=1) is None
+    assert best_batch(FIVE_MINUTES, candidates, prefix_tokens=100_000, remaining=1, clear_at_least=1) is None
 
 
 def test_cost_of_a_request() -> None:
-    assert cost_of_request(ANTHROPIC_5M, uncached=100, cache_read=10_000, cache_write=1_000) == pytest.approx(2_350)
+    assert FIVE_MINUTES.input_cost(uncached=100, cache_read=10_000, cache_write=1_000) == pytest.approx(2_350)
 
 
 # -- in rewrite_request -----------------------------------------------------------------------------------------
@@ -122,14 +110,14 @@ async def test_cost_rule_rewrites_the_prefix_only_when_the_numbers_say_it_pays(s
     # A: one large result near the end of a long conversation (30 requests so far): the rewrite pays
     late = history(api, [300] * 8 + [4_000], turns_after=21)
     body = make_body(api, "sys", late, client_tools(api))
-    rewrite = await rewrite_request(services, api, copy.deepcopy(body), headers_for(api, "cost-a"), policy)
+    rewrite = await rewrite_request(services, api_named(api), copy.deepcopy(body), headers_for(api, "cost-a"), policy)
     assert len(rewrite.offloaded) == 1 and rewrite.tokens_kept_out > 3_000
     before, after = wire(body["messages"]), wire(rewrite.body["messages"])
     written = (len(after) - first_difference(before, after)) // CHARS_PER_TOKEN  # cache writes caused now
     saved = (len(before) - len(after)) // CHARS_PER_TOKEN  # per later request
     assert saved * 0.10 * 30 > written * (1.25 - 0.10) > 0
     # sticky: the next turn keeps the rewritten bytes
-    again = await rewrite_request(services, api, copy.deepcopy(body), headers_for(api, "cost-a"), policy)
+    again = await rewrite_request(services, api_named(api), copy.deepcopy(body), headers_for(api, "cost-a"), policy)
     assert wire(again.body) == wire(rewrite.body) and again.offloaded == []
 
     # B: the same large result at the start, followed by 30k tokens nothing can replace (a user paste), and only
@@ -138,12 +126,12 @@ async def test_cost_rule_rewrites_the_prefix_only_when_the_numbers_say_it_pays(s
     early += [user_text(api, big_text(RNG, 30_000, "paste"))]
     early += model_turn(api, [("t", "bash", {})], "ok", 9) + results_turn(api, [("t", "done")])
     body = make_body(api, "sys", early, client_tools(api))
-    assert (await rewrite_request(services, api, body, headers_for(api, "cost-b"), policy)).body is body
+    assert (await rewrite_request(services, api_named(api), body, headers_for(api, "cost-b"), policy)).body is body
     # ... and the very same result with the paste before it instead (it sits at the end of the prefix) pays
     late_one = [user_text(api, big_text(RNG, 30_000, "paste")), *history(api, [4_000])[1:]]
     late_one += model_turn(api, [("t", "bash", {})], "ok", 9) + results_turn(api, [("t", "done")])
     body = make_body(api, "sys", late_one, client_tools(api))
-    flipped = await rewrite_request(services, api, body, headers_for(api, "cost-c"), policy)
+    flipped = await rewrite_request(services, api_named(api), body, headers_for(api, "cost-c"), policy)
     assert len(flipped.offloaded) == 1
 
 
@@ -151,7 +139,7 @@ async def test_cost_rule_off_leaves_the_prefix_alone(services: Services) -> None
     api: ApiName = "openai_chat"
     body = make_body(api, "sys", history(api, [300] * 8 + [4_000], turns_after=21), client_tools(api))
     policy = RewritePolicy(threshold_tokens=1_000, clear_tool_uses=None, cost_rule=False)
-    assert (await rewrite_request(services, api, body, headers_for(api, "off"), policy)).body is body
+    assert (await rewrite_request(services, api_named(api), body, headers_for(api, "off"), policy)).body is body
 
 
 @pytest.mark.parametrize("api", ["anthropic", "openai_chat", "responses"])
@@ -161,7 +149,7 @@ async def test_window_pressure_clears_all_but_keep_and_excluded_in_one_batch(ser
     clear = ClearToolUses(trigger_tokens=8_000, keep_tool_uses=2, clear_at_least_tokens=3_000, exclude_tools=("grep",))
     policy = RewritePolicy(threshold_tokens=5_000, clear_tool_uses=clear, cost_rule=False)
     body = make_body(api, "sys", messages, client_tools(api))
-    rewrite = await rewrite_request(services, api, copy.deepcopy(body), headers_for(api, "pressure"), policy)
+    rewrite = await rewrite_request(services, api_named(api), copy.deepcopy(body), headers_for(api, "pressure"), policy)
     text = wire(rewrite.body)
     # results 0, 2, 4, 6 are grep (excluded); 6 and 7 are the two kept (7 is also the tail, under the threshold)
     for n in range(8):
@@ -171,7 +159,7 @@ async def test_window_pressure_clears_all_but_keep_and_excluded_in_one_batch(ser
     # below the trigger now? the next request with one more turn is sticky, not a second batch
     messages += model_turn(api, [("n1", "bash", {})], "next", 50) + results_turn(api, [("n1", "fine")])
     body2 = make_body(api, "sys", messages, client_tools(api))
-    later = await rewrite_request(services, api, body2, headers_for(api, "pressure"), policy)
+    later = await rewrite_request(services, api_named(api), body2, headers_for(api, "pressure"), policy)
     key = "messages" if api != "responses" else "input"
     assert wire(later.body[key]).startswith(wire(rewrite.body[key])[:-1])
 
@@ -183,10 +171,10 @@ async def test_window_pressure_does_nothing_when_it_cannot_clear_at_least(servic
     policy = RewritePolicy(threshold_tokens=5_000, clear_tool_uses=clear, cost_rule=False)
     body = make_body(api, "sys", messages, client_tools(api))
     # only result 0 may go (3 kept): ~1,000 tokens saved < 3,000 -> no rewrite at all
-    assert (await rewrite_request(services, api, body, headers_for(api, "weak"), policy)).body is body
+    assert (await rewrite_request(services, api_named(api), body, headers_for(api, "weak"), policy)).body is body
     # below the trigger: nothing, whatever could be cleared
     calm = RewritePolicy(threshold_tokens=5_000, clear_tool_uses=ClearToolUses(10**7, 0, 1), cost_rule=False)
-    assert (await rewrite_request(services, api, body, headers_for(api, "calm"), calm)).body is body
+    assert (await rewrite_request(services, api_named(api), body, headers_for(api, "calm"), calm)).body is body
 
 
 @pytest.mark.parametrize("api", ["anthropic", "openai_chat", "responses"])
@@ -200,17 +188,17 @@ async def test_user_pastes_join_the_prefix_rules_but_never_the_last_user_turn(se
     body = make_body(api, "sys", messages, client_tools(api))
     clear = ClearToolUses(trigger_tokens=2_000, keep_tool_uses=0, clear_at_least_tokens=1_000)
     off = RewritePolicy(threshold_tokens=1_000, clear_tool_uses=clear, cost_rule=False)
-    assert (await rewrite_request(services, api, body, headers_for(api, "paste-off"), off)).body is body
+    assert (await rewrite_request(services, api_named(api), body, headers_for(api, "paste-off"), off)).body is body
     policy = RewritePolicy(
         threshold_tokens=1_000, clear_tool_uses=clear, cost_rule=False, offload_user_pastes_tokens=1_000
     )
-    rewrite = await rewrite_request(services, api, copy.deepcopy(body), headers_for(api, "paste"), policy)
+    rewrite = await rewrite_request(services, api_named(api), copy.deepcopy(body), headers_for(api, "paste"), policy)
     text = wire(rewrite.body)
     assert len(rewrite.offloaded) == 1 and wire(paste)[1:-1] not in text and wire(latest)[1:-1] in text
     key = "input" if api == "responses" else "messages"
     first = rewrite.body[key][1 if api == "openai_chat" else 0]  # (Chat: after the system message)
     assert first["content"].startswith("Stored as out_") and "user text" in first["content"]
-    again = await rewrite_request(services, api, copy.deepcopy(body), headers_for(api, "paste"), policy)
+    again = await rewrite_request(services, api_named(api), copy.deepcopy(body), headers_for(api, "paste"), policy)
     assert wire(again.body) == wire(rewrite.body)
 
 
@@ -229,7 +217,7 @@ def prompt_cost(prompts: list[str]) -> float:
     total, previous = 0.0, ""
     for prompt in prompts:
         common = common_prefix(previous, prompt)
-        total += common / 4 * ANTHROPIC_5M.read + (len(prompt) - common) / 4 * ANTHROPIC_5M.write
+        total += common / 4 * FIVE_MINUTES.read + (len(prompt) - common) / 4 * FIVE_MINUTES.write
         previous = prompt
     return total
 
@@ -248,7 +236,9 @@ async def test_simulated_cache_cost_against_going_direct(
     for _ in range(40):
         conv.advance()
         body = conv.body()
-        rewrite = await rewrite_request(services, api, copy.deepcopy(body), headers_for(api, "sim"), RewritePolicy())
+        rewrite = await rewrite_request(
+            services, api_named(api), copy.deepcopy(body), headers_for(api, "sim"), RewritePolicy()
+        )
         direct.append(wire([body["tools"], body["system"], body["messages"]]))
         gateway.append(wire([rewrite.body["tools"], rewrite.body["system"], rewrite.body["messages"]]))
     ratio = prompt_cost(gateway) / prompt_cost(direct)

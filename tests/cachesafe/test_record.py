@@ -13,15 +13,17 @@ from typing import Any
 import anyio
 import pytest
 
+from mcp_offload.apis.registry import api_named
 from mcp_offload.cachesafe.policy import RewritePolicy
 from mcp_offload.cachesafe.record import Decision, DecisionRecord, open_record, part_digest
 from mcp_offload.cachesafe.record.base import RecordBackend
 from mcp_offload.cachesafe.record.fs import FilesystemRecord
 from mcp_offload.cachesafe.record.redis import RedisRecord
 from mcp_offload.cachesafe.request_rewrite import RewriteUnavailable, rewrite_request
-from mcp_offload.cachesafe.session import GatewaySession
+from mcp_offload.cachesafe.session import CacheSafeSession
 from mcp_offload.errors import StoreUnavailable
-from mcp_offload.gateway.accounting import TurnCounters, add_usage, session_summary
+from mcp_offload.gateway.accounting import TurnCounters, record_turn, session_summary
+from mcp_offload.providers.anthropic.provider import FIVE_MINUTES
 from mcp_offload.store.handles import scope_key
 from support.gateway_core import Conversation, headers_for, open_services
 from support.store import FakeClock, RedisServer, have_redis_server, redis_location
@@ -131,7 +133,7 @@ async def test_session_keys_are_validated_before_any_path_or_key(tmp_path: Path,
 
 async def test_decisions_and_producers_round_trip(tmp_path: Path) -> None:
     record = DecisionRecord(FilesystemRecord(tmp_path))
-    session = GatewaySession.of_key(SESSION)
+    session = CacheSafeSession.of_key(SESSION)
     digest = part_digest("call_1", 0, "content")
     ours = Decision("out_" + "a" * 26, "Stored as …", "call_1", "bash", 900, 120, "threshold")
     theirs = Decision("out_" + "b" * 26, "other", "call_1", "bash", 900, 100, "cost")
@@ -145,22 +147,22 @@ async def test_decisions_and_producers_round_trip(tmp_path: Path) -> None:
 
 async def test_accounting_counts_and_an_honest_cost_ratio(tmp_path: Path) -> None:
     async with open_services(tmp_path / "store") as services:
-        session = GatewaySession.of_key(SESSION)
+        session = CacheSafeSession.of_key(SESSION)
         # turn 1: a 10k-token result offloaded (would have been written once, then read on every turn)
-        await add_usage(
+        await record_turn(
             services,
             session,
             TurnCounters(
-                api="anthropic",
+                prices=FIVE_MINUTES,
                 tokens_kept_out=9_500,
                 tokens_offloaded=10_000,
                 offloaded=1,
                 input_tokens=100,
-                cache_read_input_tokens=5_000,
-                cache_creation_input_tokens=1_000,
+                cache_read_tokens=5_000,
+                cache_write_tokens=1_000,
             ),
         )
-        await add_usage(services, session, TurnCounters(api="anthropic", retrieval_calls=1, loops=1, fail_open=1))
+        await record_turn(services, session, TurnCounters(prices=FIVE_MINUTES, retrieval_calls=1, loops=1, fail_open=1))
         summary = await session_summary(services)
         totals = summary["totals"]
         assert totals["requests"] == 2 and totals["retrieval_calls"] == 1 and totals["fail_open"] == 1
@@ -180,24 +182,28 @@ async def test_redis_killed_means_fail_open_and_recovery(tmp_path: Path) -> None
             conv.advance()
             headers = headers_for("anthropic", "k-" + secrets.token_hex(4))
             policy = RewritePolicy(threshold_tokens=200)
-            assert (await rewrite_request(services, "anthropic", conv.body(), headers, policy)).changed
+            assert (await rewrite_request(services, api_named("anthropic"), conv.body(), headers, policy)).changed
             server.stop()
             conv.advance()
             body: dict[str, Any] = conv.body()
             started = time.monotonic()
-            down = await rewrite_request(services, "anthropic", body, headers, policy)
+            down = await rewrite_request(services, api_named("anthropic"), body, headers, policy)
             assert down.body is body and not down.changed and down.fail_open and "store" in down.fail_open
             assert time.monotonic() - started < 10  # no hang
             with pytest.raises(RewriteUnavailable):
                 await rewrite_request(
-                    services, "anthropic", body, headers, RewritePolicy(threshold_tokens=200, fail_closed=True)
+                    services,
+                    api_named("anthropic"),
+                    body,
+                    headers,
+                    RewritePolicy(threshold_tokens=200, fail_closed=True),
                 )
             with pytest.raises(StoreUnavailable):
                 await open_record(services).backend.get(SESSION, ["x"])
             server.start()
             for _ in range(3):  # pooled connections broken by the restart are dropped on first use
                 conv.advance()
-                back = await rewrite_request(services, "anthropic", conv.body(), headers, policy)
+                back = await rewrite_request(services, api_named("anthropic"), conv.body(), headers, policy)
                 if back.fail_open is None:
                     break
             assert back.changed and back.fail_open is None  # Redis kept no data (no persistence): a new record
@@ -223,17 +229,17 @@ async def test_counts_made_while_the_store_is_down_are_added_when_it_is_back() -
     server = RedisServer().start()
     try:
         async with open_services(server.url) as services:
-            session = GatewaySession.of_key(scope_key("counted-" + secrets.token_hex(4)))
-            await add_usage(services, session, TurnCounters(api="anthropic", tokens_kept_out=10))
+            session = CacheSafeSession.of_key(scope_key("counted-" + secrets.token_hex(4)))
+            await record_turn(services, session, TurnCounters(prices=FIVE_MINUTES, tokens_kept_out=10))
             server.stop()
             with pytest.raises(StoreUnavailable):
-                await add_usage(services, session, TurnCounters(api="anthropic", fail_open=1))
+                await record_turn(services, session, TurnCounters(prices=FIVE_MINUTES, fail_open=1))
             with pytest.raises(StoreUnavailable):
-                await add_usage(services, session, TurnCounters(api="anthropic", fail_open=1))
+                await record_turn(services, session, TurnCounters(prices=FIVE_MINUTES, fail_open=1))
             server.start()
             for _ in range(3):  # the first call after the restart may meet a broken pooled connection
                 try:
-                    await add_usage(services, session, TurnCounters(api="anthropic", requests=0))
+                    await record_turn(services, session, TurnCounters(prices=FIVE_MINUTES, requests=0))
                     break
                 except StoreUnavailable:
                     continue

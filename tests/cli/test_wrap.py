@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from llm_upstream import UpstreamServer
+from mcp_offload.cli.wrap.agents import AGENTS
 from support import free_port
 from support.gateway_process import gateway_process
 from support.wrap import WRAP, wrap_env
@@ -130,6 +131,7 @@ def test_print_env_prints_the_variables_and_runs_nothing(home: Path) -> None:
     assert gemini.stdout.splitlines() == [
         f"export GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:{port}",
         f"export GEMINI_CLI_HOME={own_home}",
+        f"# wrote {own_home}/.gemini/settings.json",
     ]
     assert json.loads((own_home / ".gemini/settings.json").read_text())["security"]["auth"] == {
         "selectedType": "gemini-api-key"
@@ -143,6 +145,19 @@ def test_print_env_prints_the_variables_and_runs_nothing(home: Path) -> None:
     assert f"-c 'model_providers.mcp-offload.base_url=\"http://127.0.0.1:{port}/v1\"'" in codex.stdout
     assert "-c 'model_provider=\"mcp-offload\"'" in codex.stdout
     assert not (home / ".local/state").exists() and not (home / ".local/share/mcp-offload/store").exists()
+
+
+def test_list_shows_every_agent_the_api_it_speaks_and_how_it_is_pointed(home: Path) -> None:
+    done = wrap(home, "--list")
+    assert done.returncode == 0 and done.stderr == ""
+    lines = done.stdout.splitlines()
+    assert lines[0].split() == ["agent", "program", "speaks", "pointed", "by", "install"]
+    assert len(lines) == len(AGENTS) + 2 and lines[-1].startswith("any other: mcp-offload wrap --api ")
+    for line, agent in zip(lines[1:], AGENTS.values(), strict=False):
+        assert line.startswith(agent.name + " ") and agent.title in line
+        assert all(api.title in line for api in agent.apis)
+        assert agent.pointed_by in line and agent.install is not None and line.endswith(agent.install.command())
+    assert not (home / ".local").exists()
 
 
 @pytest.fixture
@@ -173,10 +188,10 @@ def busy_port() -> Iterator[int]:
 
 
 BAD = [
-    (["cursor"], "unknown agent 'cursor' (known: claude, codex, gemini)"),
+    (["cursor"], f"unknown agent 'cursor' (known: {', '.join(AGENTS)})"),
     (["--api", "openai", "--", "no-such-agent-here"], "'no-such-agent-here' is not an executable on PATH"),
     (["--api", "openai"], "the following arguments are required: agent"),
-    (["--api", "cobol", "--", "true"], "argument --api: invalid choice"),
+    (["--api", "cobol", "--", "true"], "--api: unknown LLM API 'cobol': use one of anthropic, openai_chat (openai"),
     (["--port", "70000", "claude"], "argument --port"),
 ]
 

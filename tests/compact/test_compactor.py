@@ -164,7 +164,7 @@ async def test_idempotent_and_incremental(compactor: AsyncCompactor, tmp_path: P
 
 
 async def test_untouched_messages_come_back_as_the_objects_handed_in(compactor: AsyncCompactor) -> None:
-    # frameworks rebuild equal dicts every turn; the ledger knows their content from the first call, yet what is left
+    # frameworks rebuild equal dicts every turn; the memo knows their content from the first call, yet what is left
     # untouched must be the caller's object of this call (adapters map the result back by identity), in order
     messages = [*history(chat_turn, [big_json(1500, "a"), "small"]), {"role": "user", "content": "question 0"}]
     first = await compactor.compact(messages, boundary="all")

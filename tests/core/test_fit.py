@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from mcp_offload.core import outputs
 from mcp_offload.core.answer_cap import MIN_CAP_BYTES, AnswerCap, parse_cap, parse_client_caps
 from mcp_offload.core.fit import fitted_read, fitted_search, fitted_text
-from mcp_offload.core.render import render_search
+from mcp_offload.core.render import search_blocks
 from mcp_offload.core.services import Services, build_services
 from mcp_offload.errors import SettingsError
 from mcp_offload.settings import Settings
@@ -118,7 +118,7 @@ async def test_a_search_shows_fewer_whole_hits_and_says_how_to_see_the_rest(fit_
     scope = outputs.SessionScope.new()
     stored = await outputs.offload(fit_services, scope, log)
     found = await outputs.search(fit_services, scope, "INFO", handle=stored.handle, max_results=500)
-    whole = render_search(found, stored.handle)
+    whole = "\n".join(line for block in search_blocks(found, stored.handle) for line in block)
     cap = AnswerCap(max_bytes=10_000, whose="Codex's")
     shown = await fitted_search(fit_services, scope, found, stored.handle, cap)
     assert len(shown.encode()) <= 10_000 < len(whole.encode())

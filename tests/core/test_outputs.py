@@ -142,3 +142,13 @@ async def test_blobs_are_stored_byte_exact(services: Services) -> None:
     assert stored.kind == "blob" and stored.bytes == len(data) and stored.mime_type == "image/png"
     async with services.store.open(scope.key, stored.handle) as output:
         assert output.read_bytes(0, output.meta.size) == data
+
+
+async def test_searching_a_binary_output_by_handle_is_refused_not_answered_no_match(services: Services) -> None:
+    scope = outputs.SessionScope.new()
+    blob = await outputs.offload_bytes(services, scope, b"\x89PNG\r\n\x1a\n" + bytes(64), mime_type="image/png")
+    with pytest.raises(SearchError, match="binary"):
+        await outputs.search(services, scope, "PNG", handle=blob.handle)
+    text = await outputs.offload(services, scope, "a line with PNG in it")
+    everywhere = await outputs.search(services, scope, "PNG")  # the session-wide search skips the binary one
+    assert [m.handle for m in everywhere.matches] == [text.handle]

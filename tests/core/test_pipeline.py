@@ -13,7 +13,7 @@ import pytest
 from mcp import Client
 
 from mcp_offload.cachesafe.retrieval import run_retrieval
-from mcp_offload.cachesafe.session import GatewaySession
+from mcp_offload.cachesafe.session import CacheSafeSession
 from mcp_offload.compact import AsyncCompactor
 from mcp_offload.core import outputs
 from mcp_offload.core.pipeline import OTHER_PROCESS_HINT, ToolAnswer, answer_error, run_tool
@@ -87,7 +87,7 @@ async def test_every_front_end_gives_the_model_the_same_text(tmp_path: Any) -> N
     compactor = AsyncCompactor(str(tmp_path / "store"), "same", jq_workers=1)
     services = compactor.services
     scope = compactor.scope
-    session = GatewaySession(scope=scope, key=scope.key)
+    session = CacheSafeSession(scope=scope, key=scope.key)
     stored = await outputs.offload(services, scope, DOC, name="items")
     calls: list[tuple[str, dict[str, Any]]] = [
         ("search_large_output", {"pattern": "item-1[0-9]", "handle": stored.handle}),

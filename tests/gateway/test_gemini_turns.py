@@ -14,6 +14,7 @@ from google import genai
 from google.genai import types
 
 from llm_upstream import UpstreamServer, tool_call
+from mcp_offload.apis.registry import api_named
 from mcp_offload.cachesafe.policy import RewritePolicy
 from mcp_offload.cachesafe.request_rewrite import rewrite_request
 from support.gateway_core import open_services
@@ -89,7 +90,7 @@ async def test_system_instruction_last_user_turn_and_key_are_never_touched(tmp_p
     policy = RewritePolicy(threshold_tokens=200, offload_user_pastes_tokens=200)
     async with open_services(tmp_path / "store") as services:
         before = copy.deepcopy(body)
-        rewrite = await rewrite_request(services, "gemini", body, {"x-goog-api-key": secret}, policy)
+        rewrite = await rewrite_request(services, api_named("gemini"), body, {"x-goog-api-key": secret}, policy)
     assert body == before and rewrite.offloaded
     out = rewrite.body
     assert out["systemInstruction"] == before["systemInstruction"]

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from mcp_offload.apis.names import ApiName
+from mcp_offload.apis.registry import api_named
 from mcp_offload.cachesafe.policy import RewritePolicy
 from mcp_offload.cachesafe.request_rewrite import rewrite_request
 from mcp_offload.cachesafe.tool_text import retrieval_tools
@@ -33,7 +34,7 @@ def check(path: Path, value: Any) -> None:
 
 @pytest.mark.parametrize("api", APIS)
 def test_retrieval_tool_text_is_golden(api: ApiName) -> None:
-    tools = retrieval_tools(api)
+    tools = retrieval_tools(api_named(api))
     check(GOLDEN / f"tools_{api}.json", tools)
     validate_body(api, {**_minimal(api), "tools": tools})
 
@@ -55,7 +56,9 @@ async def test_a_fixed_conversation_rewrites_to_golden_bytes(tmp_path: Path, api
         body: dict[str, Any] = {}
         for _ in range(4):
             conv.advance()
-            body = (await rewrite_request(services, api, conv.body(), headers_for(api, "golden-key"), POLICY)).body
+            body = (
+                await rewrite_request(services, api_named(api), conv.body(), headers_for(api, "golden-key"), POLICY)
+            ).body
     check(GOLDEN / f"{api}.json", body)
 
 
@@ -64,7 +67,7 @@ def test_the_retrieval_tool_names_and_how_they_are_recognised() -> None:
 
     assert {"read_large_output", "search_large_output", "query_large_output", "list_outputs"} == RETRIEVAL_TOOL_NAMES
     for api in APIS:
-        tools = retrieval_tools(api)
+        tools = retrieval_tools(api_named(api))
         if api == "gemini":  # one Tool object declaring the four functions
             names = {d["name"] for d in tools[0]["functionDeclarations"]}
         else:

@@ -82,7 +82,9 @@ async def simulate(api: ApiName, seed: int, store: Path, loop_every: int) -> lis
                 services = build_services(settings_for(str(store)))
             conv.advance()
             body = conv.body()
-            rewrite = await rewrite_request(services, api, copy.deepcopy(body), headers_for(api, "loop"), POLICY)
+            rewrite = await rewrite_request(
+                services, api_named(api), copy.deepcopy(body), headers_for(api, "loop"), POLICY
+            )
             assert rewrite.fail_open is None
             handles += rewrite.offloaded
             sent.append(rewrite.body[key])
@@ -101,7 +103,7 @@ async def simulate(api: ApiName, seed: int, store: Path, loop_every: int) -> lis
                 await record_expansion(
                     services,
                     rewrite.session,
-                    api,
+                    api_named(api),
                     copy.deepcopy(copy_for_client),
                     [*call, *result, final],
                     previous_message=body[key][-1],

@@ -1,6 +1,6 @@
 """Golden bytes, as a property: in a 40-turn tool-heavy conversation, every rewritten request's message array is
-an exact byte prefix of the next one's, and the tools array never changes once the retrieval tools are on, on all
-three APIs; also across a gateway restart (new Services on the same store directory) and across two gateway
+an exact byte prefix of the next one's, and the tools array never changes once the retrieval tools are on, on every
+API; also across a gateway restart (new Services on the same store directory) and across two gateway
 instances on one Redis taking turns. Plus: two instances racing on the same new result record one decision."""
 
 from __future__ import annotations
@@ -75,7 +75,9 @@ async def run_conversation(
     for turn in range(turns):
         conv.advance()
         body = conv.body()
-        rewrite = await rewrite_request(pick(turn), api, copy.deepcopy(body), headers_for(api, credential), POLICY)
+        rewrite = await rewrite_request(
+            pick(turn), api_named(api), copy.deepcopy(body), headers_for(api, credential), POLICY
+        )
         assert rewrite.fail_open is None
         assert_only_result_texts_changed(api, body, rewrite.body)
         offloaded += len(rewrite.offloaded)
@@ -130,7 +132,7 @@ async def test_two_instances_on_one_redis_taking_turns_keep_the_prefix(api: ApiN
         assert_prefix_chain(api, bodies)
         # and the other instance, asked for the last turn again, sends the same bytes
         again = await rewrite_request(
-            (a, b)[TURNS % 2], api, copy.deepcopy(conv.body()), headers_for(api, credential), POLICY
+            (a, b)[TURNS % 2], api_named(api), copy.deepcopy(conv.body()), headers_for(api, credential), POLICY
         )
         assert wire(again.body) == wire(bodies[-1])
 
@@ -151,7 +153,7 @@ async def test_two_instances_racing_on_the_same_result_record_one_decision(api: 
 
         async def one(i: int) -> None:
             results[i] = await rewrite_request(
-                instances[i], api, copy.deepcopy(body), headers_for(api, credential), POLICY
+                instances[i], api_named(api), copy.deepcopy(body), headers_for(api, credential), POLICY
             )
 
         async with anyio.create_task_group() as tg:
@@ -164,7 +166,7 @@ async def test_two_instances_racing_on_the_same_result_record_one_decision(api: 
         # later turns on either instance keep the winner's bytes
         conv.advance()
         for services in instances:
-            later = await rewrite_request(services, api, conv.body(), headers_for(api, credential), POLICY)
+            later = await rewrite_request(services, api_named(api), conv.body(), headers_for(api, credential), POLICY)
             assert wire(later.body[api_named(api).history.messages_key]).startswith(
                 wire(first.body[api_named(api).history.messages_key])[:-1]
             )

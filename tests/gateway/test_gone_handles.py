@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from mcp_offload.cachesafe.record import Decision, open_record
 from mcp_offload.cachesafe.retrieval import GoneHandle, gone_handle, run_retrieval
-from mcp_offload.cachesafe.session import GatewaySession
+from mcp_offload.cachesafe.session import CacheSafeSession
 from mcp_offload.core import outputs
 from mcp_offload.core.services import Services
 
@@ -13,7 +13,7 @@ DOC = "\n".join(f"line {i}: some log text" for i in range(400))
 
 
 async def test_a_gone_handle_names_its_tool_call(services: Services) -> None:
-    session = GatewaySession.of_key("ab" * 16)
+    session = CacheSafeSession.of_key("ab" * 16)
     stored = await outputs.offload(services, session.scope, DOC, name="log")
     decision = Decision(handle=stored.handle, text="ref", call_id="toolu_42", tool="bash", tokens=5_000)
     await open_record(services).decide(session, {"digest-1": decision}, tools=True)
@@ -30,7 +30,7 @@ async def test_a_gone_handle_names_its_tool_call(services: Services) -> None:
 
 
 async def test_no_note_without_a_record_or_for_other_errors(services: Services) -> None:
-    session = GatewaySession.of_key("cd" * 16)
+    session = CacheSafeSession.of_key("cd" * 16)
     stored = await outputs.offload(services, session.scope, DOC, name="log")
     bad_range = await run_retrieval(services, session, "read_large_output", {"handle": stored.handle, "start": -5})
     assert bad_range.is_error and "held the result" not in bad_range.text

@@ -15,6 +15,7 @@ import pytest
 from llm_upstream.errors import InvalidRequest
 from llm_upstream.signing import Signer
 from llm_upstream.validate_anthropic import validate_messages_request
+from mcp_offload.apis.registry import api_named
 from mcp_offload.cachesafe.policy import RewritePolicy
 from mcp_offload.cachesafe.request_rewrite import rewrite_request
 from mcp_offload.core.services import Services
@@ -54,7 +55,7 @@ async def test_claude_codes_request_with_system_turns_gets_its_tool_result_offlo
     with pytest.raises(InvalidRequest, match=r"messages\.1\.role"):  # ... and only with it (as the real API)
         validate_messages_request(body, SIGNER)
     before = copy.deepcopy(body)
-    rewrite = await rewrite_request(services, "anthropic", body, headers, POLICY)
+    rewrite = await rewrite_request(services, api_named("anthropic"), body, headers, POLICY)
     assert rewrite.changed and rewrite.tools_injected and len(rewrite.offloaded) == 1
     assert body == before
     out = rewrite.body["messages"]
@@ -66,7 +67,7 @@ async def test_claude_codes_request_with_system_turns_gets_its_tool_result_offlo
     assert result["content"].startswith("Stored as out_") and result["cache_control"] == {"type": "ephemeral"}
     assert len(wire(rewrite.body)) < len(wire(body)) - 10_000
     validate_messages_request(rewrite.body, SIGNER, betas=betas(headers))
-    again = await rewrite_request(services, "anthropic", copy.deepcopy(body), headers, POLICY)
+    again = await rewrite_request(services, api_named("anthropic"), copy.deepcopy(body), headers, POLICY)
     assert wire(again.body) == wire(rewrite.body)  # sticky: the same bytes on the next turn
 
 
@@ -129,7 +130,7 @@ async def test_a_block_the_core_does_not_know_is_kept_and_the_rest_is_offloaded(
     messages = _turn([odd] if kind in USER_BLOCKS else [], [odd] if kind in ASSISTANT_BLOCKS else [], LARGE)
     body = {"model": "claude-sonnet-4-6", "max_tokens": 100, "messages": messages}
     before = wire(body)
-    rewrite = await rewrite_request(services, "anthropic", body, headers_for("anthropic", kind), POLICY)
+    rewrite = await rewrite_request(services, api_named("anthropic"), body, headers_for("anthropic", kind), POLICY)
     assert wire(body) == before and rewrite.changed and len(rewrite.offloaded) == 1, kind
     out = rewrite.body["messages"]
     assert out[0] is messages[0] and out[1] is messages[1]  # the odd block's message: the same object
@@ -149,7 +150,7 @@ async def test_a_tool_result_with_a_part_the_core_cannot_read_keeps_it_and_offlo
     ]
     messages = _turn([], [], parts)
     body = {"model": "claude-sonnet-4-6", "max_tokens": 100, "messages": messages}
-    rewrite = await rewrite_request(services, "anthropic", body, headers_for("anthropic", "parts"), POLICY)
+    rewrite = await rewrite_request(services, api_named("anthropic"), body, headers_for("anthropic", "parts"), POLICY)
     content = rewrite.body["messages"][2]["content"][0]["content"]
     assert content[0] is parts[0] and content[2] is parts[2] and content[3] is parts[3]
     assert content[1]["text"].startswith("Stored as out_") and content[1]["cache_control"] == {"type": "ephemeral"}
@@ -162,6 +163,6 @@ async def test_a_tool_result_next_to_a_block_the_core_refuses_is_still_offloaded
     messages = _turn([], [], LARGE)
     messages[2]["content"].append(["not", "a", "block"])
     body = {"model": "claude-sonnet-4-6", "max_tokens": 100, "messages": messages}
-    rewrite = await rewrite_request(services, "anthropic", body, headers_for("anthropic", "mixed"), POLICY)
+    rewrite = await rewrite_request(services, api_named("anthropic"), body, headers_for("anthropic", "mixed"), POLICY)
     content = rewrite.body["messages"][2]["content"]
     assert content[0]["content"].startswith("Stored as out_") and content[1] is messages[2]["content"][1]

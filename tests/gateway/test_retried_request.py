@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from llm_upstream import UpstreamServer, reply
+from llm_upstream import ApiKind, UpstreamServer, reply
 from llm_upstream.cache import OPENAI_STEP_TOKENS
 from mcp_offload.apis.names import ApiName
 from support.gateway_core import APIS
@@ -26,7 +26,7 @@ def cached_share(api: ApiName, prompt_tokens: int) -> int:
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
 @pytest.mark.parametrize("api", APIS)
 def test_a_retried_request_restores_the_attempt_whose_answer_the_client_kept(
-    upstream: UpstreamServer, start_gateway: StartGateway, api: ApiName, stream: bool
+    upstream: UpstreamServer, start_gateway: StartGateway, api: ApiKind, stream: bool
 ) -> None:
     upstream.use(search_then_answer())
     client = SdkTurns(api, start_gateway(upstream), upstream, stream=stream)

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from mcp_offload.apis.names import ApiName
+from mcp_offload.apis.registry import api_named
 from mcp_offload.cachesafe.policy import ClearToolUses, RewritePolicy
 from mcp_offload.cachesafe.record import open_record
 from mcp_offload.cachesafe.request_rewrite import RewriteUnavailable, rewrite_request
@@ -63,7 +64,7 @@ async def services(tmp_path: Path) -> Any:
 async def test_a_session_that_never_offloads_gets_its_body_object_back(services: Services, api: ApiName) -> None:
     body = make_body(api, "sys", conversation(api, [("c1", SMALL)]), client_tools(api))
     before = copy.deepcopy(body)
-    rewrite = await rewrite_request(services, api, body, headers_for(api, "k1"), POLICY)
+    rewrite = await rewrite_request(services, api_named(api), body, headers_for(api, "k1"), POLICY)
     assert rewrite.body is body and not rewrite.changed and not rewrite.tools_injected
     assert rewrite.fail_open is None and rewrite.offloaded == [] and body == before
 
@@ -75,7 +76,7 @@ async def test_a_large_new_result_becomes_the_mcp_reference_and_the_tools_are_ap
     body = make_body(api, "sys", conversation(api, [("c1", LARGE), ("c2", SMALL)]), client_tools(api))
     validate_body(api, body)
     before = copy.deepcopy(body)
-    rewrite = await rewrite_request(services, api, body, headers_for(api, "k2"), POLICY)
+    rewrite = await rewrite_request(services, api_named(api), body, headers_for(api, "k2"), POLICY)
     assert rewrite.changed and len(rewrite.offloaded) == 1 and rewrite.tools_injected
     assert body == before  # the caller's body is not mutated
     validate_body(api, rewrite.body)
@@ -87,15 +88,15 @@ async def test_a_large_new_result_becomes_the_mcp_reference_and_the_tools_are_ap
     names = _tool_names(api, rewrite.body["tools"])
     assert names[: len(client_tools(api))] == _tool_names(api, client_tools(api))
     assert set(names[len(client_tools(api)) :]) == RETRIEVAL_TOOL_NAMES
-    assert rewrite.body["tools"][len(client_tools(api)) :] == retrieval_tools(api)
+    assert rewrite.body["tools"][len(client_tools(api)) :] == retrieval_tools(api_named(api))
     assert rewrite.tokens_kept_out > 500 and rewrite.tokens_offloaded > rewrite.tokens_kept_out
 
 
 @pytest.mark.parametrize("api", APIS)
 async def test_the_same_request_twice_gives_the_same_bytes_and_handle(services: Services, api: ApiName) -> None:
     body = make_body(api, "sys", conversation(api, [("c1", LARGE)]), client_tools(api))
-    first = await rewrite_request(services, api, copy.deepcopy(body), headers_for(api, "k3"), POLICY)
-    second = await rewrite_request(services, api, copy.deepcopy(body), headers_for(api, "k3"), POLICY)
+    first = await rewrite_request(services, api_named(api), copy.deepcopy(body), headers_for(api, "k3"), POLICY)
+    second = await rewrite_request(services, api_named(api), copy.deepcopy(body), headers_for(api, "k3"), POLICY)
     assert wire(first.body) == wire(second.body)
     assert second.offloaded == [] and first.offloaded  # decided once, then read from the record
 
@@ -104,7 +105,7 @@ async def test_the_same_request_twice_gives_the_same_bytes_and_handle(services: 
 async def test_visible_mode_offloads_but_injects_no_tools(services: Services, api: ApiName) -> None:
     body = make_body(api, "sys", conversation(api, [("c1", LARGE)]), client_tools(api))
     policy = RewritePolicy(threshold_tokens=200, retrieval="visible", clear_tool_uses=None, cost_rule=False)
-    rewrite = await rewrite_request(services, api, body, headers_for(api, "k4"), policy)
+    rewrite = await rewrite_request(services, api_named(api), body, headers_for(api, "k4"), policy)
     assert rewrite.changed and rewrite.offloaded and not rewrite.tools_injected
     assert rewrite.body["tools"] == client_tools(api)
 
@@ -116,7 +117,7 @@ async def test_results_already_in_the_prefix_stay_inline(services: Services, api
     messages = conversation(api, [("c1", LARGE)]) + model_turn(api, [("c2", "bash", {})], "More.", 2)
     messages += results_turn(api, [("c2", SMALL)])
     body = make_body(api, "sys", messages, client_tools(api))
-    rewrite = await rewrite_request(services, api, body, headers_for(api, "k5"), POLICY)
+    rewrite = await rewrite_request(services, api_named(api), body, headers_for(api, "k5"), POLICY)
     assert rewrite.body is body and not rewrite.changed
 
 
@@ -126,7 +127,7 @@ async def test_results_of_the_retrieval_tools_are_never_offloaded(services: Serv
         calls = [("r1", name, {"handle": "out_" + "a" * 26})]
         messages = [user_text(api, "q"), *model_turn(api, calls, "Reading.", 1), *results_turn(api, [("r1", LARGE)])]
         body = make_body(api, "sys", messages, client_tools(api))
-        rewrite = await rewrite_request(services, api, body, headers_for(api, "k6" + name), POLICY)
+        rewrite = await rewrite_request(services, api_named(api), body, headers_for(api, "k6" + name), POLICY)
         assert rewrite.body is body, name
 
 
@@ -173,7 +174,7 @@ async def test_anthropic_never_touches_system_user_text_thinking_and_server_tool
     ]
     body = make_body(api, LARGE, messages, client_tools(api))
     validate_body(api, body)
-    rewrite = await rewrite_request(services, api, body, headers_for(api, "k7"), POLICY)
+    rewrite = await rewrite_request(services, api_named(api), body, headers_for(api, "k7"), POLICY)
     validate_body(api, rewrite.body)
     out = rewrite.body["messages"]
     assert rewrite.body["system"] is body["system"]
@@ -193,7 +194,7 @@ async def test_anthropic_beta_compaction_blocks_are_never_touched(services: Serv
     ]
     body = {**make_body(api, "sys", messages, client_tools(api)), "betas": ["compact-2026-01-12"]}
     validate_body("anthropic_beta", body)
-    rewrite = await rewrite_request(services, api, body, headers_for(api, "k7b"), POLICY)
+    rewrite = await rewrite_request(services, api_named(api), body, headers_for(api, "k7b"), POLICY)
     validate_body("anthropic_beta", rewrite.body)
     assert rewrite.body["messages"][1] is messages[1] and rewrite.body["betas"] is body["betas"]
     assert rewrite.body["messages"][2]["content"][0]["content"].startswith("Stored as out_")
@@ -210,7 +211,7 @@ async def test_responses_never_touches_reasoning_compaction_and_builtin_calls(se
     ]
     body = make_body(api, "sys", items, client_tools(api))
     validate_body(api, body)
-    rewrite = await rewrite_request(services, api, body, headers_for(api, "k8"), POLICY)
+    rewrite = await rewrite_request(services, api_named(api), body, headers_for(api, "k8"), POLICY)
     validate_body(api, rewrite.body)
     out = rewrite.body["input"]
     assert all(out[i] is items[i] for i in range(4))
@@ -221,7 +222,7 @@ async def test_chat_custom_roles_untouched(services: Services) -> None:
     api: ApiName = "openai_chat"
     messages = [{"role": "developer", "content": LARGE}, *conversation(api, [("c1", LARGE)])]
     body = {"model": "gpt-4o", "messages": messages}
-    rewrite = await rewrite_request(services, api, body, headers_for(api, "k9"), POLICY)
+    rewrite = await rewrite_request(services, api_named(api), body, headers_for(api, "k9"), POLICY)
     validate_body(api, rewrite.body)
     assert rewrite.body["messages"][0] is messages[0]
     assert rewrite.body["messages"][-1]["content"].startswith("Stored as out_")
@@ -229,7 +230,7 @@ async def test_chat_custom_roles_untouched(services: Services) -> None:
 
 
 def _order(api: ApiName) -> Any:
-    names = _tool_names(api, retrieval_tools(api))
+    names = _tool_names(api, retrieval_tools(api_named(api)))
     return names.index
 
 
@@ -246,13 +247,13 @@ def _order(api: ApiName) -> Any:
 async def test_bodies_the_gateway_cannot_read_are_forwarded_as_they_are(
     services: Services, api: ApiName, body: dict[str, Any]
 ) -> None:
-    rewrite = await rewrite_request(services, api, body, {}, POLICY)
+    rewrite = await rewrite_request(services, api_named(api), body, {}, POLICY)
     assert rewrite.body is body and not rewrite.changed and rewrite.fail_open is None
 
 
 async def test_a_string_responses_input_is_forwarded_as_is(services: Services) -> None:
     body = {"model": "gpt-5", "input": LARGE}
-    rewrite = await rewrite_request(services, "responses", body, {}, POLICY)
+    rewrite = await rewrite_request(services, api_named("responses"), body, {}, POLICY)
     assert rewrite.body is body
 
 
@@ -260,10 +261,10 @@ async def test_a_string_responses_input_is_forwarded_as_is(services: Services) -
 async def test_bypassed_sessions_are_forwarded_unmodified(services: Services, api: ApiName) -> None:
     body = make_body(api, "sys", conversation(api, [("c1", LARGE)]), client_tools(api))
     headers = headers_for(api, "k10")
-    first = await rewrite_request(services, api, copy.deepcopy(body), headers, POLICY)
+    first = await rewrite_request(services, api_named(api), copy.deepcopy(body), headers, POLICY)
     assert first.changed
     await open_record(services).mark_bypass(first.session, "upstream refused a rewritten request (400)")
-    again = await rewrite_request(services, api, body, headers, POLICY)
+    again = await rewrite_request(services, api_named(api), body, headers, POLICY)
     assert again.body is body and not again.changed
 
 
@@ -274,12 +275,12 @@ async def test_store_down_fails_open_or_closed(tmp_path: Path, api: ApiName) -> 
     body = make_body(api, "sys", conversation(api, [("c1", LARGE)]), client_tools(api))
     async with open_services(tmp_path / "ok") as services:
         services.settings = services.settings.with_overrides(store=str(blocked))  # the record opens there
-        rewrite = await rewrite_request(services, api, body, headers_for(api, "k11"), POLICY)
+        rewrite = await rewrite_request(services, api_named(api), body, headers_for(api, "k11"), POLICY)
         assert rewrite.body is body and not rewrite.changed
         assert rewrite.fail_open is not None and "store" in rewrite.fail_open
         with pytest.raises(RewriteUnavailable) as raised:
             closed = RewritePolicy(threshold_tokens=200, clear_tool_uses=None, cost_rule=False, fail_closed=True)
-            await rewrite_request(services, api, body, headers_for(api, "k11"), closed)
+            await rewrite_request(services, api_named(api), body, headers_for(api, "k11"), closed)
         assert "store" in raised.value.reason
 
 
@@ -287,7 +288,21 @@ def test_policy_defaults_are_the_documented_ones() -> None:
     policy = RewritePolicy()
     assert policy.threshold_tokens == 1_000 and policy.retrieval == "transparent" and policy.cost_rule
     assert policy.clear_tool_uses == ClearToolUses(100_000, 3, 20_000, ())
-    assert json.dumps(retrieval_tools("anthropic")) == json.dumps(retrieval_tools("anthropic"))
+
+
+GOLDEN = Path(__file__).parent / "golden"
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_the_injected_tools_are_the_committed_bytes_and_a_fresh_copy_each_time(api: ApiName) -> None:
+    """The bytes the gateway sends for the retrieval tools are golden/tools_<api>.json's, key order included (the
+    golden-bytes test compares values), and a caller that mutates its copy cannot change the next request's."""
+    committed = json.loads((GOLDEN / f"tools_{api}.json").read_text(encoding="utf-8"))
+    first = retrieval_tools(api_named(api))
+    assert wire(first) == wire(committed)
+    first[0]["name"] = "changed"
+    first.append({"name": "extra"})
+    assert wire(retrieval_tools(api_named(api))) == wire(committed)
 
 
 def test_conversation_builder_is_valid_for_every_api() -> None:
@@ -303,21 +318,23 @@ async def test_rewrite_messages_is_the_message_level_core_the_compactor_can_call
     services: Services, api: ApiName
 ) -> None:
     from mcp_offload.cachesafe.rewrite import rewrite_messages
-    from mcp_offload.cachesafe.session import GatewaySession
+    from mcp_offload.cachesafe.session import CacheSafeSession
 
-    session = GatewaySession.of_key("ab" * 16)
+    session = CacheSafeSession.of_key("ab" * 16)
     messages = conversation(api, [("c1", LARGE)])
     before = copy.deepcopy(messages)
-    done = await rewrite_messages(services, api, session, messages, POLICY)
+    done = await rewrite_messages(services, api_named(api), session, messages, POLICY)
     assert done.changed and done.tools_on and len(done.offloaded) == 1 and messages == before
     assert wire(done.messages).count("Stored as out_") == 1
-    again = await rewrite_messages(services, api, session, copy.deepcopy(messages), POLICY)
+    again = await rewrite_messages(services, api_named(api), session, copy.deepcopy(messages), POLICY)
     assert wire(again.messages) == wire(done.messages) and again.offloaded == []
     small = conversation(api, [("c2", SMALL)])
-    untouched = await rewrite_messages(services, api, GatewaySession.of_key("cd" * 16), small, POLICY)
+    untouched = await rewrite_messages(services, api_named(api), CacheSafeSession.of_key("cd" * 16), small, POLICY)
     assert untouched.messages is small and not untouched.changed and not untouched.tools_on
     odd = [user_text(api, "x"), {"role": "wizard"}, *conversation(api, [("c3", LARGE + "?")])[1:]]
-    kept = await rewrite_messages(services, api, session, odd, POLICY)  # a message it cannot read: kept, skipped
+    kept = await rewrite_messages(
+        services, api_named(api), session, odd, POLICY
+    )  # a message it cannot read: kept, skipped
     assert kept.messages[1] is odd[1] and wire(kept.messages).count("Stored as out_") == 1
 
 
@@ -327,7 +344,7 @@ async def test_a_store_refusing_the_outputs_fails_open_with_nothing_recorded(tmp
     the original body, and no decision recorded (the next turn sends them inline, as this one did)."""
     body = make_body(api, "sys", conversation(api, [("c1", LARGE), ("c2", LARGE + "!")]), client_tools(api))
     async with open_services(tmp_path / "store", store_session_max_bytes=1_000) as services:
-        rewrite = await rewrite_request(services, api, body, headers_for(api, "full"), POLICY)
+        rewrite = await rewrite_request(services, api_named(api), body, headers_for(api, "full"), POLICY)
         assert rewrite.body is body and not rewrite.changed
         assert rewrite.fail_open is not None and "StoreFull" in rewrite.fail_open
         state = await open_record(services).state(rewrite.session, [])
@@ -341,9 +358,9 @@ async def test_a_result_whose_reference_would_not_be_smaller_stays_inline_for_go
     result = big_text(random.Random(5), 80, "short")  # over a 50-token threshold, but its preview is all of it
     body = make_body(api, "sys", conversation(api, [("c1", result)]), client_tools(api))
     policy = RewritePolicy(threshold_tokens=50, clear_tool_uses=None, cost_rule=False)
-    first = await rewrite_request(services, api, body, headers_for(api, "short"), policy)
+    first = await rewrite_request(services, api_named(api), body, headers_for(api, "short"), policy)
     assert first.body is body and not first.changed and first.offloaded == []
     stored = await core.list_outputs(services, first.session.scope)
-    again = await rewrite_request(services, api, copy.deepcopy(body), headers_for(api, "short"), policy)
+    again = await rewrite_request(services, api_named(api), copy.deepcopy(body), headers_for(api, "short"), policy)
     assert not again.changed and again.offloaded == []
     assert len((await core.list_outputs(services, first.session.scope)).outputs) == len(stored.outputs) == 1

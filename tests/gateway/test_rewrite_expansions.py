@@ -79,7 +79,7 @@ async def first_turn(services: Services, api: ApiName, credential: str) -> tuple
             {"type": "function_call_output", "call_id": "c1", "output": BIG},
         ]
     body = make_body(api, "sys", messages, client_tools(api))
-    rewrite = await rewrite_request(services, api, copy.deepcopy(body), headers_for(api, credential), POLICY)
+    rewrite = await rewrite_request(services, api_named(api), copy.deepcopy(body), headers_for(api, credential), POLICY)
     assert rewrite.offloaded and rewrite.tools_injected
     return body, rewrite.body[api_named(api).history.messages_key]
 
@@ -162,26 +162,32 @@ async def test_transparent_loop_is_restored_so_the_next_prefix_is_the_follow_up_
     handle = wire(rewritten).split("Stored as ")[1][:30]
     upstream, client_copy = loop_messages(api, handle)
     follow_up = [*rewritten, *upstream[:-1]]  # what gw-server sent in the loop's follow-up call
-    rewrite = await rewrite_request(services, api, copy.deepcopy(body), headers_for(api, credential), POLICY)
+    rewrite = await rewrite_request(services, api_named(api), copy.deepcopy(body), headers_for(api, credential), POLICY)
     session = rewrite.session
-    await record_expansion(services, session, api, client_copy, upstream)
+    await record_expansion(services, session, api_named(api), client_copy, upstream)
 
     key = api_named(api).history.messages_key
     client_next = copy.deepcopy(body[key][1:] if api == "openai_chat" else body[key])
     client_next += client_copy if isinstance(client_copy, list) else [client_copy]
     client_next.append({"role": "user", "content": "Thanks, now fix it."})
     next_body = make_body(api, "sys", client_next, client_tools(api))
-    out = await rewrite_request(services, api, copy.deepcopy(next_body), headers_for(api, credential), POLICY)
+    out = await rewrite_request(
+        services, api_named(api), copy.deepcopy(next_body), headers_for(api, credential), POLICY
+    )
     assert out.expanded == 1 and out.fail_open is None
     validate_body(api, out.body)
     sent = out.body[key]
     assert wire(sent).startswith(wire(follow_up)[:-1])  # the follow-up call's prefix: cache hit
     assert sent[len(follow_up)] == upstream[-1]  # then the upstream's own final answer
     # deterministic: the same request gives the same bytes, also after a restart
-    again = await rewrite_request(services, api, copy.deepcopy(next_body), headers_for(api, credential), POLICY)
+    again = await rewrite_request(
+        services, api_named(api), copy.deepcopy(next_body), headers_for(api, credential), POLICY
+    )
     assert wire(again.body) == wire(out.body)
     async with open_services(Path(services.settings.store)) as restarted:
-        after = await rewrite_request(restarted, api, copy.deepcopy(next_body), headers_for(api, credential), POLICY)
+        after = await rewrite_request(
+            restarted, api_named(api), copy.deepcopy(next_body), headers_for(api, credential), POLICY
+        )
         assert wire(after.body) == wire(out.body)
 
 
@@ -250,14 +256,18 @@ async def test_mixed_turn_is_restored_to_what_the_model_produced(services: Servi
     credential = "mixed-" + api
     body, rewritten = await first_turn(services, api, credential)
     upstream, client_copy, client_result = mixed(api)
-    session = (await rewrite_request(services, api, copy.deepcopy(body), headers_for(api, credential), POLICY)).session
-    await record_expansion(services, session, api, client_copy, upstream)
+    session = (
+        await rewrite_request(services, api_named(api), copy.deepcopy(body), headers_for(api, credential), POLICY)
+    ).session
+    await record_expansion(services, session, api_named(api), client_copy, upstream)
     key = api_named(api).history.messages_key
     client_next = copy.deepcopy(body[key][1:] if api == "openai_chat" else body[key])
     client_next += client_copy if isinstance(client_copy, list) else [client_copy]
     client_next += client_result
     next_body = make_body(api, "sys", client_next, client_tools(api))
-    out = await rewrite_request(services, api, copy.deepcopy(next_body), headers_for(api, credential), POLICY)
+    out = await rewrite_request(
+        services, api_named(api), copy.deepcopy(next_body), headers_for(api, credential), POLICY
+    )
     assert out.expanded == 1
     validate_body(api, out.body)
     sent = out.body[key]
@@ -274,13 +284,13 @@ async def test_mixed_turn_is_restored_to_what_the_model_produced(services: Servi
 
 
 async def test_record_expansion_refuses_results_only(services: Services) -> None:
-    from mcp_offload.cachesafe.session import GatewaySession
+    from mcp_offload.cachesafe.session import CacheSafeSession
 
     with pytest.raises(ValueError):
         await record_expansion(
             services,
-            GatewaySession.of_key("0" * 32),
-            "openai_chat",
+            CacheSafeSession.of_key("0" * 32),
+            api_named("openai_chat"),
             {"role": "assistant", "content": "x"},
             [{"role": "tool", "tool_call_id": "r1", "content": "x"}],
         )
@@ -291,12 +301,14 @@ async def test_an_unknown_assistant_message_is_left_alone(services: Services) ->
     body, _ = await first_turn(services, api, "nothing-recorded")
     upstream, client_copy = loop_messages(api, "out_" + "b" * 26)
     session = (
-        await rewrite_request(services, api, copy.deepcopy(body), headers_for(api, "nothing-recorded"), POLICY)
+        await rewrite_request(
+            services, api_named(api), copy.deepcopy(body), headers_for(api, "nothing-recorded"), POLICY
+        )
     ).session
-    await record_expansion(services, session, api, client_copy, upstream)
+    await record_expansion(services, session, api_named(api), client_copy, upstream)
     other = {"role": "assistant", "content": [{"type": "text", "text": "Something else."}]}
     next_body = make_body(api, "sys", [*body["messages"], other, {"role": "user", "content": "ok"}], client_tools(api))
-    out = await rewrite_request(services, api, next_body, headers_for(api, "nothing-recorded"), POLICY)
+    out = await rewrite_request(services, api_named(api), next_body, headers_for(api, "nothing-recorded"), POLICY)
     assert out.expanded == 0 and out.body["messages"][3] is other
 
 
@@ -304,7 +316,9 @@ async def test_identical_short_answers_are_restored_each_to_their_own_exchange(s
     api: ApiName = "openai_chat"
     credential = "twice"
     body, _ = await first_turn(services, api, credential)
-    session = (await rewrite_request(services, api, copy.deepcopy(body), headers_for(api, credential), POLICY)).session
+    session = (
+        await rewrite_request(services, api_named(api), copy.deepcopy(body), headers_for(api, credential), POLICY)
+    ).session
     done = {"role": "assistant", "content": "Done."}
 
     def loop(call_id: str, answer: str) -> list[dict[str, Any]]:
@@ -317,11 +331,13 @@ async def test_identical_short_answers_are_restored_each_to_their_own_exchange(s
 
     history = body["messages"][1:]
     ask_1 = {"role": "user", "content": "First question?"}
-    await record_expansion(services, session, api, done, loop("r1", "first answer"), previous_message=history[-1])
-    await record_expansion(services, session, api, done, loop("r2", "second answer"), previous_message=ask_1)
+    await record_expansion(
+        services, session, api_named(api), done, loop("r1", "first answer"), previous_message=history[-1]
+    )
+    await record_expansion(services, session, api_named(api), done, loop("r2", "second answer"), previous_message=ask_1)
     client = [*history, done, ask_1, done, {"role": "user", "content": "ok"}]
     out = await rewrite_request(
-        services, api, make_body(api, "sys", client, client_tools(api)), headers_for(api, credential), POLICY
+        services, api_named(api), make_body(api, "sys", client, client_tools(api)), headers_for(api, credential), POLICY
     )
     assert out.expanded == 2
     validate_body(api, out.body)

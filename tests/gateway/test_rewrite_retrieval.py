@@ -10,10 +10,11 @@ from typing import Any, cast
 import pytest
 
 from mcp_offload.apis.names import ApiName
+from mcp_offload.apis.registry import api_named
 from mcp_offload.cachesafe.policy import RewritePolicy
 from mcp_offload.cachesafe.request_rewrite import rewrite_request
 from mcp_offload.cachesafe.retrieval import run_retrieval
-from mcp_offload.cachesafe.session import GatewaySession
+from mcp_offload.cachesafe.session import CacheSafeSession
 from mcp_offload.store.fs import FilesystemStore
 from support.gateway_core import big_text, client_tools, headers_for, make_body, model_turn, open_services, results_turn
 from support.store import FakeClock
@@ -22,12 +23,12 @@ POLICY = RewritePolicy(threshold_tokens=200)
 TEXT = big_text(random.Random(2), 600, "log") + "\nNEEDLE-42 found here\n"
 
 
-async def offloaded(services: Any, credential: str = "r") -> tuple[GatewaySession, str]:
+async def offloaded(services: Any, credential: str = "r") -> tuple[CacheSafeSession, str]:
     api: ApiName = "anthropic"
     messages = [{"role": "user", "content": "go"}, *model_turn(api, [("toolu_9", "bash", {})], "run", 1)]
     messages += results_turn(api, [("toolu_9", TEXT)])
     rewrite = await rewrite_request(
-        services, api, make_body(api, "s", messages, client_tools(api)), headers_for(api, credential), POLICY
+        services, api_named(api), make_body(api, "s", messages, client_tools(api)), headers_for(api, credential), POLICY
     )
     return rewrite.session, rewrite.offloaded[0]
 

@@ -17,6 +17,7 @@ import openai
 
 from llm_upstream import Turn, UpstreamServer, reply, tool_call
 from llm_upstream.script import Step
+from mcp_offload.apis.registry import api_named
 from mcp_offload.cachesafe.tool_text import retrieval_tools
 from support.gateway_core import wire
 from support.gateway_server import StartGateway
@@ -62,7 +63,7 @@ def test_a_sub_agent_handed_its_parents_handle_reads_it_anthropic(
     parent.messages.create(messages=anthropic_messages(build_log()), **kwargs)
     handle = _parent_handle(upstream, "anthropic")
     parent_tools = upstream.received("anthropic", ok_only=True)[0].body["tools"]
-    assert parent_tools[1:] == retrieval_tools("anthropic")
+    assert parent_tools[1:] == retrieval_tools(api_named("anthropic"))
 
     task = f"Find the fatal line in {handle} and report it. Then list what you can see."
     answer = parent.messages.create(messages=[{"role": "user", "content": task}], **kwargs)  # a new conversation

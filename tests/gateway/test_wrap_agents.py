@@ -8,6 +8,7 @@ byte-identical."""
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 import random
@@ -17,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from llm_upstream import UpstreamServer
-from support.agents import AGENTS, CLAUDE, CODEX, GEMINI, agent_env, need
+from llm_upstream import ApiKind, UpstreamServer, extends
+from support.agents import AGENTS, CLAUDE, CODEX, COPILOT, COPILOT_CACHE, GEMINI, agent_env, need
 from support.wrap import WRAP
 
 FACT = "PLANTED-" + random.Random(26).randbytes(6).hex()
@@ -26,7 +27,9 @@ TASK = f"Find the deploy key in data.json.\n@run cat data.json\n@search {FACT[:8
 OWN = (".local/share/mcp-offload/", ".local/state/mcp-offload/", ".cache/mcp-offload/")  # mcp-offload's directories
 # each agent's own directory, where it keeps its session state on any run (with or without wrap); its configuration
 # files there (USER_FILES, NOT_CREATED) must be left as they were
-AGENT_DIRS = {"claude": (".claude/", ".claude.json"), "codex": (".codex/",), "gemini": (".gemini/",)}
+AGENT_DIRS = {
+    "claude": (".claude/", ".claude.json"), "codex": (".codex/",), "gemini": (".gemini/",), "copilot": (".copilot/",),
+}  # fmt: skip
 NOT_CREATED = (".claude/settings.local.json", ".codex/config.json", ".gemini/.env")
 USER_FILES = {  # a user's own settings, which wrap must leave as they are
     ".claude/settings.json": '{"theme": "dark"}\n',
@@ -78,8 +81,8 @@ def run_wrapped(agent: str, argv: list[str], upstream: UpstreamServer, home: Pat
     before = snapshot(home)
     upstreams = ["--anthropic-upstream", upstream.base_url, "--openai-upstream", upstream.openai_url,
                  "--gemini-upstream", upstream.base_url]  # fmt: skip
-    full_env = {k: v for k, v in agent_env(**env).items() if not k.startswith(("XDG_", "MCP_OFFLOAD_"))}
-    full_env.update(HOME=str(home), PATH=f"{AGENTS / '.bin'}{os.pathsep}{os.environ.get('PATH', '')}")
+    full_env = {k: v for k, v in agent_env().items() if not k.startswith(("XDG_", "MCP_OFFLOAD_"))}
+    full_env.update(env, HOME=str(home), PATH=f"{AGENTS / '.bin'}{os.pathsep}{os.environ.get('PATH', '')}")
     done = subprocess.run([*WRAP, *upstreams, agent, *argv], env=full_env, cwd=work, stdin=subprocess.DEVNULL,
                           capture_output=True, text=True, timeout=300)  # fmt: skip
     assert done.returncode == 0, f"{agent} failed ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
@@ -101,6 +104,22 @@ def offloaded_and_found(upstream: UpstreamServer, records: int) -> None:
     escaped = json.dumps(big_document(records), ensure_ascii=False)[1:-1]
     middle = escaped[escaped.index(FACT) - 600 : escaped.index(FACT) + 600]  # as a request body carries it
     assert not any(middle in b for b in bodies), "the document reached the upstream whole"
+
+
+def no_prefix_break(upstream: UpstreamServer, api: ApiKind) -> None:
+    """Every request was valid, and each one with tools extends the one before, but for the request on which the
+    gateway appended its retrieval tools (once): its messages still extend the previous ones."""
+    received = upstream.received(api)
+    assert received and all(r.status == 200 for r in received), [(r.status, r.error) for r in received]
+    main = [r.json for r in received if r.json.get("tools")]
+    appended = 0
+    for earlier, later in itertools.pairwise(main):
+        if extends(api, earlier, later):
+            continue
+        assert extends(api, {**earlier, "tools": []}, {**later, "tools": []}), "an already-sent message changed"
+        assert later["tools"][: len(earlier["tools"])] == earlier["tools"], "an already-sent tool changed"
+        appended += 1
+    assert appended == 1, f"the tools changed on {appended} requests (the retrieval tools are appended once)"
 
 
 def test_claude_code_through_wrap(llm_upstream: UpstreamServer, home: Path, tmp_path: Path) -> None:
@@ -134,3 +153,17 @@ def test_gemini_cli_through_wrap(llm_upstream: UpstreamServer, home: Path, tmp_p
                       GEMINI_API_KEY="test-gemini-key", GEMINI_CLI_TRUST_WORKSPACE="true")  # fmt: skip
     assert f"ANSWER: {FACT}" in out, out[-2000:]
     offloaded_and_found(llm_upstream, 150)
+
+
+def test_copilot_cli_through_wrap(llm_upstream: UpstreamServer, home: Path, tmp_path: Path) -> None:
+    """Copilot CLI with a provider of the user's own (BYOK: its key and model in COPILOT_PROVIDER_* variables) is
+    pointed by COPILOT_PROVIDER_BASE_URL alone; nothing is written into ~/.copilot but its own session state."""
+    need(COPILOT)
+    out = run_wrapped(
+        "copilot", ["-p", TASK, "--allow-all-tools", "-s"], llm_upstream, home, tmp_path,
+        COPILOT_PROVIDER_API_KEY="sk-test-key", COPILOT_MODEL="gpt-4.1", COPILOT_OFFLINE="true",
+        COPILOT_AUTO_UPDATE="false", XDG_CACHE_HOME=str(COPILOT_CACHE),  # its unpacked package, shared
+    )  # fmt: skip
+    assert out.rstrip().endswith(f"ANSWER: {FACT}"), out[-2000:]
+    offloaded_and_found(llm_upstream, 150)
+    no_prefix_break(llm_upstream, "openai_chat")

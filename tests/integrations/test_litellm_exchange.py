@@ -12,6 +12,7 @@ from openai.types.chat import ChatCompletion
 from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseOutputText
 
 from mcp_offload.apis.names import ApiName
+from mcp_offload.apis.registry import api_named
 from mcp_offload.cachesafe.policy import RewritePolicy
 from mcp_offload.cachesafe.record import record_expansion
 from mcp_offload.cachesafe.request_rewrite import rewrite_request
@@ -49,7 +50,7 @@ class FakeStreamReplay:
 
 
 def test_round_messages_in_the_three_shapes() -> None:
-    assert round_messages("openai_chat", "Searching", [(SEARCH, FOUND)]) == [
+    assert round_messages(api_named("openai_chat"), "Searching", [(SEARCH, FOUND)]) == [
         {
             "role": "assistant",
             "content": "Searching",
@@ -63,7 +64,7 @@ def test_round_messages_in_the_three_shapes() -> None:
         },
         {"role": "tool", "tool_call_id": "call_s", "content": FOUND},
     ]
-    assert round_messages("anthropic", "", [(SEARCH, FOUND)]) == [
+    assert round_messages(api_named("anthropic"), "", [(SEARCH, FOUND)]) == [
         {
             "role": "assistant",
             "content": [
@@ -72,7 +73,7 @@ def test_round_messages_in_the_three_shapes() -> None:
         },
         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "call_s", "content": FOUND}]},
     ]
-    assert round_messages("responses", "Searching", [(SEARCH, FOUND)]) == [
+    assert round_messages(api_named("responses"), "Searching", [(SEARCH, FOUND)]) == [
         {"role": "assistant", "content": "Searching"},
         {"type": "function_call", "call_id": "call_s", "name": SEARCH["name"], "arguments": SEARCH["arguments"]},
         {"type": "function_call_output", "call_id": "call_s", "output": FOUND},
@@ -81,8 +82,8 @@ def test_round_messages_in_the_three_shapes() -> None:
 
 def test_final_answer_of_a_chat_response_model() -> None:
     response = _chat_response("Found it", [{"id": "call_b", "name": "Bash", "arguments": "{}"}])
-    assert response_api(response) == "openai_chat" and response_text(response) == "Found it"
-    final = final_answer("openai_chat", response)
+    assert response_api(response).name == "openai_chat" and response_text(response) == "Found it"
+    final = final_answer(api_named("openai_chat"), response)
     assert final is not None
     said = {
         "role": "assistant",
@@ -90,52 +91,56 @@ def test_final_answer_of_a_chat_response_model() -> None:
         "tool_calls": [{"id": "call_b", "type": "function", "function": {"name": "Bash", "arguments": "{}"}}],
     }
     assert final.client_copy == said and final.messages == [said]
-    assert final_answer("openai_chat", _chat_response(None, [SEARCH])) is None  # still retrieving: not recorded
+    assert (
+        final_answer(api_named("openai_chat"), _chat_response(None, [SEARCH])) is None
+    )  # still retrieving: not recorded
 
 
 def test_final_answer_of_an_anthropic_answer_and_of_its_stream_replay() -> None:
     answer = {"type": "message", "role": "assistant", "content": [{"type": "text", "text": "Found it"}]}
-    assert response_api(answer) == "anthropic" and response_text(answer) == "Found it"
+    assert response_api(answer).name == "anthropic" and response_text(answer) == "Found it"
     for response in (answer, FakeStreamReplay(answer)):
-        final = final_answer("anthropic", response)
+        final = final_answer(api_named("anthropic"), response)
         assert final is not None and final.messages == [{"role": "assistant", "content": answer["content"]}]
-    assert final_answer("anthropic", {"content": []}) is None
-    assert final_answer("anthropic", object()) is None  # a real stream: nothing whole to record
+    assert final_answer(api_named("anthropic"), {"content": []}) is None
+    assert final_answer(api_named("anthropic"), object()) is None  # a real stream: nothing whole to record
     calling = {"content": [{"type": "tool_use", "id": "t", "name": "read_large_output", "input": {}}]}
-    assert final_answer("anthropic", calling) is None
+    assert final_answer(api_named("anthropic"), calling) is None
 
 
 def test_final_answer_of_a_responses_answer_made_of_sdk_models() -> None:
     text = ResponseOutputText(type="output_text", text="Found it", annotations=[])
     message = ResponseOutputMessage(id="msg_1", type="message", role="assistant", status="completed", content=[text])
     response = {"output": [message]}
-    assert response_api(response) == "responses" and response_text(response) == "Found it"
-    final = final_answer("responses", response)
+    assert response_api(response).name == "responses" and response_text(response) == "Found it"
+    final = final_answer(api_named("responses"), response)
     assert final is not None and final.client_copy == [message.model_dump(exclude_none=True)]
     call = ResponseFunctionToolCall(type="function_call", call_id="c", name="query_large_output", arguments="{}")
-    assert final_answer("responses", {"output": [message, call]}) is None
+    assert final_answer(api_named("responses"), {"output": [message, call]}) is None
 
 
 def test_rounds_by_depth_a_retry_replaces_and_a_gap_marks_the_call_incomplete() -> None:
-    call = LoopCall("session", "openai_chat", None)
-    call.add_round(0, "openai_chat", [{"n": 0}])
-    call.add_round(1, "openai_chat", [{"n": 1}])
-    call.add_round(1, "openai_chat", [{"n": 2}])  # depth 1 again (a retried follow-up)
-    assert call.loop_messages() == [{"n": 0}, {"n": 2}] and call.complete and call.rounds_api == "openai_chat"
-    call.add_round(3, "openai_chat", [{"n": 3}])
+    call = LoopCall("session", api_named("openai_chat"), None)
+    call.add_round(0, api_named("openai_chat"), [{"n": 0}])
+    call.add_round(1, api_named("openai_chat"), [{"n": 1}])
+    call.add_round(1, api_named("openai_chat"), [{"n": 2}])  # depth 1 again (a retried follow-up)
+    assert (
+        call.loop_messages() == [{"n": 0}, {"n": 2}] and call.complete and call.rounds_api is api_named("openai_chat")
+    )
+    call.add_round(3, api_named("openai_chat"), [{"n": 3}])
     assert not call.complete
-    mixed = LoopCall("session", "anthropic", None)
-    mixed.add_round(0, "anthropic", [])
-    mixed.add_round(1, "openai_chat", [])
+    mixed = LoopCall("session", api_named("anthropic"), None)
+    mixed.add_round(0, api_named("anthropic"), [])
+    mixed.add_round(1, api_named("openai_chat"), [])
     assert mixed.rounds_api is None  # rounds in two APIs: not the client's shape
 
 
 def test_the_call_table_is_bounded_by_count_and_age() -> None:
     table = CallTable(ttl_s=10.0, max_calls=2)
     for i in range(3):
-        table.remember(f"c{i}", LoopCall("s", "openai_chat", None, at=float(i)))
+        table.remember(f"c{i}", LoopCall("s", api_named("openai_chat"), None, at=float(i)))
     assert table.get("c0") is None and table.get("c1") is not None and table.get("c2") is not None
-    table.remember("late", LoopCall("s", "openai_chat", None, at=11.5))
+    table.remember("late", LoopCall("s", api_named("openai_chat"), None, at=11.5))
     assert table.get("c1") is None and table.get("late") is not None  # c1 is 10.5 s older: expired
     table.forget("late")
     assert table.get("late") is None and table.get(None) is None
@@ -189,19 +194,19 @@ async def test_what_the_guardrail_records_the_next_rewrite_restores(api: ApiName
     the next turn's `rewrite_request`, over the store: the client's copy is replaced by the exact loop messages."""
     key = "input" if api == "responses" else "messages"
     first: dict[str, Any] = {"model": "m", key: CONVERSATIONS[api]}
-    rewrite = await rewrite_request(services, api, first, {"authorization": "Bearer k"}, RewritePolicy())
-    added = round_messages(api, "Searching", [(SEARCH, FOUND)])
-    final = final_answer(api, FINALS[api])
+    rewrite = await rewrite_request(services, api_named(api), first, {"authorization": "Bearer k"}, RewritePolicy())
+    added = round_messages(api_named(api), "Searching", [(SEARCH, FOUND)])
+    final = final_answer(api_named(api), FINALS[api])
     assert final is not None
     await record_expansion(
         services,
         rewrite.session,
-        api,
+        api_named(api),
         final.client_copy,
         [*added, *final.messages],
         previous_message=CONVERSATIONS[api][-1],
     )
     nxt = {"model": "m", key: [*CONVERSATIONS[api], *CLIENT_COPIES[api], {"role": "user", "content": "Thanks"}]}
-    restored = await rewrite_request(services, api, nxt, {"authorization": "Bearer k"}, RewritePolicy())
+    restored = await rewrite_request(services, api_named(api), nxt, {"authorization": "Bearer k"}, RewritePolicy())
     assert restored.expanded == 1
     assert restored.body[key] == [*CONVERSATIONS[api], *added, *final.messages, {"role": "user", "content": "Thanks"}]

@@ -165,8 +165,9 @@ class PromptCache:
             self._count(state, usage)
             return usage
 
-    def gemini(self, session: str, segments: list[Segment]) -> CacheUsage:
-        return self.openai(session, segments, min_tokens=self.gemini_min_tokens, step_tokens=1)
+    def gemini(self, session: str, segments: list[Segment], min_tokens: int | None = None) -> CacheUsage:
+        minimum = self.gemini_min_tokens if min_tokens is None else min_tokens
+        return self.openai(session, segments, min_tokens=minimum, step_tokens=1)
 
     def openai(
         self,

@@ -14,7 +14,7 @@ import secrets
 from dataclasses import dataclass
 from typing import Any, Literal
 
-ApiKind = Literal["anthropic", "openai_chat", "responses", "gemini"]
+ApiKind = Literal["anthropic", "openai_chat", "responses", "gemini", "converse"]
 
 _ANTHROPIC_TYPES = {
     400: "invalid_request_error",

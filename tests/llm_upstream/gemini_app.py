@@ -20,6 +20,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from llm_upstream import emit_gemini
+from llm_upstream.answer import _output_tokens
+from llm_upstream.answer import _stream as stream_lines
 from llm_upstream.errors import ApiError, InvalidRequest, error_body
 from llm_upstream.prompt import render_gemini
 from llm_upstream.script import Turn
@@ -74,17 +76,36 @@ async def handle(state: UpstreamState, request: Request) -> Response:
     if model not in GEMINI_MODELS:
         message = f"models/{model} is not found for API version {version}, or is not supported for {method}."
         return _error(entry, 404, message + " Call ListModels to see the list of available models.")
+    session = session_key("gemini", {"x-api-key": key}, model)
+    return await answer_gemini(state, entry, await request.body(), model, method, session, request)
+
+
+async def answer_gemini(
+    state: UpstreamState,
+    entry: ReceivedRequest,
+    raw: bytes,
+    model: str,
+    method: str,
+    session: str,
+    request: Request,
+    *,
+    min_tokens: int | None = None,
+    roles_required: bool = False,
+) -> Response:
+    """One generateContent / streamGenerateContent / countTokens call (the Gemini API's and Vertex AI's alike: Vertex
+    wants every content's `role`, and caches implicitly from `min_tokens` on)."""
     try:
-        body = json.loads(await request.body())
+        body = json.loads(raw)
     except ValueError:
         return _error(entry, 400, "Invalid JSON payload received. Unexpected token.")
     entry.body = body
     try:
-        if method == "countTokens":
-            inner = body.get("generateContentRequest", body) if isinstance(body, dict) else body
-            validate_gemini_request(inner, model, state.signer)
-        else:
-            validate_gemini_request(body, model, state.signer)
+        inner = body.get("generateContentRequest", body) if isinstance(body, dict) and method == "countTokens" else body
+        if roles_required and isinstance(inner, dict):
+            for i, content in enumerate(inner.get("contents") or []):
+                if isinstance(content, dict) and "role" not in content:
+                    raise InvalidRequest(f"Please use a valid role: user, model. (contents[{i}].role is missing)")
+        validate_gemini_request(inner, model, state.signer)
     except InvalidRequest as exc:
         return _error(entry, exc.status, exc.message)
     segments = render_gemini(body.get("generateContentRequest", body), state.tokens)
@@ -92,7 +113,7 @@ async def handle(state: UpstreamState, request: Request) -> Response:
         entry.finished = True
         total = sum(s.tokens for s in segments)
         return JSONResponse({"totalTokens": total, "promptTokensDetails": [{"modality": "TEXT", "tokenCount": total}]})
-    session = entry.session = session_key("gemini", {"x-api-key": key}, model)
+    entry.session = session
     turn = Turn("gemini", body, session, state.next_index(), model_name=model)
     step = state.next_reply(turn)
     entry.reply = step
@@ -100,7 +121,7 @@ async def handle(state: UpstreamState, request: Request) -> Response:
         await asyncio.sleep(0)
         return _error(entry, step.status, step.message)
     reply = step
-    usage = entry.usage = state.cache.gemini(session, segments)
+    usage = entry.usage = state.cache.gemini(session, segments, min_tokens)
     out_tokens = reply.output_tokens if reply.output_tokens is not None else _output_tokens(state, reply)
     entry.output_tokens = out_tokens
     state.cache.stats(session).output_tokens += out_tokens
@@ -122,18 +143,10 @@ async def handle(state: UpstreamState, request: Request) -> Response:
     return _stream(state, entry, reply, chunks)
 
 
-def _output_tokens(state: UpstreamState, reply: Any) -> int:
-    from llm_upstream.app import _output_tokens as count
-
-    return count(state, reply)
-
-
 def _stream(state: UpstreamState, entry: ReceivedRequest, reply: Any, chunks: Iterator[dict[str, Any]]) -> Response:
-    from llm_upstream.app import _stream as stream
-
     lines = (f"data: {_json(chunk)}\r\n\r\n" for chunk in chunks)
     headers = {"x-gemini-service-tier": "standard"}
-    return stream(state, entry, reply, lines, headers, media_type="text/event-stream", no_cache=False)
+    return stream_lines(state, entry, reply, lines, headers, media_type="text/event-stream", no_cache=False)
 
 
 def gemini_routes(state: UpstreamState) -> list[Route]:

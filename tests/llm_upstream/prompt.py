@@ -209,6 +209,57 @@ def render_gemini(body: dict[str, Any], tokens: TokenCache) -> list[Segment]:
     return segments
 
 
+# -- Bedrock Converse ---------------------------------------------------------------------------------------------
+def converse_block_text(block: dict[str, Any]) -> str:
+    kind, value = next(iter(block.items()))
+    if kind == "text":
+        return str(value)
+    if kind == "toolUse":
+        return f"<tool_use id={value.get('toolUseId')} name={value.get('name')}>{_json(value.get('input'))}</tool_use>"
+    if kind == "toolResult":
+        content = "".join(
+            str(p["text"]) if "text" in p else _json(p.get("json", p)) for p in value.get("content") or []
+        )
+        error = " error" if value.get("status") == "error" else ""
+        return f"<tool_result id={value.get('toolUseId')}{error}>{content}</tool_result>"
+    if kind == "reasoningContent":
+        text = (value.get("reasoningText") or {}).get("text")
+        return f"<thinking>{text if text is not None else value.get('redactedContent', '')}</thinking>"
+    return _json({kind: value})
+
+
+def render_converse(body: dict[str, Any], tokens: TokenCache) -> list[Segment]:
+    """Converse's prompt: tools, system blocks, message blocks; a `cachePoint` block is a breakpoint on the segment
+    before it (the prefix up to there), with its `ttl`."""
+    segments: list[Segment] = []
+
+    def mark(point: dict[str, Any]) -> None:
+        if segments:
+            last = segments[-1]
+            segments[-1] = Segment(last.digest, last.tokens, str(point.get("ttl", "5m")))
+
+    for tool in (body.get("toolConfig") or {}).get("tools") or []:
+        if "cachePoint" in tool:
+            mark(tool["cachePoint"])
+        else:
+            segments.append(tokens.segment("<tool>" + _json(tool)))
+    for block in body.get("system") or []:
+        if "cachePoint" in block:
+            mark(block["cachePoint"])
+        else:
+            segments.append(tokens.segment("<system>" + str(block.get("text", ""))))
+    for msg in body.get("messages") or []:
+        marker = f"\n\n{msg.get('role')}: "
+        first = True
+        for block in msg.get("content") or []:
+            if "cachePoint" in block:
+                mark(block["cachePoint"])
+                continue
+            segments.append(tokens.segment((marker if first else "") + converse_block_text(block)))
+            first = False
+    return segments
+
+
 def prompt_digests(api: str, body: dict[str, Any], prior: list[dict[str, Any]] | None = None) -> list[bytes]:
     """The segment digests of a request's prompt: what the model sees, in order (for prefix assertions)."""
     tokens = _DIGEST_ONLY
@@ -218,6 +269,8 @@ def prompt_digests(api: str, body: dict[str, Any], prior: list[dict[str, Any]] |
         return [s.digest for s in render_chat(body, tokens)]
     if api == "gemini":
         return [s.digest for s in render_gemini(body, tokens)]
+    if api == "converse":
+        return [s.digest for s in render_converse(body, tokens)]
     return [s.digest for s in render_responses(body, prior or [], tokens)]
 
 

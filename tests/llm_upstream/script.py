@@ -52,6 +52,7 @@ class Reply:
     first_token_delay_s: float = 0.0  # streams: before the first event; non-streaming: before the answer
     event_delay_s: float = 0.0  # streams: between events
     drop_after_events: int | None = None  # streams: cut the connection after this many events
+    error_after_events: int | None = None  # Bedrock streams: end with the service's exception frame after this many
     chunk_chars: int = 24  # size of text / argument deltas
     output_tokens: int | None = None  # default: counted
 
@@ -97,10 +98,17 @@ class Turn:
             found.extend(d for d in tool.get("functionDeclarations") or [] if isinstance(d, dict))
         return found
 
+    def _tool_specs(self) -> list[dict[str, Any]]:
+        """Converse: every `toolSpec` of `toolConfig.tools`, with its schema where the other APIs have it."""
+        specs = [t["toolSpec"] for t in (self.body.get("toolConfig") or {}).get("tools") or [] if "toolSpec" in t]
+        return [{**s, "input_schema": (s.get("inputSchema") or {}).get("json") or {}} for s in specs]
+
     @property
     def tool_names(self) -> list[str]:
         if self.api == "gemini":
             return [str(d.get("name", "")) for d in self._declarations()]
+        if self.api == "converse":
+            return [str(s.get("name", "")) for s in self._tool_specs()]
         names = []
         for tool in self.body.get("tools") or []:
             if self.api == "openai_chat":
@@ -112,6 +120,8 @@ class Turn:
     def tool(self, name: str) -> dict[str, Any] | None:
         if self.api == "gemini":
             return next((dict(d) for d in self._declarations() if d.get("name") == name), None)
+        if self.api == "converse":
+            return next((s for s in self._tool_specs() if s.get("name") == name), None)
         for tool in self.body.get("tools") or []:
             spec = (tool.get("function") or tool.get("custom") or tool) if self.api == "openai_chat" else tool
             if spec.get("name") == name:
@@ -176,6 +186,9 @@ class Turn:
     def _walk(self) -> Iterator[tuple[str, Any]]:
         if self.api == "gemini":
             yield from _walk_gemini(self.body.get("contents") or [])
+            return
+        if self.api == "converse":
+            yield from _walk_converse(self.body.get("messages") or [])
             return
         if self.api == "anthropic":
             for msg in self.body.get("messages") or []:
@@ -242,6 +255,26 @@ def _walk_gemini(contents: list[dict[str, Any]]) -> Iterator[tuple[str, Any]]:
                 yield "result", (answer.get("id") or answer.get("name"), text)
 
 
+def _walk_converse(messages: list[dict[str, Any]]) -> Iterator[tuple[str, Any]]:
+    for msg in messages:
+        role = str(msg.get("role"))
+        if role == "assistant":
+            yield "turn", None
+        for block in msg.get("content") or []:
+            if isinstance(block.get("text"), str):
+                yield role, block["text"]
+            elif isinstance(block.get("toolUse"), dict):
+                use = block["toolUse"]
+                yield "call", (use.get("toolUseId"), use.get("name", ""), use.get("input"))
+            elif isinstance(block.get("toolResult"), dict):
+                result = block["toolResult"]
+                text = "".join(
+                    str(p["text"]) if "text" in p else json.dumps(p.get("json"), ensure_ascii=False)
+                    for p in result.get("content") or []
+                )
+                yield "result", (result.get("toolUseId"), text)
+
+
 def _has_type(blocks: list[Any], kind: str) -> bool:
     return any(isinstance(b, dict) and b.get("type") == kind for b in blocks)
 
@@ -269,7 +302,11 @@ def _loads(arguments: Any) -> Any:
 
 
 # -- the default script --------------------------------------------------------------------------------------------
-SHELL_TOOLS = ("bash", "shell", "exec_command", "shell_command", "run_shell_command", "local_shell")
+SHELL_TOOLS = (
+    "bash", "shell", "exec_command", "shell_command", "run_shell_command", "local_shell",
+    "exec",  # OpenClaw
+    "run_commands",  # Cline: {"commands": [...]}
+)  # fmt: skip
 READ_TOOLS = ("read", "read_file", "view", "read_large_output")
 SEARCH_TOOLS = ("search_large_output",)
 DIRECTIVE = re.compile(r"^@(run|read|search|call|answer)\s+(.*)$", re.MULTILINE)
@@ -278,7 +315,8 @@ DIRECTIVE = re.compile(r"^@(run|read|search|call|answer)\s+(.*)$", re.MULTILINE)
 class AgentScript:
     """A default that real agents can follow: directives in the user's text, one per tool-calling turn.
 
-        @run <shell command>       call the agent's shell tool (Claude Code `Bash`, Codex `shell` / `exec_command`)
+        @run <shell command>       call the agent's shell tool (Claude Code `Bash`, Codex `shell` / `exec_command`,
+                                   OpenClaw `exec`, Cline `run_commands`)
         @read <path>               call the agent's file-read tool (falls back to `cat` through the shell)
         @search <pattern>          call the gateway's retrieval tool `search_large_output` (literal pattern)
         @call <tool> <json args>   call any tool by name
@@ -291,7 +329,7 @@ class AgentScript:
     """
 
     def __call__(self, turn: Turn) -> Step:
-        if not turn.body.get("tools"):
+        if not turn.body.get("tools") and not turn.tool_names:
             return reply("Scripted session")
         directives: list[tuple[str, str]] = []
         position = -1
@@ -342,6 +380,8 @@ class AgentScript:
         if shell is None:
             return None
         props = _properties(turn.tool(shell) or {})
+        if props.get("commands", {}).get("type") == "array":
+            return ToolCall(shell, {"commands": [arg]})
         if "command" in props:
             if props["command"].get("type") == "array":
                 return ToolCall(shell, {"command": ["bash", "-lc", arg]})

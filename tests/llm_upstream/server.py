@@ -84,8 +84,10 @@ class UpstreamServer:
     def requests(self) -> list[ReceivedRequest]:
         return self.state.received()
 
-    def received(self, api: ApiKind | None = None, *, ok_only: bool = False) -> list[ReceivedRequest]:
-        return self.state.received(api, ok_only=ok_only)
+    def received(
+        self, api: ApiKind | None = None, *, ok_only: bool = False, cloud: str | None = None
+    ) -> list[ReceivedRequest]:
+        return self.state.received(api, ok_only=ok_only, cloud=cloud)
 
     @property
     def cache(self) -> PromptCache:

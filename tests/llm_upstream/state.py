@@ -38,6 +38,7 @@ class ReceivedRequest:
     finished: bool = False  # the whole answer was written
     client_gone: bool = False  # the client disconnected before the end of the stream
     first_event_at: float | None = None
+    cloud: str | None = None  # "bedrock", "vertex", "azure": the cloud route it came by (None: a vendor's API)
 
     @property
     def json(self) -> dict[str, Any]:
@@ -65,6 +66,7 @@ class UpstreamState:
         self.requests: list[ReceivedRequest] = []
         self.responses: dict[str, list[dict[str, Any]]] = {}  # Responses API: id -> items (input + output)
         self.active_streams = 0
+        self.bedrock_region = "us-east-1"  # the region the scripted Bedrock answers for (signatures are scoped to it)
         self._script: Callable[[Turn], Step] | None = None  # a list script goes to the queue
         self._queue: deque[Step] = deque()
         self._lock = threading.Lock()
@@ -108,9 +110,11 @@ class UpstreamState:
         with self._lock:
             self.requests.append(entry)
 
-    def received(self, api: ApiKind | None = None, *, ok_only: bool = False) -> list[ReceivedRequest]:
+    def received(
+        self, api: ApiKind | None = None, *, ok_only: bool = False, cloud: str | None = None
+    ) -> list[ReceivedRequest]:
         with self._lock:
-            found = [r for r in self.requests if api is None or r.api == api]
+            found = [r for r in self.requests if (api is None or r.api == api) and (cloud is None or r.cloud == cloud)]
         return [r for r in found if r.status == 200] if ok_only else found
 
     def stats(self, session: str) -> SessionStats:

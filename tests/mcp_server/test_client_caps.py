@@ -4,6 +4,7 @@ too small refused at start."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -145,3 +146,31 @@ async def test_a_preview_over_the_cap_keeps_its_first_lines_and_points_at_the_ou
         )
     finally:
         await services.aclose()
+
+
+@ERA
+@pytest.mark.parametrize(("name", "cap"), [("@cline/core", 7_500), ("openclaw-bundle-mcp", 19_000)])
+async def test_clients_that_show_the_raw_result_get_no_meta_and_a_cap_on_the_escaped_text(
+    services: Services, mode: str, name: str, cap: int
+) -> None:
+    """Cline and OpenClaw show their model the whole result as JSON: the text, escaped, fits the cap, and `_meta`
+    carries no copy of the result (JSON lines: every quote escaped, so the text alone would be ~20% over)."""
+    doc = "".join(json.dumps({"id": i, "name": f"item-{i:04d}", "tags": ["a", "b"]}) + "\n" for i in range(3000))
+    client_info = types.Implementation(name=name, version="1")
+    async with Client(build_server(services), mode=mode, client_info=client_info) as client:
+        stored = await client.call_tool("offload", {"content": doc})
+        assert stored.meta is None or "mcp-offload/result" not in stored.meta
+        handle = text_of(stored).split()[2]
+        pieces, args = [], {"handle": handle, "start_line": 1, "end_line": 3000}
+        while True:
+            result = await client.call_tool("read_large_output", args)
+            answer = text_of(result)
+            assert result.meta is None or "mcp-offload/result" not in result.meta
+            assert len(json.dumps(answer, ensure_ascii=False).encode()) - 2 <= cap
+            pieces.append(answer)
+            following = continuation(answer)
+            if following is None:
+                break
+            args = following
+    lines = [line for piece in pieces for line in piece.splitlines() if line.startswith('{"id"')]
+    assert lines == doc.splitlines()

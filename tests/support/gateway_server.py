@@ -24,6 +24,7 @@ from mcp_offload.gateway.app import GatewayApp
 from mcp_offload.gateway.loop import LoopLimits
 from mcp_offload.gateway.options import GatewayOptions
 from mcp_offload.gateway.upstream import ProviderConfig
+from mcp_offload.providers.registry import PROVIDERS
 from mcp_offload.settings import Settings
 
 
@@ -88,6 +89,11 @@ class GatewayServer:
         return self.base_url + "/v1"
 
 
+def upstream_bases(base: str) -> dict[str, str | None]:
+    """Every registered provider pointed at the scripted upstream at `base` (OpenAI's base carries its /v1)."""
+    return {**{name: base for name in PROVIDERS}, "openai": base + "/v1"}
+
+
 def gateway_options(upstream: UpstreamServer | str, **changes: Any) -> GatewayOptions:
     base = upstream if isinstance(upstream, str) else upstream.base_url
     policy = changes.pop("policy", RewritePolicy())
@@ -95,7 +101,7 @@ def gateway_options(upstream: UpstreamServer | str, **changes: Any) -> GatewayOp
     return dataclasses.replace(
         GatewayOptions(
             port=0,
-            upstream=ProviderConfig(anthropic_base=base, openai_base=base + "/v1", gemini_base=base, read_timeout_s=30),
+            upstream=ProviderConfig(bases=upstream_bases(base), read_timeout_s=30),
             policy=policy,
             limits=limits,
         ),

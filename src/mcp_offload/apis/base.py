@@ -6,39 +6,26 @@ Each front end reads only this:
   (read one message, replace a tool result's parts), `history` (the request body: where the messages and tools
   sit, what identifies a conversation, how expansions are put back), `tool_definitions` (the injected tools'
   shape);
-- the gateway: `route` (is a request this API's, and what its path says), `provider` (whose upstream answers it),
-  `session_headers` (what scopes its session), `dialect` (answers and streams in the retrieval loop),
-  `error_document` / `stream_error_event` (failures in the client's own error format).
+- the gateway: `dialect` (answers and streams in the retrieval loop), `single_choice`, `asking_stream_usage`,
+  `with_cache_breakpoints`, `error_document` / `stream_error_event` (failures in the client's own error format);
+  where a request goes and which paths are this API's calls is a provider's (`mcp_offload.providers`);
+- `wrap --api NAME -- CMD`: `client_env` (the variables that point a generic client of the API at the gateway).
 
-`format_name` is the word the `Compactor`'s public `format=` argument and report use for it (None: the Compactor
-does not offer it).
+`name` is the API's one word everywhere (the `Compactor`'s `format=`, the compression service's `format`, `wrap
+--api`, logs, record keys); `aliases` are the other words a caller may write for it, accepted only at the public
+boundary (`registry.api_named`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from mcp_offload.apis.dialect import Dialect
 from mcp_offload.apis.history import History
 from mcp_offload.apis.message import MessageFormat
-from mcp_offload.apis.names import ApiName, Provider
-
-DEFAULT_PROVIDER: Provider = "openai"  # a relayed request no API claims (OpenAI-compatible servers share its paths)
-
-
-@dataclass(frozen=True, slots=True)
-class Route:
-    """A request the gateway serves as an API call, with what its path says (Gemini names the model and whether it
-    streams in the path; the others in the body: None)."""
-
-    model: str | None = None
-    stream: bool | None = None
-    # a stream that is SSE only when the query carries `sse_query` (Gemini: `alt=sse`; without it one JSON array,
-    # which the loop cannot splice): the path of the same call answered whole, for a turn the loop may run
-    whole_path: str | None = None
-    sse_query: tuple[str, str] | None = None
+from mcp_offload.apis.names import ApiName
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,34 +39,20 @@ class ToolDeclaration:
 
 class LlmApi(Protocol):
     name: ApiName
-    format_name: str | None  # the Compactor's word (Chat Completions: "openai"); None: not offered there
+    aliases: tuple[str, ...]  # other words callers may use for it ("openai", "chat"); resolved at the boundary only
     title: str  # its name in messages to people ("OpenAI Chat Completions")
-    provider: Provider  # whose upstream base URL the gateway sends it to
     relays_unreadable: bool  # a body that is not a JSON object goes upstream as is (else: a 400 of our own)
-    # its usage counts cache reads apart from the input tokens (Anthropic's `cache_read_input_tokens`), not among
-    # them (OpenAI's and Gemini's `cached_tokens`): which session counter they are added to
-    cache_reads_apart: bool
+    # LiteLLM's call types for a request of this API (its guardrail's `call_type`; empty: LiteLLM's guardrail hooks
+    # do not serve it), and the field whose list marks one of its answers among LiteLLM's response objects
+    litellm_call_types: tuple[str, ...]
+    answer_field: str
     messages: MessageFormat
     history: History
     dialect: Dialect
 
-    def route(self, method: str, path: str) -> Route | None:
-        """The route when the gateway serves `method path` as this API's call, else None."""
-        ...
-
-    def relay_claim(self, path: str, headers: Mapping[str, str], query: str) -> int:
-        """How surely a request on a path the gateway relays (`/v1/models`, `/v1/files`, …) is for this API's
-        provider: 0 not at all; the highest claim wins (its own paths and key: 2, headers only its clients send:
-        1); a request none claims goes to `DEFAULT_PROVIDER`."""
-        ...
-
     def single_choice(self, request: dict[str, Any]) -> bool:
         """The request asks for one answer (Chat's `n`, Gemini's `generationConfig.candidateCount`): only then may
         the retrieval loop run."""
-        ...
-
-    def session_headers(self, headers: Mapping[str, str], query: str) -> Mapping[str, str]:
-        """The headers that scope a request's session (its credential; Gemini's `?key=` counts as one)."""
         ...
 
     def asking_stream_usage(self, request: dict[str, Any], body: dict[str, Any]) -> dict[str, Any] | None:
@@ -103,4 +76,9 @@ class LlmApi(Protocol):
 
     def stream_error_event(self, code: str, message: str, sequence_number: int = 0) -> bytes:
         """The event that ends a stream the gateway cannot finish (upstream dropped, follow-up call failed)."""
+        ...
+
+    def client_env(self, gateway: str) -> dict[str, str]:
+        """The environment variables that point a generic client of this API (its SDK's conventions) at a gateway
+        at `gateway` (http://host:port, no path): what `wrap --api NAME -- CMD` sets."""
         ...

@@ -1,8 +1,8 @@
-"""Which API a message list is in: named by the caller (`format=`, the public boundary, where the aliases are
-accepted), or recognised from the messages. One detection, for the `Compactor` and the compression service.
+"""Which API a message list is in, when the caller does not name it (a named one: `registry.api_named`). One
+detection, for the `Compactor` and the compression service.
 
-Each API offered at the boundary (a `format_name`) says whether a message can be its own
-(`MessageFormat.could_be`, in its package); the list's API is the one every message can belong to. A list that
+Each registered API says whether a message can be its own (`MessageFormat.could_be`, in its package); the
+list's API is the one every message can belong to. A list that
 every API reads alike (role and string content only) holds no tool result in any of them, so the choice cannot
 change the answer: Chat Completions (`PLAIN`), the contract's default. A list no API reads whole (messages of two
 APIs, or a message of none) is refused by `shape_of` with `ShapeError`, naming the messages that disagree; the
@@ -17,11 +17,10 @@ from typing import Any
 from mcp_offload.apis.base import LlmApi
 from mcp_offload.apis.message import part_types
 from mcp_offload.apis.names import ApiName
-from mcp_offload.apis.registry import APIS, api_for_format
+from mcp_offload.apis.registry import APIS
 
-__all__ = ["FORMAT_ALIASES", "PLAIN", "ShapeError", "api_of_format", "apis_reading", "detect_api", "shape_of"]
+__all__ = ["PLAIN", "ShapeError", "apis_reading", "detect_api", "shape_of"]
 
-FORMAT_ALIASES = {"chat": "openai", "openai-chat": "openai", "openai-responses": "responses"}
 PLAIN: ApiName = "openai_chat"  # the pick for a list every API reads alike
 
 
@@ -29,19 +28,9 @@ class ShapeError(ValueError):
     """The messages match no single API; the message says which ones and why, in one line."""
 
 
-def api_of_format(name: str) -> LlmApi:
-    """The API a caller names with `format=`: its `format_name` (`"openai"` for Chat Completions) or an alias."""
-    api = api_for_format(FORMAT_ALIASES.get(name, name))
-    if api is None:
-        known = ", ".join(a.format_name for a in APIS.values() if a.format_name)
-        raise ValueError(f"unknown message format {name!r}: use one of {known}")
-    return api
-
-
 def _offered() -> tuple[LlmApi, ...]:
     """The APIs detection chooses among, in the order a tie is settled: `PLAIN` first, then the registry's."""
-    offered = [api for api in APIS.values() if api.format_name is not None]
-    return tuple(sorted(offered, key=lambda api: api.name != PLAIN))
+    return tuple(sorted(APIS.values(), key=lambda api: api.name != PLAIN))
 
 
 def apis_reading(message: Mapping[str, Any]) -> frozenset[ApiName]:
@@ -72,7 +61,7 @@ def titles(names: frozenset[ApiName]) -> str:
     return " or ".join(api.title for api in _offered() if api.name in names)
 
 
-def shape_of(messages: Sequence[Mapping[str, Any]]) -> ApiName:
+def shape_of(messages: Sequence[Mapping[str, Any]]) -> LlmApi:
     """The API every message of `messages` can belong to (see the module docstring); raises `ShapeError`."""
     offered = _offered()
     common: set[ApiName] = {api.name for api in offered}
@@ -80,7 +69,7 @@ def shape_of(messages: Sequence[Mapping[str, Any]]) -> ApiName:
     for i, message in enumerate(messages):
         fits = apis_reading(message)
         if not fits:
-            known = ", ".join(api.title for api in APIS.values() if api.format_name is not None)
+            known = ", ".join(api.title for api in APIS.values())
             raise ShapeError(
                 f'{_describe(i, message)} is not a message of any known format ({known}); send "format" or fix '
                 "the message."
@@ -95,7 +84,7 @@ def shape_of(messages: Sequence[Mapping[str, Any]]) -> ApiName:
             )
         common &= narrower
         seen.append((i, fits))
-    return next(api.name for api in offered if api.name in common)
+    return next(api for api in offered if api.name in common)
 
 
 def detect_api(messages: Sequence[object]) -> LlmApi:
@@ -103,7 +92,7 @@ def detect_api(messages: Sequence[object]) -> LlmApi:
     (the `Compactor` then reads every message in that API, naming one it cannot), else `PLAIN`."""
     plain = [_plain(m) for m in messages]
     try:
-        return APIS[shape_of(plain)]
+        return shape_of(plain)
     except ShapeError:
         pass
     for message in plain:

@@ -116,7 +116,14 @@ class Dialect(Protocol):
         """Update `usage` from one streamed event (for streams relayed without a splice); True at the terminal."""
         ...
 
-    def figures(self, usage: dict[str, Any]) -> UsageFigures: ...
+    def usage_of(self, response: dict[str, Any]) -> dict[str, Any]:
+        """A copy of a whole answer's usage object ({} when it has none)."""
+        ...
+
+    def figures(self, usage: dict[str, Any]) -> UsageFigures:
+        """The usage object as one normalised figure set (every prompt token in `input_tokens`, the cached ones
+        also in `cache_read_tokens`, whatever the API's own counters): nothing downstream reads vendor keys."""
+        ...
 
 
 def arguments_text(arguments: Any) -> str:

@@ -1,15 +1,12 @@
 """One name for the concept "which LLM API": `ApiName`, the words the code uses everywhere (never "format",
-"family", "dialect" or "kind"); and `Provider`, whose servers answer it (the gateway's upstream base URL).
+"family", "dialect" or "kind"). The names are the registry's keys (`registry.APIS`): the four packages here, and any
+API registered with `registry.register_api`.
 
-Aliases a caller may write (`"openai"`, `"chat"`, `"openai-responses"`) are accepted only at the public boundary
-(the `Compactor`'s `format=`, the compression service's `format`), which maps them to an `ApiName` at once.
+Aliases a caller may write (`"openai"`, `"chat"`, `"openai-responses"`) are each API's `aliases`, accepted only at
+the public boundary (the `Compactor`'s `format=` and `tools()`, the compression service's `format`, `wrap --api`),
+which resolves them to the `LlmApi` at once (`registry.api_named`); inside, the object is passed, never its name.
 """
 
 from __future__ import annotations
 
-from typing import Literal, get_args
-
-ApiName = Literal["anthropic", "openai_chat", "responses", "gemini"]
-API_NAMES: tuple[ApiName, ...] = get_args(ApiName)
-
-Provider = Literal["anthropic", "openai", "gemini"]
+ApiName = str

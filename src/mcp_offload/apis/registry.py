@@ -1,54 +1,56 @@
-"""Every LLM API mcp-offload speaks, one line each. Adding an API: its package under `apis/`, its name in
-`names.ApiName`, and its line here (the order is the order requests are matched in)."""
+"""Every LLM API mcp-offload speaks, one line each (`APIS`), and the one place a caller's word for an API becomes
+the `LlmApi` (`api_named`: its name or one of its `aliases`, any case; anything else is `UnknownApi`, one message
+listing the accepted names, the same from every entry point).
+
+Adding an API: its package under `apis/` and its line here, or, from outside this package (a plug-in, a test),
+`register_api(MyApi())`. The order is the order detection settles a tie in after Chat Completions.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from mcp_offload.apis.anthropic import ANTHROPIC_MESSAGES
+from mcp_offload.apis.base import LlmApi
+from mcp_offload.apis.gemini import GEMINI
+from mcp_offload.apis.names import ApiName
+from mcp_offload.apis.openai_chat import OPENAI_CHAT
+from mcp_offload.apis.responses import RESPONSES
 
-from mcp_offload.apis.anthropic import AnthropicApi
-from mcp_offload.apis.base import DEFAULT_PROVIDER, LlmApi, Route
-from mcp_offload.apis.gemini import GeminiApi
-from mcp_offload.apis.names import ApiName, Provider
-from mcp_offload.apis.openai_chat import OpenAIChatApi
-from mcp_offload.apis.responses import ResponsesApi
-
-APIS: dict[ApiName, LlmApi] = {
-    "anthropic": AnthropicApi(),
-    "openai_chat": OpenAIChatApi(),
-    "responses": ResponsesApi(),
-    "gemini": GeminiApi(),
-}
+APIS: dict[ApiName, LlmApi] = {api.name: api for api in (ANTHROPIC_MESSAGES, OPENAI_CHAT, RESPONSES, GEMINI)}
 
 
-def api_named(name: str) -> LlmApi:
-    """The API called `name` (an `ApiName`); a ValueError naming the known ones otherwise."""
-    try:
-        return APIS[name]  # type: ignore[index]  # a str that is no ApiName is the KeyError below
-    except KeyError:
-        raise ValueError(f"unknown API {name!r}: use one of {', '.join(APIS)}") from None
+class UnknownApi(ValueError):
+    """A word that names no registered LLM API; the message lists the accepted ones."""
 
 
-def api_for_request(method: str, path: str) -> tuple[LlmApi, Route] | None:
-    """The API the gateway serves `method path` as, with its route; None for anything else (relayed as is)."""
-    for api in APIS.values():
-        route = api.route(method, path)
-        if route is not None:
-            return api, route
-    return None
+def accepted_names() -> str:
+    """The accepted words, each API's name with its aliases: "anthropic, openai_chat (openai, chat, …), …"."""
+    return ", ".join(f"{api.name} ({', '.join(api.aliases)})" if api.aliases else api.name for api in APIS.values())
 
 
-def api_for_provider(provider: Provider) -> LlmApi:
-    """The first API of `provider`: whose error document a failure on a relayed path gets."""
-    return next(api for api in APIS.values() if api.provider == provider)
+def _words() -> dict[str, LlmApi]:
+    return {word.lower(): api for api in APIS.values() for word in (api.name, *api.aliases)}
 
 
-def api_for_format(format_name: str) -> LlmApi | None:
-    """The API whose `format_name` (the Compactor's public word) is `format_name`."""
-    return next((api for api in APIS.values() if api.format_name == format_name), None)
+def api_named(word: str) -> LlmApi:
+    """The API `word` names (its name or an alias, any case); `UnknownApi` otherwise."""
+    api = _words().get(word.lower()) if isinstance(word, str) else None
+    if api is None:
+        shown = word[:60] if isinstance(word, str) else type(word).__name__
+        raise UnknownApi(f"unknown LLM API {shown!r}: use one of {accepted_names()}")
+    return api
 
 
-def provider_for_request(path: str, headers: Mapping[str, str], query: str = "") -> Provider:
-    """Whose upstream a request on a relayed path goes to: the API that claims it most surely
-    (`LlmApi.relay_claim`), else `DEFAULT_PROVIDER`."""
-    claim, api = max(((api.relay_claim(path, headers, query), api) for api in APIS.values()), key=lambda c: c[0])
-    return api.provider if claim > 0 else DEFAULT_PROVIDER
+def register_api(api: LlmApi) -> None:
+    """Add `api` to every front end (the gateway through the providers that serve it, the `Compactor`, the
+    compression service, the LiteLLM guardrail, detection). Its name and aliases must be new."""
+    taken = _words()
+    clash = [word for word in (api.name, *api.aliases) if word.lower() in taken]
+    if clash:
+        raise ValueError(f"cannot register API {api.name!r}: {', '.join(clash)} already name an API")
+    APIS[api.name] = api
+
+
+def unregister_api(api: LlmApi) -> None:
+    """Take a registered API out again (tests)."""
+    if APIS.get(api.name) is api:
+        del APIS[api.name]

@@ -13,8 +13,13 @@ class UsageFigures:
 
     input_tokens: int = 0  # every prompt token, cached or not
     output_tokens: int = 0
-    cache_read_tokens: int = 0  # cache_read_input_tokens / cached_tokens
-    cache_write_tokens: int = 0  # cache_creation_input_tokens (Anthropic only)
+    cache_read_tokens: int = 0  # of the input tokens, those read from the prompt cache
+    cache_write_tokens: int = 0  # of the input tokens, those written to it (Anthropic's cache_creation_input_tokens)
+
+    @property
+    def uncached_tokens(self) -> int:
+        """Input tokens neither read from nor written to the cache."""
+        return max(self.input_tokens - self.cache_read_tokens - self.cache_write_tokens, 0)
 
 
 def add_usage(total: dict[str, Any], more: dict[str, Any] | None) -> dict[str, Any]:
@@ -49,8 +54,8 @@ def openai_figures(usage: dict[str, Any], *, input_key: str, output_key: str) ->
     )
 
 
-def usage_of(response: dict[str, Any]) -> dict[str, Any]:
-    """A copy of a JSON answer's usage object ({} when it has none); every dialect's `usage_of` (Gemini's is
-    `usageMetadata`)."""
-    usage = response.get("usage", response.get("usageMetadata"))
+def usage_of(response: dict[str, Any], key: str = "usage") -> dict[str, Any]:
+    """A copy of a JSON answer's usage object under `key` ({} when it has none): each dialect's `usage_of` names its
+    key (Gemini's is `usageMetadata`)."""
+    usage = response.get(key)
     return dict(usage) if isinstance(usage, dict) else {}

@@ -28,7 +28,7 @@ from typing import Any
 import orjson
 
 from mcp_offload.cachesafe.record import open_record
-from mcp_offload.cachesafe.session import GatewaySession
+from mcp_offload.cachesafe.session import CacheSafeSession
 from mcp_offload.core.outputs import SessionScope
 from mcp_offload.core.services import Services
 from mcp_offload.errors import OffloadError, UnknownHandle
@@ -40,11 +40,11 @@ FIELD = "h:"
 MAX_MENTIONS = 32  # handles looked up per request (a request quoting hundreds of handles is checked on these)
 
 
-def _index_key(session: GatewaySession) -> str | None:
+def _index_key(session: CacheSafeSession) -> str | None:
     return scope_key(f"gateway-credential:{session.credential}") if session.credential else None
 
 
-async def remember(services: Services, session: GatewaySession, handles: Sequence[str]) -> None:
+async def remember(services: Services, session: CacheSafeSession, handles: Sequence[str]) -> None:
     """Add `handles`, just stored by `session`, to its credential's index (set-if-absent: the first owner wins, and
     derived handles of one session's content are that session's on every instance). Raises the store's errors."""
     key = _index_key(session)
@@ -53,7 +53,7 @@ async def remember(services: Services, session: GatewaySession, handles: Sequenc
     await open_record(services).backend.put_if_absent(key, {FIELD + h: session.key for h in handles})
 
 
-async def reach(services: Services, session: GatewaySession, arguments: Mapping[str, Any]) -> SessionScope:
+async def reach(services: Services, session: CacheSafeSession, arguments: Mapping[str, Any]) -> SessionScope:
     """The scope a retrieval call with `arguments` runs in: the session's own, unless its handle is not there and
     the credential's index names another owner (then that owner's, non-enumerable)."""
     key = _index_key(session)
@@ -77,7 +77,7 @@ async def reach(services: Services, session: GatewaySession, arguments: Mapping[
     return SessionScope(owner, enumerable=False)
 
 
-async def mentions_known_handle(services: Services, session: GatewaySession, body: Mapping[str, Any]) -> bool:
+async def mentions_known_handle(services: Services, session: CacheSafeSession, body: Mapping[str, Any]) -> bool:
     """Whether the request `body` mentions a handle in the credential's index. Raises the store's errors."""
     key = _index_key(session)
     if key is None:

@@ -19,16 +19,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from mcp_offload.apis.names import ApiName
-from mcp_offload.apis.registry import api_named
+from mcp_offload.apis.base import LlmApi
 from mcp_offload.cachesafe.handle_reach import mentions_known_handle, remember
 from mcp_offload.cachesafe.policy import RewritePolicy
 from mcp_offload.cachesafe.record import open_record
 from mcp_offload.cachesafe.rewrite import MessagesRewrite, json_chars, rewrite_messages
-from mcp_offload.cachesafe.session import GatewaySession, derive_session
+from mcp_offload.cachesafe.session import CacheSafeSession, derive_session
 from mcp_offload.cachesafe.tool_text import retrieval_tools
 from mcp_offload.core.services import Services
 from mcp_offload.errors import StoreError
+from mcp_offload.providers.base import Provider
 
 __all__ = ["Rewrite", "RewriteUnavailable", "rewrite_request"]
 
@@ -39,7 +39,7 @@ log = logging.getLogger("mcp_offload.gateway")
 class Rewrite:
     body: dict[str, Any]  # what to send upstream (the very input object when `changed` is False)
     changed: bool
-    session: GatewaySession
+    session: CacheSafeSession
     tools_injected: bool = False  # the retrieval tools are in `body["tools"]`
     offloaded: list[str] = field(default_factory=list)  # handles newly offloaded this turn
     tokens_kept_out: int = 0  # tool result tokens this request does not carry (references' tokens subtracted)
@@ -59,16 +59,17 @@ class RewriteUnavailable(Exception):
 
 async def rewrite_request(
     services: Services,
-    api: ApiName,
+    api: LlmApi,
     body: dict[str, Any],
     headers: Mapping[str, str],
     policy: RewritePolicy,
     *,
     model: str | None = None,
+    provider: Provider | None = None,
 ) -> Rewrite:
     """The request to send upstream for `body` (see the module docstring for the rules); `model` when the body does
-    not name it (Gemini: the path does)."""
-    history = api_named(api).history
+    not name it (Gemini: the path does); `provider`, where it goes (its cache prices; default: the API's home)."""
+    history = api.history
     session = derive_session(api, body, headers)
     messages = history.messages(body)
     if messages is None:
@@ -79,7 +80,14 @@ async def rewrite_request(
 
     try:
         done = await rewrite_messages(
-            services, api, session, messages, policy, model=model or body.get("model"), head_chars=head
+            services,
+            api,
+            session,
+            messages,
+            policy,
+            model=model or body.get("model"),
+            provider=provider,
+            head_chars=head,
         )
     except ValueError:
         return Rewrite(body=body, changed=False, session=session)  # the upstream answers it with its own error
@@ -110,7 +118,7 @@ async def rewrite_request(
 
 async def _handed_a_handle(
     services: Services,
-    session: GatewaySession,
+    session: CacheSafeSession,
     body: Mapping[str, Any],
     policy: RewritePolicy,
     done: MessagesRewrite,

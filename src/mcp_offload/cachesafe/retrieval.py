@@ -20,7 +20,7 @@ from typing import Any
 from mcp_offload.cachesafe.handle_reach import reach
 from mcp_offload.cachesafe.record import Decision, open_record
 from mcp_offload.cachesafe.rewrite import PASTE_CALL_ID
-from mcp_offload.cachesafe.session import GatewaySession
+from mcp_offload.cachesafe.session import CacheSafeSession
 from mcp_offload.cachesafe.tool_text import RETRIEVAL_TOOL_NAMES
 from mcp_offload.core.pipeline import run_tool
 from mcp_offload.core.services import Services
@@ -63,7 +63,7 @@ class GoneHandle:
     producer: Decision | None
 
 
-async def gone_handle(services: Services, session: GatewaySession, handle: str) -> GoneHandle | None:
+async def gone_handle(services: Services, session: CacheSafeSession, handle: str) -> GoneHandle | None:
     """None while `handle` is stored in `session`; what the record knows of it once it is gone. The gateway's one
     reading of "that handle is gone" (retrieval answers here, the compression service's 404). Raises the store's
     other errors (`StoreError`)."""
@@ -74,7 +74,7 @@ async def gone_handle(services: Services, session: GatewaySession, handle: str) 
         return GoneHandle(await open_record(services).producer(session, handle))
 
 
-async def _producer_note(services: Services, session: GatewaySession, handle: Any) -> str:
+async def _producer_note(services: Services, session: CacheSafeSession, handle: Any) -> str:
     """' It held the result of tool call X (tool) …' when the handle is gone and the record knows its producer."""
     try:
         gone = await gone_handle(services, session, validate_handle(handle))
@@ -92,7 +92,7 @@ async def _producer_note(services: Services, session: GatewaySession, handle: An
     )
 
 
-async def run_retrieval(services: Services, session: GatewaySession, name: str, arguments: Any) -> RetrievalAnswer:
+async def run_retrieval(services: Services, session: CacheSafeSession, name: str, arguments: Any) -> RetrievalAnswer:
     """Run `name` (one of `RETRIEVAL_TOOL_NAMES`) with `arguments` in `session`; errors are answers, never raised."""
 
     def answer(text: str, is_error: bool) -> RetrievalAnswer:
@@ -107,7 +107,7 @@ async def run_retrieval(services: Services, session: GatewaySession, name: str, 
     try:
         scope = await reach(services, session, args)
         if scope != session.scope:  # a handle of another conversation of the credential (a parent agent's)
-            session = GatewaySession(key=scope.key, scope=scope, credential=session.credential)
+            session = CacheSafeSession(key=scope.key, scope=scope, credential=session.credential)
         result = await run_tool(TOOLS_BY_NAME[name], CallContext(services, scope), args)
         text = result.text
         if result.is_error and "handle" in args:

@@ -61,19 +61,21 @@ from typing import Any
 
 import anyio
 
+from mcp_offload.apis.base import LlmApi
 from mcp_offload.apis.history import History, ResultPart
 from mcp_offload.apis.message import Message, MessageView, Part, ToolResult
-from mcp_offload.apis.names import ApiName
-from mcp_offload.apis.registry import api_named
-from mcp_offload.cachesafe.cost import Candidate, best_batch, prices_for, remaining_requests
+from mcp_offload.cachesafe.cost import Candidate, best_batch, remaining_requests
 from mcp_offload.cachesafe.policy import ClearToolUses, Pressure, RewritePolicy
 from mcp_offload.cachesafe.record import Decision, DecisionRecord, Reason, open_record, part_digest, unit_digest
-from mcp_offload.cachesafe.session import GatewaySession
+from mcp_offload.cachesafe.session import CacheSafeSession
 from mcp_offload.cachesafe.tool_text import is_retrieval_tool
 from mcp_offload.core import outputs as core
 from mcp_offload.core.render import render_reference
 from mcp_offload.core.services import Services
 from mcp_offload.errors import InvalidContent, StoreError, TooLarge
+from mcp_offload.providers.base import Provider
+from mcp_offload.providers.prices import CachePrices
+from mcp_offload.providers.registry import home_of
 from mcp_offload.store.handles import PREFIX, derived_handle
 
 __all__ = ["MessagesRewrite", "rewrite_messages"]
@@ -102,12 +104,13 @@ class MessagesRewrite:
 
 async def rewrite_messages(
     services: Services,
-    api: ApiName,
-    session: GatewaySession,
+    api: LlmApi,
+    session: CacheSafeSession,
     messages: list[Message],
     policy: RewritePolicy,
     *,
     model: object = None,
+    provider: Provider | None = None,
     head_chars: int | Callable[[], int] = 0,
     tail: range | None = None,
     eligible: range | None = None,
@@ -115,10 +118,11 @@ async def rewrite_messages(
     source: str = "gateway",
     keep_inline_on_store_failure: bool = False,
 ) -> MessagesRewrite:
-    """The cache-safe rewrite of one message list (the rules 2-5 of the module docstring) for `session`: pure over
-    the list and the session's record (the caller's list and messages are never mutated). `model` picks the cache
-    prices of the cost rule; `head_chars` is the size of what precedes the messages in the prompt (tools, system),
-    or the function that measures it (only the prefix rules need it, on few turns).
+    """The cache-safe rewrite of one message list (the rules 2-5 of the module docstring) for `session`: pure over the
+    list and the session's record (the caller's list and messages are never mutated). `model` and `provider` (default:
+    the API's home provider) pick the cache prices of the cost rule; `head_chars` is the size of what precedes the
+    messages in the prompt (tools, system), or the function that measures it (only the prefix rules need it, on few
+    turns).
 
     What the gateway leaves at their defaults, the `Compactor` sets: `tail`, the messages whose undecided parts are
     new (the threshold rule; default: after the last model output); `eligible`, the messages whose parts any rule may
@@ -130,10 +134,23 @@ async def rewrite_messages(
     Messages and blocks it cannot read are kept as they are and skipped (`History.view`). Raises `StoreError`
     (`StoreUnavailable`, `StoreFull`) when the record or the store fails (nothing recorded). The gateway
     (`rewrite_request`) and the `Compactor` share it."""
-    history = api_named(api).history
+    history = api.history
     views = [history.view(m, i) for i, m in enumerate(messages)]
     scope = _Scope(tail, eligible, pressure, source, keep_inline_on_store_failure)
-    return await _Turn(services, api, history, session, policy, messages, views, model, head_chars, scope).run()
+    priced = _Priced(api, provider, model if isinstance(model, str) else "")
+    return await _Turn(services, api, history, session, policy, messages, views, priced, head_chars, scope).run()
+
+
+@dataclass(frozen=True, slots=True)
+class _Priced:
+    """Where the request goes and for which model: the cache prices of the cost rule (asked only when it runs)."""
+
+    api: LlmApi
+    provider: Provider | None
+    model: str
+
+    def prices(self) -> CachePrices:
+        return (self.provider or home_of(self.api)).cache_prices(self.api, self.model)
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,18 +190,18 @@ class _Turn:
     def __init__(
         self,
         services: Services,
-        api: ApiName,
+        api: LlmApi,
         history: History,
-        session: GatewaySession,
+        session: CacheSafeSession,
         policy: RewritePolicy,
         messages: list[Message],
         views: list[MessageView],
-        model: object,
+        priced: _Priced,
         head_chars: int | Callable[[], int],
         scope: _Scope,
     ) -> None:
         self.services, self.api, self.history, self.session, self.policy = services, api, history, session, policy
-        self.messages, self.views, self.model, self.head_chars = messages, views, model, head_chars
+        self.messages, self.views, self.priced, self.head_chars = messages, views, priced, head_chars
         self.scope = scope
         self.warnings: list[str] = []
         self.record: DecisionRecord = open_record(services)
@@ -389,7 +406,7 @@ class _Turn:
         if policy.cost_rule:
             big = [p for p in eligible if p.paste or len(p.part.text) // CHARS_PER_TOKEN >= policy.threshold_tokens]
             if big:
-                prices = prices_for(self.api, self.model)
+                prices = self.priced.prices()
                 candidates = [
                     Candidate(
                         position=starts[p.part.message] // CHARS_PER_TOKEN,

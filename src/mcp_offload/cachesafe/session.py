@@ -6,9 +6,10 @@ The LLM APIs carry no session id, so the gateway derives one from what every req
    `mcp-offload --session NAME` and `Compactor(session=NAME)`: in visible mode the agent's own mcp-offload MCP server
    started with that name reads the handles the gateway stored. A header that is not a valid session name
    (1-200 printable characters) is ignored, as if absent.
-2. Otherwise: the API, a SHA-256 of the credential (`x-api-key`, `authorization`, `api-key`, `x-goog-api-key`;
-   hashed at once, never stored, never logged) and a SHA-256 of the conversation's first messages in normalized form
-   (`apis.history.normalized`: key order, nulls and `cache_control` markers do not matter), namely
+2. Otherwise: the API, a SHA-256 of the credential (the headers every provider names in `credential_headers`:
+   `x-api-key`, `authorization`, `api-key`, `x-goog-api-key`, …; hashed at once, never stored, never logged) and a
+   SHA-256 of the conversation's first messages in normalized form (`apis.history.normalized`: key order, nulls
+   and `cache_control` markers do not matter), namely
    - Anthropic: `system` + the first message;
    - Chat Completions: the leading system/developer messages + the first other message;
    - Responses: `instructions` + the input items up to and including the first user message (a string input is
@@ -32,18 +33,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from mcp_offload.apis.base import LlmApi
 from mcp_offload.apis.history import canonical_bytes, normalized
-from mcp_offload.apis.names import ApiName
-from mcp_offload.apis.registry import api_named
 from mcp_offload.core.outputs import SessionScope
+from mcp_offload.providers.registry import credential_headers
 from mcp_offload.store.handles import scope_key
 
 SESSION_HEADER = "x-mcp-offload-session"
-CREDENTIAL_HEADERS = ("x-api-key", "authorization", "api-key", "x-goog-api-key")
 
 
 @dataclass(frozen=True, slots=True)
-class GatewaySession:
+class CacheSafeSession:
     """A conversation as the gateway knows it: `key` (32 hex chars, a hash; also the store scope key) and `scope`."""
 
     key: str
@@ -54,7 +54,7 @@ class GatewaySession:
     credential: str = field(default="", compare=False)
 
     @classmethod
-    def of_key(cls, key: str) -> GatewaySession:
+    def of_key(cls, key: str) -> CacheSafeSession:
         """The session with this key (e.g. from `Rewrite.session.key`, kept by the server for a follow-up call)."""
         return cls(key=key, scope=SessionScope(key))
 
@@ -66,11 +66,11 @@ def _lowered(headers: Mapping[str, str]) -> dict[str, str]:
 def credential_digest(headers: Mapping[str, str]) -> str:
     """SHA-256 of the credential headers present (or of nothing): the credential itself is never kept."""
     found = _lowered(headers)
-    material = "\x00".join(f"{h}={found[h]}" for h in CREDENTIAL_HEADERS if h in found)
+    material = "\x00".join(f"{h}={found[h]}" for h in credential_headers() if h in found)
     return hashlib.sha256(material.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def derive_session(api: ApiName, body: Mapping[str, Any], headers: Mapping[str, str]) -> GatewaySession:
+def derive_session(api: LlmApi, body: Mapping[str, Any], headers: Mapping[str, str]) -> CacheSafeSession:
     """The session of a request (see the module docstring for the rule)."""
     name = _lowered(headers).get(SESSION_HEADER)
     credential = credential_digest(headers)
@@ -80,8 +80,8 @@ def derive_session(api: ApiName, body: Mapping[str, Any], headers: Mapping[str, 
         except ValueError:
             pass
         else:
-            return GatewaySession(key=scope.key, scope=scope, explicit=True, credential=credential)
-    opening = api_named(api).history.opening(body)
+            return CacheSafeSession(key=scope.key, scope=scope, explicit=True, credential=credential)
+    opening = api.history.opening(body)
     digest = hashlib.sha256(canonical_bytes(normalized(opening))).hexdigest()
-    key = scope_key(f"gateway:{api}:{credential}:{digest}")
-    return GatewaySession(key=key, scope=SessionScope(key), credential=credential)
+    key = scope_key(f"gateway:{api.name}:{credential}:{digest}")
+    return CacheSafeSession(key=key, scope=SessionScope(key), credential=credential)

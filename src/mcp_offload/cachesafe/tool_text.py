@@ -11,13 +11,10 @@ change of wording or schema shows up as a diff (and costs every running session 
 
 from __future__ import annotations
 
-import copy
-import functools
 import json
 from typing import Any
 
-from mcp_offload.apis.names import ApiName
-from mcp_offload.apis.registry import api_named
+from mcp_offload.apis.base import LlmApi
 from mcp_offload.cachesafe.tool_defs import api_tool_definitions
 
 RETRIEVAL_TOOL_NAMES: frozenset[str] = frozenset(
@@ -25,20 +22,16 @@ RETRIEVAL_TOOL_NAMES: frozenset[str] = frozenset(
 )
 
 
-@functools.cache
-def _frozen(api: ApiName) -> str:
-    chosen = api_tool_definitions(api_named(api), RETRIEVAL_TOOL_NAMES)
-    return json.dumps(chosen, ensure_ascii=False, separators=(",", ":"))
+_FROZEN: dict[str, str] = {}  # by API name: the definitions as JSON text, built once per process
 
 
-def retrieval_tools(api: ApiName) -> list[dict[str, Any]]:
+def retrieval_tools(api: LlmApi) -> list[dict[str, Any]]:
     """The retrieval tool definitions in `api`'s request format (a fresh copy of fixed data: callers may mutate it)."""
-    return copy.deepcopy(_tools(api))
-
-
-@functools.cache
-def _tools(api: ApiName) -> list[dict[str, Any]]:
-    loaded: list[dict[str, Any]] = json.loads(_frozen(api))
+    frozen = _FROZEN.get(api.name)
+    if frozen is None:
+        chosen = api_tool_definitions(api, RETRIEVAL_TOOL_NAMES)
+        frozen = _FROZEN.setdefault(api.name, json.dumps(chosen, ensure_ascii=False, separators=(",", ":")))
+    loaded: list[dict[str, Any]] = json.loads(frozen)
     return loaded
 
 

@@ -202,13 +202,14 @@ async def serve_stdio(settings: Settings, proxy: ProxyConfig | None = None, sess
     from mcp_offload.core.services import build_services
     from mcp_offload.mcp_server.offload_server import build_server
     from mcp_offload.serve.stdio import stdio_streams
+    from mcp_offload.serve.stdio_eras import serve_eras
 
     services = build_services(settings)
     try:
         async with open_proxy(services, proxy) as extensions:
             server = build_server(services, extensions=extensions, session=session)
             async with stdio_streams() as (read, write):
-                await server.run(read, write, server.create_initialization_options())
+                await serve_eras(server, read, write, server.create_initialization_options())
     finally:
         await services.aclose()
 

@@ -2,7 +2,8 @@
 OpenAI Chat Completions, Responses and Gemini APIs that keeps large tool results out of the history, cache-safely.
 
     mcp-offload gateway [--host 127.0.0.1] [--port 8788] [--anthropic-upstream URL] [--openai-upstream URL]
-                        [--gemini-upstream URL] [--store DIR|redis://…] [--retrieval transparent|visible]
+                        [--gemini-upstream URL] [--NAME-upstream URL …]
+                        [--store DIR|redis://…] [--retrieval transparent|visible]
                         [--threshold-tokens N]
 
 Point clients at it: `ANTHROPIC_BASE_URL=http://127.0.0.1:8788`, `OPENAI_BASE_URL=http://127.0.0.1:8788/v1`,
@@ -20,7 +21,6 @@ from typing import Any
 
 import anyio
 
-from mcp_offload.apis.gemini.routes import GEMINI_DEFAULT
 from mcp_offload.cachesafe.policy import RewritePolicy
 from mcp_offload.cli.arg_types import OneLineParser, http_url, port
 from mcp_offload.cli.event_loop import loop_options
@@ -29,8 +29,9 @@ from mcp_offload.cli.store_flags import add_redis_store_flags, redis_store_overr
 from mcp_offload.gateway.loop import LoopLimits
 from mcp_offload.gateway.options import DEFAULT_PORT, GatewayOptions
 from mcp_offload.gateway.run import run_gateway
-from mcp_offload.gateway.upstream import ANTHROPIC_DEFAULT, OPENAI_DEFAULT, ProviderConfig
+from mcp_offload.gateway.upstream import ProviderConfig
 from mcp_offload.logs import log_to_stderr
+from mcp_offload.providers.registry import PROVIDERS
 from mcp_offload.serve.http.options import exposure_from_args, transport_security
 from mcp_offload.settings import Settings
 
@@ -46,24 +47,15 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:  # argparse's _SubPa
     parser.add_argument(
         "--port", type=port, default=DEFAULT_PORT, help=f"port to listen on, 1-65535 (default {DEFAULT_PORT})"
     )
-    parser.add_argument(
-        "--anthropic-upstream",
-        type=http_url,
-        default=os.environ.get("MCP_OFFLOAD_ANTHROPIC_UPSTREAM", ANTHROPIC_DEFAULT),
-        help=f"Anthropic API base URL (default {ANTHROPIC_DEFAULT})",
-    )
-    parser.add_argument(
-        "--openai-upstream",
-        type=http_url,
-        default=os.environ.get("MCP_OFFLOAD_OPENAI_UPSTREAM", OPENAI_DEFAULT),
-        help=f"OpenAI API base URL, with its /v1 (default {OPENAI_DEFAULT})",
-    )
-    parser.add_argument(
-        "--gemini-upstream",
-        type=http_url,
-        default=os.environ.get("MCP_OFFLOAD_GEMINI_UPSTREAM", GEMINI_DEFAULT),
-        help=f"Gemini API base URL, without its /v1beta (default {GEMINI_DEFAULT})",
-    )
+    for provider in PROVIDERS.values():  # one flag per provider, from its package (`Provider.upstream`)
+        setting = provider.upstream
+        default = f"default {setting.default}" if setting.default else "no default: its calls need it"
+        parser.add_argument(
+            setting.flag,
+            type=http_url,
+            default=os.environ.get(setting.env, setting.default),
+            help=f"{setting.help} ({default}; env {setting.env})",
+        )
     parser.add_argument(
         "--store",
         help="store directory, redis://host:port/db or redis+cluster://host:port[,host:port…] (env MCP_OFFLOAD_STORE)",
@@ -146,9 +138,7 @@ def options_from_args(args: argparse.Namespace, environ: dict[str, str] | None =
         allowed_origins=tuple(security.allowed_origins) if checks else ("*",),
         max_body_bytes=args.max_body_bytes,
         upstream=ProviderConfig(
-            anthropic_base=args.anthropic_upstream,
-            openai_base=args.openai_upstream,
-            gemini_base=args.gemini_upstream,
+            bases={name: getattr(args, provider.upstream.dest) for name, provider in PROVIDERS.items()},
             read_timeout_s=args.upstream_timeout,
         ),
         policy=RewritePolicy(

@@ -54,7 +54,7 @@ reduced: the fixed part by part, and the largest messages left (system messages,
 never reduced). So with a window, `compact` returns a list that fits, or raises: never a silent overflow. Without
 `context_window` only steps 0 and 1 run.
 
-`MessageLedger` memoizes, per message content (keyed by the SHA-256 of its canonical JSON, bounded LRU), its
+`TokenMemo` memoizes, per message content (keyed by the SHA-256 of its canonical JSON, bounded LRU), its
 `MessageView` and its token count, so a call over a long history only reads and counts the messages whose content it
 has not seen. It holds no decision: an edit in place (a result appended to a message already seen) is new content,
 decided like any other.
@@ -82,7 +82,7 @@ CountTokens = Callable[[str], int]
 
 @dataclass(slots=True)
 class Known:
-    """What the ledger knows about one message content: its view (validated) and its token count."""
+    """What the memo knows about one message content: its view (validated) and its token count."""
 
     view: MessageView
     key: bytes  # content_key of the message
@@ -90,7 +90,7 @@ class Known:
 
 
 @dataclass(slots=True)
-class MessageLedger:
+class TokenMemo:
     """Memo of message views and token counts, by content (not a record of decisions: those are in the session's
     `DecisionRecord`)."""
 

@@ -13,14 +13,14 @@ a message it leaves untouched is the caller's own object. With `context_window` 
 `ContextWindowExceeded` (the order of the steps: budget.py).
 
 Cache safety is the gateway's: tool results go through the same core (`cachesafe.rewrite.rewrite_messages`; the
-`format=` words "anthropic" / "openai" / "responses" / "gemini" name the APIs "anthropic" / "openai_chat" /
-"responses" / "gemini") with
-the session's `DecisionRecord` beside the store (`GatewaySession` of this compactor's scope). A decision (offloaded
-as a handle derived from the session and the part's call id + content, with its exact reference bytes; or inline for
-good) is taken once and applied on every later call, for any boundary, after a restart and by every instance on
-the same store or Redis. New results are decided at first sight inside the boundary; an already-sent prefix is
-rewritten only by the cost rule (keep-last) or under window pressure, in batches, and the record says which
-(reason "threshold", "cost" or "pressure"). The transcript note (step 3) is recorded too; steps 5-7 are
+`format=` word is an API's name, "anthropic" / "openai_chat" / "responses" / "gemini", or one of its aliases such as
+"openai" or "openai-responses": `apis.registry.api_named`) with the session's `DecisionRecord` beside the store
+(`CacheSafeSession` of this compactor's scope). A decision (offloaded as a handle derived from the session and the
+part's call id + content, with its exact reference bytes; or inline for good) is taken once and applied on every later
+call, for any boundary, after a restart and by every instance on the same store or Redis. New results are decided at
+first sight inside the boundary; an already-sent prefix is rewritten only by the cost rule (keep-last) or under window
+pressure, in batches, and the record says which (reason "threshold", "cost" or "pressure"). The transcript note (step 3)
+is recorded too; steps 5-7 are
 deterministic from the input (derived handles).
 
 A malformed list raises ValueError naming the message index before anything is stored. A store failure (full,
@@ -38,22 +38,23 @@ from collections.abc import Sequence
 from typing import Any
 
 from mcp_offload.apis.base import LlmApi
-from mcp_offload.apis.detect import api_of_format, detect_api
+from mcp_offload.apis.detect import detect_api
 from mcp_offload.apis.message import Message, dump_block
+from mcp_offload.apis.registry import api_named
 from mcp_offload.cachesafe.policy import Pressure, RewritePolicy
 from mcp_offload.cachesafe.rewrite import CHARS_PER_TOKEN, json_chars, rewrite_messages
-from mcp_offload.cachesafe.session import GatewaySession
-from mcp_offload.cachesafe.tool_defs import api_tool_definitions, tool_definitions
+from mcp_offload.cachesafe.session import CacheSafeSession
+from mcp_offload.cachesafe.tool_defs import api_tool_definitions
 from mcp_offload.compact.boundary import Boundary, BoundarySpec
 from mcp_offload.compact.budget import (
     BudgetPolicy,
     CountTokens,
-    MessageLedger,
+    TokenMemo,
     Usage,
     usage_report,
 )
 from mcp_offload.compact.images import offload_images
-from mcp_offload.compact.request import CompactReport, CompactRequest, StepContext, format_name
+from mcp_offload.compact.request import CompactReport, CompactRequest, StepContext
 from mcp_offload.compact.transcript import Summarize, transcript_text
 from mcp_offload.compact.transcript_record import recorded_transcripts, transcript_step
 from mcp_offload.core import outputs
@@ -89,12 +90,12 @@ class AsyncCompactor:
         self.session = session or "compact-" + secrets.token_hex(8)
         self.scope = outputs.SessionScope.named(self.session)
         # the cache-safe core's session: its record (beside the store) holds this compactor's decisions
-        self._core_session = GatewaySession(key=self.scope.key, scope=self.scope, explicit=True)
+        self._core_session = CacheSafeSession(key=self.scope.key, scope=self.scope, explicit=True)
         self._services: Services | None = build_services(self.settings)
         exact = self.settings.tokens_exact_chars
         tokens = self._services.tokens
         self._count: CountTokens = count_tokens or (lambda text: tokens.count_large(text, exact)[0])
-        self._ledger = MessageLedger(self._count)
+        self._memo = TokenMemo(self._count)
         self._tool_tokens: dict[str, int] = {}
         self.last_report: CompactReport | None = None
 
@@ -139,11 +140,11 @@ class AsyncCompactor:
             raise ValueError("threshold_tokens must be >= 0")
         if max_output_tokens < 0:
             raise ValueError("max_output_tokens must be >= 0")
-        llm_api = api_of_format(format) if format else detect_api(messages)
+        llm_api = api_named(format) if format else detect_api(messages)
         bound = Boundary.parse(boundary)
         budget = BudgetPolicy(context_window, trigger)
         request = self._read(llm_api, messages)  # all validated before anything is stored
-        report = CompactReport(format=format_name(llm_api), messages_in=len(request.messages))
+        report = CompactReport(format=llm_api.name, messages_in=len(request.messages))
         self.last_report = report
         windowed = budget.limit is not None
         fixed = self._fixed_parts(llm_api, system, tools, retrieval_tools, max_output_tokens) if windowed else {}
@@ -207,7 +208,7 @@ class AsyncCompactor:
         try:
             done = await rewrite_messages(
                 self.services,
-                request.api.name,
+                request.api,
                 self._core_session,
                 request.messages,
                 policy,
@@ -336,7 +337,7 @@ class AsyncCompactor:
         """The messages as plain dicts (the caller's own dicts as they are) with their views, checked: every tool
         result answers an earlier call."""
         dicts = [llm_api.messages.to_dict(m, i) for i, m in enumerate(messages)]
-        known = [self._ledger.known(llm_api, m, i) for i, m in enumerate(dicts)]
+        known = [self._memo.known(llm_api, m, i) for i, m in enumerate(dicts)]
         declared: set[str] = set()
         for i, k in enumerate(known):
             for result in k.view.results:
@@ -345,7 +346,7 @@ class AsyncCompactor:
                         f"message {i}: tool result for call id {result.call_id!r}, which no earlier message calls"
                     )
             declared.update(c.call_id for c in k.view.calls)
-        return CompactRequest(llm_api, self._ledger, dicts, known)
+        return CompactRequest(llm_api, self._memo, dicts, known)
 
     # -- budget ----------------------------------------------------------------------------------------
     async def usage(
@@ -361,15 +362,16 @@ class AsyncCompactor:
     ) -> Usage:
         """Tokens the request costs, counted as `compact` counts them (budget.py): the messages plus the fixed part
         (`system`, `tools`, the retrieval tools, `max_output_tokens`), and its share of `context_window`."""
-        llm_api = api_of_format(format) if format else detect_api(messages)
+        llm_api = api_named(format) if format else detect_api(messages)
         request = self._read(llm_api, messages)
         fixed = sum(self._fixed_parts(llm_api, system, tools, retrieval_tools, max_output_tokens).values())
         return usage_report(request.total(), fixed, len(request.messages), context_window)
 
     # -- retrieval tools in-process ---------------------------------------------------------------------
     def tools(self, format: str) -> list[dict[str, Any]]:
-        """The five tools as `format` ("anthropic", "openai", "responses", "gemini") tool definitions."""
-        return tool_definitions(format)
+        """The five tools as tool definitions of the API `format` names: any word `compact(format=…)` takes
+        ("anthropic", "openai_chat" or "openai", "responses", "gemini", …); `UnknownApi` lists them."""
+        return api_tool_definitions(api_named(format))
 
     async def run_tool(self, name: str, arguments: dict[str, Any] | None = None) -> str:
         """Run one of the five tools exactly as the MCP server does; an error comes back as its text."""

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 
 from mcp_offload.apis.base import LlmApi
 from mcp_offload.apis.message import Message
-from mcp_offload.cachesafe.session import GatewaySession
-from mcp_offload.compact.budget import CountTokens, Known, MessageLedger
+from mcp_offload.cachesafe.session import CacheSafeSession
+from mcp_offload.compact.budget import CountTokens, Known, TokenMemo
 from mcp_offload.core import outputs
 from mcp_offload.core.results import OffloadOutput
 from mcp_offload.core.services import Services
@@ -39,12 +39,12 @@ class CompactRequest:
     """One `compact` call's message list as it is being reduced, with each message's view and count."""
 
     api: LlmApi
-    ledger: MessageLedger
+    memo: TokenMemo
     messages: list[Message]
     known: list[Known]
 
     def tokens(self, i: int) -> int:
-        return self.ledger.tokens(self.known[i])
+        return self.memo.tokens(self.known[i])
 
     def total(self) -> int:
         return sum(self.tokens(i) for i in range(len(self.messages)))
@@ -55,19 +55,19 @@ class CompactRequest:
             return False
         if len(messages) != len(self.messages):  # restored by an expansion (a gateway sharing the session's record)
             self.messages = list(messages)
-            self.known = [self.ledger.known(self.api, m, i) for i, m in enumerate(self.messages)]
+            self.known = [self.memo.known(self.api, m, i) for i, m in enumerate(self.messages)]
             return True
         changed = False
         for i, (old, new) in enumerate(zip(self.messages, messages, strict=True)):
             if new is not old:
-                self.known[i] = self.ledger.known(self.api, new, i)
+                self.known[i] = self.memo.known(self.api, new, i)
                 changed = True
         self.messages = list(messages)
         return changed
 
     def replace(self, i: int, message: Message) -> None:
         self.messages[i] = message
-        self.known[i] = self.ledger.known(self.api, message, i)
+        self.known[i] = self.memo.known(self.api, message, i)
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +77,7 @@ class StepContext:
 
     services: Services
     scope: outputs.SessionScope
-    core_session: GatewaySession
+    core_session: CacheSafeSession
     count: CountTokens
 
     def warn(self, report: CompactReport, warning: str) -> None:
@@ -104,8 +104,3 @@ class StepContext:
     def _warn(self, report: CompactReport, warning: str) -> None:
         log.warning("%s", warning)
         report.warnings.append(warning)
-
-
-def format_name(llm_api: LlmApi) -> str:
-    """The API's `format=` word (report, digests); its name for one the Compactor does not offer."""
-    return llm_api.format_name or llm_api.name

@@ -11,9 +11,14 @@ from collections.abc import Sequence
 
 from mcp_offload.cachesafe.record import open_record
 from mcp_offload.compact.boundary import Boundary
-from mcp_offload.compact.request import CompactReport, CompactRequest, StepContext, format_name
+from mcp_offload.compact.request import CompactReport, CompactRequest, StepContext
 from mcp_offload.compact.transcript import Summarize, note_text, readable_text, run_summarize, transcript_text
 from mcp_offload.errors import StoreError
+
+# the word a digest of older turns starts with: the API's name, except Chat Completions' digests, first made when
+# its word was "openai" and kept so that transcripts recorded then are found (a different digest would summarise
+# the same turns again and change the already-sent bytes)
+_DIGEST_WORDS = {"openai_chat": "openai"}
 
 log = logging.getLogger("mcp_offload.compact")
 
@@ -94,7 +99,7 @@ def _put_note(request: CompactRequest, first: int, last: int, note: str) -> None
     at one): no two user messages in a row, which the Anthropic API refuses."""
     merged = request.api.messages.prepend_note(request.messages[last + 1], note)
     request.messages[first : last + 2] = [merged]
-    request.known[first : last + 2] = [request.ledger.known(request.api, merged, first)]
+    request.known[first : last + 2] = [request.memo.known(request.api, merged, first)]
 
 
 def _turns_digest(request: CompactRequest, start: int, stop: int) -> str:
@@ -104,7 +109,7 @@ def _turns_digest(request: CompactRequest, start: int, stop: int) -> str:
 
 def _turns_digests(request: CompactRequest, start: int, stops: Sequence[int]) -> dict[str, int]:
     """`_turns_digest(request, start, stop)` -> stop, for each of the ascending `stops`, in one pass."""
-    h = hashlib.sha256(f"{format_name(request.api)}:{start}:".encode())
+    h = hashlib.sha256(f"{_DIGEST_WORDS.get(request.api.name, request.api.name)}:{start}:".encode())
     at, out = start, {}
     for stop in stops:
         for known in request.known[at:stop]:

@@ -12,6 +12,7 @@ Caps are written `NAME=SIZE` pairs, comma-separated (`settings.client_caps`, env
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 
@@ -34,6 +35,10 @@ class AnswerCap:
     max_bytes: int | None = None
     max_tokens: int | None = None
     whose: str = "this client's"  # for the model: "[cut at Codex's 10,000-byte cap: …]"
+    # the client shows its model the whole result as JSON (Cline): the text is measured as a JSON string (a newline,
+    # a quote or a backslash counts twice), and the result model is not put in the result's `_meta` (the model would
+    # read it too)
+    raw_json: bool = False
 
     @property
     def limited(self) -> bool:
@@ -44,7 +49,8 @@ class AnswerCap:
         (plus one), which converges on a fit in a few rounds."""
         over = 0
         if self.max_bytes is not None:
-            over = max(over, len(text.encode("utf-8", "surrogatepass")) - self.max_bytes)
+            shown = json.dumps(text, ensure_ascii=False)[1:-1] if self.raw_json else text
+            over = max(over, len(shown.encode("utf-8", "surrogatepass")) - self.max_bytes)
         if self.max_tokens is not None:
             tokens = counter.count(text)
             if tokens > self.max_tokens:

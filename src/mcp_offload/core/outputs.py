@@ -48,7 +48,7 @@ from mcp_offload.retrieve.pattern import compile_pattern
 from mcp_offload.retrieve.ranked.index_cache import SIDECAR
 from mcp_offload.retrieve.ranked.rank import RankedResult, rank_outputs
 from mcp_offload.retrieve.read import read_range
-from mcp_offload.retrieve.search import SearchOptions, SearchResult, search_outputs
+from mcp_offload.retrieve.search import SearchOptions, SearchResult, search_output, search_outputs
 from mcp_offload.retrieve.sql.detect import is_sql
 from mcp_offload.store.base import StoredOutput
 from mcp_offload.store.handles import scope_key, validate_handle
@@ -206,7 +206,11 @@ async def search(
         records = records and note is None
 
         def run() -> tuple[SearchResult, JsonHits]:
-            found = search_outputs(outputs, compiled, options, max_results_cap=settings.search_max_results_cap)
+            cap = settings.search_max_results_cap
+            if handle is not None:  # one output: a binary one is refused, not searched as no match
+                found = search_output(outputs[0], compiled, options, max_results_cap=cap)
+            else:
+                found = search_outputs(outputs, compiled, options, max_results_cap=cap)
             placed = json_hits(
                 {o.meta.handle: o for o in outputs},
                 found.matches,

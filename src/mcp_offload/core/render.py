@@ -98,11 +98,6 @@ def render_read(out: ReadOutput, cap_label: str) -> str:
     return "\n".join([head, out.text, *tail]) if tail else f"{head}\n{out.text}"
 
 
-def render_search(out: SearchOutput, scoped: str | None) -> str:
-    """`scoped`: the handle searched, or None when the search covered all of the session's outputs."""
-    return "\n".join(line for block in search_blocks(out, scoped) for line in block)
-
-
 def search_blocks(out: SearchOutput, scoped: str | None) -> list[list[str]]:
     """The lines of a search answer in blocks: the header, then one block per hit (scope="record": per record, with
     the hits in it), then what follows them (the note on more matches). An answer cut to fit a client's cap ends at

@@ -1,12 +1,12 @@
 """Per-session gateway counters in the store, and the summary `mcp-offload stats` and the status page show.
 
-The server adds one `TurnCounters` per client turn (`add_usage`): what the rewrite kept out, what retrieval pulled
-back, loops and fail-open events, and the upstream's own usage figures (Anthropic `input_tokens`,
-`cache_read_input_tokens`, `cache_creation_input_tokens`; OpenAI `prompt_tokens` / `input_tokens` with
-`cached_tokens`). From those and the provider's cache prices (cost.py) each turn also adds two cost figures, in
-thousandths of a base input token:
+The server adds one `TurnCounters` per client turn (`record_turn`): what the rewrite kept out, what retrieval pulled
+back, loops and fail-open events, and the upstream's own usage as one normalised figure set (each API's
+`Dialect.figures`: uncached input, cache reads, cache writes, output; no vendor counter names). From those and the
+provider's cache prices (`Provider.cache_prices`) each turn also adds two cost figures, in thousandths of a base input
+token:
 
-- actual: `uncached + cache_read * read + cache_write * write` as the upstream reported them;
+- actual: `CachePrices.input_cost` (`uncached + cache_read * read + cache_write * write`) as the upstream reported;
 - direct (what going direct would have cost): actual + the kept-out tokens as cache reads + the newly offloaded
   tokens' one cache write premium (a result sent direct is written to the cache once, then read on every turn).
 
@@ -19,10 +19,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from mcp_offload.cachesafe.cost import prices_for
 from mcp_offload.cachesafe.record import open_record
-from mcp_offload.cachesafe.session import GatewaySession
+from mcp_offload.cachesafe.session import CacheSafeSession
 from mcp_offload.core.services import Services
+from mcp_offload.providers.prices import CachePrices
 
 MILLI = 1000
 
@@ -31,8 +31,7 @@ MILLI = 1000
 class TurnCounters:
     """What one client turn did; every integer field is added to the session's counters."""
 
-    api: str = ""  # "anthropic" | "openai_chat" | "responses": picks the cache prices (not a counter)
-    model: str = ""  # the request's model (not a counter)
+    prices: CachePrices  # the provider's cache prices for the request's model (not a counter)
     requests: int = 1  # client requests
     upstream_calls: int = 0  # upstream requests made for them (loops included)
     tokens_kept_out: int = 0  # Rewrite.tokens_kept_out: result tokens not sent (references subtracted)
@@ -42,17 +41,17 @@ class TurnCounters:
     loops: int = 0  # follow-up upstream calls made by the transparent loop
     fail_open: int = 0
     offloaded: int = 0  # outputs newly stored this turn (len(Rewrite.offloaded))
-    input_tokens: int = 0  # upstream usage, uncached input tokens (OpenAI: prompt tokens minus cached)
-    cache_read_input_tokens: int = 0  # Anthropic
-    cache_creation_input_tokens: int = 0  # Anthropic
-    cached_tokens: int = 0  # OpenAI
+    input_tokens: int = 0  # upstream usage: uncached input tokens (UsageFigures.uncached_tokens)
+    cache_read_tokens: int = 0  # input tokens read from the provider's prompt cache
+    cache_write_tokens: int = 0  # input tokens written to it
     output_tokens: int = 0
 
     def counts(self) -> dict[str, int]:
-        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("api", "model")}
-        prices = prices_for(self.api, self.model)
-        cache_read = self.cache_read_input_tokens + self.cached_tokens
-        actual = self.input_tokens + cache_read * prices.read + self.cache_creation_input_tokens * prices.write
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "prices"}
+        prices = self.prices
+        actual = prices.input_cost(
+            uncached=self.input_tokens, cache_read=self.cache_read_tokens, cache_write=self.cache_write_tokens
+        )
         premium = max(prices.write - prices.read, 0)
         direct = actual + self.tokens_kept_out * prices.read + self.tokens_offloaded * premium
         out["cost_actual_milli"] = round(actual * MILLI)
@@ -60,7 +59,7 @@ class TurnCounters:
         return out
 
 
-async def add_usage(services: Services, session: GatewaySession, counters: TurnCounters) -> None:
+async def record_turn(services: Services, session: CacheSafeSession, counters: TurnCounters) -> None:
     """Add one turn's counters to the session's. When the store is down this raises `StoreUnavailable`, and the
     counts (a fail-open event among them) are kept in memory and added with the session's next successful call."""
     await open_record(services).add_counts(session, counters.counts())

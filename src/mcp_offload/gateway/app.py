@@ -4,21 +4,22 @@
     POST /v1/chat/completions       OpenAI Chat Completions (same)
     POST /v1/responses              OpenAI Responses        (same)
     POST /{v1beta|v1}/models/{model}:generateContent, :streamGenerateContent?alt=sse
-                                    Gemini                  (same; apis.gemini.routes tells them from OpenAI's)
+                                    Gemini                  (same; providers.gemini.routes tells them from OpenAI's)
+    (each provider's routes)        its APIs                (same: `providers.registry.call_for_request`)
     GET  /healthz                   ready (no token needed)
     GET  /stats, GET /              the gateway's figures (JSON, HTML): per session and in total, cost vs direct
     anything else                   relayed as is (/v1/messages/count_tokens, /v1/models, ...), streams streamed
 
 Per request, in order: the gateway's own token (`x-mcp-offload-token: T` or `Proxy-Authorization: Bearer T`;
 `Authorization` and `x-api-key` belong to the provider and pass through), the Host/Origin check, the body (capped,
-read once), then for the three APIs: content type and JSON checked, `rewrite_request` (store down: the original
+read once), then for an API call: content type and JSON checked, `rewrite_request` (store down: the original
 goes out, counted as fail-open, unless the policy is fail-closed: 503), the upstream call. When the rewrite
 changed nothing the client's original bytes are sent. A 4xx to a rewritten request (other than auth, rate limit
 and timeout) is retried once with the original bytes; if that one passes, the session is marked to bypass
 rewriting from now on (in the record, so every instance sees it).
 
-Every failure the gateway answers itself is in the API's own error format (errors.py). If the client goes away,
-the handler is cancelled, which closes the upstream response, so the upstream sees the disconnect at once.
+Every failure the gateway answers itself is in the provider's error format for the API (errors.py). If the client
+goes away, the handler is cancelled, which closes the upstream response, so the upstream sees the disconnect at once.
 
 Logs: one JSON line per request on `mcp_offload.gateway` (INFO): api, status, ms, stream, rewrite figures, loops,
 retrieval calls, upstream cache figures, session fingerprint. Credentials never appear.
@@ -37,11 +38,8 @@ import httpx2
 import orjson
 from starlette.types import Message, Receive, Scope, Send
 
-from mcp_offload.apis.base import LlmApi, Route
+from mcp_offload.apis.base import LlmApi
 from mcp_offload.apis.dialect import Dialect
-from mcp_offload.apis.names import ApiName
-from mcp_offload.apis.registry import api_for_provider, api_for_request, provider_for_request
-from mcp_offload.apis.usage import usage_of
 from mcp_offload.cachesafe.record import open_record
 from mcp_offload.cachesafe.request_rewrite import Rewrite, RewriteUnavailable, rewrite_request
 from mcp_offload.cachesafe.session import derive_session
@@ -51,7 +49,7 @@ from mcp_offload.errors import StoreError
 from mcp_offload.gateway.access import GatewayAccess
 from mcp_offload.gateway.asgi import lifespan, query_string, send_bytes
 from mcp_offload.gateway.compress_api import CompressApi, is_compress_path
-from mcp_offload.gateway.errors import GatewayError, error_body
+from mcp_offload.gateway.errors import GatewayError, error_response
 from mcp_offload.gateway.exchange import Exchange, account_exchange, log_exchange, noting_completion, watch_disconnect
 from mcp_offload.gateway.loop import loop_json, loop_stream, relay_stream
 from mcp_offload.gateway.options import GatewayOptions
@@ -59,6 +57,9 @@ from mcp_offload.gateway.request_body import ClientGone, parse_json, read_body
 from mcp_offload.gateway.session_retriever import SessionRetriever
 from mcp_offload.gateway.status import gateway_stats, render_page
 from mcp_offload.gateway.upstream import ProviderClient, request_headers, response_headers
+from mcp_offload.providers.base import ApiCall, IncomingRequest, Provider
+from mcp_offload.providers.framing import Framing
+from mcp_offload.providers.registry import call_for_request, relay_provider
 from mcp_offload.version import __version__
 
 log = logging.getLogger("mcp_offload.gateway")
@@ -92,12 +93,11 @@ class GatewayApp:
         method: str = scope["method"]
         headers = [(k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in scope.get("headers", ())]
         header_map = dict(headers)
-        served = api_for_request(method, path)
-        api = served[0] if served else None
-        # the API whose error document a failure gets (a relayed path: its provider's first API)
-        errors_as = (
-            api.name if api else api_for_provider(provider_for_request(path, header_map, query_string(scope))).name
-        )
+        incoming = IncomingRequest(method, path, query_string(scope), header_map)
+        served = call_for_request(incoming)
+        api = served[1].api if served else None
+        # the provider whose error document a failure gets (a relayed path: the one it goes to)
+        answering = served[0] if served else relay_provider(incoming)
         if path == "/healthz" and method == "GET":
             status = 503 if self.draining else 200
             body = {
@@ -113,13 +113,13 @@ class GatewayApp:
             return
         refusal = self.access.refusal(header_map)
         if refusal is not None:
-            await send_bytes(send, refusal.status, JSON_HEADERS, error_body(errors_as, refusal))
+            await send_bytes(send, *error_response(answering, api, refusal))
             return
         if method == "GET" and path in ("/", "/stats"):  # the gateway's own figures (not provider paths)
             await self._status(path, send)
             return
         started = time.perf_counter()
-        exchange = Exchange(api=api.name if api else "relay")
+        exchange = Exchange(api=api, provider=served[0] if served else None)
         send = noting_completion(send, exchange)
 
         async def work() -> None:
@@ -140,7 +140,7 @@ class GatewayApp:
                     raise failure
             except GatewayError as exc:
                 exchange.status = exc.status
-                await send_bytes(send, exc.status, JSON_HEADERS, error_body(errors_as, exc))
+                await send_bytes(send, *error_response(answering, api, exc))
             except ClientGone:
                 exchange.report.problem = "client disconnected"
 
@@ -168,8 +168,8 @@ class GatewayApp:
         try:
             stats = await gateway_stats(self.services)
         except StoreError as exc:
-            error = GatewayError(503, "store_unavailable", f"The gateway's store is unavailable: {exc}")
-            await send_bytes(send, 503, JSON_HEADERS, error_body("openai_chat", error))
+            error = {"code": "store_unavailable", "message": f"The gateway's store is unavailable: {exc}"}
+            await send_bytes(send, 503, JSON_HEADERS, orjson.dumps({"error": error}))  # the gateway's own document
             return
         if path == "/stats":
             await send_bytes(send, 200, JSON_HEADERS, orjson.dumps(stats))
@@ -186,12 +186,15 @@ class GatewayApp:
         body: bytes,
         send: Send,
         exchange: Exchange,
+        provider: Provider | None = None,
     ) -> None:
-        """Anything that is not one of the APIs (or a body the API relays unread): relayed byte for byte, response
-        streamed."""
-        provider = provider_for_request(path, dict(headers), query_string(scope))
-        url = self.upstream.url(provider, path, query_string(scope))
-        response = await self.upstream.open(method, url, request_headers(headers, decoded=False), body or None)
+        """Anything that is not one of the APIs (or a body the API relays unread: to `provider`): relayed byte for
+        byte, response streamed."""
+        query = query_string(scope)
+        provider = provider or relay_provider(IncomingRequest(method, path, query, dict(headers)))
+        url = self.upstream.url(provider, path, query)
+        out_headers = request_headers(headers, decoded=False)
+        response = await self.upstream.open(method, url, out_headers, body or None, provider=provider)
         exchange.status = response.status_code
         try:
             await send(
@@ -211,8 +214,8 @@ class GatewayApp:
 
     async def _api(
         self,
-        api: LlmApi,
-        route: Route,
+        provider: Provider,
+        call: ApiCall,
         scope: Scope,
         headers: list[tuple[str, str]],
         header_map: dict[str, str],
@@ -220,18 +223,19 @@ class GatewayApp:
         send: Send,
         exchange: Exchange,
     ) -> None:
+        api = call.api
         try:
             request = parse_json(header_map, raw)
         except GatewayError:
             if not api.relays_unreadable:
                 raise
-            exchange.api = "relay"  # a request the gateway cannot read: the upstream answers it
-            await self._relay("POST", scope["path"], scope, headers, raw, send, exchange)
+            exchange.api = None  # a request the gateway cannot read: relayed, the upstream answers it
+            await self._relay("POST", scope["path"], scope, headers, raw, send, exchange, provider)
             return
-        exchange.stream = route.stream if route.stream is not None else request.get("stream") is True
-        exchange.model = route.model if route.model is not None else str(request.get("model") or "")
-        session_headers = api.session_headers(header_map, query_string(scope))
-        rewrite = await self._rewrite(api.name, request, session_headers, exchange)
+        exchange.stream = call.stream if call.stream is not None else request.get("stream") is True
+        exchange.model = call.model if call.model is not None else str(request.get("model") or "")
+        incoming = IncomingRequest("POST", scope["path"], query_string(scope), header_map)
+        rewrite = await self._rewrite(api, provider, request, provider.session_headers(incoming), exchange)
         may_loop = (
             rewrite is not None
             and rewrite.tools_injected
@@ -250,29 +254,29 @@ class GatewayApp:
             upstream_body = api.with_cache_breakpoints(upstream_body)  # a client that marks nothing gets prompt caching
         changed = upstream_body is not request
         sent = orjson.dumps(upstream_body) if changed else raw
-        path = scope["path"]
-        as_array = may_loop and route.whole_path is not None and route.sse_query not in parse_qsl(query_string(scope))
+        path = call.upstream_path or scope["path"]
+        as_array = may_loop and call.whole_path is not None and call.sse_query not in parse_qsl(query_string(scope))
         if as_array:  # a JSON-array stream (Gemini without alt=sse): one whole call, answered as a 1-item array
-            path, exchange.stream = route.whole_path or path, False
-        url = self.upstream.url(api.provider, path, query_string(scope))
+            path, exchange.stream = call.whole_path or path, False
+        url = self.upstream.url(provider, path, query_string(scope))
         out_headers = request_headers(headers, decoded=True)
 
         async def open_call(body: dict[str, Any]) -> httpx2.Response:
-            return await self.upstream.open("POST", url, out_headers, orjson.dumps(body))
+            return await self.upstream.open("POST", url, out_headers, orjson.dumps(body), provider=provider)
 
-        response = await self.upstream.open("POST", url, out_headers, sent)
+        response = await self.upstream.open("POST", url, out_headers, sent, provider=provider)
         if rewrite is not None and changed and 400 <= response.status_code < 500:
-            response = await self._retry_original(response, url, out_headers, raw, rewrite, exchange)
+            response = await self._retry_original(response, provider, url, out_headers, raw, rewrite, exchange)
         exchange.status = response.status_code
         dialect = api.dialect
         loop_on = may_loop and not exchange.bypassed and response.status_code == 200
-        retriever = (
-            None if rewrite is None else SessionRetriever(self.services, rewrite.session, api.name, exchange.arrived)
-        )
+        retriever = None if rewrite is None else SessionRetriever(self.services, rewrite.session, api, exchange.arrived)
         content_type = response.headers.get("content-type", "")
-        if exchange.stream and response.status_code == 200 and content_type.startswith("text/event-stream"):
+        if exchange.stream and response.status_code == 200 and content_type.startswith(call.framing.media_type):
             looping = retriever if loop_on else None
-            await self._stream(dialect, upstream_body, response, open_call, looping, client_usage, send, exchange)
+            await self._stream(
+                dialect, call.framing, upstream_body, response, open_call, looping, client_usage, send, exchange
+            )
             return
         try:
             answer = await response.aread()
@@ -298,7 +302,7 @@ class GatewayApp:
                     )
                     exchange.status = status
                 else:
-                    exchange.report.usage = usage_of(parsed)
+                    exchange.report.usage = dialect.usage_of(parsed)
         if as_array and exchange.status == 200:
             answer = b"[" + answer + b"]"
         await send_bytes(send, exchange.status, headers_out, answer)
@@ -306,6 +310,7 @@ class GatewayApp:
     async def _stream(
         self,
         dialect: Dialect,
+        framing: Framing,
         request: dict[str, Any],
         response: httpx2.Response,
         open_call: Callable[[dict[str, Any]], Awaitable[httpx2.Response]],
@@ -345,19 +350,27 @@ class GatewayApp:
                 exchange.report,
                 emit,
                 client_usage=client_usage,
+                framing=framing,
             )
         else:
-            await relay_stream(dialect, response, emit, exchange.report)
+            await relay_stream(dialect, response, emit, exchange.report, framing=framing)
         async with lock:
             await send({"type": "http.response.body", "body": b"", "more_body": False})
 
     async def _rewrite(
-        self, api: ApiName, request: dict[str, Any], headers: Mapping[str, str], exchange: Exchange
+        self,
+        api: LlmApi,
+        provider: Provider,
+        request: dict[str, Any],
+        headers: Mapping[str, str],
+        exchange: Exchange,
     ) -> Rewrite | None:
         """The rewritten request; None when the gateway must send the original (fail-open)."""
         policy = self.options.policy
         try:
-            rewrite = await rewrite_request(self.services, api, request, headers, policy, model=exchange.model)
+            rewrite = await rewrite_request(
+                self.services, api, request, headers, policy, model=exchange.model, provider=provider
+            )
         except RewriteUnavailable as exc:
             raise GatewayError(
                 503,
@@ -381,6 +394,7 @@ class GatewayApp:
     async def _retry_original(
         self,
         refused: httpx2.Response,
+        provider: Provider,
         url: str,
         headers: list[tuple[str, str]],
         raw: bytes,
@@ -392,7 +406,7 @@ class GatewayApp:
             return refused
         detail = (await refused.aread()).decode("utf-8", "replace")[:300]
         await refused.aclose()
-        original = await self.upstream.open("POST", url, headers, raw)
+        original = await self.upstream.open("POST", url, headers, raw, provider=provider)
         if original.status_code < 400:
             exchange.bypassed = True
             reason = f"upstream refused a rewritten request ({refused.status_code}): {detail}"

@@ -54,14 +54,14 @@ from typing import Any
 import anyio
 import orjson
 
+from mcp_offload.apis.base import LlmApi
 from mcp_offload.apis.detect import ShapeError, apis_reading, shape_of
-from mcp_offload.apis.names import ApiName
-from mcp_offload.apis.registry import APIS
+from mcp_offload.apis.registry import APIS, UnknownApi, api_named
 from mcp_offload.cachesafe.policy import RewritePolicy
 from mcp_offload.cachesafe.record import open_record
 from mcp_offload.cachesafe.retrieval import gone_handle, run_retrieval
 from mcp_offload.cachesafe.rewrite import REFERENCE_PREFIX, rewrite_messages
-from mcp_offload.cachesafe.session import GatewaySession, credential_digest
+from mcp_offload.cachesafe.session import CacheSafeSession, credential_digest
 from mcp_offload.core.outputs import SessionScope
 from mcp_offload.core.services import Services
 from mcp_offload.errors import StoreError
@@ -76,14 +76,6 @@ log = logging.getLogger("mcp_offload.gateway.compress")
 COMPRESS_PATHS = ("/v1/compress", "/v1/retrieve", "/health", "/readyz")
 AFFINITY_HEADERS = ("x-headroom-session-id", "x-session-affinity", "x-session-id", "x-mcp-offload-session")
 BYPASS_HEADERS = ("x-headroom-bypass", "x-mcp-offload-bypass")
-FORMATS: dict[str, ApiName] = {  # the compression service speaks the four message-list formats
-    "openai": "openai_chat",
-    "openai_chat": "openai_chat",
-    "chat": "openai_chat",
-    "anthropic": "anthropic",
-    "responses": "responses",
-    "gemini": "gemini",
-}
 HASH_CHARS = 24
 HASH_RE = re.compile(r"[a-f0-9]{12,24}")
 _HANDLE_RE = re.compile(re.escape(REFERENCE_PREFIX[: -len("out_")]) + r"(out_[a-z2-7]{26})")
@@ -107,7 +99,7 @@ def marker(hash_value: str) -> str:
 @dataclass(frozen=True, slots=True)
 class Caller:
     tenant: str  # SHA-256 of the credential headers (never the credential)
-    session: GatewaySession
+    session: CacheSafeSession
     index_key: str  # the record "session" holding the tenant's hash -> (session, handle) index
 
 
@@ -226,7 +218,7 @@ class CompressApi:
         entry = orjson.loads(raw) if raw else None
         if not isinstance(entry, dict):
             raise _not_found(hash_value)
-        session = GatewaySession.of_key(str(entry["session"]))
+        session = CacheSafeSession.of_key(str(entry["session"]))
         handle = str(entry["handle"])
         gone = await gone_handle(self.services, session, handle)
         if gone is not None:
@@ -277,10 +269,10 @@ def caller_for(headers: Mapping[str, str]) -> Caller:
     tenant = credential_digest(headers)
     affinity = next((headers[h].strip() for h in AFFINITY_HEADERS if headers.get(h, "").strip()), "")
     key = scope_key(f"compress:{tenant}:{affinity[:200]}")
-    return Caller(tenant=tenant, session=GatewaySession.of_key(key), index_key=scope_key(f"compress-index:{tenant}"))
+    return Caller(tenant=tenant, session=CacheSafeSession.of_key(key), index_key=scope_key(f"compress-index:{tenant}"))
 
 
-def _format_of(value: object, messages: list[dict[str, Any]]) -> ApiName:
+def _format_of(value: object, messages: list[dict[str, Any]]) -> LlmApi:
     """The named format, or the one the messages are written in (`apis.detect.shape_of`): a list that matches no single
     format, or one that cannot be the format named, is refused rather than passed through untouched (a result the
     rewrite cannot read would silently stay as it is)."""
@@ -289,17 +281,17 @@ def _format_of(value: object, messages: list[dict[str, Any]]) -> ApiName:
             return shape_of(messages)
         except ShapeError as exc:
             raise GatewayError(400, "unrecognized_messages", str(exc)) from None
-    if not (isinstance(value, str) and value.lower() in FORMATS):
-        known = ", ".join(sorted(FORMATS))
-        raise GatewayError(400, "unknown_format", f"Unknown message format {str(value)[:60]!r}; use one of: {known}.")
-    named = FORMATS[value.lower()]
+    try:
+        named = api_named(value if isinstance(value, str) else repr(value))
+    except UnknownApi as exc:
+        raise GatewayError(400, "unknown_format", str(exc)) from None
     for i, m in enumerate(messages):
         fits = apis_reading(m)
-        if fits and named not in fits:
+        if fits and named.name not in fits:
             raise GatewayError(
                 400,
                 "format_mismatch",
-                f'"format" is {value!r} but messages[{i}] is not a {APIS[named].title} message '
+                f'"format" is {value!r} but messages[{i}] is not a {named.title} message '
                 f"(it reads as {' or '.join(APIS[f].title for f in sorted(fits))}); "
                 'send the right "format", or none to have it detected.',
             )
@@ -353,11 +345,11 @@ def _any_word(query: str) -> str:
 
 
 def _compressed(
-    api: ApiName, messages: list[dict[str, Any]], before: int, after: int, hashes: list[str], *, bypass: bool = False
+    api: LlmApi, messages: list[dict[str, Any]], before: int, after: int, hashes: list[str], *, bypass: bool = False
 ) -> dict[str, Any]:
     return {
         "messages": messages,
-        "format": api,
+        "format": api.name,
         "tokens_before": before,
         "tokens_after": after,
         "tokens_saved": max(before - after, 0),

@@ -1,16 +1,16 @@
-"""Errors the gateway itself answers with, each in the error document of the API the client speaks (each API's
-`error_document`, `apis/<name>/`), so the client's SDK raises its ordinary error type with our message (never a
-traceback, never an HTML page). A relayed path gets the document of its provider's first API.
+"""Errors the gateway itself answers with, each in the error document of the provider and API the client speaks
+(`Provider.error_answer`; for the vendors' own endpoints the API's `error_document`, `apis/<name>/`), so the
+client's SDK raises its ordinary error type with our message (never a traceback, never an HTML page). A relayed path
+gets the document of the provider it goes to.
 
-`GatewayError` is raised below the app (upstream unreachable, body problems) and turned into one of these once.
+`GatewayError` is raised below the app (upstream unreachable or not configured, body problems) and turned into one
+of these once.
 """
 
 from __future__ import annotations
 
-import orjson
-
-from mcp_offload.apis.names import ApiName
-from mcp_offload.apis.registry import api_named
+from mcp_offload.apis.base import LlmApi
+from mcp_offload.providers.base import Provider
 
 
 class GatewayError(Exception):
@@ -23,5 +23,20 @@ class GatewayError(Exception):
         self.message = message
 
 
-def error_body(api: ApiName, error: GatewayError) -> bytes:
-    return orjson.dumps(api_named(api).error_document(error.status, error.code, error.message))
+def error_response(
+    provider: Provider, api: LlmApi | None, error: GatewayError
+) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+    """(status, ASGI headers, body) of `error` as `provider`'s clients of `api` (None: a relayed request) read it."""
+    answer = provider.error_answer(api, error.status, error.code, error.message)
+    headers = [(name.encode("latin-1"), value.encode("latin-1")) for name, value in answer.headers]
+    return answer.status, headers, answer.body
+
+
+def missing_upstream(provider: Provider) -> GatewayError:
+    """The error for a call to a provider whose upstream base URL nobody set (a cloud has no default)."""
+    setting = provider.upstream
+    return GatewayError(
+        503,
+        "upstream_not_configured",
+        f"The gateway has no upstream for {provider.title}: start it with {setting.flag} URL (or set {setting.env}).",
+    )

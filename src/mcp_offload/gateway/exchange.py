@@ -12,14 +12,14 @@ from typing import Any
 import anyio
 from starlette.types import Message, Receive, Send
 
-from mcp_offload.apis.registry import api_named
+from mcp_offload.apis.base import LlmApi
 from mcp_offload.cachesafe.record import arrival_order
 from mcp_offload.cachesafe.request_rewrite import Rewrite
-from mcp_offload.cachesafe.session import GatewaySession
+from mcp_offload.cachesafe.session import CacheSafeSession
 from mcp_offload.core.services import Services
-from mcp_offload.gateway.accounting import TurnCounters
-from mcp_offload.gateway.accounting import add_usage as account
+from mcp_offload.gateway.accounting import TurnCounters, record_turn
 from mcp_offload.gateway.loop import TurnReport
+from mcp_offload.providers.base import Provider
 
 log = logging.getLogger("mcp_offload.gateway")
 
@@ -28,12 +28,13 @@ log = logging.getLogger("mcp_offload.gateway")
 class Exchange:
     """One request's facts, for the log line and the accounting."""
 
-    api: str
+    api: LlmApi | None  # None: a request relayed as is
+    provider: Provider | None = None  # where it went (its cache prices)
     model: str = ""
     stream: bool = False
     status: int = 0
     rewrite: Rewrite | None = None
-    session: GatewaySession | None = None
+    session: CacheSafeSession | None = None
     fail_open: str | None = None
     bypassed: bool = False
     answered: bool = False  # the whole answer went out
@@ -43,17 +44,14 @@ class Exchange:
 
 async def account_exchange(services: Services, exchange: Exchange) -> None:
     """Add the turn's figures to its session's counters (never fails the turn)."""
-    if exchange.api == "relay":
-        return
+    api, provider = exchange.api, exchange.provider
     rewrite, report = exchange.rewrite, exchange.report
     session = exchange.session
-    if session is None:
+    if api is None or provider is None or session is None:
         return
-    api = api_named(exchange.api)
     figures = api.dialect.figures(report.usage)
     counters = TurnCounters(
-        api=exchange.api,
-        model=exchange.model,
+        prices=provider.cache_prices(api, exchange.model),
         upstream_calls=report.upstream_calls if exchange.status else 0,
         tokens_kept_out=rewrite.tokens_kept_out if rewrite is not None and not exchange.bypassed else 0,
         tokens_pulled_back=report.tokens_pulled_back,
@@ -61,16 +59,15 @@ async def account_exchange(services: Services, exchange: Exchange) -> None:
         loops=report.loops,
         fail_open=1 if exchange.fail_open else 0,
         offloaded=len(rewrite.offloaded) if rewrite is not None else 0,
-        input_tokens=figures.input_tokens - figures.cache_read_tokens - figures.cache_write_tokens,
-        cache_read_input_tokens=figures.cache_read_tokens if api.cache_reads_apart else 0,
-        cache_creation_input_tokens=figures.cache_write_tokens,
-        cached_tokens=figures.cache_read_tokens if not api.cache_reads_apart else 0,
+        input_tokens=figures.uncached_tokens,
+        cache_read_tokens=figures.cache_read_tokens,
+        cache_write_tokens=figures.cache_write_tokens,
         output_tokens=figures.output_tokens,
     )
     try:
         with anyio.fail_after(5):
-            await account(services, session, counters)
-    except Exception as exc:  # the turn is answered; counting it must not fail it (add_usage keeps the counts
+            await record_turn(services, session, counters)
+    except Exception as exc:  # the turn is answered; counting it must not fail it (record_turn keeps the counts
         # of a down store in memory and adds them with the session's next successful write)
         log.warning("could not record the turn's figures: %s", exc)
 
@@ -104,13 +101,13 @@ def log_exchange(method: str, path: str, exchange: Exchange, started: float) -> 
     fields: dict[str, Any] = {
         "method": method,
         "path": path,
-        "api": exchange.api,
+        "api": exchange.api.name if exchange.api else "relay",
         "status": exchange.status,
         "ms": round((time.perf_counter() - started) * 1000, 2),
         "stream": exchange.stream,
         "session": exchange.session.key[:12] if exchange.session else None,
     }
-    if exchange.api != "relay":
+    if exchange.api is not None:
         fields.update(
             changed=bool(rewrite and rewrite.changed),
             offloaded=len(rewrite.offloaded) if rewrite else 0,

@@ -1,7 +1,7 @@
 """The transparent retrieval loop: when the model calls only the gateway's retrieval tools, answer them from the store
 and call the model again, so the client sees one ordinary response (JSON or stream).
 
-Rules, the same for the three APIs:
+Rules, the same for every API:
 
 - **Only retrieval calls** (names in `RETRIEVAL_TOOL_NAMES`, and only when the gateway injected the tools): run
   them (`run_retrieval`; a hostile or expired handle gets an error result, the loop goes on), append the assistant
@@ -35,10 +35,10 @@ import httpx2
 import orjson
 
 from mcp_offload.apis.dialect import Answer, CallOutcome, Dialect, ModelToolCall, Round
-from mcp_offload.apis.sse import SseParser
-from mcp_offload.apis.usage import add_usage, usage_of
+from mcp_offload.apis.usage import add_usage
 from mcp_offload.errors import reason_of
 from mcp_offload.gateway.errors import GatewayError
+from mcp_offload.providers.framing import SSE, FrameReader, Framing
 
 Emit = Callable[[bytes], Awaitable[None]]
 OpenCall = Callable[[dict[str, Any]], Awaitable[httpx2.Response]]
@@ -181,7 +181,7 @@ async def loop_json(
     merged = dialect.merged(responses, names, stop)
     report.usage = {}
     for answered in responses:
-        add_usage(report.usage, usage_of(answered))
+        add_usage(report.usage, dialect.usage_of(answered))
     if rounds:
         last = None if report.mixed else (dialect.without_retrieval(outcome, names) if stop else outcome)
         await _record(dialect, retriever, dialect.client_output_of(merged), rounds, last)
@@ -220,17 +220,20 @@ async def loop_stream(
     emit: Emit,
     *,
     client_usage: bool = True,
+    framing: Framing = SSE,
 ) -> None:
     """Splice the first stream and every follow-up into one client stream (written through `emit`);
-    `client_usage` False: the client did not ask for a usage chunk (Chat), the gateway did (for its accounting)."""
+    `client_usage` False: the client did not ask for a usage chunk (Chat), the gateway did (for its accounting);
+    `framing`: how the provider frames the streams (the splice reads and writes events; the framing, bytes)."""
     splicer = dialect.splicer(names, client_usage=client_usage)
+    emit = framed(emit, framing)
     keepalive = Keepalive(emit, splicer.ping, limits.ping_interval_s)
     failure: Exception | None = None
     async with anyio.create_task_group() as tg:
         tg.start_soon(keepalive.run)
         try:
             turn = _Rounds(dialect, request, names, retriever, limits, report)
-            await _splice(turn, first, open_call, emit, splicer, keepalive)
+            await _splice(turn, first, open_call, emit, splicer, keepalive, framing)
         except Exception as exc:  # raised out of the task group it would be wrapped in an ExceptionGroup
             failure = exc
         finally:
@@ -240,12 +243,18 @@ async def loop_stream(
 
 
 async def _splice(
-    turn: _Rounds, response: httpx2.Response, open_call: OpenCall, emit: Emit, splicer: Any, keepalive: Keepalive
+    turn: _Rounds,
+    response: httpx2.Response,
+    open_call: OpenCall,
+    emit: Emit,
+    splicer: Any,
+    keepalive: Keepalive,
+    framing: Framing,
 ) -> None:
     dialect, names, retriever, report, rounds = turn.dialect, turn.names, turn.retriever, turn.report, turn.rounds
     usage: dict[str, Any] = {}
     while True:
-        if not await _relay_call(response, splicer, emit, keepalive, report):
+        if not await _relay_call(response, splicer, emit, keepalive, report, framing.reader()):
             return
         outcome = splicer.end_call()
         add_usage(usage, outcome.usage)
@@ -286,10 +295,9 @@ async def _splice(
 
 
 async def _relay_call(
-    response: httpx2.Response, splicer: Any, emit: Emit, keepalive: Keepalive, report: TurnReport
+    response: httpx2.Response, splicer: Any, emit: Emit, keepalive: Keepalive, report: TurnReport, parser: FrameReader
 ) -> bool:
     """Forward one upstream stream through the splicer; False when the client's stream had to end here."""
-    parser = SseParser()
     try:
         async for chunk in _chunks(response):
             outs: list[bytes] = []  # what this chunk's events give the client: one write (one socket send)
@@ -323,6 +331,17 @@ async def _relay_call(
     return True
 
 
+def framed(emit: Emit, framing: Framing) -> Emit:
+    """`emit` for the SSE bytes the gateway writes, in `framing` (itself for SSE)."""
+    if framing is SSE:
+        return emit
+
+    async def framing_emit(sse: bytes) -> None:
+        await emit(framing.frame(sse))
+
+    return framing_emit
+
+
 def _chunks(response: httpx2.Response) -> AsyncIterator[bytes]:
     """The upstream's bytes as they arrive: raw (no decoder, no re-chunking) when uncompressed, as the gateway asks
     for them (`Accept-Encoding: identity`); decoded if an upstream compresses anyway."""
@@ -331,10 +350,12 @@ def _chunks(response: httpx2.Response) -> AsyncIterator[bytes]:
     return response.aiter_bytes()
 
 
-async def relay_stream(dialect: Dialect, response: httpx2.Response, emit: Emit, report: TurnReport) -> None:
-    """A stream with nothing to splice: forward the upstream's bytes as they arrive, read the usage on the side, and
-    end with the API's error event if the upstream stops before its last event."""
-    parser = SseParser()
+async def relay_stream(
+    dialect: Dialect, response: httpx2.Response, emit: Emit, report: TurnReport, *, framing: Framing = SSE
+) -> None:
+    """A stream with nothing to splice: forward the upstream's bytes as they arrive (in the provider's `framing`),
+    read the usage on the side, and end with the API's error event if the upstream stops before its last event."""
+    parser = framing.reader()
     usage: dict[str, Any] = {}
     complete = False
     try:
@@ -348,7 +369,7 @@ async def relay_stream(dialect: Dialect, response: httpx2.Response, emit: Emit, 
     except httpx2.HTTPError as exc:
         report.problem = "upstream stream cut"
         cut = f"The upstream stream broke off: {reason_of(exc)}."
-        await emit(dialect.splicer(frozenset()).error("upstream_stream_cut", cut))
+        await emit(framing.frame(dialect.splicer(frozenset()).error("upstream_stream_cut", cut)))
         return
     finally:
         await response.aclose()
@@ -356,4 +377,5 @@ async def relay_stream(dialect: Dialect, response: httpx2.Response, emit: Emit, 
     if not complete:
         report.problem = "upstream stream cut"
         tail = b"\n\n" if parser.pending else b""
-        await emit(tail + dialect.splicer(frozenset()).error("upstream_stream_cut", "The upstream stream ended early."))
+        error = dialect.splicer(frozenset()).error("upstream_stream_cut", "The upstream stream ended early.")
+        await emit(framing.frame(tail + error))

@@ -35,6 +35,6 @@ class GatewayOptions:
             raise GatewayConfigError("--max-body-bytes must be positive")
         if self.limits.max_loops < 0 or self.limits.ping_interval_s <= 0:
             raise GatewayConfigError("--max-loops must be 0 or more and --ping-interval positive")
-        for url in (self.upstream.anthropic_base, self.upstream.openai_base, self.upstream.gemini_base):
-            if not url.startswith(("http://", "https://")):
+        for url in self.upstream.bases.values():
+            if url is not None and not url.startswith(("http://", "https://")):
                 raise GatewayConfigError(f"upstream URL {url!r} must start with http:// or https://")

@@ -1,5 +1,5 @@
 """The request body: read once, capped while it streams in (a declared Content-Length over the cap is refused before
-anything is read), then checked as a JSON object for the three APIs. Failures are `GatewayError`s (413, 415, 400);
+anything is read), then checked as a JSON object for an API call. Failures are `GatewayError`s (413, 415, 400);
 a client gone while sending is `ClientGone`."""
 
 from __future__ import annotations

@@ -15,6 +15,7 @@ import uvicorn
 from mcp_offload.core.services import build_services
 from mcp_offload.gateway.app import GatewayApp
 from mcp_offload.gateway.options import GatewayConfigError, GatewayOptions
+from mcp_offload.providers.registry import PROVIDERS
 from mcp_offload.settings import Settings
 from mcp_offload.uvicorn_server import ExitZeroServer
 from mcp_offload.version import __version__
@@ -49,12 +50,11 @@ async def serve_gateway(app: GatewayApp) -> None:
     )
     server = _GatewayServer(config, app)
     log.info(  # the normal start-up line: INFO, shown at the default level (it was a WARNING)
-        "mcp-offload %s gateway on http://%s:%d (anthropic: %s, openai: %s, retrieval %s, %s)",
+        "mcp-offload %s gateway on http://%s:%d (%s, retrieval %s, %s)",
         __version__,
         options.host,
         options.port,
-        options.upstream.anthropic_base,
-        options.upstream.openai_base,
+        ", ".join(f"{p.name}: {options.upstream.base(p) or 'not set'}" for p in PROVIDERS.values()),
         options.policy.retrieval,
         f"{len(options.tokens)} token(s)" if options.tokens else "no token",
     )

@@ -10,11 +10,11 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from mcp_offload.apis.base import LlmApi
 from mcp_offload.apis.dialect import Answer, ModelToolCall
-from mcp_offload.apis.names import ApiName
 from mcp_offload.cachesafe.record import arrival_order, record_expansion
 from mcp_offload.cachesafe.retrieval import run_retrieval
-from mcp_offload.cachesafe.session import GatewaySession
+from mcp_offload.cachesafe.session import CacheSafeSession
 from mcp_offload.core.services import Services
 
 log = logging.getLogger("mcp_offload.gateway")
@@ -24,7 +24,7 @@ class SessionRetriever:
     """The store side for one request; `arrived` orders its expansion (`arrival_order()` when the request came in:
     a retried request's replaces the earlier attempt's, `record_expansion`)."""
 
-    def __init__(self, services: Services, session: GatewaySession, api: ApiName, arrived: int | None = None) -> None:
+    def __init__(self, services: Services, session: CacheSafeSession, api: LlmApi, arrived: int | None = None) -> None:
         self.services, self.session, self.api = services, session, api
         self.arrived = arrival_order() if arrived is None else arrived
 

@@ -27,8 +27,8 @@ COLUMNS = (
     ("retrieval_calls", "retrievals"),
     ("loops", "loops"),
     ("fail_open", "fail-open"),
-    ("cache_read", "cache read"),
-    ("cache_creation_input_tokens", "cache write"),
+    ("cache_read_tokens", "cache read"),
+    ("cache_write_tokens", "cache write"),
 )
 
 
@@ -40,8 +40,6 @@ async def gateway_stats(services: Services) -> dict[str, Any]:
 
 
 def _figure(counters: dict[str, Any], name: str) -> int:
-    if name == "cache_read":
-        return int(counters.get("cache_read_input_tokens", 0)) + int(counters.get("cached_tokens", 0))
     return int(counters.get(name, 0))
 
 

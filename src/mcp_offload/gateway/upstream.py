@@ -1,36 +1,31 @@
-"""The LLM providers behind the gateway: one pooled `httpx2.AsyncClient`, a base URL per provider, and the header
-rules of a reverse proxy.
+"""The providers behind the gateway: one pooled `httpx2.AsyncClient`, a base URL per provider, and the header rules
+of a reverse proxy.
 
-- URLs: Anthropic's base is used as `ANTHROPIC_BASE_URL` is (`https://api.anthropic.com` + `/v1/messages`); OpenAI's
-  as `OPENAI_BASE_URL` is (`https://api.openai.com/v1` + `/chat/completions`), so a client path `/v1/x` maps to
-  `<openai base>/x`. The query string is kept (`/v1/messages?beta=true`).
-- Gemini's base is used as `GOOGLE_GEMINI_BASE_URL` is (`https://generativelanguage.googleapis.com` +
-  `/v1beta/models/…`).
-- Which provider a path that is not one of the APIs goes to (`/v1/models`, `/v1/files`, ...): Gemini for its own
-  paths and key (`/v1beta/…`, `models/{m}:method`, `x-goog-api-key`, `?key=`), Anthropic when the request carries
-  `anthropic-version` or `x-api-key`, else OpenAI: each API's `relay_claim`, asked by
-  `apis.registry.provider_for_request`.
+- URLs: each provider's base URL (its `--NAME-upstream` flag, its `MCP_OFFLOAD_NAME_UPSTREAM` variable, or its
+  default: `Provider.upstream`) and how a client path goes under it (`Provider.upstream_url`; e.g. OpenAI's base
+  carries the `/v1`). The query string is kept (`/v1/messages?beta=true`). A provider without a default and without
+  a setting answers its calls with `upstream_not_configured`, in its own error document.
+- Which provider a path that is not one of the APIs goes to (`/v1/models`, `/v1/files`, ...): the one that claims it
+  most surely (`Provider.relay_claim`, asked by `providers.registry.relay_provider`), else OpenAI.
+- Before a request goes, its provider has the last word (`Provider.prepare`: a cloud signs it there).
 - Headers: the client's headers go upstream untouched (credentials, `anthropic-beta`, `openai-organization`, ...)
   except hop-by-hop ones (RFC 9110 7.6.1, plus those named in `Connection`), `Host` and `Content-Length` (set from
-  the body actually sent) and the gateway's own (`x-mcp-offload-*`, `Proxy-Authorization`). For the three APIs the
+  the body actually sent) and the gateway's own (`x-mcp-offload-*`, `Proxy-Authorization`). For the API calls the
   gateway reads the answer, so it asks for it uncompressed (`Accept-Encoding: identity`); other paths are relayed
   with their encoding.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 
 import httpx2
 
-from mcp_offload.apis.gemini.routes import GEMINI_DEFAULT
-from mcp_offload.apis.names import Provider
 from mcp_offload.errors import reason_of
-from mcp_offload.gateway.errors import GatewayError
-
-ANTHROPIC_DEFAULT = "https://api.anthropic.com"
-OPENAI_DEFAULT = "https://api.openai.com/v1"
+from mcp_offload.gateway.errors import GatewayError, missing_upstream
+from mcp_offload.providers.base import OutgoingRequest, Provider
+from mcp_offload.providers.registry import PROVIDERS
 
 HOP_BY_HOP = frozenset(
     {
@@ -77,12 +72,15 @@ def response_headers(headers: httpx2.Headers, *, decoded: bool) -> list[tuple[by
 
 @dataclass(frozen=True, slots=True)
 class ProviderConfig:
-    anthropic_base: str = ANTHROPIC_DEFAULT
-    openai_base: str = OPENAI_DEFAULT
-    gemini_base: str = GEMINI_DEFAULT
+    # base URL by provider name (`Provider.name`); a provider not named here: its `upstream.default`
+    bases: Mapping[str, str | None] = field(default_factory=dict)
     connect_timeout_s: float = 10.0
     read_timeout_s: float = 600.0  # a long generation can be silent for minutes (the APIs ping, but not all do)
     max_connections: int = 200
+
+    def base(self, provider: Provider) -> str | None:
+        """`provider`'s base URL: the one set, else its default (None: neither)."""
+        return self.bases.get(provider.name) or provider.upstream.default
 
 
 class ProviderClient:
@@ -99,18 +97,26 @@ class ProviderClient:
         )
 
     def url(self, provider: Provider, path: str, query: str) -> str:
-        if provider == "anthropic":
-            url = self.config.anthropic_base.rstrip("/") + path
-        elif provider == "gemini":
-            url = self.config.gemini_base.rstrip("/") + path
-        else:
-            rest = path[3:] if path == "/v1" or path.startswith("/v1/") else path
-            url = self.config.openai_base.rstrip("/") + rest
-        return f"{url}?{query}" if query else url
+        """Where a request for `path` goes on `provider`; `GatewayError` (`upstream_not_configured`) when its base
+        URL was never set and it has no default."""
+        base = self.config.base(provider)
+        if base is None:
+            raise missing_upstream(provider)
+        return provider.upstream_url(base, path, query)
 
     async def open(
-        self, method: str, url: str, headers: list[tuple[str, str]], content: bytes | None
+        self,
+        method: str,
+        url: str,
+        headers: list[tuple[str, str]],
+        content: bytes | None,
+        *,
+        provider: Provider | None = None,
     ) -> httpx2.Response:
+        """Send a request (prepared by `provider`, which signs it where it must) and return the response."""
+        if provider is not None:
+            outgoing = await provider.prepare(OutgoingRequest(method, url, headers, content))
+            method, url, headers, content = outgoing.method, outgoing.url, list(outgoing.headers), outgoing.content
         request = self._client.build_request(method, url, headers=headers, content=content)
         try:
             return await self._client.send(request, stream=True)
@@ -123,11 +129,17 @@ class ProviderClient:
                 502,
                 "upstream_unreachable",
                 f"The gateway could not reach the upstream at {_origin(url)}: {reason_of(exc)}. "
-                "Check --anthropic-upstream / --openai-upstream / --gemini-upstream and the network.",
+                f"Check {_flags(provider)} and the network.",
             ) from None
 
     async def aclose(self) -> None:
         await self._client.aclose()
+
+
+def _flags(provider: Provider | None) -> str:
+    """The flag that sets `provider`'s upstream (every provider's for a relayed request)."""
+    providers = [provider] if provider is not None else list(PROVIDERS.values())
+    return " / ".join(p.upstream.flag for p in providers)
 
 
 def _origin(url: str) -> str:

@@ -10,7 +10,19 @@ measured or documented, with room below each client's own cut:
   preview; refuses one over 25,000 tokens (both measured). Cap: 48,000 bytes and 25,000 tokens.
 - `gemini-cli-mcp-client`, Gemini CLI (0.61.0, handshake protocol 2025-06-18): keeps the first 8,000 and last 32,000
   characters of a result over 40,000 and saves the whole to a file (measured). Cap: 38,000 bytes.
-- `github-copilot-developer`, GitHub Copilot CLI: ~10 KB reported (not measured here). Cap: 8,000 bytes.
+- `copilot-cli`, GitHub Copilot CLI (1.0.102, which probes `server/discover` and then opens the 2025-11-25 handshake:
+  serve/stdio_eras.py): replaces a result over 20,480 characters by a notice that it saved it to a file under /tmp and
+  a 500-character preview (measured: 20,480 shown whole, 20,481 saved away). Cap: 20,000 bytes (a byte is never
+  fewer than a character).
+
+- `@cline/core`, Cline (3.0.65, handshake protocol 2024-11-05): shows its model the whole `CallToolResult` as JSON
+  (`_meta` included, the text escaped) and cuts it to 8,000 characters from the middle (`...[truncated N chars]...`,
+  measured). Cap: 7,500 bytes of the text as a JSON string, and no result model in `_meta`
+  (`AnswerCap.raw_json`).
+- `openclaw-bundle-mcp`, OpenClaw (2026.9.6, handshake protocol 2025-11-25): its tool bridge (`tool_call`) shows its
+  model the call's tool and result as indented JSON, inside an "external, untrusted content" notice, and cuts that JSON
+  at about 20,000 characters with `[truncated]` (measured: a 19,900-character answer was cut). Cap: 19,000 bytes of
+  the text as a JSON string, and no result model in `_meta` (`AnswerCap.raw_json`).
 
 Every other client keeps the server's own limits (`read_max_tokens`, `max_results`, `jq_max_output_chars`). The
 `client_caps` setting (`MCP_OFFLOAD_CLIENT_CAPS`, `--client-caps`, `answer_cap.parse_client_caps`) sets or replaces
@@ -19,6 +31,7 @@ the cap of any client by name, and `*` that of every client it does not name.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from mcp_offload.core.answer_cap import ANY_CLIENT, UNCAPPED, AnswerCap, parse_client_caps
@@ -27,7 +40,9 @@ KNOWN_CLIENTS: dict[str, AnswerCap] = {
     "codex-mcp-client": AnswerCap(max_bytes=10_000, whose="Codex's"),
     "claude-code": AnswerCap(max_bytes=48_000, max_tokens=25_000, whose="Claude Code's"),
     "gemini-cli-mcp-client": AnswerCap(max_bytes=38_000, whose="Gemini CLI's"),
-    "github-copilot-developer": AnswerCap(max_bytes=8_000, whose="Copilot CLI's"),
+    "copilot-cli": AnswerCap(max_bytes=20_000, whose="Copilot CLI's"),
+    "@cline/core": AnswerCap(max_bytes=7_500, whose="Cline's", raw_json=True),
+    "openclaw-bundle-mcp": AnswerCap(max_bytes=19_000, whose="OpenClaw's", raw_json=True),
 }
 
 
@@ -36,6 +51,9 @@ class ClientCaps:
 
     def __init__(self, spec: str = "") -> None:
         configured = parse_client_caps(spec)  # SettingsError (at start) for a bad or too small cap
+        for name, cap in configured.items():  # a size set for a known client keeps how that client shows results
+            if name in KNOWN_CLIENTS:
+                configured[name] = replace(cap, raw_json=KNOWN_CLIENTS[name].raw_json)
         self.default = configured.pop(ANY_CLIENT, UNCAPPED)
         self.by_name = {**KNOWN_CLIENTS, **configured}
 

@@ -60,11 +60,12 @@ def tool_of(spec: ToolSpec) -> types.Tool:
     )
 
 
-def result_to_mcp(answer: ToolAnswer) -> types.CallToolResult:
-    """An answer as an MCP tool result: its text, `isError`, and the result model under `_meta[RESULT_META]`."""
+def result_to_mcp(answer: ToolAnswer, *, with_meta: bool = True) -> types.CallToolResult:
+    """An answer as an MCP tool result: its text, `isError`, and the result model under `_meta[RESULT_META]` (unless
+    `with_meta` is false: for a client that shows its model the whole result, `_meta` included)."""
     if answer.is_error:
         return error_result(answer.text)
-    meta = None if answer.result is None else {RESULT_META: answer.result}
+    meta = None if answer.result is None or not with_meta else {RESULT_META: answer.result}
     return types.CallToolResult(content=[types.TextContent(type="text", text=answer.text)], _meta=meta)
 
 
@@ -80,4 +81,4 @@ def error_result(message: str) -> types.CallToolResult:
 
 async def call_tool(spec: ToolSpec, call: CallContext, arguments: dict[str, Any] | None) -> types.CallToolResult:
     """Run one call through the core pipeline and answer in MCP's form. Never raises for bad input or failures."""
-    return result_to_mcp(await run_tool(spec, call, arguments))
+    return result_to_mcp(await run_tool(spec, call, arguments), with_meta=not call.cap.raw_json)

@@ -175,10 +175,11 @@ class LazyTools(Extension):
         """Validate and run through the core pipeline (one validation path, one error translation), with `answer`
         (which needs this request's context) in place of the spec's handler; its whole result is passed on as it is."""
         args = parse_arguments(spec, arguments)
+        with_meta = not call.cap.raw_json
         if isinstance(args, ToolAnswer):
-            return result_to_mcp(args)
+            return result_to_mcp(args, with_meta=with_meta)
         result = await guarded(spec.name, call, lambda: answer(args))
-        return result_to_mcp(result) if isinstance(result, ToolAnswer) else result
+        return result_to_mcp(result, with_meta=with_meta) if isinstance(result, ToolAnswer) else result
 
     # -- the router's, unchanged ---------------------------------------------------------------------------------
     def bind(self, notifier: ListChanged) -> None:

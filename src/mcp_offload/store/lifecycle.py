@@ -22,12 +22,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Literal
 
 from mcp_offload.errors import ExpiredHandle, StoreFull
 from mcp_offload.settings import Settings
-
-GoneReason = Literal["expired", "evicted"]
 
 DAY = 86400.0
 _DEFAULTS = Settings()  # the defaults are written once, in settings.py

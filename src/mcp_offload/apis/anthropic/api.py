@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from mcp_offload.apis.anthropic import errors
@@ -10,23 +9,18 @@ from mcp_offload.apis.anthropic.client_breakpoints import with_client_breakpoint
 from mcp_offload.apis.anthropic.dialect import AnthropicDialect
 from mcp_offload.apis.anthropic.history import AnthropicHistory
 from mcp_offload.apis.anthropic.messages import AnthropicFormat
+from mcp_offload.apis.defaults import ApiDefaults
 from mcp_offload.apis.dialect import Dialect
-from mcp_offload.apis.fixed_paths import FixedPathsApi
 from mcp_offload.apis.history import History
 from mcp_offload.apis.message import MessageFormat
-from mcp_offload.apis.names import ApiName, Provider
+from mcp_offload.apis.names import ApiName
 
 
-class AnthropicApi(FixedPathsApi):
+class AnthropicApi(ApiDefaults):
     name: ApiName = "anthropic"
-    format_name: str | None = "anthropic"
     title = "Anthropic Messages"
-    paths = ("/v1/messages",)
-    provider: Provider = "anthropic"
-    cache_reads_apart = True
-
-    def relay_claim(self, path: str, headers: Mapping[str, str], query: str) -> int:
-        return 1 if path.startswith("/v1/messages") or "anthropic-version" in headers or "x-api-key" in headers else 0
+    litellm_call_types: tuple[str, ...] = ("anthropic_messages", "aanthropic_messages")
+    answer_field = "content"
 
     messages: MessageFormat
     history: History
@@ -48,3 +42,6 @@ class AnthropicApi(FixedPathsApi):
 
     def stream_error_event(self, code: str, message: str, sequence_number: int = 0) -> bytes:
         return errors.stream_error_event(code, message, sequence_number)
+
+    def client_env(self, gateway: str) -> dict[str, str]:
+        return {"ANTHROPIC_BASE_URL": gateway}

@@ -30,7 +30,7 @@ from mcp_offload.apis.dialect import (
 )
 from mcp_offload.apis.names import ApiName
 from mcp_offload.apis.sse import SseEvent, encode_event
-from mcp_offload.apis.usage import UsageFigures, add_usage, as_int
+from mcp_offload.apis.usage import UsageFigures, add_usage, as_int, usage_of
 
 PING = b'event: ping\ndata: {"type": "ping"}\n\n'
 
@@ -128,6 +128,9 @@ class AnthropicDialect:
             if isinstance(found, dict):
                 usage.update({k: v for k, v in found.items() if v is not None})
         return False
+
+    def usage_of(self, response: dict[str, Any]) -> dict[str, Any]:
+        return usage_of(response)
 
     def figures(self, usage: dict[str, Any]) -> UsageFigures:
         read = as_int(usage.get("cache_read_input_tokens"))

@@ -2,29 +2,28 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from mcp_offload.apis.base import Route, ToolDeclaration
+from mcp_offload.apis.base import ToolDeclaration
 from mcp_offload.apis.dialect import Dialect
 from mcp_offload.apis.gemini import errors
 from mcp_offload.apis.gemini.dialect import GeminiDialect
 from mcp_offload.apis.gemini.history import GeminiHistory
 from mcp_offload.apis.gemini.messages import GeminiFormat
-from mcp_offload.apis.gemini.routes import credential_headers, generate_call, generate_path, is_gemini
 from mcp_offload.apis.gemini.tools import function_declarations
 from mcp_offload.apis.history import History
 from mcp_offload.apis.message import MessageFormat
-from mcp_offload.apis.names import ApiName, Provider
+from mcp_offload.apis.names import ApiName
 
 
 class GeminiApi:
     name: ApiName = "gemini"
-    format_name: str | None = "gemini"
+    aliases: tuple[str, ...] = ()
     title = "Gemini API"
-    provider: Provider = "gemini"
     relays_unreadable = True  # a body the gateway cannot read: the upstream answers it
-    cache_reads_apart = False
+    litellm_call_types: tuple[str, ...] = ()  # LiteLLM's guardrail hooks do not serve generateContent
+    answer_field = "candidates"
 
     messages: MessageFormat
     history: History
@@ -35,24 +34,10 @@ class GeminiApi:
         self.history = GeminiHistory()
         self.dialect = GeminiDialect()
 
-    def route(self, method: str, path: str) -> Route | None:
-        call = generate_call(method, path)
-        if call is None:
-            return None
-        if not call.stream:
-            return Route(model=call.model, stream=False)
-        return Route(model=call.model, stream=True, whole_path=generate_path(path), sse_query=("alt", "sse"))
-
-    def relay_claim(self, path: str, headers: Mapping[str, str], query: str) -> int:
-        return 2 if is_gemini(path, headers, query) else 0
-
     def single_choice(self, request: dict[str, Any]) -> bool:
         config = request.get("generationConfig")
         candidates = config.get("candidateCount") if isinstance(config, dict) else None
         return candidates is None or candidates == 1
-
-    def session_headers(self, headers: Mapping[str, str], query: str) -> Mapping[str, str]:
-        return credential_headers(headers, query)
 
     def asking_stream_usage(self, request: dict[str, Any], body: dict[str, Any]) -> dict[str, Any] | None:
         return None  # its stream reports usageMetadata unasked
@@ -68,3 +53,6 @@ class GeminiApi:
 
     def stream_error_event(self, code: str, message: str, sequence_number: int = 0) -> bytes:
         return errors.stream_error_event(message)
+
+    def client_env(self, gateway: str) -> dict[str, str]:
+        return {"GOOGLE_GEMINI_BASE_URL": gateway}

@@ -36,7 +36,7 @@ from mcp_offload.apis.dialect import (
 from mcp_offload.apis.gemini.errors import stream_error_event
 from mcp_offload.apis.names import ApiName
 from mcp_offload.apis.sse import SseEvent, encode_event
-from mcp_offload.apis.usage import UsageFigures, add_usage, as_int
+from mcp_offload.apis.usage import UsageFigures, add_usage, as_int, usage_of
 
 FINAL_CONFIG = {"mode": "NONE"}
 
@@ -168,6 +168,9 @@ class GeminiDialect:
             usage.clear()
             usage.update(found)
         return bool(_candidate(data).get("finishReason"))
+
+    def usage_of(self, response: dict[str, Any]) -> dict[str, Any]:
+        return usage_of(response, "usageMetadata")
 
     def figures(self, usage: dict[str, Any]) -> UsageFigures:
         return UsageFigures(

@@ -4,23 +4,23 @@ from __future__ import annotations
 
 from typing import Any
 
+from mcp_offload.apis.defaults import ApiDefaults
 from mcp_offload.apis.dialect import Dialect
-from mcp_offload.apis.fixed_paths import FixedPathsApi
 from mcp_offload.apis.history import History
 from mcp_offload.apis.message import MessageFormat
-from mcp_offload.apis.names import ApiName, Provider
+from mcp_offload.apis.names import ApiName
 from mcp_offload.apis.openai_chat.dialect import ChatDialect, stream_error_event
 from mcp_offload.apis.openai_chat.history import OpenAIChatHistory
 from mcp_offload.apis.openai_chat.messages import OpenAIChatFormat
 from mcp_offload.apis.openai_error import openai_error_document
 
 
-class OpenAIChatApi(FixedPathsApi):
+class OpenAIChatApi(ApiDefaults):
     name: ApiName = "openai_chat"
-    format_name: str | None = "openai"
+    aliases: tuple[str, ...] = ("openai", "chat", "openai-chat")
     title = "OpenAI Chat Completions"
-    paths = ("/v1/chat/completions",)
-    provider: Provider = "openai"
+    litellm_call_types: tuple[str, ...] = ("completion", "acompletion")
+    answer_field = "choices"
 
     messages: MessageFormat
     history: History
@@ -45,3 +45,6 @@ class OpenAIChatApi(FixedPathsApi):
 
     def stream_error_event(self, code: str, message: str, sequence_number: int = 0) -> bytes:
         return stream_error_event(code, message)
+
+    def client_env(self, gateway: str) -> dict[str, str]:
+        return {"OPENAI_BASE_URL": gateway + "/v1"}

@@ -182,6 +182,9 @@ class ChatDialect:
                 usage.update(found)
         return False
 
+    def usage_of(self, response: dict[str, Any]) -> dict[str, Any]:
+        return usage_of(response)
+
     def figures(self, usage: dict[str, Any]) -> UsageFigures:
         return openai_figures(usage, input_key="prompt_tokens", output_key="completion_tokens")
 

@@ -4,23 +4,23 @@ from __future__ import annotations
 
 from typing import Any
 
+from mcp_offload.apis.defaults import ApiDefaults
 from mcp_offload.apis.dialect import Dialect
-from mcp_offload.apis.fixed_paths import FixedPathsApi
 from mcp_offload.apis.history import History
 from mcp_offload.apis.message import MessageFormat
-from mcp_offload.apis.names import ApiName, Provider
+from mcp_offload.apis.names import ApiName
 from mcp_offload.apis.openai_error import openai_error_document
 from mcp_offload.apis.responses.dialect import ResponsesDialect, stream_error_event
 from mcp_offload.apis.responses.history import ResponsesHistory
 from mcp_offload.apis.responses.messages import ResponsesFormat
 
 
-class ResponsesApi(FixedPathsApi):
+class ResponsesApi(ApiDefaults):
     name: ApiName = "responses"
-    format_name: str | None = "responses"
+    aliases: tuple[str, ...] = ("openai-responses",)
     title = "OpenAI Responses"
-    paths = ("/v1/responses",)
-    provider: Provider = "openai"
+    litellm_call_types: tuple[str, ...] = ("responses", "aresponses")
+    answer_field = "output"
 
     messages: MessageFormat
     history: History
@@ -45,3 +45,6 @@ class ResponsesApi(FixedPathsApi):
 
     def stream_error_event(self, code: str, message: str, sequence_number: int = 0) -> bytes:
         return stream_error_event(code, message, sequence_number)
+
+    def client_env(self, gateway: str) -> dict[str, str]:
+        return {"OPENAI_BASE_URL": gateway + "/v1"}

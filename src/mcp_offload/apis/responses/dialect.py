@@ -144,6 +144,9 @@ class ResponsesDialect:
             return True
         return False
 
+    def usage_of(self, response: dict[str, Any]) -> dict[str, Any]:
+        return usage_of(response)
+
     def figures(self, usage: dict[str, Any]) -> UsageFigures:
         return openai_figures(usage, input_key="input_tokens", output_key="output_tokens")
 

@@ -15,12 +15,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Literal
 
+from mcp_offload.apis.base import LlmApi
 from mcp_offload.apis.history import canonical_bytes
 from mcp_offload.apis.message import Message
-from mcp_offload.apis.names import ApiName
-from mcp_offload.apis.registry import api_named
 from mcp_offload.cachesafe.record.base import RECORD_TTL_S, RecordBackend
-from mcp_offload.cachesafe.session import GatewaySession
+from mcp_offload.cachesafe.session import CacheSafeSession
 from mcp_offload.core.services import Services
 from mcp_offload.store.location import open_beside
 
@@ -117,14 +116,14 @@ def part_digest(call_id: str, part: int, text: str) -> str:
     return h.hexdigest()
 
 
-def unit_digest(api: ApiName, messages: Sequence[Message], previous: Message | None = None) -> str:
+def unit_digest(api: LlmApi, messages: Sequence[Message], previous: Message | None = None) -> str:
     """The key of a model response as a client sends it back (normalized: robust to SDK re-serialization); with
     `previous`, also keyed by the message it answered (two identical short answers in one session stay apart)."""
-    history = api_named(api).history
+    history = api.history
     normal = history.normalize_unit(messages)
     if previous is None:
-        return hashlib.sha256(canonical_bytes([api, normal])).hexdigest()
-    return hashlib.sha256(canonical_bytes([api, normal, history.normalize_message(previous)])).hexdigest()
+        return hashlib.sha256(canonical_bytes([api.name, normal])).hexdigest()
+    return hashlib.sha256(canonical_bytes([api.name, normal, history.normalize_message(previous)])).hexdigest()
 
 
 UNSAVED_SESSIONS = 1_000  # counters kept in memory while the store is down, for this many sessions at most
@@ -135,7 +134,7 @@ class DecisionRecord:
         self.backend = backend
         self.unsaved: dict[str, dict[str, int]] = {}  # counters the store refused, added with the next write
 
-    async def add_counts(self, session: GatewaySession, counts: Mapping[str, int]) -> None:
+    async def add_counts(self, session: CacheSafeSession, counts: Mapping[str, int]) -> None:
         """Add to the session's counters. When the store is down the counts are kept in memory (bounded) and added
         with the session's next successful write, then the store's error is raised."""
         merged = dict(counts)
@@ -149,7 +148,7 @@ class DecisionRecord:
                 self.unsaved.pop(next(iter(self.unsaved)))
             raise
 
-    async def state(self, session: GatewaySession, digests: Sequence[str]) -> SessionState:
+    async def state(self, session: CacheSafeSession, digests: Sequence[str]) -> SessionState:
         fields = [TOOLS_FIELD, EXPANDED_FIELD, BYPASS_FIELD, *(f"d:{d}" for d in digests)]
         found = await self.backend.get(session.key, fields)
         decisions: dict[str, Decision] = {}
@@ -166,7 +165,7 @@ class DecisionRecord:
         )
 
     async def decide(
-        self, session: GatewaySession, decisions: Mapping[str, Decision], *, tools: bool
+        self, session: CacheSafeSession, decisions: Mapping[str, Decision], *, tools: bool
     ) -> dict[str, Decision]:
         """Record offload decisions (set-if-absent) and, with `tools`, that the session has the retrieval tools.
         Returns the decision each digest holds afterwards: ours, or the one another instance recorded first."""
@@ -185,7 +184,7 @@ class DecisionRecord:
             winners[digest] = (Decision.from_json(stored) if stored is not None else None) or ours
         return winners
 
-    async def producer(self, session: GatewaySession, handle: str) -> Decision | None:
+    async def producer(self, session: CacheSafeSession, handle: str) -> Decision | None:
         """The decision that stored `handle` in this session (which tool call produced it), if the record has it."""
         digest = (await self.backend.get(session.key, [f"h:{handle}"])).get(f"h:{handle}")
         if digest is None:
@@ -193,7 +192,7 @@ class DecisionRecord:
         raw = (await self.backend.get(session.key, [f"d:{digest}"])).get(f"d:{digest}")
         return Decision.from_json(raw) if raw is not None else None
 
-    async def expansions(self, session: GatewaySession, digests: Sequence[str]) -> dict[str, Expansion]:
+    async def expansions(self, session: CacheSafeSession, digests: Sequence[str]) -> dict[str, Expansion]:
         found = await self.backend.get(session.key, [f"x:{d}" for d in digests])
         out: dict[str, Expansion] = {}
         for d in digests:
@@ -203,23 +202,23 @@ class DecisionRecord:
                 out[d] = expansion
         return out
 
-    async def add_expansion(self, session: GatewaySession, digest: str, expansion: Expansion, order: int) -> None:
+    async def add_expansion(self, session: CacheSafeSession, digest: str, expansion: Expansion, order: int) -> None:
         """Record `expansion` for the client copy `digest` unless one of a later request (`order`) is recorded."""
         items = {f"x:{digest}": (order, expansion.to_json()), EXPANDED_FIELD: (0, "1")}
         await self.backend.put_latest(session.key, items)
 
-    async def transcripts(self, session: GatewaySession, digests: Sequence[str]) -> dict[str, str]:
+    async def transcripts(self, session: CacheSafeSession, digests: Sequence[str]) -> dict[str, str]:
         """The `Compactor`'s recorded transcript notes among `digests` (digest -> the note's JSON)."""
         found = await self.backend.get(session.key, [f"t:{d}" for d in digests])
         return {d: found[f"t:{d}"] for d in digests if f"t:{d}" in found}
 
-    async def add_transcript(self, session: GatewaySession, digest: str, note: str) -> str:
+    async def add_transcript(self, session: CacheSafeSession, digest: str, note: str) -> str:
         """Record (set-if-absent) the note that stands for the older turns with this digest; the note it holds
         afterwards (ours, or the one another instance recorded first)."""
         held = await self.backend.put_if_absent(session.key, {f"t:{digest}": note})
         return held.get(f"t:{digest}", note)
 
-    async def mark_bypass(self, session: GatewaySession, reason: str) -> None:
+    async def mark_bypass(self, session: CacheSafeSession, reason: str) -> None:
         await self.backend.put_if_absent(session.key, {BYPASS_FIELD: reason or "bypass"})
 
 
@@ -265,8 +264,8 @@ def _as_list(value: Message | Sequence[Message]) -> list[Message]:
 
 async def record_expansion(
     services: Services,
-    session: GatewaySession,
-    api: ApiName,
+    session: CacheSafeSession,
+    api: LlmApi,
     client_message: Message | Sequence[Message],
     upstream_messages: Sequence[Message],
     *,
@@ -294,7 +293,7 @@ async def record_expansion(
 
     Raises `StoreUnavailable` when the store is down (nothing is recorded: later turns then send the client's copy,
     which costs cache hits but loses nothing)."""
-    history = api_named(api).history
+    history = api.history
     client = _as_list(client_message)
     upstream = [dict(m) for m in upstream_messages]
     cut = len(upstream)

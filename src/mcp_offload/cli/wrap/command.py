@@ -1,17 +1,20 @@
 """`mcp-offload wrap`: run a coding agent through the gateway, in one command.
 
-    mcp-offload wrap [--port 8788] [--store DIR|redis://…] [--*-upstream URL] [--print-env] claude|codex|gemini [ARGS…]
-    mcp-offload wrap [options] --api anthropic|openai|gemini -- CMD [ARGS…]
+    mcp-offload wrap [--port 8788] [--store DIR|redis://…] [--*-upstream URL] [--print-env] AGENT [ARGS…]
+    mcp-offload wrap [options] --api NAME -- CMD [ARGS…]   (NAME: an LLM API, e.g. anthropic, openai, gemini)
+    mcp-offload wrap --list
 
 A gateway already listening on `--port` (asked on /healthz: it must say it is an mcp-offload gateway) is reused;
 when none is, or when an upstream flag asks for other upstreams, one is started for the duration of the agent, on a
-free loopback port with the user's store, and stopped after it. The agent gets the variables or command-line
-overrides that point it at the gateway (cli/wrap/agents.py): nothing is written into its configuration. Its stdin,
-stdout, stderr and terminal are its own, signals sent to `wrap` reach it, and its exit status is wrap's.
+free loopback port with the user's store, and stopped after it. The agent gets what its module in
+cli/wrap/agents/ says points it at the gateway: variables, command-line arguments, or a configuration file written
+under mcp-offload's own data directory (never into the user's configuration). Its stdin, stdout, stderr and terminal
+are its own, signals sent to `wrap` reach it, and its exit status is wrap's.
 
-One line on stderr says which gateway the agent uses. `--print-env` prints the variables (as `export` lines) for the
-gateway on `--port` and runs nothing. Bad input (an unknown agent, a missing executable, a port held by something
-else, a gateway that does not start) is one line on stderr, exit 2, and nothing is started.
+One line on stderr says which gateway the agent uses. `--print-env` prints the variables (as `export` lines), the
+arguments and the files written, for the gateway on `--port`, and runs nothing; `--list` lists the agents. Bad input
+(an unknown agent, a missing executable, an agent version whose configuration format wrap does not know, a port held
+by something else, a gateway that does not start) is one line on stderr, exit 2, and nothing is started.
 """
 
 from __future__ import annotations
@@ -33,67 +36,74 @@ from pathlib import Path
 
 import platformdirs
 
+from mcp_offload.apis.registry import UnknownApi, accepted_names, api_named
 from mcp_offload.cli.arg_types import OneLineParser, http_url, port
 from mcp_offload.cli.exit_status import exit_status
 from mcp_offload.cli.wrap.agent_process import die_like, run_child
-from mcp_offload.cli.wrap.agents import AGENTS, Agent, AgentApi, base_env, codex_overrides, launch
-from mcp_offload.cli.wrap.gemini_home import gemini_home
-from mcp_offload.errors import OperatorError
+from mcp_offload.cli.wrap.agents import AGENTS, Agent
+from mcp_offload.cli.wrap.agents.base import Launch, WrapError, agent_upstreams, check_version
+from mcp_offload.cli.wrap.agents.generic import AnyAgent
 from mcp_offload.gateway.options import DEFAULT_PORT
+from mcp_offload.providers.registry import PROVIDERS
 from mcp_offload.settings import Settings
 
 PROG = "mcp-offload wrap"
 HOST = "127.0.0.1"
 START_TIMEOUT_S = 30.0
-INSTALL = {
-    "claude": "npm install -g @anthropic-ai/claude-code",
-    "codex": "npm install -g @openai/codex",
-    "gemini": "npm install -g @google/gemini-cli",
-}
-UPSTREAM_FLAGS = ("anthropic_upstream", "openai_upstream", "gemini_upstream")
-
-
-class WrapError(OperatorError):
-    """wrap cannot run the agent as asked (the message says why); nothing was started."""
 
 
 def parser() -> argparse.ArgumentParser:
     p = OneLineParser(prog=PROG, description=__doc__.split("\n\n")[0])
     p.add_argument("--port", type=port, default=DEFAULT_PORT, help=f"the gateway's port (default {DEFAULT_PORT})")
     p.add_argument("--store", help="store for a gateway started here (default: the user's, env MCP_OFFLOAD_STORE)")
-    p.add_argument("--anthropic-upstream", type=http_url, help="Anthropic API base URL for a gateway started here")
-    p.add_argument("--openai-upstream", type=http_url, help="OpenAI API base URL, with its /v1, likewise")
-    p.add_argument("--gemini-upstream", type=http_url, help="Gemini API base URL, without its /v1beta, likewise")
-    p.add_argument("--api", choices=["anthropic", "openai", "gemini"], help="any agent: the API it speaks")
-    p.add_argument("--print-env", action="store_true", help="print the variables instead of running anything")
-    p.add_argument("agent", help="claude, codex or gemini; with --api: the command to run (after --)")
+    for provider in PROVIDERS.values():  # the gateway's upstream flags (`Provider.upstream`)
+        setting = provider.upstream
+        p.add_argument(setting.flag, type=http_url, help=f"{setting.help} for a gateway started here")
+    p.add_argument("--api", help=f"any agent: the LLM API it speaks: {accepted_names()}")
+    p.add_argument("--print-env", action="store_true", help="print what points the agent instead of running it")
+    p.add_argument("--list", action="store_true", help="list the agents, the API each speaks and how it is pointed")
+    p.add_argument("agent", nargs="?", help=f"{', '.join(AGENTS)}; with --api: the command to run (after --)")
     p.add_argument("args", nargs=argparse.REMAINDER, help="the agent's own arguments")
     return p
 
 
 def main(argv: list[str]) -> int:
-    args = parser().parse_args(argv)
+    p = parser()
+    args = p.parse_args(argv)
+    if args.list:
+        return list_agents()
+    if args.agent is None:
+        p.error("the following arguments are required: agent")
     return exit_status(lambda: run(args), prog=PROG)
 
 
 def run(args: argparse.Namespace) -> int:
-    agent, api, command = resolve_agent(args)
+    agent, command = resolve_agent(args)
     if args.print_env:
-        return print_env(agent, api, args.port)
+        return print_env(agent, command, args.port)
     executable = find_executable(command[0], agent)
-    own_upstreams = any(getattr(args, flag) for flag in UPSTREAM_FLAGS)
+    check_version(agent, executable)
+    for flag, url in agent_upstreams(agent, os.environ).items():  # where the agent's own settings sent it
+        if getattr(args, flag, None) is None:
+            setattr(args, flag, url)
+    own_upstreams = any(getattr(args, p.upstream.dest) for p in PROVIDERS.values())
     found = probe(args.port)
     if found == "busy" and not own_upstreams:
         raise WrapError(f"port {args.port} is in use by something that is not an mcp-offload gateway: pass --port")
     with gateway_for(args, found == "ours" and not own_upstreams) as (base, how):
         print(f"{PROG}: {command[0]} uses the gateway at {base} ({how})", file=sys.stderr, flush=True)
-        plan = launch(agent, api, [executable, *command[1:]], base, gemini_home_for(agent))
-        returncode = run_child(plan.argv, {**os.environ, **plan.env})
+        plan = agent.launch(base, data_dir(), os.environ)
+        returncode = run_child([executable, *plan.args, *command[1:]], {**os.environ, **plan.env})
     return die_like(returncode)
 
 
-def resolve_agent(args: argparse.Namespace) -> tuple[Agent | None, AgentApi, list[str]]:
-    """(the known agent or None, the API it speaks, its command line)."""
+def data_dir() -> Path:
+    """mcp-offload's own data directory, where an agent's module writes the files that point it."""
+    return Path(platformdirs.user_data_dir("mcp-offload", appauthor=False))
+
+
+def resolve_agent(args: argparse.Namespace) -> tuple[Agent, list[str]]:
+    """(the agent: a known one, or with --api any command; its command line)."""
     rest = list(args.args)
     if args.api is not None:
         command = [args.agent, *rest]
@@ -101,24 +111,28 @@ def resolve_agent(args: argparse.Namespace) -> tuple[Agent | None, AgentApi, lis
             command = command[1:]
         if not command:
             raise WrapError("--api needs the command to run: wrap --api openai -- CMD [ARGS…]")
+        try:
+            api = api_named(args.api)
+        except UnknownApi as exc:
+            raise WrapError(f"--api: {exc}") from None
         known = AGENTS.get(Path(command[0]).name)
-        return known, args.api, command
+        return known or AnyAgent(command[0], api), command
     known = AGENTS.get(args.agent)
     if known is None:
         names = ", ".join(AGENTS)
         raise WrapError(
             f"unknown agent {args.agent[:80]!r} (known: {names}); for any other agent taking a base-URL variable: "
-            f"{PROG} --api anthropic|openai|gemini -- CMD [ARGS…]"
+            f"{PROG} --api NAME -- CMD [ARGS…] (NAME: {accepted_names()})"
         )
     if rest[:1] == ["--"]:
         rest = rest[1:]
-    return known, known.api, [known.executable, *rest]
+    return known, [known.executable, *rest]
 
 
-def find_executable(name: str, agent: Agent | None) -> str:
+def find_executable(name: str, agent: Agent) -> str:
     found = shutil.which(name)
     if found is None:
-        hint = f" (install it: {INSTALL[agent.name]})" if agent is not None and agent.name == name else ""
+        hint = f" (install it: {agent.install.command()})" if agent.install and agent.executable == name else ""
         raise WrapError(f"{name[:200]!r} is not an executable on PATH{hint}")
     return found
 
@@ -151,9 +165,9 @@ def gateway_for(args: argparse.Namespace, reuse: bool) -> Iterator[tuple[str, st
     port_number = free_port()
     argv = [sys.executable, "-m", "mcp_offload", "gateway", "--host", HOST, "--port", str(port_number)]
     argv += ["--store", store, "--log-level", "WARNING"]
-    for flag in UPSTREAM_FLAGS:
-        if getattr(args, flag):
-            argv += ["--" + flag.replace("_", "-"), getattr(args, flag)]
+    for provider in PROVIDERS.values():
+        if getattr(args, provider.upstream.dest):
+            argv += [provider.upstream.flag, getattr(args, provider.upstream.dest)]
     with log_path.open("ab") as log:
         gateway = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
     try:
@@ -192,22 +206,44 @@ def stop(gateway: subprocess.Popen[bytes]) -> None:
         gateway.wait()
 
 
-def gemini_home_for(agent: Agent | None) -> Path | None:
-    """Gemini CLI's `GEMINI_CLI_HOME` when its settings select no auth type (cli/wrap/gemini_home.py), else None."""
-    if agent is None or agent.name != "gemini":
-        return None
-    return gemini_home(Path(platformdirs.user_data_dir("mcp-offload", appauthor=False)) / "gemini-cli")
-
-
-def print_env(agent: Agent | None, api: AgentApi, port_number: int) -> int:
+def print_env(agent: Agent, command: list[str], port_number: int) -> int:
+    """What points `agent` at the gateway on `port_number`: `export` lines, then the command line with the arguments
+    it needs (when it takes any) and the files written for it; nothing is run."""
     base = f"http://{HOST}:{port_number}"
     if probe(port_number) != "ours":
         note = f"{PROG}: no mcp-offload gateway answers on {base}: start one with `mcp-offload gateway`"
         print(note, file=sys.stderr)
-    if agent is not None and agent.name == "codex":
-        print("# Codex takes a provider, not a variable: run it as")
-        print("codex " + " ".join(shlex.quote(arg) for arg in codex_overrides(base)) + " …")
-        return 0
-    for name, value in base_env(api, base, gemini_home_for(agent)).items():
+    executable = shutil.which(command[0])
+    if executable is not None:
+        check_version(agent, executable)
+    plan: Launch = agent.launch(base, data_dir(), os.environ)
+    for name, value in plan.env.items():
         print(f"export {name}={shlex.quote(value)}")
+    if plan.args:
+        print(f"# {agent.title} takes command-line arguments, not only variables: run it as")
+        print(" ".join(shlex.quote(arg) for arg in [command[0], *plan.args]) + " …")
+    for path in plan.files:
+        print(f"# wrote {path}")
+    for flag, url in agent_upstreams(agent, os.environ).items():
+        print(f"# its own settings send it to {url}: start the gateway with --{flag.replace('_', '-')} {url}")
+    return 0
+
+
+def list_agents() -> int:
+    """The agents wrap knows: name, the API wrap points it at, how, and its package."""
+    rows = [("agent", "program", "speaks", "pointed by", "install")]
+    rows += [
+        (
+            a.name,
+            a.title,
+            ", ".join(api.title for api in a.apis),
+            a.pointed_by,
+            a.install.command() if a.install else "",
+        )
+        for a in AGENTS.values()
+    ]
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    for row in rows:
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False)) + "  " + row[4])
+    print(f"any other: {PROG} --api NAME -- CMD [ARGS…] (NAME: {accepted_names()}; the API's base-URL variable)")
     return 0

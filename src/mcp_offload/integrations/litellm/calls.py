@@ -9,8 +9,8 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
+from mcp_offload.apis.base import LlmApi
 from mcp_offload.apis.message import Message
-from mcp_offload.apis.names import ApiName
 
 TTL_S = 15 * 60.0
 MAX_CALLS = 10_000
@@ -19,21 +19,21 @@ MAX_CALLS = 10_000
 @dataclass(slots=True)
 class LoopCall:
     session_key: str
-    api: ApiName  # the client's API (the request's call type)
+    api: LlmApi  # the client's API (the request's call type)
     previous: Message | None  # the client's last message, as the client sent it (keys the expansion)
     at: float = field(default_factory=time.monotonic)
     rounds: list[list[Message]] = field(default_factory=list)  # by loop depth: what each round added
-    rounds_api: ApiName | None = None  # the API the loop's messages are in (LiteLLM may translate the client's)
+    rounds_api: LlmApi | None = None  # the API the loop's messages are in (LiteLLM may translate the client's)
     complete: bool = True  # False once a depth was skipped: the rounds are not all the upstream saw
 
-    def add_round(self, depth: int, api: ApiName, messages: list[Message]) -> None:
+    def add_round(self, depth: int, api: LlmApi, messages: list[Message]) -> None:
         """The round at `depth` (a retried depth replaces what was recorded from it on)."""
         if depth > len(self.rounds):
             self.complete = False
             return
         del self.rounds[depth:]
         self.rounds.append(messages)
-        self.rounds_api = api if depth == 0 or self.rounds_api == api else None
+        self.rounds_api = api if depth == 0 or self.rounds_api is api else None
 
     def loop_messages(self) -> list[Message]:
         return [m for added in self.rounds for m in added]

@@ -3,8 +3,8 @@ follow-up request, and what the client's copy of the final answer stands for.
 
 LiteLLM gives the hooks its own response objects (a `ModelResponse` for Chat, an Anthropic Messages dict, a
 `ResponsesAPIResponse`); everything here reads them by field (`_get`), builds plain request-form dicts, and never
-imports LiteLLM. The shape is told by the response itself (`response_api`): `output` list → Responses, `content`
-list → Anthropic Messages, else Chat.
+imports LiteLLM. The shape is told by the response itself (`response_api`): the API whose `answer_field` holds a
+list (`output` → Responses, `content` → Anthropic Messages, `choices` → Chat), else LiteLLM's own (`completion`).
 """
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from mcp_offload.apis.base import LlmApi
 from mcp_offload.apis.dialect import Answer, ModelToolCall
 from mcp_offload.apis.message import Message
-from mcp_offload.apis.names import ApiName
 from mcp_offload.apis.openai_chat.dialect import assistant_message
-from mcp_offload.apis.registry import api_named
+from mcp_offload.apis.registry import APIS
 from mcp_offload.cachesafe.tool_text import RETRIEVAL_TOOL_NAMES
 
 # (a retrieval call as LiteLLM reads it: id, name, arguments; its answer)
@@ -34,12 +34,19 @@ class FinalAnswer:
     messages: list[Message]
 
 
-def response_api(response: Any) -> ApiName:
-    if isinstance(_get(response, "output"), list):
-        return "responses"
-    if isinstance(_get(response, "content"), list):
-        return "anthropic"
-    return "openai_chat"
+def api_of_call_type(call_type: object) -> LlmApi | None:
+    """The API of a LiteLLM call type (`CallType.acompletion` or its value); None for one the guardrail leaves be."""
+    value = str(getattr(call_type, "value", call_type))
+    return next((api for api in APIS.values() if value in api.litellm_call_types), None)
+
+
+def response_api(response: Any) -> LlmApi:
+    """The API a LiteLLM response object is in (see the module docstring)."""
+    found = next((api for api in APIS.values() if isinstance(_get(response, api.answer_field), list)), None)
+    fallback = api_of_call_type("completion")
+    if found is None and fallback is None:
+        raise LookupError("no API serves LiteLLM's completion call type")
+    return found or fallback  # type: ignore[return-value]  # one of the two is set (checked above)
 
 
 def response_text(response: Any) -> str:
@@ -60,7 +67,7 @@ def response_text(response: Any) -> str:
     return "".join(pieces)
 
 
-def round_messages(api: ApiName, text: str, answered: Answered) -> list[Message]:
+def round_messages(api: LlmApi, text: str, answered: Answered) -> list[Message]:
     """What one round adds to the follow-up request: the model's text and its retrieval calls (only those: a call to
     one of the client's tools is left for the model to re-plan), then their answers (each API's
     `Dialect.round_messages`)."""
@@ -68,10 +75,10 @@ def round_messages(api: ApiName, text: str, answered: Answered) -> list[Message]
         Answer(ModelToolCall(str(call.get("id") or ""), str(call.get("name") or ""), call.get("arguments")), out, False)
         for call, out in answered
     ]
-    return api_named(api).dialect.round_messages(text, answers)
+    return api.dialect.round_messages(text, answers)
 
 
-def final_answer(api: ApiName, response: Any) -> FinalAnswer | None:
+def final_answer(api: LlmApi, response: Any) -> FinalAnswer | None:
     """The loop's last response as the client holds it and as it goes upstream; None when it is not one the client
     can send back as it is (a stream, an unknown shape, or one that still calls a retrieval tool). A whole answer
     LiteLLM replays as a stream (Anthropic Messages: `FakeAnthropicMessagesStreamIterator`) is read from the answer it
@@ -79,7 +86,7 @@ def final_answer(api: ApiName, response: Any) -> FinalAnswer | None:
     replayed = None if isinstance(response, dict) else getattr(response, "response", None)
     if isinstance(replayed, dict):
         response = replayed
-    if api == "openai_chat":
+    if api.answer_field == "choices":  # Chat Completions
         choices = _get(response, "choices")
         if not isinstance(choices, list) or not choices:
             return None
@@ -90,7 +97,7 @@ def final_answer(api: ApiName, response: Any) -> FinalAnswer | None:
             return None
         said = assistant_message(content if isinstance(content, str) else None, calls)
         return FinalAnswer(client_copy=said, messages=[said])
-    if api == "anthropic":
+    if api.answer_field == "content":  # Anthropic Messages
         content = _get(response, "content")
         if not isinstance(content, list) or not content:
             return None

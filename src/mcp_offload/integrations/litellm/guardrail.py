@@ -24,31 +24,27 @@ from litellm.types.integrations.custom_logger import (
     as_converted_stream,
 )
 
-from mcp_offload.apis.names import ApiName
-from mcp_offload.apis.registry import api_named
 from mcp_offload.cachesafe.policy import RewritePolicy
 from mcp_offload.cachesafe.record import record_expansion
 from mcp_offload.cachesafe.request_rewrite import RewriteUnavailable, rewrite_request
 from mcp_offload.cachesafe.retrieval import run_retrieval
-from mcp_offload.cachesafe.session import GatewaySession
+from mcp_offload.cachesafe.session import CacheSafeSession
 from mcp_offload.cachesafe.tool_text import RETRIEVAL_TOOL_NAMES
 from mcp_offload.core.services import Services, build_services
 from mcp_offload.integrations.litellm.calls import CallTable, LoopCall
-from mcp_offload.integrations.litellm.exchange import final_answer, response_api, response_text, round_messages
+from mcp_offload.integrations.litellm.exchange import (
+    api_of_call_type,
+    final_answer,
+    response_api,
+    response_text,
+    round_messages,
+)
 from mcp_offload.settings import Settings
 
 __all__ = ["OffloadGuardrail"]
 
 log = logging.getLogger("mcp_offload.integrations.litellm")
 
-_API_OF_CALL_TYPE: dict[str, ApiName] = {
-    "completion": "openai_chat",
-    "acompletion": "openai_chat",
-    "anthropic_messages": "anthropic",
-    "aanthropic_messages": "anthropic",
-    "responses": "responses",
-    "aresponses": "responses",
-}
 _UNKNOWN_SESSION = "This request's mcp-offload session is not known here; nothing was retrieved."
 
 
@@ -86,10 +82,10 @@ class OffloadGuardrail(CustomGuardrail):  # type: ignore[misc]  # LiteLLM is unt
     async def async_pre_call_hook(
         self, user_api_key_dict: Any, cache: Any, data: dict[str, Any], call_type: str
     ) -> dict[str, Any] | None:
-        api = _API_OF_CALL_TYPE.get(str(getattr(call_type, "value", call_type)))
+        api = api_of_call_type(call_type)
         if api is None or not self.should_run_guardrail(data, _pre_call()):
             return data
-        sent = api_named(api).history.messages(data)
+        sent = api.history.messages(data)
         previous = sent[-1] if sent else None  # taken before the rewrite: the expansion is keyed by the client's copy
         try:
             rewrite = await rewrite_request(self.services(), api, data, _headers(data), self.policy)
@@ -116,7 +112,8 @@ class OffloadGuardrail(CustomGuardrail):  # type: ignore[misc]  # LiteLLM is unt
             return result  # type: ignore[no-any-return]
         # Anthropic Messages: LiteLLM streams a converted answer back only under the web-search interception's flag
         # (its `_maybe_wrap_in_fake_stream`); the other surfaces honour any interception prefix
-        anthropic = _API_OF_CALL_TYPE.get(str(getattr(call_type, "value", call_type))) == "anthropic"
+        api = api_of_call_type(call_type)
+        anthropic = api is not None and "anthropic_messages" in api.litellm_call_types  # LiteLLM's Messages surface
         prefix = WEBSEARCH_INTERCEPTION_PREFIX if anthropic else HEADROOM_INTERCEPTION_PREFIX
         return as_converted_stream(effective, prefix)  # type: ignore[no-any-return]
 
@@ -163,7 +160,10 @@ class OffloadGuardrail(CustomGuardrail):  # type: ignore[misc]  # LiteLLM is unt
                 answered.append((call, _UNKNOWN_SESSION))
                 continue
             answer = await run_retrieval(
-                self.services(), GatewaySession.of_key(known.session_key), str(call.get("name")), call.get("arguments")
+                self.services(),
+                CacheSafeSession.of_key(known.session_key),
+                str(call.get("name")),
+                call.get("arguments"),
             )
             answered.append((call, answer.text))
         api = response_api(response)
@@ -207,7 +207,11 @@ class OffloadGuardrail(CustomGuardrail):  # type: ignore[misc]  # LiteLLM is unt
             log.info("mcp-offload: the loop's rounds were not all seen here; no expansion recorded")
             return
         if call.rounds_api != call.api:  # LiteLLM translated the client's API: its copy is not in the loop's shape
-            log.info("mcp-offload: a loop in %s for a %s client; no expansion recorded", call.rounds_api, call.api)
+            log.info(
+                "mcp-offload: a loop in %s for a %s client; no expansion recorded",
+                call.rounds_api.name if call.rounds_api else None,
+                call.api.name,
+            )
             return
         final = final_answer(call.api, response)
         if final is None:
@@ -216,7 +220,7 @@ class OffloadGuardrail(CustomGuardrail):  # type: ignore[misc]  # LiteLLM is unt
         try:
             await record_expansion(
                 self.services(),
-                GatewaySession.of_key(call.session_key),
+                CacheSafeSession.of_key(call.session_key),
                 call.api,
                 final.client_copy,
                 [*call.loop_messages(), *final.messages],

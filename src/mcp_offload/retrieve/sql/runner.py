@@ -41,7 +41,6 @@ log = logging.getLogger(__name__)
 _WORKER = Path(__file__).parent / "worker" / "main.py"
 _FRAME = struct.Struct(">I")
 _GRACE_S = 2.0
-_START_S = 30.0
 _MAX_REPLY = 64 * 1024 * 1024
 TABULAR_KINDS = ("text", "json", "jsonl")
 PRESTART_DELAY_S = 0.2

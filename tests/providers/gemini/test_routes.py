@@ -10,9 +10,10 @@ import httpx2
 import pytest
 
 from llm_upstream import ApiError, UpstreamServer
-from mcp_offload.apis.gemini.routes import credential_headers, generate_call, is_gemini, model_call
+from mcp_offload.apis.registry import api_named
 from mcp_offload.cachesafe.session import derive_session
 from mcp_offload.cli.gateway import add_parser, options_from_args
+from mcp_offload.providers.gemini.routes import credential_headers, generate_call, is_gemini, model_call
 from support.gateway_server import StartGateway
 from support.llm_conversations import BASH_GEMINI, NEEDLE, build_log, gemini_contents, search_then_answer
 
@@ -48,9 +49,9 @@ def test_the_path_names_the_model_and_the_method() -> None:
 
 
 def test_a_query_key_scopes_the_session_like_the_header() -> None:
-    by_query = derive_session("gemini", BODY, credential_headers({}, "alt=sse&key=secret-1"))
-    by_header = derive_session("gemini", BODY, {"x-goog-api-key": "secret-1"})
-    other = derive_session("gemini", BODY, credential_headers({}, "key=secret-2"))
+    by_query = derive_session(api_named("gemini"), BODY, credential_headers({}, "alt=sse&key=secret-1"))
+    by_header = derive_session(api_named("gemini"), BODY, {"x-goog-api-key": "secret-1"})
+    other = derive_session(api_named("gemini"), BODY, credential_headers({}, "key=secret-2"))
     assert by_query == by_header and by_query.key != other.key
 
 
@@ -60,11 +61,11 @@ def test_the_gemini_upstream_flag_and_env(monkeypatch: pytest.MonkeyPatch) -> No
         add_parser(parser.add_subparsers(dest="command"))
         return parser.parse_args(["gateway", *argv])
 
-    assert options_from_args(parse()).upstream.gemini_base == "https://generativelanguage.googleapis.com"
+    assert options_from_args(parse()).upstream.bases["gemini"] == "https://generativelanguage.googleapis.com"
     flagged = options_from_args(parse("--gemini-upstream", "http://127.0.0.1:9/g"))
-    assert flagged.upstream.gemini_base == "http://127.0.0.1:9/g"
+    assert flagged.upstream.bases["gemini"] == "http://127.0.0.1:9/g"
     monkeypatch.setenv("MCP_OFFLOAD_GEMINI_UPSTREAM", "http://10.0.0.1:8080")
-    assert options_from_args(parse()).upstream.gemini_base == "http://10.0.0.1:8080"
+    assert options_from_args(parse()).upstream.bases["gemini"] == "http://10.0.0.1:8080"
 
 
 def test_the_key_in_the_query_goes_upstream_untouched(upstream: UpstreamServer, start_gateway: StartGateway) -> None:

@@ -1,4 +1,6 @@
-"""Gemini CLI with a base URL, without writing into the user's `~/.gemini`.
+"""Gemini CLI (`gemini`, npm `@google/gemini-cli`): the Gemini API, pointed by `GOOGLE_GEMINI_BASE_URL`, and by
+`GEMINI_CLI_HOME` when its settings select no auth type; never a write into the user's `~/.gemini`. Its API key stays
+the user's `GEMINI_API_KEY`.
 
 With `GOOGLE_GEMINI_BASE_URL` set and no auth type selected in its settings, Gemini CLI 0.61 picks a "gateway" auth
 type and refuses to run headless ("Invalid auth method selected", exit 41). No environment variable selects the
@@ -16,17 +18,20 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from mcp_offload.apis.registry import APIS
+from mcp_offload.cli.wrap.agents.base import Install, Launch, write_if_changed
 from mcp_offload.errors import OperatorError
 
 SETTINGS = "settings.json"
 AUTH = {"security": {"auth": {"selectedType": "gemini-api-key"}}}
 
 
-def user_gemini_dir() -> Path:
-    return Path(os.environ.get("GEMINI_CLI_HOME") or Path.home()) / ".gemini"
+def user_gemini_dir(environ: Mapping[str, str]) -> Path:
+    return Path(environ.get("GEMINI_CLI_HOME") or environ.get("HOME") or Path.home()) / ".gemini"
 
 
 def selects_auth(settings: dict[str, Any]) -> bool:
@@ -50,10 +55,10 @@ def read_settings(path: Path) -> dict[str, Any]:
     return settings
 
 
-def gemini_home(own: Path) -> Path | None:
+def gemini_home(own: Path, environ: Mapping[str, str]) -> Path | None:
     """The `GEMINI_CLI_HOME` for a wrapped Gemini CLI: None when the user's settings select an auth type already,
     else `own` (created or refreshed as the module docstring says; nothing in the user's `~/.gemini` is written)."""
-    user = user_gemini_dir()
+    user = user_gemini_dir(environ)
     settings = read_settings(user / SETTINGS)
     if selects_auth(settings):
         return None
@@ -69,10 +74,25 @@ def gemini_home(own: Path) -> Path | None:
             link.symlink_to(target)
     merged = {**settings, "security": {**settings.get("security", {}), **AUTH["security"]}}
     merged["security"]["auth"] = {**settings.get("security", {}).get("auth", {}), **AUTH["security"]["auth"]}
-    text = json.dumps(merged, indent=2) + "\n"
-    path = mirror / SETTINGS
-    if not path.is_file() or path.read_text(encoding="utf-8") != text:
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(path)
+    write_if_changed(mirror / SETTINGS, json.dumps(merged, indent=2) + "\n")
     return own
+
+
+class GeminiCli:
+    name = "gemini"
+    title = "Gemini CLI"
+    executable = "gemini"
+    install = Install("npm", "@google/gemini-cli")
+    apis = (APIS["gemini"],)
+    pointed_by = "GOOGLE_GEMINI_BASE_URL; GEMINI_CLI_HOME when its settings select no auth"
+    knows = None
+
+    def launch(self, gateway: str, data_dir: Path, environ: Mapping[str, str]) -> Launch:
+        env = self.apis[0].client_env(gateway)
+        home = gemini_home(data_dir / "gemini-cli", environ)
+        if home is None:
+            return Launch(env=env)
+        return Launch(env={**env, "GEMINI_CLI_HOME": str(home)}, files=[home / ".gemini" / SETTINGS])
+
+
+AGENT = GeminiCli()

@@ -146,15 +146,15 @@ SAMPLES: dict[str, list[dict[str, Any]]] = {
 def test_key_order_and_null_fields_do_not_change_the_digest(api: ApiName, seed: int, nulls: bool) -> None:
     sample = SAMPLES[api]
     variant = shuffled(sample, random.Random(seed), nulls)
-    assert unit_digest(api, variant) == unit_digest(api, sample)
+    assert unit_digest(api_named(api), variant) == unit_digest(api_named(api), sample)
 
 
 @pytest.mark.parametrize("api", list(SAMPLES))
 def test_content_changes_do_change_the_digest(api: ApiName) -> None:
     sample = SAMPLES[api]
     changed = json.loads(json.dumps(sample).replace("bash", "bosh"))
-    assert unit_digest(api, changed) != unit_digest(api, sample)
-    assert unit_digest(api, sample[:-1]) != unit_digest(api, sample) if len(sample) > 1 else True
+    assert unit_digest(api_named(api), changed) != unit_digest(api_named(api), sample)
+    assert unit_digest(api_named(api), sample[:-1]) != unit_digest(api_named(api), sample) if len(sample) > 1 else True
 
 
 def test_sdk_dumps_match_what_the_gateway_recorded() -> None:
@@ -186,19 +186,19 @@ def test_sdk_dumps_match_what_the_gateway_recorded() -> None:
     ]
     for dumped in (message.model_dump(), message.model_dump(exclude_none=True), message.model_dump(mode="json")):
         client = [{"role": dumped["role"], "content": dumped["content"]}]
-        assert unit_digest("anthropic", client) == unit_digest("anthropic", recorded)
+        assert unit_digest(api_named("anthropic"), client) == unit_digest(api_named("anthropic"), recorded)
     text_only = [{"role": "assistant", "content": "hello"}]
-    assert unit_digest("anthropic", text_only) == unit_digest(
-        "anthropic", [{"role": "assistant", "content": [{"type": "text", "text": "hello", "citations": []}]}]
+    assert unit_digest(api_named("anthropic"), text_only) == unit_digest(
+        api_named("anthropic"), [{"role": "assistant", "content": [{"type": "text", "text": "hello", "citations": []}]}]
     )
 
     # Chat: ChatCompletionMessage dumped (refusal/audio/annotations nulls) vs a hand-written dict
     chat = ChatCompletionMessage.model_validate({"role": "assistant", "content": "hi", "annotations": []})
-    assert unit_digest("openai_chat", [chat.model_dump()]) == unit_digest(
-        "openai_chat", [{"role": "assistant", "content": "hi"}]
+    assert unit_digest(api_named("openai_chat"), [chat.model_dump()]) == unit_digest(
+        api_named("openai_chat"), [{"role": "assistant", "content": "hi"}]
     )
-    assert unit_digest("openai_chat", [chat.model_dump(exclude_none=True)]) == unit_digest(
-        "openai_chat", [{"role": "assistant", "content": [{"type": "text", "text": "hi"}]}]
+    assert unit_digest(api_named("openai_chat"), [chat.model_dump(exclude_none=True)]) == unit_digest(
+        api_named("openai_chat"), [{"role": "assistant", "content": [{"type": "text", "text": "hi"}]}]
     )
 
     # Responses: output items dumped (ids, statuses, logprobs) vs items without them
@@ -229,4 +229,4 @@ def test_sdk_dumps_match_what_the_gateway_recorded() -> None:
         {"role": "assistant", "content": "hi"},
         {"type": "function_call", "call_id": "c", "name": "bash", "arguments": "{}"},
     ]
-    assert unit_digest("responses", items) == unit_digest("responses", bare)
+    assert unit_digest(api_named("responses"), items) == unit_digest(api_named("responses"), bare)
