@@ -35,9 +35,9 @@ class Settings:
     preview_tokens: int = 500
     # one read returns at most this many tokens
     read_max_tokens: int = 5000
-    # MCP answers cut to what each client shows its model whole, besides the built-in caps (Codex 10,000 bytes, Claude
-    # Code 48,000 bytes + 25,000 tokens, Gemini CLI 38,000 bytes, Copilot CLI 20,000 bytes): NAME=SIZE pairs,
-    # comma-separated, NAME a clientInfo name or * for any other client, SIZE bytes (10KB), tokens (25000tokens) or both
+    # MCP answers cut to what each client shows its model whole, besides the built-in caps (Codex, Claude Code, Gemini
+    # CLI, Copilot CLI, Cline, OpenClaw, opencode, Qwen Code: docs/mcp-server.md): NAME=SIZE pairs, comma-separated,
+    # NAME a clientInfo name or * for any other client, SIZE bytes (10KB), tokens (25000tokens) or both
     client_caps: str = ""
     # search: defaults and hard caps
     search_max_results_cap: int = 500  # the most hits one search returns, whatever max_results asks
@@ -50,6 +50,9 @@ class Settings:
     jq_max_program_chars: int = 10_000  # the longest program accepted
     jq_memory_mb: int = 2048  # per worker process
     jq_workers: int = 2  # jq worker processes
+    # worker processes for the CPU work of storing outputs of 256 KiB or more (tokenizing, indexing, previews), so that
+    # one client's big output never holds the event loop or the GIL of a shared server; 0: a thread of this process
+    ingest_workers: int = 2
     # the libjq the jq workers load: "auto" = the -O2 build of jq.py's own libjq that .ci/build-libjq.sh caches, when
     # present (same version, ~3x faster parsing), else jq.py's bundled -O0 one; "" = always the bundled one; or a path
     jq_library: str = "auto"

@@ -36,6 +36,7 @@ from mcp_offload.store.handles import new_handle, scope_key
 from mcp_offload.store.lifecycle import StoreLimits
 from mcp_offload.store.redis import RedisStore
 from support import free_port
+from support.isolation import worker_redis_url
 
 NO_REDIS = (
     "redis-server is not installed, so the Redis backend is NOT tested: run `.ci/redis.sh start` "
@@ -151,7 +152,7 @@ def have_redis_server() -> bool:
 def redis_url() -> Iterator[str]:
     """A reachable Redis for the whole session: $REDIS_URL, or our own redis-server."""
     if os.environ.get("REDIS_URL"):
-        yield os.environ["REDIS_URL"]
+        yield worker_redis_url(os.environ["REDIS_URL"])  # this worker's database (support.isolation)
         return
     if not have_redis_server():
         pytest.skip(NO_REDIS)
@@ -167,7 +168,7 @@ def redis_tls_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A Redis over TLS (client certificates required) for the whole session: $REDIS_TLS_URL (`REDIS_TLS=1
     .ci/redis.sh start`), or our own, with a throwaway CA; the URL's query carries the CA and client files."""
     if os.environ.get("REDIS_TLS_URL"):
-        yield os.environ["REDIS_TLS_URL"]
+        yield worker_redis_url(os.environ["REDIS_TLS_URL"])  # this worker's database, as for REDIS_URL
         return
     if not have_redis_server():
         pytest.skip(NO_REDIS)
@@ -189,7 +190,13 @@ class RedisCluster:
         self.url = ""
 
     def start(self) -> RedisCluster:
-        env = {**os.environ, "CLUSTER_NODE_TIMEOUT_MS": str(self.node_timeout_ms), "REDIS_TLS": str(int(self.tls))}
+        ports = " ".join(str(free_port(with_bus=True)) for _ in range(6))  # this worker's ports (support.ports)
+        env = {
+            **os.environ,
+            "CLUSTER_NODE_TIMEOUT_MS": str(self.node_timeout_ms),
+            "PORTS": ports,
+            "REDIS_TLS": str(int(self.tls)),
+        }
         done = subprocess.run(
             ["bash", str(CLUSTER_SCRIPT), "start", str(self.state)],
             env=env,

@@ -102,7 +102,8 @@ def _parser() -> argparse.ArgumentParser:
         "--client-caps",
         metavar="NAME=SIZE,...",
         help="cap answers to what a client shows its model whole, by clientInfo name (* any other client): bytes "
-        "(10KB) or tokens (25000tokens); Codex, Claude Code, Gemini CLI, Copilot CLI have built-in caps "
+        "(10KB) or tokens (25000tokens); Codex, Claude Code, Gemini CLI, Copilot CLI, Cline, OpenClaw, opencode and "
+        "Qwen Code have built-in caps "
         "(env MCP_OFFLOAD_CLIENT_CAPS)",
     )
     parser.add_argument("--max-output-bytes", type=size, metavar="SIZE", help="largest output accepted (256MiB)")
@@ -205,6 +206,8 @@ async def serve_stdio(settings: Settings, proxy: ProxyConfig | None = None, sess
     from mcp_offload.serve.stdio_eras import serve_eras
 
     services = build_services(settings)
+    if proxy is not None:  # upstream results are often big: their first one is prepared in a worker process too
+        services.ingest.start()
     try:
         async with open_proxy(services, proxy) as extensions:
             server = build_server(services, extensions=extensions, session=session)
