@@ -22,6 +22,7 @@ SAMPLE: dict[str, list[dict[str, Any]]] = {  # one message each API reads (the C
     "openai_chat": [{"role": "user", "content": "hi"}],
     "responses": [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]}],
     "gemini": [{"role": "user", "parts": [{"text": "hi"}]}],
+    "converse": [{"role": "user", "content": [{"text": "hi"}]}],
 }
 
 
@@ -35,6 +36,9 @@ def test_every_api_has_a_word_and_the_words_are_the_documented_ones() -> None:
         "responses": "responses",
         "openai-responses": "responses",
         "gemini": "gemini",
+        "converse": "converse",
+        "bedrock-converse": "converse",
+        "bedrock_converse": "converse",
     }
 
 
