@@ -112,9 +112,13 @@ def test_each_cloud_answers_in_its_own_error_document() -> None:
 def test_the_gateways_signature_is_bedrocks(monkeypatch: pytest.MonkeyPatch) -> None:
     """Signed with the chain's credentials for the upstream's host and the body sent: the scripted Bedrock's
     verifier (SigV4 recomputed by botocore) accepts it, and refuses it for any other body."""
-    environment = {"AWS_ACCESS_KEY_ID": "AKIDEXAMPLE", "AWS_CONFIG_FILE": "/dev/null",
-                   "AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY", "AWS_SHARED_CREDENTIALS_FILE": "/dev/null",
-                   "AWS_EC2_METADATA_DISABLED": "true"}  # fmt: skip
+    environment = {
+        "AWS_ACCESS_KEY_ID": "AKIDEXAMPLE",
+        "AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY",
+        "AWS_CONFIG_FILE": "/dev/null",
+        "AWS_SHARED_CREDENTIALS_FILE": "/dev/null",
+        "AWS_EC2_METADATA_DISABLED": "true",
+    }
     for name, value in environment.items():
         monkeypatch.setenv(name, value)
     monkeypatch.delenv("AWS_SESSION_TOKEN", raising=False)
