@@ -70,7 +70,8 @@ def measure() -> list[dict[str, Any]]:
                 arg for cloud in ("bedrock", "vertex", "azure") for arg in (f"--{cloud}-upstream", upstream.base_url)
             ]
             log = Path(tmp) / "gateway.log"
-            with gateway_process(Path(tmp) / "store", upstream.base_url, upstream.openai_url, log, *flags) as gateway:
+            store = Path(tmp) / "store"  # a loaded machine may take a minute to start a process
+            with gateway_process(store, upstream.base_url, upstream.openai_url, log, *flags, timeout_s=180) as gateway:
                 for name in SESSION_FLOWS:
                     client = flow(name)
                     prices = PROVIDERS[client.cloud].cache_prices(
