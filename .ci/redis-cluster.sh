@@ -8,6 +8,8 @@
 #                                           every master has its replica in sync, prints REDIS_CLUSTER_URL=redis+cluster://…
 #   .ci/redis-cluster.sh stop  [STATE_DIR]  stops the nodes started by `start` (by their pid files), removes STATE_DIR
 #
+# PORTS="p1 … p6" picks the six node ports (each port + 10000 is its bus port; both must be free); without it they are
+# random free ones in 20000-55000.
 # cluster-node-timeout is 1500 ms (env CLUSTER_NODE_TIMEOUT_MS), so the failover tests see a replica promoted within
 # a few seconds of a master's death instead of the default 15 s.
 # Usage from .ci/run: export_from .ci/redis-cluster.sh env -- start; trap '… .ci/redis-cluster.sh stop' EXIT
@@ -52,7 +54,10 @@ start)
   fi
   rm -rf "$state"
   mkdir -p "$state"
-  python3 -c '
+  if [ -n "${PORTS:-}" ]; then  # chosen by the caller (the test suite's per-worker port allocator)
+    tr ' ' '\n' <<<"$PORTS" | grep . >"$state/ports"
+  else
+    python3 -c '
 import random, socket
 def free(port):
     with socket.socket() as s:
@@ -67,6 +72,7 @@ while len(ports) < '"$NODES"':  # a node listens on port and on its cluster bus,
     if port not in ports and free(port) and free(port + 10000):
         ports.add(port)
 print("\n".join(map(str, sorted(ports))))' >"$state/ports"
+  fi
   sort -u "$state/ports" | wc -l | grep -qx "$NODES"
   while read -r port; do
     mkdir -p "$state/$port"

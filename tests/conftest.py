@@ -1,8 +1,12 @@
-"""Shared fixtures: settings on a temporary store, the services, and an in-memory server."""
+"""Shared fixtures: settings on a temporary store, the services, and an in-memory server.
+
+The suite runs in parallel (pytest-xdist; `.ci/run` passes `-n`): support/isolation.py gives each worker its own
+temp directory, XDG directories, Redis database and ports, and holds each test to leaving the environment as it
+found it. Its docstring has the rules a new test follows to stay parallel-safe.
+"""
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -15,6 +19,7 @@ from mcp_offload.settings import Settings
 # Fixtures shared across folders live beside their helpers in the `support` package, registered here once;
 # llm_upstream is the scripted LLM API (tests/llm_upstream/) for the gateway tests.
 pytest_plugins = [
+    "support.isolation",
     "support.store",
     "support.jq_runner",
     "llm_upstream.plugin",
@@ -22,12 +27,6 @@ pytest_plugins = [
     "support.litellm_proxy",
     "support.litellm_stack",
 ]
-
-
-@pytest.fixture(autouse=True, scope="session")
-def _no_personal_config(tmp_path_factory: pytest.TempPathFactory) -> None:
-    """Servers started without --config read the per-user servers.json: never the developer's own in tests."""
-    os.environ["XDG_CONFIG_HOME"] = str(tmp_path_factory.mktemp("xdg-config"))
 
 
 @pytest.fixture

@@ -34,9 +34,9 @@ class Settings:
     preview_tokens: int = 500
     # one read returns at most this many tokens
     read_max_tokens: int = 5000
-    # MCP answers cut to what each client shows its model whole, besides the built-in caps (Codex 10,000 bytes, Claude
-    # Code 48,000 bytes + 25,000 tokens, Gemini CLI 38,000 bytes, Copilot CLI 20,000 bytes): NAME=SIZE pairs,
-    # comma-separated, NAME a clientInfo name or * for any other client, SIZE bytes (10KB), tokens (25000tokens) or both
+    # MCP answers cut to what each client shows its model whole, besides the built-in caps (Codex, Claude Code, Gemini
+    # CLI, Copilot CLI, Cline, OpenClaw, opencode, Qwen Code: docs/mcp-server.md): NAME=SIZE pairs, comma-separated,
+    # NAME a clientInfo name or * for any other client, SIZE bytes (10KB), tokens (25000tokens) or both
     client_caps: str = ""
     # search: defaults and hard caps
     search_max_results_cap: int = 500  # the most hits one search returns, whatever max_results asks

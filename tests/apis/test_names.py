@@ -8,13 +8,17 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 from mcp_offload import Compactor
 from mcp_offload.apis.registry import APIS, UnknownApi, accepted_names, api_named
+from mcp_offload.cachesafe.policy import RewritePolicy
 from mcp_offload.cachesafe.tool_defs import api_tool_definitions
 from mcp_offload.cli.wrap.agents.base import WrapError
 from mcp_offload.cli.wrap.command import resolve_agent
+from mcp_offload.core.services import Services
+from mcp_offload.gateway.compress_api import CompressApi
 
 WORDS = [(word, api.name) for api in APIS.values() for word in (api.name, *api.aliases)]
 SAMPLE: dict[str, list[dict[str, Any]]] = {  # one message each API reads (the Compactor reads it in the API named)
@@ -66,6 +70,25 @@ def test_an_unknown_word_gets_one_message_listing_the_accepted_ones_everywhere(t
         resolve_agent(args)
     assert str(by_wrap.value) == f"--api: unknown LLM API {word or '?'!r}: use one of {accepted_names()}"
     assert "openai_chat (openai, chat, openai-chat)" in expected and "responses (openai-responses)" in expected
+
+
+async def test_the_compression_service_says_the_same_and_takes_every_word(services: Services) -> None:
+    service = CompressApi(services, RewritePolicy(), lambda headers: None)
+
+    async def compress(word: str) -> tuple[int, dict[str, Any]]:
+        body = {"messages": [{"role": "user", "content": "hi"}], "format": word}
+        return await service.respond("POST", "/v1/compress", "", {}, orjson.dumps(body))
+
+    status, answer = await compress("vertex")
+    assert status == 400 and answer["error"] == {
+        "code": "unknown_format",
+        "message": f"unknown LLM API 'vertex': use one of {accepted_names()}",
+    }
+    for word, name in WORDS:
+        if name == "gemini":
+            continue  # a Chat-shaped message is no Gemini content: format_mismatch, tested in test_compress_api
+        status, answer = await compress(word)
+        assert status == 200 and answer["format"] == name, word
 
 
 def test_wrap_api_takes_the_aliases_and_sets_the_apis_own_variables() -> None:

@@ -12,32 +12,27 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import socket
 import subprocess
 from pathlib import Path
 
 import pytest
+
+from support import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = sorted(p.name for p in (ROOT / ".ci").glob("*-deps.sh"))
 LINE = re.compile(r"^[A-Z_][A-Z0-9_]*=\S+$")
 
 
-def closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def test_every_deps_script_is_covered() -> None:
-    assert {"agents-deps.sh", "client-deps.sh", "litellm-deps.sh", "proxy-deps.sh"} <= set(SCRIPTS)
+    assert {"agents-deps.sh", "aider-deps.sh", "client-deps.sh", "litellm-deps.sh", "proxy-deps.sh"} <= set(SCRIPTS)
 
 
 @pytest.mark.parametrize("script", SCRIPTS)
 def test_empty_cache_and_no_registry_fails_loudly_or_prints_the_line(script: str, tmp_path: Path) -> None:
-    if shutil.which("npm") is None and script != "litellm-deps.sh":
+    if shutil.which("npm") is None and script not in ("litellm-deps.sh", "aider-deps.sh"):
         pytest.skip("npm is not installed")
-    dead = f"http://127.0.0.1:{closed_port()}/"
+    dead = f"http://127.0.0.1:{free_port()}/"
     home = tmp_path / "home"
     home.mkdir()
     env = {

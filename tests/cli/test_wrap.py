@@ -152,12 +152,12 @@ def test_list_shows_every_agent_the_api_it_speaks_and_how_it_is_pointed(home: Pa
     done = wrap(home, "--list")
     assert done.returncode == 0 and done.stderr == ""
     lines = done.stdout.splitlines()
-    assert lines[0].split() == ["agent", "program", "speaks", "pointed", "by", "install"]
-    assert len(lines) == len(AGENTS) + 2 and lines[-1].startswith("any other: mcp-offload wrap --api ")
-    for line, agent in zip(lines[1:], AGENTS.values(), strict=False):
-        assert line.startswith(agent.name + " ") and agent.title in line
-        assert all(api.title in line for api in agent.apis)
-        assert agent.pointed_by in line and agent.install is not None and line.endswith(agent.install.command())
+    assert len(lines) == 3 * len(AGENTS) + 1 and lines[-1].startswith("any other agent: mcp-offload wrap --api ")
+    for index, agent in enumerate(AGENTS.values()):
+        first, pointed, install = lines[3 * index : 3 * index + 3]
+        assert first.split(maxsplit=1) == [agent.name, f"{agent.title}: {', '.join(a.title for a in agent.apis)}"]
+        assert pointed.strip() == f"pointed by {agent.pointed_by}"
+        assert agent.install is not None and install.strip() == f"install: {agent.install.command()}"
     assert not (home / ".local").exists()
 
 

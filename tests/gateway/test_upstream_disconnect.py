@@ -41,8 +41,11 @@ def hang_up_upstream() -> Iterator[str]:
         yield f"http://127.0.0.1:{listener.getsockname()[1]}"
     finally:
         stopping.set()
+        with contextlib.suppress(OSError):
+            listener.shutdown(socket.SHUT_RDWR)  # wakes the accept(); a close alone leaves it blocked (Linux)
         listener.close()
         thread.join(5)
+        assert not thread.is_alive()
 
 
 def test_an_upstream_hanging_up_is_one_502_sentence_without_a_double_period(

@@ -7,28 +7,26 @@ byte-identical."""
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import json
-import os
 import random
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from llm_upstream import ApiKind, UpstreamServer, extends
-from support.agents import AGENTS, CLAUDE, CODEX, COPILOT, COPILOT_CACHE, GEMINI, agent_env, need
-from support.wrap import WRAP
+from support.agents import AGENTS, CLAUDE, CLINE, CODEX, COPILOT, COPILOT_CACHE, GEMINI, need
+from support.wrap import OWN_DIRS
+from support.wrap import run_wrapped as wrapped
 
 FACT = "PLANTED-" + random.Random(26).randbytes(6).hex()
 TASK = f"Find the deploy key in data.json.\n@run cat data.json\n@search {FACT[:8]}\n@answer PLANTED-[0-9a-f]{{12}}"
-OWN = (".local/share/mcp-offload/", ".local/state/mcp-offload/", ".cache/mcp-offload/")  # mcp-offload's directories
 # each agent's own directory, where it keeps its session state on any run (with or without wrap); its configuration
 # files there (USER_FILES, NOT_CREATED) must be left as they were
 AGENT_DIRS = {
     "claude": (".claude/", ".claude.json"), "codex": (".codex/",), "gemini": (".gemini/",), "copilot": (".copilot/",),
+    "cline": (".cline/",),
 }  # fmt: skip
 NOT_CREATED = (".claude/settings.local.json", ".codex/config.json", ".gemini/.env")
 USER_FILES = {  # a user's own settings, which wrap must leave as they are
@@ -52,18 +50,6 @@ def big_document(count: int) -> str:
     return json.dumps({"service": "inventory", "records": records}, indent=1)
 
 
-def snapshot(home: Path) -> dict[str, str]:
-    return {
-        str(p.relative_to(home)): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(home.rglob("*"))
-        if p.is_file() and not p.is_symlink()
-    }
-
-
-def changed(before: dict[str, str], after: dict[str, str]) -> set[str]:
-    return {path for path in before.keys() | after.keys() if before.get(path) != after.get(path)}
-
-
 @pytest.fixture
 def home(tmp_path: Path) -> Path:
     home = tmp_path / "home"
@@ -77,24 +63,15 @@ def run_wrapped(agent: str, argv: list[str], upstream: UpstreamServer, home: Pat
     """`mcp-offload wrap` with a gateway in front of the scripted upstream; the agent's stdout. Checks HOME."""
     work = tmp_path / "work"
     work.mkdir()
-    (work / "data.json").write_text(big_document(60 if agent == "codex" else 150))
-    before = snapshot(home)
-    upstreams = ["--anthropic-upstream", upstream.base_url, "--openai-upstream", upstream.openai_url,
-                 "--gemini-upstream", upstream.base_url]  # fmt: skip
-    full_env = {k: v for k, v in agent_env().items() if not k.startswith(("XDG_", "MCP_OFFLOAD_"))}
-    full_env.update(env, HOME=str(home), PATH=f"{AGENTS / '.bin'}{os.pathsep}{os.environ.get('PATH', '')}")
-    done = subprocess.run([*WRAP, *upstreams, agent, *argv], env=full_env, cwd=work, stdin=subprocess.DEVNULL,
-                          capture_output=True, text=True, timeout=300)  # fmt: skip
-    assert done.returncode == 0, f"{agent} failed ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
-    assert f"mcp-offload wrap: {agent} uses the gateway at http://127.0.0.1:" in done.stderr
-    touched = changed(before, snapshot(home))
-    outside = sorted(p for p in touched if not p.startswith(OWN + AGENT_DIRS[agent]))
+    (work / "data.json").write_text(big_document(60 if agent in ("codex", "cline") else 150))
+    run = wrapped(agent, argv, upstream, home, work, env, path=(AGENTS / ".bin",))
+    outside = sorted(p for p in run.touched if not p.startswith(OWN_DIRS + AGENT_DIRS[agent]))
     assert not outside, f"{agent} through wrap changed files outside mcp-offload's and its own directory: {outside}"
     for name, text in USER_FILES.items():
         assert (home / name).read_text() == text, f"{name} changed"
     assert not [name for name in NOT_CREATED if (home / name).exists()]
-    assert any(p.startswith(".local/share/mcp-offload/store/") for p in touched), "the gateway stored nothing"
-    return done.stdout
+    assert any(p.startswith(".local/share/mcp-offload/store/") for p in run.touched), "the gateway stored nothing"
+    return run.done.stdout
 
 
 def offloaded_and_found(upstream: UpstreamServer, records: int) -> None:
@@ -208,4 +185,26 @@ def test_copilot_cli_through_wrap(llm_upstream: UpstreamServer, home: Path, tmp_
     )  # fmt: skip
     assert out.rstrip().endswith(f"ANSWER: {FACT}"), out[-2000:]
     offloaded_and_found(llm_upstream, 150)
+    no_prefix_break(llm_upstream, "openai_chat")
+
+
+def test_cline_through_wrap(llm_upstream: UpstreamServer, home: Path, tmp_path: Path) -> None:
+    """Cline's provider settings (the user's ~/.cline/data/settings/providers.json: an openai-compatible provider, its
+    key and its base URL) are copied under mcp-offload's data directory with the gateway as base URL and named by
+    CLINE_PROVIDER_SETTINGS_PATH; the user's base URL becomes the gateway's upstream. The user's file stays as it was.
+    The document is 60 records: Cline itself cuts a tool result to 8,000 characters before any request carries it."""
+    need(CLINE)
+    provider = {"provider": "openai-compatible", "apiKey": "sk-test-key", "model": "gpt-4.1",
+                "baseUrl": llm_upstream.openai_url}  # fmt: skip
+    user_file = home / ".cline" / "data" / "settings" / "providers.json"
+    user_file.parent.mkdir(parents=True)
+    text = json.dumps({"version": 1, "lastUsedProvider": "openai-compatible", "modes": {}, "providers": {
+        "openai-compatible": {"settings": provider, "updatedAt": "2026-01-01T00:00:00.000Z", "tokenSource": "manual"},
+    }}, indent=2)  # fmt: skip
+    user_file.write_text(text)
+    (user_file.parent / "global-settings.json").write_text('{"telemetryOptOut": true}')
+    out = run_wrapped("cline", ["--json", TASK], llm_upstream, home, tmp_path)
+    assert user_file.read_text() == text, "the user's provider settings changed"
+    assert json.loads(out.strip().splitlines()[-1])["text"].endswith(f"ANSWER: {FACT}"), out[-2000:]
+    offloaded_and_found(llm_upstream, 60)
     no_prefix_break(llm_upstream, "openai_chat")

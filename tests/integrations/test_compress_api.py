@@ -8,7 +8,6 @@ import contextlib
 import json
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -21,6 +20,7 @@ from google.genai import types
 
 from llm_upstream import UpstreamServer
 from mcp_offload.gateway.compress_api import caller_for, marker
+from support import free_port
 from support.gateway_server import StartGateway
 from support.llm_conversations import NEEDLE, build_log
 from support.store import RedisServer, have_redis_server
@@ -291,9 +291,7 @@ def test_two_instances_share_handles_and_a_dead_store_is_a_503(
 
 def test_served_by_the_mcp_offload_gateway_command(tmp_path: Path) -> None:
     """`mcp-offload gateway` (the console entry, a real subprocess) serves the contract beside the LLM APIs."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = int(sock.getsockname()[1])
+    port = free_port()
     args = [sys.executable, "-m", "mcp_offload", "gateway", "--port", str(port), "--store", str(tmp_path / "store"),
             "--threshold-tokens", "500", "--token", TOKEN]  # fmt: skip
     proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)

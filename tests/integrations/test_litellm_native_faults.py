@@ -4,12 +4,12 @@
 from __future__ import annotations
 
 import json
-import socket
 
 import openai
 import pytest
 
 from llm_upstream import UpstreamServer
+from support import free_port
 from support.litellm_proxy import MASTER_KEY, SRC, LiteLLMProxy, StartLiteLLM
 from support.litellm_stack import MODEL, OFFLOAD_GUARDRAIL, scripted_models
 from support.llm_conversations import BASH_CHAT, build_log, chat_messages
@@ -17,9 +17,7 @@ from support.llm_conversations import BASH_CHAT, build_log, chat_messages
 
 @pytest.fixture(scope="module")
 def proxy(start_litellm: StartLiteLLM, litellm_upstream: UpstreamServer) -> LiteLLMProxy:
-    with socket.socket() as sock:  # a port nothing listens on: the store is down from the start
-        sock.bind(("127.0.0.1", 0))
-        dead = f"redis://127.0.0.1:{sock.getsockname()[1]}/0"
+    dead = f"redis://127.0.0.1:{free_port()}/0"  # a port nothing listens on: the store is down from the start
 
     def guardrail(name: str, **params: object) -> dict[str, object]:
         return {

@@ -309,7 +309,7 @@ SHELL_TOOLS = (
 )  # fmt: skip
 READ_TOOLS = ("read", "read_file", "view", "read_large_output")
 SEARCH_TOOLS = ("search_large_output",)
-DIRECTIVE = re.compile(r"^@(run|read|search|call|answer)\s+(.*)$", re.MULTILINE)
+DIRECTIVE = re.compile(r"^[ \t]*@(run|read|search|call|answer)\s+(.*)$", re.MULTILINE)
 
 
 class AgentScript:

@@ -16,6 +16,7 @@ import pytest
 from mcp import Client
 
 from mcp_offload.core.services import Services, build_services
+from mcp_offload.mcp_server.client_caps import ClientCaps
 from mcp_offload.mcp_server.offload_server import build_server
 from mcp_offload.mcp_server.tools import result_of
 from mcp_offload.settings import Settings
@@ -174,3 +175,28 @@ async def test_clients_that_show_the_raw_result_get_no_meta_and_a_cap_on_the_esc
             args = following
     lines = [line for piece in pieces for line in piece.splitlines() if line.startswith('{"id"')]
     assert lines == doc.splitlines()
+
+
+def test_qwen_code_is_known_by_the_prefix_of_its_name_and_a_set_name_wins() -> None:
+    """Qwen Code's clientInfo name carries the server's name (`qwen-cli-mcp-client-offload`, read from the real
+    client): matched by its prefix; a cap the setting gives that exact name wins."""
+    assert ClientCaps().for_client("qwen-cli-mcp-client-offload").max_bytes == 25_000
+    assert ClientCaps().for_client("qwen-cli-mcp-client-mine").whose == "Qwen Code's"
+    assert ClientCaps("qwen-cli-mcp-client-mine=9KB").for_client("qwen-cli-mcp-client-mine").max_bytes == 9_000
+    assert ClientCaps().for_client("qwen-cli") == ClientCaps().default
+
+
+@ERA
+async def test_opencode_answers_stay_within_its_2000_lines(services: Services, mode: str) -> None:
+    """opencode keeps the first 2,000 lines of a result: a jq answer of 3,000 short lines (15 KB, far under its byte
+    limit) comes in pieces of at most 2,000 lines, the last one's continuation included."""
+    opencode = types.Implementation(name="opencode", version="1.18.33")
+    async with Client(build_server(services), mode=mode, client_info=opencode) as client:
+        handle = result_of(await client.call_tool("offload", {"content": json.dumps(list(range(3000)))}))["handle"]
+        answer = text_of(await client.call_tool("query_large_output", {"handle": handle, "query": ".[]"}))
+        assert answer.count("\n") + 1 <= 2_000 and "cut at opencode's 50,000-byte / 2,000-line cap" in answer
+        following = continuation(answer)
+        assert following is not None
+        rest = text_of(await client.call_tool("read_large_output", following))
+    numbers = [line for line in (shown_part(answer) + rest).splitlines() if line.isdigit()]
+    assert numbers == [str(i) for i in range(3000)]

@@ -4,12 +4,12 @@ preview) within the budget and within bounded time, and what it shows is sendabl
 from __future__ import annotations
 
 import random
-import time
 from collections.abc import Callable
 
 import pytest
 
 from mcp_offload.preview import build_preview
+from support.cpu_time import cpu_spent
 from support.preview import len4
 
 BUDGET = 420
@@ -106,9 +106,9 @@ def test_bad_input_gets_a_sensible_preview_in_bounded_time(
     case: str, make: Callable[[], str], expected: str | None, seconds: float
 ) -> None:
     text = make()
-    started = time.perf_counter()
-    preview = build_preview(text, "text", budget_tokens=BUDGET, count_tokens=len4)
-    elapsed = time.perf_counter() - started
+    with cpu_spent() as spent:
+        preview = build_preview(text, "text", budget_tokens=BUDGET, count_tokens=len4)
+    elapsed = spent.seconds
     assert preview.data.get("type") == expected, preview.text[:500]
     assert preview.tokens <= BUDGET
     preview.text.encode("utf-8")

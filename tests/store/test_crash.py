@@ -51,7 +51,7 @@ async def main():
         from mcp_offload.store.redis import RedisStore
         store = RedisStore(location, limits=limits, prefix=prefix)
     rng = random.Random(int(seed))
-    print("ready", flush=True)
+    ready = False
     while True:
         n = rng.choice([1, 1000, 50_000, 400_000, 1_500_000, 3_000_000])
         s = rng.randrange(10**9)
@@ -60,9 +60,12 @@ async def main():
         meta = OutputMeta(handle=new_handle(), kind="text", size=n, chars=index.chars, lines=index.lines,
                           tokens=n // 4, tokens_estimated=True, created=time.time(), name=f"{s} {n}")
         await store.put(scope, meta, index, data)
+        if not ready:  # one whole output first: on a loaded machine the kill may land before a put would finish
+            print("ready", flush=True)
+            ready = True
         if rng.random() < 0.2:
             listed = await store.list(scope)
-            if listed:
+            if len(listed) > 1:
                 await store.delete(scope, rng.choice(listed).handle)
 
 asyncio.run(main())

@@ -5,10 +5,11 @@ by tests/conftest.py) of one area each."""
 from __future__ import annotations
 
 import os
-import socket
 from pathlib import Path
 
 import mcp.types as types
+
+from support.ports import free_port as free_port  # re-exported: the one way to get a port for a child
 
 ERAS = ["auto", "legacy"]  # 2026-07-28 per-request envelope, and the 2025-11-25 handshake
 
@@ -34,13 +35,6 @@ def resource_blob(contents: object) -> str:
 def text_of(result: object) -> str:
     """The text of a tool result (all its text blocks, joined)."""
     return "".join(getattr(block, "text", "") for block in result.content)  # type: ignore[attr-defined]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 # -- processes, from /proc (no psutil) ------------------------------------------------------------------------

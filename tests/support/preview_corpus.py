@@ -23,7 +23,6 @@ import io
 import os
 import pydoc
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -34,6 +33,8 @@ import urllib.request
 from functools import cache
 from pathlib import Path
 
+from support import free_port
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -41,12 +42,6 @@ def _package_file(package: str, *parts: str) -> Path:
     spec = importlib.util.find_spec(package)
     assert spec is not None and spec.origin is not None, package
     return Path(spec.origin).parent.joinpath(*parts)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def redis_log(workdir: Path) -> str:
@@ -95,7 +90,7 @@ async def app(scope, receive, send):
 def uvicorn_log(workdir: Path) -> str:
     """uvicorn serving a small ASGI app: startup lines, 120 access lines, 404s, two exceptions with tracebacks."""
     (workdir / "corpus_app.py").write_text(_APP)
-    port = _free_port()
+    port = free_port()
     out = workdir / "uvicorn.log"
     with out.open("w") as sink:
         proc = subprocess.Popen(

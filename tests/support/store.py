@@ -33,6 +33,7 @@ from mcp_offload.store.handles import new_handle, scope_key
 from mcp_offload.store.lifecycle import StoreLimits
 from mcp_offload.store.redis import RedisStore
 from support import free_port
+from support.isolation import worker_redis_url
 
 NO_REDIS = (
     "redis-server is not installed, so the Redis backend is NOT tested: run `.ci/redis.sh start` "
@@ -101,7 +102,7 @@ def have_redis_server() -> bool:
 def redis_url() -> Iterator[str]:
     """A reachable Redis for the whole session: $REDIS_URL, or our own redis-server."""
     if os.environ.get("REDIS_URL"):
-        yield os.environ["REDIS_URL"]
+        yield worker_redis_url(os.environ["REDIS_URL"])  # this worker's database (support.isolation)
         return
     if not have_redis_server():
         pytest.skip(NO_REDIS)
@@ -125,7 +126,8 @@ class RedisCluster:
         self.url = ""
 
     def start(self) -> RedisCluster:
-        env = {**os.environ, "CLUSTER_NODE_TIMEOUT_MS": str(self.node_timeout_ms)}
+        ports = " ".join(str(free_port(with_bus=True)) for _ in range(6))  # this worker's ports (support.ports)
+        env = {**os.environ, "CLUSTER_NODE_TIMEOUT_MS": str(self.node_timeout_ms), "PORTS": ports}
         done = subprocess.run(
             ["bash", str(CLUSTER_SCRIPT), "start", str(self.state)],
             env=env,

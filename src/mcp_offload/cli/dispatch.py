@@ -101,7 +101,8 @@ def _parser() -> argparse.ArgumentParser:
         "--client-caps",
         metavar="NAME=SIZE,...",
         help="cap answers to what a client shows its model whole, by clientInfo name (* any other client): bytes "
-        "(10KB) or tokens (25000tokens); Codex, Claude Code, Gemini CLI, Copilot CLI have built-in caps "
+        "(10KB) or tokens (25000tokens); Codex, Claude Code, Gemini CLI, Copilot CLI, Cline, OpenClaw, opencode and "
+        "Qwen Code have built-in caps "
         "(env MCP_OFFLOAD_CLIENT_CAPS)",
     )
     parser.add_argument("--max-output-bytes", type=size, metavar="SIZE", help="largest output accepted (256MiB)")

@@ -30,7 +30,8 @@ ANY_CLIENT = "*"
 
 @dataclass(frozen=True, slots=True)
 class AnswerCap:
-    """At most `max_bytes` bytes of UTF-8 and at most `max_tokens` tokens (None: no such limit)."""
+    """At most `max_bytes` bytes of UTF-8, at most `max_tokens` tokens and at most `max_lines` lines (None: no such
+    limit; a line is what a newline ends or the text's last piece: `text.count("\n") + 1`)."""
 
     max_bytes: int | None = None
     max_tokens: int | None = None
@@ -39,14 +40,16 @@ class AnswerCap:
     # a quote or a backslash counts twice), and the result model is not put in the result's `_meta` (the model would
     # read it too)
     raw_json: bool = False
+    max_lines: int | None = None  # opencode keeps the first 2,000 lines and saves the whole to a file
 
     @property
     def limited(self) -> bool:
-        return self.max_bytes is not None or self.max_tokens is not None
+        return self.max_bytes is not None or self.max_tokens is not None or self.max_lines is not None
 
     def excess_bytes(self, text: str, counter: TokenCounter) -> int:
         """By about how many bytes `text` is over the cap (0: it fits). Tokens over are counted as 4 bytes each
-        (plus one), which converges on a fit in a few rounds."""
+        (plus one), lines over as the text's mean line length each (plus one), which converges on a fit in a few
+        rounds."""
         over = 0
         if self.max_bytes is not None:
             shown = json.dumps(text, ensure_ascii=False)[1:-1] if self.raw_json else text
@@ -55,6 +58,11 @@ class AnswerCap:
             tokens = counter.count(text)
             if tokens > self.max_tokens:
                 over = max(over, (tokens - self.max_tokens) * 4 + 1)
+        if self.max_lines is not None:
+            lines = text.count("\n") + 1
+            if lines > self.max_lines:
+                size = len(text.encode("utf-8", "surrogatepass"))
+                over = max(over, (lines - self.max_lines) * -(-size // lines) + 1)
         return over
 
     def fits(self, text: str, counter: TokenCounter) -> bool:
@@ -67,6 +75,8 @@ class AnswerCap:
             parts.append(f"{self.max_bytes:,}-byte")
         if self.max_tokens is not None:
             parts.append(f"{self.max_tokens:,}-token")
+        if self.max_lines is not None:
+            parts.append(f"{self.max_lines:,}-line")
         return " / ".join(parts) or "unlimited"
 
     def label(self) -> str:

@@ -23,6 +23,13 @@ measured or documented, with room below each client's own cut:
   model the call's tool and result as indented JSON, inside an "external, untrusted content" notice, and cuts that JSON
   at about 20,000 characters with `[truncated]` (measured: a 19,900-character answer was cut). Cap: 19,000 bytes of
   the text as a JSON string, and no result model in `_meta` (`AnswerCap.raw_json`).
+- `opencode`, opencode (1.18.33, handshake protocol 2025-11-25): keeps the first 2,000 lines or 51,200 bytes of a
+  result and saves the whole to a file (measured: 51,200 bytes and 2,000 lines shown whole, one more of either cut).
+  Cap: 50,000 bytes and 2,000 lines (counted as newlines plus one, so a final newline costs a line).
+- `qwen-cli-mcp-client-<server name>`, Qwen Code (0.24.4; the name carries the name the user gave the server, so it is
+  matched by its prefix): a result over ~28,000 characters becomes a 2,000-character preview with the rest saved to a
+  file (reported in the team's notes for 0.24.4 on this kind of machine; here its MCP tools did not reach the model in
+  a first try, so not measured again). Cap: 25,000 bytes.
 
 Every other client keeps the server's own limits (`read_max_tokens`, `max_results`, `jq_max_output_chars`). The
 `client_caps` setting (`MCP_OFFLOAD_CLIENT_CAPS`, `--client-caps`, `answer_cap.parse_client_caps`) sets or replaces
@@ -43,6 +50,11 @@ KNOWN_CLIENTS: dict[str, AnswerCap] = {
     "copilot-cli": AnswerCap(max_bytes=20_000, whose="Copilot CLI's"),
     "@cline/core": AnswerCap(max_bytes=7_500, whose="Cline's", raw_json=True),
     "openclaw-bundle-mcp": AnswerCap(max_bytes=19_000, whose="OpenClaw's", raw_json=True),
+    "opencode": AnswerCap(max_bytes=50_000, max_lines=2_000, whose="opencode's"),
+}
+# clients whose clientInfo name carries more than the client (Qwen Code adds the server's name): matched by prefix
+KNOWN_PREFIXES: dict[str, AnswerCap] = {
+    "qwen-cli-mcp-client-": AnswerCap(max_bytes=25_000, whose="Qwen Code's"),
 }
 
 
@@ -60,7 +72,11 @@ class ClientCaps:
     def for_client(self, name: str | None) -> AnswerCap:
         if name is None:
             return self.default
-        return self.by_name.get(name, self.default)
+        found = self.by_name.get(name)
+        if found is not None:
+            return found
+        # a name the setting gives exactly wins (above); else a built-in prefix
+        return next((cap for prefix, cap in KNOWN_PREFIXES.items() if name.startswith(prefix)), self.default)
 
     def for_request(self, ctx: Any) -> AnswerCap:
         """The cap of the client making this request (a `ServerRequestContext`; both protocol eras)."""

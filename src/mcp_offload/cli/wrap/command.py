@@ -230,20 +230,12 @@ def print_env(agent: Agent, command: list[str], port_number: int) -> int:
 
 
 def list_agents() -> int:
-    """The agents wrap knows: name, the API wrap points it at, how, and its package."""
-    rows = [("agent", "program", "speaks", "pointed by", "install")]
-    rows += [
-        (
-            a.name,
-            a.title,
-            ", ".join(api.title for api in a.apis),
-            a.pointed_by,
-            a.install.command() if a.install else "",
-        )
-        for a in AGENTS.values()
-    ]
-    widths = [max(len(row[i]) for row in rows) for i in range(4)]
-    for row in rows:
-        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False)) + "  " + row[4])
-    print(f"any other: {PROG} --api NAME -- CMD [ARGS…] (NAME: {accepted_names()}; the API's base-URL variable)")
+    """The agents wrap knows: name and program, the APIs wrap points it at, how, and the package it comes from."""
+    width = max(len(name) for name in AGENTS) + 2
+    for agent in AGENTS.values():
+        print(f"{agent.name.ljust(width)}{agent.title}: {', '.join(api.title for api in agent.apis)}")
+        print(f"{'':{width}}pointed by {agent.pointed_by}")
+        if agent.install is not None:
+            print(f"{'':{width}}install: {agent.install.command()}")
+    print(f"any other agent: {PROG} --api NAME -- CMD [ARGS…] (NAME: {accepted_names()}; the API's base-URL variable)")
     return 0

@@ -5,7 +5,7 @@ the order `wrap --list` shows). `generic` points any other agent by its provider
 
 from __future__ import annotations
 
-from mcp_offload.cli.wrap.agents import claude, codex, copilot, gemini
+from mcp_offload.cli.wrap.agents import aider, claude, cline, codex, copilot, gemini, opencode, pi, qwen
 from mcp_offload.cli.wrap.agents.base import Agent
 
 AGENTS: dict[str, Agent] = {
@@ -13,8 +13,13 @@ AGENTS: dict[str, Agent] = {
     for agent in (
         claude.AGENT,
         codex.AGENT,
+        pi.AGENT,
         gemini.AGENT,
+        opencode.AGENT,
         copilot.AGENT,
+        cline.AGENT,
+        qwen.AGENT,
+        aider.AGENT,
     )
 }
 

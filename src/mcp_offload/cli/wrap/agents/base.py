@@ -18,7 +18,7 @@ import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from mcp_offload.apis.base import LlmApi
 from mcp_offload.errors import OperatorError
@@ -183,3 +183,42 @@ def write_if_changed(path: Path, text: str) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_text(text, encoding="utf-8")
     tmp.replace(path)
+
+
+def users_dir(configured: str | None, default: Path, own: Path) -> Path:
+    """The user's own directory of an agent: the one a variable of theirs names (`configured`), else `default`; a
+    variable naming `own`, wrap's directory for the agent (left by an `eval` of `wrap --print-env`), is not theirs."""
+    if configured:
+        path = Path(configured).expanduser()
+        if path.resolve() != own.resolve():
+            return path
+    return default
+
+
+def link_entries(user: Path, own: Path, except_name: str) -> None:
+    """Make `own` a directory holding a symbolic link to every entry of the user's directory `user` but
+    `except_name` (the file wrap writes there instead), refreshed: links to entries gone or moved are removed. An
+    agent pointed at `own` then reads and writes the user's own files through the links."""
+    own.mkdir(parents=True, exist_ok=True)
+    wanted = {entry.name: entry for entry in user.iterdir() if entry.name != except_name} if user.is_dir() else {}
+    for entry in own.iterdir():
+        if entry.is_symlink() and (entry.name not in wanted or os.readlink(entry) != str(wanted[entry.name])):
+            entry.unlink()
+    for name, target in wanted.items():
+        link = own / name
+        if not link.is_symlink() and not link.exists():
+            link.symlink_to(target)
+
+
+def read_json_object(path: Path, instead: str) -> dict[str, Any]:
+    """The JSON object in the user's file `path` ({} when there is none); a file that is not one is refused in one
+    line that says what to do `instead`."""
+    if not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        raise WrapError(f"cannot read {path} as JSON; {instead}") from None
+    if not isinstance(data, dict):
+        raise WrapError(f"{path} is not a JSON object; {instead}")
+    return data

@@ -17,21 +17,21 @@ each run. When the user's settings select a type already, nothing is needed and 
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from mcp_offload.apis.registry import APIS
-from mcp_offload.cli.wrap.agents.base import Install, Launch, write_if_changed
+from mcp_offload.cli.wrap.agents.base import Install, Launch, link_entries, users_dir, write_if_changed
 from mcp_offload.errors import OperatorError
 
 SETTINGS = "settings.json"
 AUTH = {"security": {"auth": {"selectedType": "gemini-api-key"}}}
 
 
-def user_gemini_dir(environ: Mapping[str, str]) -> Path:
-    return Path(environ.get("GEMINI_CLI_HOME") or environ.get("HOME") or Path.home()) / ".gemini"
+def user_gemini_dir(environ: Mapping[str, str], own: Path) -> Path:
+    default = Path(environ.get("HOME") or Path.home())
+    return users_dir(environ.get("GEMINI_CLI_HOME"), default, own) / ".gemini"
 
 
 def selects_auth(settings: dict[str, Any]) -> bool:
@@ -58,20 +58,12 @@ def read_settings(path: Path) -> dict[str, Any]:
 def gemini_home(own: Path, environ: Mapping[str, str]) -> Path | None:
     """The `GEMINI_CLI_HOME` for a wrapped Gemini CLI: None when the user's settings select an auth type already,
     else `own` (created or refreshed as the module docstring says; nothing in the user's `~/.gemini` is written)."""
-    user = user_gemini_dir(environ)
+    user = user_gemini_dir(environ, own)
     settings = read_settings(user / SETTINGS)
     if selects_auth(settings):
         return None
     mirror = own / ".gemini"
-    mirror.mkdir(parents=True, exist_ok=True)
-    wanted = {entry.name: entry for entry in user.iterdir() if entry.name != SETTINGS} if user.is_dir() else {}
-    for entry in mirror.iterdir():
-        if entry.is_symlink() and (entry.name not in wanted or os.readlink(entry) != str(wanted[entry.name])):
-            entry.unlink()
-    for name, target in wanted.items():
-        link = mirror / name
-        if not link.is_symlink() and not link.exists():
-            link.symlink_to(target)
+    link_entries(user, mirror, except_name=SETTINGS)
     merged = {**settings, "security": {**settings.get("security", {}), **AUTH["security"]}}
     merged["security"]["auth"] = {**settings.get("security", {}).get("auth", {}), **AUTH["security"]["auth"]}
     write_if_changed(mirror / SETTINGS, json.dumps(merged, indent=2) + "\n")

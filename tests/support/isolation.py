@@ -1,0 +1,94 @@
+"""Isolation: each test process from the others (pytest-xdist workers, other suites on the machine), each test from
+the next. Registered first by tests/conftest.py, so every test gets it without asking.
+
+Per process (a worker, or the one process of a serial run), for the whole session:
+- `TMPDIR` (and `tempfile.gettempdir()`) is a directory of its own under pytest's base temp, inherited by every child
+  process: what a test or the code under test leaves in "the" temp directory is seen by no other worker.
+- `XDG_CONFIG_HOME`, `XDG_DATA_HOME`, `XDG_STATE_HOME` point into it too: a server started without `--store` or
+  `--config` uses a store, a log and a servers.json of this process's own (never the developer's).
+- `REDIS_URL` names a database of its own on the shared server: gwN uses database N + 1 (N mod 15), so a test on
+  the default key prefix never meets another worker's keys. (The Redis Cluster has database 0 only: see below.)
+Per test: `os.environ` and the working directory are as they were before the test when the next one starts; a test
+that changed either without `monkeypatch` fails, naming what it changed.
+
+The rules for a test author (the fixtures above do the rest):
+- A port for a child process: `support.free_port()` (this worker's ports, below the ephemeral range). A server in the
+  test process binds port 0 and reads its port back. Never a fixed port.
+- Files: `tmp_path` / `tmp_path_factory`, or `tempfile` (private per worker). Never a fixed path under /tmp or HOME.
+- Redis: the `redis_url` / `redis_cluster_url` / `shared_redis` fixtures, with a random key prefix (`make_store`
+  does it) or a session/credential of the test's own; never FLUSHDB/FLUSHALL or a scan of the whole keyspace on the
+  shared servers. A test that stops, kills or reconfigures Redis takes `private_redis` or `private_cluster`.
+- Environment: `monkeypatch.setenv` / `monkeypatch.chdir`, or an `env=` for the child process.
+- Wall-clock limits are bounds against hangs, not measurements: time a CPU-bound step in CPU time
+  (`time.process_time()`), and give a child process a generous timeout (it shares two cores with other workers).
+- A test that runs a real coding agent (npm/PyPI) is marked `real_agent` (module-level `pytestmark`): `.ci/run`
+  starts those early, in a stage of their own. A test that must not run beside some other test names a shared
+  `@pytest.mark.xdist_group("…")` (`--dist loadgroup` runs a group on one worker).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import pytest
+
+from support.ports import worker_index
+
+OURS = {"PYTEST_CURRENT_TEST"}  # pytest's own, set per test phase
+REDIS_DATABASES = 15  # gwN -> database 1 + N mod 15: within a default redis-server's 16, 0 left to serial runs
+
+
+def worker_redis_url(url: str) -> str:
+    """`url` (a single-node redis:// or rediss:// URL) on this worker's database; unchanged without xdist."""
+    parts = urlsplit(url)
+    if not os.environ.get("PYTEST_XDIST_WORKER") or parts.scheme not in ("redis", "rediss", "valkey", "valkeys"):
+        return url
+    return urlunsplit(parts._replace(path=f"/{1 + worker_index() % REDIS_DATABASES}"))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if os.environ.get("REDIS_URL"):
+        os.environ["REDIS_URL"] = worker_redis_url(os.environ["REDIS_URL"])
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_dirs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    root = tmp_path_factory.mktemp("private", numbered=False)
+    dirs = {name: root / name.lower() for name in ("TMPDIR", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME")}
+    saved = {name: os.environ.get(name) for name in dirs}
+    for name, path in dirs.items():
+        path.mkdir()
+        os.environ[name] = str(path)
+    tempfile.tempdir = None  # gettempdir() reads TMPDIR again
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        tempfile.tempdir = None
+
+
+@pytest.fixture(autouse=True)
+def _environment_restored(request: pytest.FixtureRequest) -> Iterator[None]:
+    env, cwd = dict(os.environ), Path.cwd()
+    yield
+    changed = sorted(k for k in env.keys() | os.environ.keys() if env.get(k) != os.environ.get(k) and k not in OURS)
+    moved = Path.cwd() != cwd
+    if changed:
+        os.environ.clear()
+        os.environ.update(env)
+    if moved:
+        os.chdir(cwd)
+    if changed or moved:
+        what = ", ".join([*(f"${k}" for k in changed), *(["the working directory"] if moved else [])])
+        pytest.fail(
+            f"{request.node.nodeid} changed {what} and left it so: use monkeypatch.setenv/chdir or a child's env=",
+            pytrace=False,
+        )
