@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import random
 from pathlib import Path
 from typing import Any
