@@ -2,10 +2,12 @@
 directly and through two well-known proxies, all in one run with the targets interleaved call by call.
 
 Upstreams (the real npm servers from `.ci/proxy-deps.sh`): server-everything's `echo` (a ~20-byte result, the
-common case that must pass through untouched) and server-filesystem's `read_text_file` of a generated 5 MB log
-(over the threshold: mcp-offload stores it and answers with a reference; the others carry all 5 MB). Every
-target is driven by the real SDK `Client` of this venv (mcp 2.3), and every client and server is a separate
-process, as in real use:
+common case that must pass through untouched) and server-filesystem's `read_text_file` of generated files over the
+threshold: a 5 MB log (the `large` case), and the first answer on a 4 MB log, a 2 MB CSV and a 4 MB JSON document
+(`log`, `csv`, `json`: mcp-offload stores each and answers with a reference and a preview; jmunch-mcp stores it
+and answers with its own handle; the others carry it whole), and a 4 MB plain text of no kind (`text`: storing it
+with a head/tail preview, the yardstick of what a log's or a table's preview adds). Every target is driven by the
+real SDK `Client` of this venv (mcp 2.3), and every client and server is a separate process, as in real use:
 
   direct             Client → stdio → upstream (no proxy; the yardstick for overhead)
   mcp-offload        Client → stdio → `python -m mcp_offload --config servers.json` → stdio → upstreams;
@@ -16,6 +18,10 @@ process, as in real use:
                      fs '<cmd>' --port P` → stdio → upstreams, at /servers/<name>/mcp. mcp-proxy only bridges
                      stdio <-> SSE/HTTP (it cannot be a stdio-in, stdio-out proxy without chaining two of them), so
                      its comparable setup is this HTTP front, and it is compared with mcp-offload's HTTP front.
+  jmunch-mcp 0.2.3   Client → stdio → `jmunch-mcp --config every.toml` → stdio → upstream, one process per
+                     upstream (it wraps one server): the closest twin (a stdio proxy that stores big results
+                     behind handles). It relays JSON-RPC lines as they are, so the client's era is the upstream's
+                     (2025-11-25). It is compared with mcp-offload's stdio front in both eras.
   fastmcp 4.1.2      Client → stdio → `fastmcp.server.create_proxy(StdioTransport(cmd, args), mode="legacy")` →
                      stdio → upstream, one FastMCP proxy process per upstream (its simplest, fastest form: a
                      multi-server MCPConfig adds a router layer). `mode="legacy"` pins the backend era: the npm
@@ -29,13 +35,14 @@ its own venv, created on first run with pip from the registry (`MCP_OFFLOAD_BENC
 Method: every target opens its connection(s) first and is warmed up; then each iteration calls every target once,
 the order rotated (and reversed every other iteration) so that drift and the noise of a shared machine land on all
 targets alike. Reported: median and p90 per target, the overhead (median minus direct's median) and the ratios.
-Each result is checked: echo must arrive exactly as direct's (all but `_meta`, each server's own stamp), the 5 MB
-read whole (peers) or as a stored reference (mcp-offload). The npm upstreams speak only the handshake, so "direct"
+Each result is checked: echo must arrive exactly as direct's (all but `_meta`, each server's own stamp), a big read
+whole (peers) or as a stored reference (mcp-offload; jmunch-mcp's handle, though its reply still carries the
+upstream's `structuredContent` whole). The npm upstreams speak only the handshake, so "direct"
 is always a 2025-11-25 call: the 2026-07-28 row's overhead includes what that era costs the client itself.
 
     python bench/run.py --only proxy [--quick]
     python bench/proxy.py [--small 200] [--large 10]
-        [--targets direct,ours,ours-modern,ours-http,ours-http-json,mcp-proxy,fastmcp]
+        [--targets direct,ours,ours-modern,ours-http,ours-http-json,mcp-proxy,jmunch,fastmcp] [--cases …]
     MCP_OFFLOAD_BENCH_OURS="/path/to/candidate-mcp-offload" python bench/proxy.py   # another build in ours' place
 """
 
@@ -63,16 +70,24 @@ import anyio
 from mcp import Client, StdioServerParameters
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script: `bench` from the repo root
-from bench.core import make_text
+from bench.core import make_json, make_text
 
 MCP_PROXY_VERSION = "0.13.0"
 FASTMCP_VERSION = "4.1.2"
+JMUNCH_VERSION = "0.2.3"
 PEERS_DIR = Path(os.environ.get("MCP_OFFLOAD_BENCH_PEERS", "/tmp/bench-peers"))
 NODE_MODULES = Path(
     os.environ.get("MCP_OFFLOAD_TEST_NODE_MODULES")
     or Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "mcp-offload/proxy-servers/node_modules"
 )
 LARGE_BYTES = 5_000_000
+# The first-answer cases: (file, size) read through server-filesystem; each read is a fresh store in every proxy.
+FIRST_ANSWER = {
+    "log": ("big.log", 4_000_000),
+    "csv": ("table.csv", 2_000_000),
+    "json": ("doc.json", 4_000_000),
+    "text": ("prose.txt", 4_000_000),  # plain text, no kind: storing it plus a head/tail preview (the log's yardstick)
+}
 ECHO_ARGS = {"message": "hello from the proxy bench"}
 WARMUP_SMALL, WARMUP_LARGE = 20, 1
 CALL_TIMEOUT_S = 120.0
@@ -125,6 +140,7 @@ class Upstreams:
     everything: list[str]  # argv after node
     filesystem: list[str]
     large_file: Path
+    files: dict[str, Path]
 
     def config(self) -> dict[str, Any]:
         return {
@@ -149,14 +165,44 @@ def find_upstreams(workdir: Path) -> Upstreams:
         )
     data = workdir / "data"
     data.mkdir()
-    large = data / "big.log"
+    large = data / "large.log"
     large.write_text(make_text(LARGE_BYTES, random.Random(5)))
+    files = {}
+    for case, (name, size) in FIRST_ANSWER.items():
+        files[case] = data / name
+        maker = {"log": make_text, "csv": make_csv, "json": make_json, "text": make_prose}[case]
+        files[case].write_text(maker(size, random.Random(size)))
     return Upstreams(
         node=node,
         everything=[str(scripts["everything"]), "stdio"],
         filesystem=[str(scripts["filesystem"]), str(data)],
         large_file=large,
+        files=files,
     )
+
+
+def make_prose(size: int, rng: random.Random) -> str:
+    """Lines of plain words (no timestamps, levels or delimiters): a text with no kind, previewed by head and tail."""
+    words = ["lorem", "ipsum", "dolor", "sit", "amet", "consectetur", "adipiscing", "elit", "sed", "do"]
+    lines, total = [], 0
+    while total < size:
+        line = " ".join(rng.choices(words, k=16))
+        lines.append(line)
+        total += len(line) + 1
+    return "\n".join(lines) + "\n"
+
+
+def make_csv(size: int, rng: random.Random) -> str:
+    """A CSV table (header, integer, text, few-valued, number, date and quoted text columns) of about `size`."""
+    lines, total, i = ["id,name,state,amount,created,comment"], 0, 0
+    while total < size:
+        state = rng.choice(["open", "closed", "pending"])
+        day = f"2026-11-{1 + i % 28:02d}"
+        line = f'{i},user{i % 977},{state},{rng.random() * 1000:.2f},{day},"note {rng.randint(0, 99999)}"'
+        lines.append(line)
+        total += len(line) + 1
+        i += 1
+    return "\n".join(lines) + "\n"
 
 
 # -- targets ------------------------------------------------------------------------------------------------
@@ -171,10 +217,16 @@ class Call:
 class Target:
     key: str
     label: str
-    small: Call | None = None
-    large: Call | None = None
-    times: dict[str, list[float]] = field(default_factory=lambda: {"small": [], "large": []})
+    calls: dict[str, Call] = field(default_factory=dict)  # by case: small, large, log, csv, json
+    times: dict[str, list[float]] = field(default_factory=dict)
     wire_bytes: dict[str, int] = field(default_factory=dict)
+
+    def set_calls(self, small: Call, read: Call, up: Upstreams) -> None:
+        """echo for `small`; `read` (a read_text_file call) of the large file and of each first-answer file."""
+        self.calls["small"] = small
+        self.calls["large"] = read
+        for case, path in up.files.items():
+            self.calls[case] = Call(read.client, read.tool, {"path": str(path)})
 
 
 def free_port() -> int:
@@ -237,15 +289,17 @@ async def open_target(key: str, up: Upstreams, workdir: Path, stack: AsyncExitSt
 
     if key == "direct":
         t = Target(key, "direct stdio")
-        t.small = Call(await client(stdio([up.node, *up.everything]), "legacy"), "echo", echo_args)
-        t.large = Call(await client(stdio([up.node, *up.filesystem]), "legacy"), "read_text_file", read_args)
+        small = Call(await client(stdio([up.node, *up.everything]), "legacy"), "echo", echo_args)
+        t.set_calls(
+            small, Call(await client(stdio([up.node, *up.filesystem]), "legacy"), "read_text_file", read_args), up
+        )
         return t
     if key in ("ours", "ours-modern"):
         mode = "legacy" if key == "ours" else "auto"
         c = await client(stdio(ours_argv(config, workdir / f"store-{key}")), mode)
         era = c.protocol_version
         t = Target(key, f"mcp-offload stdio {era}")
-        t.small, t.large = Call(c, "every__echo", echo_args), Call(c, "fs__read_text_file", read_args)
+        t.set_calls(Call(c, "every__echo", echo_args), Call(c, "fs__read_text_file", read_args), up)
         return t
     if key in ("ours-http", "ours-http-json"):
         port = free_port()
@@ -255,7 +309,7 @@ async def open_target(key: str, up: Upstreams, workdir: Path, stack: AsyncExitSt
         base = stack.enter_context(http_server(argv, port, workdir / f"{key}.log"))
         c = await client(base + "/mcp", "legacy")
         t = Target(key, f"mcp-offload http{' json' if key == 'ours-http-json' else ''} {c.protocol_version}")
-        t.small, t.large = Call(c, "every__echo", echo_args), Call(c, "fs__read_text_file", read_args)
+        t.set_calls(Call(c, "every__echo", echo_args), Call(c, "fs__read_text_file", read_args), up)
         return t
     if key == "mcp-proxy":
         venv = peer_venv("mcp-proxy", MCP_PROXY_VERSION)
@@ -267,8 +321,8 @@ async def open_target(key: str, up: Upstreams, workdir: Path, stack: AsyncExitSt
         ]  # fmt: skip
         base = stack.enter_context(http_server(argv, port, workdir / "mcp-proxy.log"))
         t = Target(key, f"mcp-proxy {MCP_PROXY_VERSION} http 2025-11-25")
-        t.small = Call(await client(f"{base}/servers/every/mcp", "legacy"), "echo", echo_args)
-        t.large = Call(await client(f"{base}/servers/fs/mcp", "legacy"), "read_text_file", read_args)
+        small = Call(await client(f"{base}/servers/every/mcp", "legacy"), "echo", echo_args)
+        t.set_calls(small, Call(await client(f"{base}/servers/fs/mcp", "legacy"), "read_text_file", read_args), up)
         return t
     if key == "fastmcp":
         python = str(peer_venv("fastmcp", FASTMCP_VERSION) / "bin" / "python")
@@ -279,8 +333,29 @@ async def open_target(key: str, up: Upstreams, workdir: Path, stack: AsyncExitSt
             return params.model_copy(update={"env": {**(params.env or {}), **env}})
 
         t = Target(key, f"fastmcp {FASTMCP_VERSION} stdio 2025-11-25")
-        t.small = Call(await client(proxy([up.node, *up.everything]), "legacy"), "echo", echo_args)
-        t.large = Call(await client(proxy([up.node, *up.filesystem]), "legacy"), "read_text_file", read_args)
+        small = Call(await client(proxy([up.node, *up.everything]), "legacy"), "echo", echo_args)
+        t.set_calls(
+            small, Call(await client(proxy([up.node, *up.filesystem]), "legacy"), "read_text_file", read_args), up
+        )
+        return t
+    if key == "jmunch":
+        venv = peer_venv("jmunch-mcp", JMUNCH_VERSION)
+        home = workdir / "jmunch-home"  # its handle and metrics databases (~/.jmunch) stay in the bench's directory
+        home.mkdir(exist_ok=True)
+
+        def wrapped(name: str, argv: list[str]) -> StdioServerParameters:
+            toml = workdir / f"{name}.toml"
+            toml.write_text(f"[upstream]\ncommand = {json.dumps(argv[0])}\nargs = {json.dumps(argv[1:])}\n")
+            params = stdio([str(venv / "bin" / "jmunch-mcp"), "--config", str(toml), "--log-level", "WARNING"])
+            return params.model_copy(update={"env": {**(params.env or {}), "HOME": str(home)}})
+
+        t = Target(key, f"jmunch-mcp {JMUNCH_VERSION} stdio 2025-11-25")
+        small = Call(await client(wrapped("every", [up.node, *up.everything]), "legacy"), "echo", echo_args)
+        t.set_calls(
+            small,
+            Call(await client(wrapped("fs", [up.node, *up.filesystem]), "legacy"), "read_text_file", read_args),
+            up,
+        )
         return t
     raise ValueError(f"unknown target {key!r}")
 
@@ -302,18 +377,22 @@ def check(target: Target, case: str, result: Any, reference: Any | None) -> None
         if got != want:
             raise AssertionError(f"{target.label}: echo differs from direct: {got} != {want}")
         return
+    size = LARGE_BYTES if case == "large" else FIRST_ANSWER[case][1]
     if target.key.startswith("ours"):
         links = [b for b in result.content if getattr(b, "type", "") == "resource_link"]
         if not links or "Stored as" not in _text(result):
-            raise AssertionError(f"{target.label}: 5 MB read was not offloaded: {_text(result)[:300]!r}")
-    elif len(_text(result)) < LARGE_BYTES:
-        raise AssertionError(f"{target.label}: 5 MB read arrived with {len(_text(result))} chars")
+            raise AssertionError(f"{target.label}: {case} read was not offloaded: {_text(result)[:300]!r}")
+    elif target.key == "jmunch":
+        if len(_text(result)) >= size // 10:
+            raise AssertionError(f"{target.label}: {case} read was not stored: {len(_text(result))} chars came back")
+    elif len(_text(result)) < size * 0.9:
+        raise AssertionError(f"{target.label}: {case} read arrived with {len(_text(result))} chars")
 
 
 async def measure(targets: list[Target], case: str, calls: int, warmup: int) -> None:
     reference = None
     for target in targets:  # warm up (and check) every target before timing any
-        call = getattr(target, case)
+        call = target.calls[case]
         for _ in range(warmup):
             result = await call.client.call_tool(call.tool, call.arguments)
         if case == "small" and target.key == "direct":
@@ -326,10 +405,10 @@ async def measure(targets: list[Target], case: str, calls: int, warmup: int) -> 
         if (i // n) % 2:
             order.reverse()
         for target in order:
-            call = getattr(target, case)
+            call = target.calls[case]
             start = time.perf_counter()
             result = await call.client.call_tool(call.tool, call.arguments)
-            target.times[case].append((time.perf_counter() - start) * 1000)
+            target.times.setdefault(case, []).append((time.perf_counter() - start) * 1000)
             if result.is_error:
                 raise AssertionError(f"{target.label} {case}: error result {_text(result)[:300]!r}")
 
@@ -339,13 +418,26 @@ def p90(values: list[float]) -> float:
 
 
 # -- rows ---------------------------------------------------------------------------------------------------
-SIZES = {"small": "echo ~20 B", "large": "read 5 MB"}
+SIZES = {
+    "small": "echo ~20 B",
+    "large": "read 5 MB",
+    "log": "1st: 4 MB log",
+    "csv": "1st: 2 MB CSV",
+    "json": "1st: 4 MB JSON",
+    "text": "1st: 4 MB text",
+}
 # (ours, peer) pairs compared head to head: the same front transport on both sides
-PEER_PAIRS = [("ours-http", "mcp-proxy"), ("ours-http-json", "mcp-proxy"), ("ours", "fastmcp")]
+PEER_PAIRS = [
+    ("ours-http", "mcp-proxy"),
+    ("ours-http-json", "mcp-proxy"),
+    ("ours", "fastmcp"),
+    ("ours", "jmunch"),
+    ("ours-modern", "jmunch"),
+]
 
 
 def rows_for(targets: list[Target], skipped: dict[str, str], case: str) -> list[dict[str, Any]]:
-    by_key = {t.key: t for t in targets if t.times[case]}
+    by_key = {t.key: t for t in targets if t.times.get(case)}
     size = SIZES[case]
     rows: list[dict[str, Any]] = []
 
@@ -406,10 +498,11 @@ def rows_for(targets: list[Target], skipped: dict[str, str], case: str) -> list[
     return rows
 
 
-ALL_TARGETS = ["direct", "ours", "ours-modern", "ours-http", "ours-http-json", "mcp-proxy", "fastmcp"]
+ALL_TARGETS = ["direct", "ours", "ours-modern", "ours-http", "ours-http-json", "mcp-proxy", "jmunch", "fastmcp"]
+ALL_CASES = ["small", "large", *FIRST_ANSWER]
 
 
-async def _bench(keys: list[str], small: int, large: int, workdir: Path) -> list[dict[str, Any]]:
+async def _bench(keys: list[str], cases: list[str], small: int, large: int, workdir: Path) -> list[dict[str, Any]]:
     try:
         up = find_upstreams(workdir)
     except Skip as exc:
@@ -428,7 +521,9 @@ async def _bench(keys: list[str], small: int, large: int, workdir: Path) -> list
                 print(f"[proxy] {key}: {exc}", file=sys.stderr)
         rows: list[dict[str, Any]] = []
         failure: Exception | None = None
-        for case, calls, warmup in (("small", small, WARMUP_SMALL), ("large", large, WARMUP_LARGE)):
+        plan = [(case, small if case == "small" else large) for case in cases]
+        for case, calls in plan:
+            warmup = WARMUP_SMALL if case == "small" else WARMUP_LARGE
             if calls <= 0:
                 continue
             print(f"[proxy] {case}: {calls} calls x {len(targets)} targets …", file=sys.stderr)
@@ -436,10 +531,13 @@ async def _bench(keys: list[str], small: int, large: int, workdir: Path) -> list
             try:
                 await measure(targets, case, calls, warmup)
             except Exception as exc:  # raised after the clients closed, not wrapped in their task groups
+                print(f"[proxy] {case} failed: {exc!r}", file=sys.stderr)  # the clients' closing may mask it
                 failure = exc
                 break
             load = [round(load_before, 2), round(os.getloadavg()[0], 2)]  # a busy machine shows here
-            rows += [{**row, "loadavg_before_after": load} for row in rows_for(targets, skipped, case)]
+            done = [{**row, "loadavg_before_after": load} for row in rows_for(targets, skipped, case)]
+            print(f"[proxy] {case} rows: {json.dumps(done)}", file=sys.stderr)  # kept if a later case fails
+            rows += done
     if failure is not None:
         raise failure
     return rows
@@ -452,15 +550,17 @@ def run(args: Any) -> list[dict[str, Any]]:
     small = (40 if quick else 200) if small is None else small
     large = (3 if quick else 10) if large is None else large
     keys = [k for k in (getattr(args, "targets", None) or ",".join(ALL_TARGETS)).split(",") if k]
+    cases = [c for c in (getattr(args, "cases", None) or ",".join(ALL_CASES)).split(",") if c]
     with tempfile.TemporaryDirectory(prefix="mcp-offload-bench-proxy-") as tmp:
-        return anyio.run(_bench, keys, small, large, Path(tmp))
+        return anyio.run(_bench, keys, cases, small, large, Path(tmp))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--small", type=int, help="timed echo calls per target (default 200; --quick 40)")
-    parser.add_argument("--large", type=int, help="timed 5 MB reads per target (default 10; --quick 3; 0: skip)")
+    parser.add_argument("--large", type=int, help="timed big reads per target and case (default 10; --quick 3)")
     parser.add_argument("--targets", default=",".join(ALL_TARGETS), help="comma list of targets")
+    parser.add_argument("--cases", default=",".join(ALL_CASES), help="comma list of cases")
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--json", help="also write the rows here")
     args = parser.parse_args()

@@ -29,6 +29,7 @@ SUITES = [
     "ranked",
     "sql",
     "gateway",
+    "isolation",
 ]
 
 

@@ -73,7 +73,7 @@ def test_an_unknown_word_gets_one_message_listing_the_accepted_ones_everywhere(t
 
 
 async def test_the_compression_service_says_the_same_and_takes_every_word(services: Services) -> None:
-    service = CompressApi(services, RewritePolicy(), lambda headers: None)
+    service = CompressApi(services, RewritePolicy())
 
     async def compress(word: str) -> tuple[int, dict[str, Any]]:
         body = {"messages": [{"role": "user", "content": "hi"}], "format": word}

@@ -7,19 +7,25 @@ byte-identical."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import os
 import random
+import re
+import signal
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from llm_upstream import ApiKind, UpstreamServer, extends
+from mcp_offload.tokens import load_counter
 from support.agents import AGENTS, CLAUDE, CLINE, CODEX, COPILOT, COPILOT_CACHE, GEMINI, need
 from support.wrap import OWN_DIRS
 from support.wrap import run_wrapped as wrapped
+
+pytestmark = pytest.mark.real_agent
 
 FACT = "PLANTED-" + random.Random(26).randbytes(6).hex()
 TASK = f"Find the deploy key in data.json.\n@run cat data.json\n@search {FACT[:8]}\n@answer PLANTED-[0-9a-f]{{12}}"
@@ -82,6 +88,13 @@ def offloaded_and_found(upstream: UpstreamServer, records: int) -> None:
     escaped = json.dumps(big_document(records), ensure_ascii=False)[1:-1]
     middle = escaped[escaped.index(FACT) - 600 : escaped.index(FACT) + 600]  # as a request body carries it
     assert not any(middle in b for b in bodies), "the document reached the upstream whole"
+    stored = next(m for b in bodies for m in re.findall(r'"(Stored as out_(?:[^"\\]|\\.)*)"', b))
+    shown = json.loads(f'"{stored}"')
+    tokens = load_counter("o200k_base").count(shown)
+    print(
+        f"the model saw of the first big result: {len(shown.encode()):,} bytes, {tokens:,} o200k tokens "
+        f"(the document: {len(big_document(records).encode()):,} bytes)"
+    )
 
 
 def no_prefix_break(upstream: UpstreamServer, api: ApiKind) -> None:
@@ -189,6 +202,19 @@ def test_copilot_cli_through_wrap(llm_upstream: UpstreamServer, home: Path, tmp_
     no_prefix_break(llm_upstream, "openai_chat")
 
 
+def stop_cline_hub(work: Path) -> None:
+    """Cline 3.0.65 leaves a hub daemon (`cline --cline-hub-daemon --cwd WORK`, detached) running after a headless
+    run: stop the one this test's run started, found by its working directory."""
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            args = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"--cline-hub-daemon" in args and str(work).encode() in args:
+            with contextlib.suppress(OSError):
+                os.kill(int(proc.name), signal.SIGTERM)
+
+
 def test_cline_through_wrap(llm_upstream: UpstreamServer, home: Path, tmp_path: Path) -> None:
     """Cline's provider settings (the user's ~/.cline/data/settings/providers.json: an openai-compatible provider, its
     key and its base URL) are copied under mcp-offload's data directory with the gateway as base URL and named by
@@ -204,7 +230,10 @@ def test_cline_through_wrap(llm_upstream: UpstreamServer, home: Path, tmp_path: 
     }}, indent=2)  # fmt: skip
     user_file.write_text(text)
     (user_file.parent / "global-settings.json").write_text('{"telemetryOptOut": true}')
-    out = run_wrapped("cline", ["--json", TASK], llm_upstream, home, tmp_path)
+    try:
+        out = run_wrapped("cline", ["--json", TASK], llm_upstream, home, tmp_path)
+    finally:
+        stop_cline_hub(tmp_path / "work")
     assert user_file.read_text() == text, "the user's provider settings changed"
     assert json.loads(out.strip().splitlines()[-1])["text"].endswith(f"ANSWER: {FACT}"), out[-2000:]
     offloaded_and_found(llm_upstream, 60)

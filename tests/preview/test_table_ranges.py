@@ -1,13 +1,13 @@
 """A table's column ranges are the whole column's (a 20,000-row CSV whose id runs 0-19,999 previewed
 `id: integer (0…1999)` under "types from the first rows", which a model reads as the range), or plainly labelled as
-the sampled rows' when the table is too large for one more pass."""
+the sampled rows' when the table is too large for one more pass within the preview's time (`_EXACT_CHARS`)."""
 
 from __future__ import annotations
 
 import pytest
 
 from mcp_offload.preview import build_preview
-from mcp_offload.preview.table import _EXACT_CHARS
+from mcp_offload.preview.table import _EXACT_CHARS, _SAMPLE_ROWS
 from mcp_offload.preview.text import count_lines
 from support.cpu_time import cpu_spent
 from support.preview import len4
@@ -32,12 +32,14 @@ def _columns(text: str) -> list[str]:
 
 @pytest.mark.parametrize("quoted", [False, True])
 def test_ranges_past_the_sample_are_the_whole_columns(quoted: bool) -> None:
-    columns = _columns(_csv(20_000, quoted=quoted))
+    text = _csv(4_000, quoted=quoted)
+    assert len(text) <= _EXACT_CHARS and _SAMPLE_ROWS < 4_000
+    columns = _columns(text)
     assert columns == [
-        "columns (types from the first 2,000 rows, ranges over all rows):",
-        "  id: integer (0…19999)",
+        f"columns (types from the first {_SAMPLE_ROWS:,} rows, ranges over all rows):",
+        "  id: integer (0…3999)",
         "  customer: text",
-        "  amount: number (0…9999.5)",
+        "  amount: number (0…1999.5)",
         "  day: date (2024-01-01…2024-12-28)",
     ]
 
@@ -47,9 +49,9 @@ def test_a_table_within_the_sample_says_nothing_about_sampling() -> None:
 
 
 def test_a_value_of_another_type_past_the_sample_labels_that_range_as_sampled() -> None:
-    columns = _columns(_csv(20_000, late="n/a"))
-    assert columns[0] == "columns (types and ranges from the first 2,000 rows only):"
-    assert columns[1] == "  id: integer (0…19999)" and columns[3] == "  amount: number (0…999.5)"
+    columns = _columns(_csv(4_000, late="n/a"))
+    assert columns[0] == f"columns (types and ranges from the first {_SAMPLE_ROWS:,} rows only):"
+    assert columns[1] == "  id: integer (0…3999)" and columns[3] == f"  amount: number (0…{(_SAMPLE_ROWS - 1) / 2:g})"
 
 
 def test_a_table_too_large_for_another_pass_labels_its_ranges_as_the_samples() -> None:
@@ -57,8 +59,8 @@ def test_a_table_too_large_for_another_pass_labels_its_ranges_as_the_samples() -
     while len(_csv(rows)) <= _EXACT_CHARS:
         rows *= 2
     columns = _columns(_csv(rows))
-    assert columns[0] == "columns (types and ranges from the first 2,000 rows only):"
-    assert columns[1] == "  id: integer (0…1999)"
+    assert columns[0] == f"columns (types and ranges from the first {_SAMPLE_ROWS:,} rows only):"
+    assert columns[1] == f"  id: integer (0…{_SAMPLE_ROWS - 1})"
 
 
 def test_the_whole_column_pass_is_cheap_at_the_size_limit() -> None:

@@ -17,9 +17,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mcp import Client
 
-from mcp_offload.mcp_server.offload_server import OffloadServer
+from mcp_offload.core.outputs import SessionScope
+from mcp_offload.core.services import Services
+from mcp_offload.mcp_server.offload_server import OffloadServer, build_server
 from mcp_offload.mcp_server.tools import result_of
-from mcp_offload.retrieve import json_structure
+from mcp_offload.retrieve import json_structure, json_structure_file
 from mcp_offload.retrieve.json_hits import json_hits
 from mcp_offload.retrieve.pattern import compile_pattern
 from mcp_offload.retrieve.search import SearchOptions, search_output
@@ -352,3 +354,39 @@ async def test_a_record_scoped_answer_holds_each_hit_once(server: OffloadServer)
             assert everywhere.count(token) == 1, token
         assert "in 6 record(s) and 3 line(s) outside them:" in everywhere
         assert f"{log}:1: log line 0 hit-log-0" in everywhere
+
+
+async def test_the_index_is_kept_beside_the_output_for_other_processes(
+    services: Services, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another process on the same store (a gateway or HTTP worker; here: this one with its cache emptied) loads the
+    index built at offload from the output's sidecar instead of rebuilding it; a damaged sidecar is rebuilt over."""
+    builds: list[int] = []
+    real = json_structure.build_structure
+
+    def counted(data: Any) -> json_structure.JsonStructure:
+        builds.append(len(data))
+        return real(data)
+
+    monkeypatch.setattr(json_structure, "build_structure", counted)
+    json_structure.STRUCTURES.clear()
+    content = json.dumps(api_response(orders=6000), indent=2)
+    async with Client(build_server(services, session="kept")) as client:
+        handle = await offload(client, content)
+        deadline = time.monotonic() + 60
+        while json_structure.STRUCTURES.warming or not builds:
+            assert time.monotonic() < deadline, "the background build never finished"
+            await anyio.sleep(0.01)
+        json_structure.STRUCTURES.clear()  # as a process that never built it
+        _, out = await search(client, pattern="fragile", handle=handle, literal=True)
+        assert out["matches"][0]["json_path"] == ".data.orders[57].note"
+        assert builds == [len(content)]  # loaded, not built again
+
+        json_structure.STRUCTURES.clear()
+        sidecar = services.store.sidecar(SessionScope.named("kept").key, handle, json_structure_file.SIDECAR)
+        assert sidecar is not None
+        other = json_structure_file.dump_structure(real(content.encode()), ("out_other", 0.0, len(content)))
+        sidecar.write([other])  # another output's index: refused by the checks
+        _, out = await search(client, pattern="fragile", handle=handle, literal=True)
+        assert out["matches"][0]["json_path"] == ".data.orders[57].note"
+        assert builds == [len(content), len(content)]  # rebuilt over it

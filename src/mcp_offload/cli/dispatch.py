@@ -203,6 +203,8 @@ async def serve_stdio(settings: Settings, proxy: ProxyConfig | None = None, sess
     from mcp_offload.serve.stdio_eras import serve_eras
 
     services = build_services(settings)
+    if proxy is not None:  # upstream results are often big: their first one is prepared in a worker process too
+        services.ingest.start()
     try:
         async with open_proxy(services, proxy) as extensions:
             server = build_server(services, extensions=extensions, session=session)

@@ -1,8 +1,9 @@
 """Ingest: where an output goes: content → (kind, tokens, index, preview) → store.
 
-The one path for storing (`ingest_text`, `ingest_blob`), behind `api.offload`, which the `offload` tool, the
-proxy (for large upstream results) and the compactor call. All CPU work (encoding, indexing, parsing, counting)
-runs in a worker thread so the server stays responsive.
+The one path for storing (`ingest_text`, `ingest_blob`), behind `outputs.offload`, which the `offload` tool, the
+proxy (for large upstream results) and the compactor call. All CPU work (encoding, indexing, parsing, counting:
+`prepare_text`) runs off the event loop: a big output's in a worker process of `ingest_pool` (so it does not hold
+the serving process's GIL either), a small one's in a thread.
 
 `model_preview` is the one rule for the preview the model sees; `mcp-offload outputs show` rebuilds a stored
 output's preview with it (`stored_preview`), so it shows what the model saw.
@@ -24,11 +25,13 @@ from mcp_offload.errors import HandleExists, InvalidContent, TooLarge
 from mcp_offload.preview import Preview, build_preview
 from mcp_offload.preview.kinds import detect_kind, gc_paused
 from mcp_offload.retrieve.json_structure import warm_structure
+from mcp_offload.retrieve.json_structure_file import SIDECAR as STRUCTURE_SIDECAR
 from mcp_offload.retrieve.ranked.index_cache import SIDECAR, offload_in_progress, warm_index
 from mcp_offload.settings import Settings
 from mcp_offload.store.base import Kind, OutputMeta
 from mcp_offload.store.content_index import ContentIndex
 from mcp_offload.store.handles import new_handle, validate_handle
+from mcp_offload.tokens import TokenCounter
 
 # The reference around a preview (the "Stored as …" line, notes, the retrieval hint) takes about this many tokens:
 # the preview gets the rest of the budget, so the whole reference stays within `preview_tokens`.
@@ -99,10 +102,25 @@ def _encode(text: str) -> tuple[bytes, tuple[str, ...]]:
 SPLIT_ADVICE = "Split it into parts and offload each."
 
 
-def _prepare_text(
-    services: Services, text: str, name: str | None, source: str | None, handle: str | None = None
-) -> tuple[Ingested, ContentIndex, bytes]:
-    settings = services.settings
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """A text ready to store: its metadata and preview, its content index and its bytes."""
+
+    ingested: Ingested
+    index: ContentIndex
+    data: bytes
+
+
+def prepare_text(
+    settings: Settings,
+    tokens: TokenCounter,
+    text: str,
+    name: str | None,
+    source: str | None,
+    handle: str | None = None,
+) -> Prepared:
+    """Everything but the store write: encode, index, detect the kind, preview, count tokens. Pure CPU work, run in
+    an ingest worker process or a thread (never on the event loop); raises `TooLarge` over the size cap."""
     data, notes = _encode(text)
     if len(data) > settings.max_output_bytes:
         raise TooLarge(
@@ -116,26 +134,26 @@ def _prepare_text(
     with gc_paused():
         kind, parsed = detect_kind(text, data)
         preview = model_preview(
-            text, kind, settings=settings, count_tokens=services.tokens.count, total_lines=index.lines, parsed=parsed
+            text, kind, settings=settings, count_tokens=tokens.count, total_lines=index.lines, parsed=parsed
         )
         del parsed
     if "\x00" in text and kind == "text":
         notes = (*notes, "content contains NUL characters; stored exactly as given")
-    tokens, approx = services.tokens.count_large(text, settings.tokens_exact_chars)
+    count, approx = tokens.count_large(text, settings.tokens_exact_chars)
     meta = OutputMeta(
         handle=handle or new_handle(),
         kind=kind,
         size=index.size,
         chars=index.chars,
         lines=index.lines,
-        tokens=tokens,
-        tokens_estimated=approx or services.tokens.estimated,
+        tokens=count,
+        tokens_estimated=approx or tokens.estimated,
         created=time.time(),
         name=clean_name(name, settings.max_name_chars),
         source=source,
         notes=notes,
     )
-    return Ingested(meta=meta, preview=preview), index, data
+    return Prepared(Ingested(meta=meta, preview=preview), index, data)
 
 
 async def ingest_text(
@@ -162,7 +180,12 @@ async def ingest_text(
     if handle is not None:
         validate_handle(handle)
     with offload_in_progress():  # background index builds give way meanwhile
-        ingested, index, data = await anyio.to_thread.run_sync(_prepare_text, services, text, name, source, handle)
+        prepared = await services.ingest.prepare(text, name, source, handle)  # a big one, in a worker process
+        if not isinstance(prepared, Prepared):
+            prepared = await anyio.to_thread.run_sync(
+                prepare_text, services.settings, services.tokens, text, name, source, handle
+            )
+        ingested, index, data = prepared.ingested, prepared.index, prepared.data
         try:
             await services.store.put(scope, ingested.meta, index, data)
         except HandleExists:
@@ -171,7 +194,8 @@ async def ingest_text(
             return ingested
     meta = ingested.meta
     if meta.kind in ("json", "jsonl"):
-        warm_structure(meta.handle, meta.created, data)  # in the background: for the JSON paths of search hits
+        # in the background: for the JSON paths of search hits, kept beside the output for other processes
+        warm_structure(meta.handle, meta.created, data, services.store.sidecar(scope, meta.handle, STRUCTURE_SIDECAR))
     if is_tabular(meta.kind, ingested.preview.data):
         services.sql.prestart()  # in the background, once per process: the first SQL query skips DuckDB's start
     # in the background too: the passage index of ranked questions, kept with the output where the store can

@@ -44,6 +44,7 @@ from mcp_offload.core.results import (
 from mcp_offload.core.services import Services
 from mcp_offload.errors import ExpiredHandle, NotEnumerable, SearchError, UnknownHandle
 from mcp_offload.retrieve.json_hits import JsonHits, json_hits, records_note
+from mcp_offload.retrieve.json_structure_file import SIDECAR as STRUCTURE_SIDECAR
 from mcp_offload.retrieve.pattern import compile_pattern
 from mcp_offload.retrieve.ranked.index_cache import SIDECAR
 from mcp_offload.retrieve.ranked.rank import RankedResult, rank_outputs
@@ -217,6 +218,10 @@ async def search(
                 records=records,
                 max_tokens=settings.read_max_tokens,
                 counter=services.tokens,
+                sidecars={
+                    h: services.store.sidecar(scope.key, h, STRUCTURE_SIDECAR)
+                    for h in {m.handle for m in found.matches}
+                },
             )
             return found, placed
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from mcp_offload.core.ingest_pool import IngestPool
 from mcp_offload.errors import SettingsError
 from mcp_offload.retrieve.jq_library import resolve_libjq
 from mcp_offload.retrieve.jq_pool import JqRunner
@@ -33,6 +34,8 @@ class Services:
     jq: JqRunner
     savings: SavingsRecord = field(default_factory=SavingsRecord)  # the durable savings record (savings/)
     sql: SqlRunner = field(default_factory=lambda: sql_runner(Settings()))  # started on the first SQL query
+    # worker processes for the CPU work of big offloads (started at the first one, or by a server at start)
+    ingest: IngestPool = field(default_factory=lambda: IngestPool(Settings(), 0))
     attachments: dict[str, Attachment] = field(default_factory=dict)  # front ends' resources, closed with these
 
     async def aclose(self) -> None:
@@ -41,6 +44,7 @@ class Services:
             await resource.aclose()
         await self.savings.aclose()
         await self.sql.aclose()
+        await self.ingest.aclose()
         await self.jq.aclose()
         await self.store.aclose()
 
@@ -78,6 +82,7 @@ def build_services(settings: Settings) -> Services:
         ),
         savings=open_savings(settings.store_location()),
         sql=sql_runner(settings),
+        ingest=IngestPool(settings, settings.ingest_workers),
     )
 
 

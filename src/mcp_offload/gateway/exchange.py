@@ -1,11 +1,10 @@
-"""One request through the gateway, as the log line and the accounting see it: `Exchange` (its facts), the log line
-(`log_exchange`), the turn's figures added to its session's counters (`account_exchange`), and noting when the
-answer went out or the client went away."""
+"""One request through the gateway, as the log line and the accounting see it: `Exchange` (its facts), its fields on
+the request's access-log line (`exchange_fields`), the turn's figures added to its session's counters
+(`account_exchange`), and noting when the answer went out or the client went away."""
 
 from __future__ import annotations
 
 import logging
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -94,16 +93,11 @@ async def watch_disconnect(receive: Receive, scope: anyio.CancelScope, exchange:
             return
 
 
-def log_exchange(method: str, path: str, exchange: Exchange, started: float) -> None:
-    if not log.isEnabledFor(logging.INFO):
-        return
+def exchange_fields(exchange: Exchange) -> dict[str, Any]:
+    """The request's fields for its access-log line (`web/access_log.py` adds method, path, status and ms)."""
     rewrite, report = exchange.rewrite, exchange.report
     fields: dict[str, Any] = {
-        "method": method,
-        "path": path,
         "api": exchange.api.name if exchange.api else "relay",
-        "status": exchange.status,
-        "ms": round((time.perf_counter() - started) * 1000, 2),
         "stream": exchange.stream,
         "session": exchange.session.key[:12] if exchange.session else None,
     }
@@ -120,4 +114,4 @@ def log_exchange(method: str, path: str, exchange: Exchange, started: float) -> 
         )
     if report.problem:
         fields["problem"] = report.problem
-    log.info("%s %s %s", method, path, exchange.status, extra={"fields": fields})
+    return fields

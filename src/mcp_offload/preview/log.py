@@ -64,13 +64,15 @@ _LEVEL_ORDER = (
 )
 _BINARY = re.compile(r"[\x00-\x08\x0e-\x1a\x1c-\x1f\x7f]")
 
-# Mining costs ~10 µs a line when lines share templates, up to ~40 µs when every line is unlike the others (each is
-# compared with a full leaf): a log up to 500 KB (~5k lines) is mined whole, a bigger one on ~400 KB of samples.
-_MINE_ALL_CHARS = 500_000
-_SAMPLE_HEAD = 150_000
-_SAMPLE_TAIL = 60_000
-_SAMPLE_CHUNKS = 12
-_SAMPLE_CHUNK = 15_000
+# Mining costs ~8 µs a line when lines share templates, up to ~25 µs when every line is unlike the others (each is
+# compared with a full leaf). The preview is part of the offload's answer, so its work is bounded to ~500 lines
+# (~10 ms; measured by bench/run.py --only previews): a log up to 48 KB is mined whole, a bigger one on ~48 KB of
+# samples (its head, evenly spaced chunks and its tail), the same bytes every time (the preview is deterministic).
+_MINE_ALL_CHARS = 48_000
+_SAMPLE_HEAD = 16_000
+_SAMPLE_TAIL = 8_000
+_SAMPLE_CHUNKS = 8
+_SAMPLE_CHUNK = 3_000
 _ERROR_WINDOW = 8_000_000
 _ERROR_CHUNK = 64 * 1024
 _TEMPLATE_WIDTH = 110

@@ -29,6 +29,7 @@ class Template:
     count: int
     first_line: int  # 1-based line number of the first line it matched
     example: str  # that line
+    params: int = 0  # how many of its tokens are WILDCARD
 
     @property
     def text(self) -> str:
@@ -39,6 +40,9 @@ class Template:
 class _Node:
     children: dict[str, _Node] = field(default_factory=dict)
     templates: list[Template] = field(default_factory=list)
+    # A leaf's answers for lines seen since its templates last changed: masked tokens -> template (None: unmatched).
+    # Lines of one message differ only in masked numbers, so most lines of a real log are a dict lookup.
+    seen: dict[tuple[str, ...], Template | None] = field(default_factory=dict)
 
 
 def tokenize(line: str) -> list[str]:
@@ -75,26 +79,39 @@ class TemplateMiner:
             return None
         masked = [WILDCARD if _has_digit(t) else t for t in tokens]  # as drain3's masking turns them into <NUM>
         leaf = self._leaf(masked)
+        key = tuple(masked)
+        if key in leaf.seen:  # the leaf is as it was when this line's twin was joined: the same answer
+            known = leaf.seen[key]
+            if known is None:
+                self.unmatched += 1
+            else:
+                known.count += 1
+            return known
         best, best_sim, best_params = None, -1.0, -1
         for template in leaf.templates:
             # Drain's similarity: the template's tokens equal to the line's, over its length; a masked token equals
             # a masked one (drain3's <NUM> equals <NUM>). Ties go to the template with more parameters.
             sim = sum(map(eq, template.tokens, masked)) / len(masked)
-            params = template.tokens.count(WILDCARD)
-            if sim > best_sim or (sim == best_sim and params > best_params):
-                best, best_sim, best_params = template, sim, params
+            if sim > best_sim or (sim == best_sim and template.params > best_params):
+                best, best_sim, best_params = template, sim, template.params
         if best is not None and best_sim >= self._similarity:
             if best_sim < 1.0:
-                best.tokens = [old if old == new else WILDCARD for old, new in zip(best.tokens, masked, strict=True)]
+                merged = [old if old == new else WILDCARD for old, new in zip(best.tokens, masked, strict=True)]
+                if merged != best.tokens:
+                    best.tokens, best.params = merged, merged.count(WILDCARD)
+                    leaf.seen.clear()
             best.count += 1
+            leaf.seen[key] = best
             return best
         if len(self._all) >= self._max_templates or len(leaf.templates) >= self._max_per_leaf:
             # Lines too varied to share templates (random words after one prefix) would each start one, and every
             # later line would be compared with all of them: quadratic. A full leaf takes no new templates.
             self.unmatched += 1
+            leaf.seen[key] = None
             return None
-        template = Template(masked, 1, line_number, line)
+        template = Template(masked, 1, line_number, line, masked.count(WILDCARD))
         leaf.templates.append(template)
+        leaf.seen.clear()
         self._all.append(template)
         return template
 
@@ -103,7 +120,8 @@ class TemplateMiner:
         return sorted(self._all, key=lambda t: (-t.count, t.first_line))
 
     def _leaf(self, masked: list[str]) -> _Node:
-        node = self._root.children.setdefault(str(len(masked)), _Node())
+        length = str(len(masked))
+        node = self._root.children.get(length) or self._root.children.setdefault(length, _Node())
         for key in masked[: self._prefix_tokens]:
             child = node.children.get(key)
             if child is None:

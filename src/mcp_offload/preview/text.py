@@ -91,7 +91,8 @@ def _head_entries(text: str, total: int, width: int) -> tuple[list[_Entry], int]
         if nl >= 0:
             more = _copies_after(text, after, text[pos:after], len(text))
             count, after = 1 + more, after + more * (after - pos)
-            if after < len(text) and text[after:] == text[pos:end]:  # the last line, without its "\n"
+            rest = len(text) - after  # the last line, without its "\n" (compared in place: no copy of the rest)
+            if 0 < rest == end - pos and text.startswith(text[pos:end], after):
                 count, after = count + 1, len(text)
         shown = _entry(_cut_line(text, pos, end, width), line, count)
         head.extend([shown] if shown.lines == count else [_Entry(shown.text, line + i, 1) for i in range(count)])

@@ -17,7 +17,7 @@ from mcp_offload.retrieve.json_locate import breadcrumb, jq_path, locate, record
 from mcp_offload.retrieve.json_structure import JsonStructure, structure_of
 from mcp_offload.retrieve.positions import Match
 from mcp_offload.retrieve.read import read_range
-from mcp_offload.store.base import StoredOutput
+from mcp_offload.store.base import OutputSidecar, StoredOutput
 from mcp_offload.store.content_index import Buffer
 from mcp_offload.tokens import TokenCounter
 
@@ -61,12 +61,12 @@ class JsonHits:
 class _Document:
     """One output's bytes and structure index, opened once per search."""
 
-    def __init__(self, output: StoredOutput) -> None:
+    def __init__(self, output: StoredOutput, sidecar: OutputSidecar | None = None) -> None:
         self.output = output
         data = output.contiguous()
         self.data: Buffer = data
         self.lines = output.meta.kind == "jsonl"
-        self.structure: JsonStructure = structure_of(output.meta.handle, output.meta.created, data)
+        self.structure: JsonStructure = structure_of(output.meta.handle, output.meta.created, data, sidecar)
         self.names: dict[int, str | None] = {}  # breadcrumb entries by object opener
 
 
@@ -87,8 +87,10 @@ def json_hits(
     records: bool,
     max_tokens: int,
     counter: TokenCounter,
+    sidecars: Mapping[str, OutputSidecar | None] | None = None,
 ) -> JsonHits:
-    """Paths and breadcrumbs for `matches` (and their records when `records`). Sync: run it in a worker thread."""
+    """Paths and breadcrumbs for `matches` (and their records when `records`). Sync: run it in a worker thread.
+    `sidecars`: where each output's structure index is kept (by handle), so another process's build is reused."""
     documents: dict[str, _Document] = {}
     places: list[HitPlace | None] = []
     spans: dict[tuple[str, int, int], list[int]] = {}  # (handle, start byte, end byte) -> [matches, path...]
@@ -100,7 +102,7 @@ def json_hits(
             continue
         doc = documents.get(match.handle)
         if doc is None:
-            doc = documents[match.handle] = _Document(output)
+            doc = documents[match.handle] = _Document(output, (sidecars or {}).get(match.handle))
         byte = output.index.byte_of_char(doc.data, match.start - 1)
         place = locate(doc.structure, doc.data, byte, lines=doc.lines)
         places.append(HitPlace(jq_path(place.path), place.record, breadcrumb(doc.data, place.stack, doc.names)))

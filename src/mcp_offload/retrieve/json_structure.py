@@ -17,9 +17,11 @@ pretty JSON (10 MB: ~0.09 s), about what `orjson.loads` takes on the same bytes;
 When: right after an output of 1 MiB or more is stored, in one background thread (`warm_structure`), so the
 offload reply does not wait for it (its budget: ≤ 2× `orjson.loads`) and the model's first search, seconds later,
 finds it ready; else at the first search that wants JSON paths (a search arriving mid-build waits for that
-build). Cached in a bounded in-process LRU keyed by (handle, created, size): a repeated search is free. Input
-is assumed to be the valid JSON / JSON Lines the offload step detected; on anything else lookups degrade to
-shorter paths, never to errors.
+build). Cached in a bounded in-process LRU keyed by (handle, created, size): a repeated search is free. Kept
+beside the output too (its sidecar, `json_structure_file.py`, where the store keeps sidecars): a first search in
+another process on the same store (another gateway or HTTP worker), or after a restart, loads it in milliseconds
+instead of rebuilding it. Input is assumed to be the valid JSON / JSON Lines the offload step detected; on
+anything else lookups degrade to shorter paths, never to errors.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import numpy as np
 import numpy.typing as npt
 
 from mcp_offload.retrieve.build_once_cache import BuildOnceCache, OutputKey
+from mcp_offload.store.base import OutputSidecar
 from mcp_offload.store.content_index import Buffer
 
 log = logging.getLogger(__name__)
@@ -190,14 +193,42 @@ class _StructureCache(BuildOnceCache[JsonStructure]):
     def __init__(self, entries: int) -> None:
         super().__init__(entries, weigh=lambda _: 1)
         self.warming = 0  # warm-ups queued or running
+        self.builds = 0  # indexes built from a document (not loaded from a sidecar): for tests and the benchmark
         self._warmer: ThreadPoolExecutor | None = None
 
-    def get(self, key: OutputKey, data: Buffer) -> JsonStructure:
-        return self.get_or_build(key, lambda: build_structure(data))
+    def get(self, key: OutputKey, data: Buffer, sidecar: OutputSidecar | None = None) -> JsonStructure:
+        return self.get_or_build(key, lambda: self._load_or_build(key, data, sidecar))
 
-    def warm(self, key: OutputKey, data: Buffer) -> bool:
+    def _load_or_build(self, key: OutputKey, data: Buffer, sidecar: OutputSidecar | None) -> JsonStructure:
+        """From the output's sidecar when it holds this output's index, else built (and then kept there)."""
+        from mcp_offload.retrieve.json_structure_file import (
+            StructureFileInvalid,
+            dump_structure,
+            load_structure,
+            max_file_bytes,
+        )
+
+        keep = sidecar is not None and key[2] >= WARM_MIN_BYTES
+        if keep and sidecar is not None:
+            payload = sidecar.read(max_file_bytes(key[2]))
+            if payload is not None:
+                try:
+                    return load_structure(payload, key)
+                except StructureFileInvalid as exc:
+                    log.warning("a stored JSON structure index failed its checks (%s); rebuilding it", exc)
+        structure = build_structure(data)
+        self.builds += 1
+        if keep and sidecar is not None:
+            try:
+                sidecar.write([dump_structure(structure, key)])
+            except OSError as exc:  # over the store's quota, a full disk: it is a cache, the index is still used
+                log.info("the JSON structure index was not kept beside its output: %s", exc)
+        return structure
+
+    def warm(self, key: OutputKey, data: Buffer, sidecar: OutputSidecar | None = None) -> bool:
         """Build the index of `data` in a background thread, so the first search with JSON paths finds it ready
-        (a model's next call comes seconds later). At most `WARM_QUEUE` at a time; False when skipped."""
+        (a model's next call comes seconds later), and keep it in `sidecar`. At most `WARM_QUEUE` at a time; False
+        when skipped."""
         with self.lock:
             if key in self.items or key in self.building or self.warming >= WARM_QUEUE:
                 return False
@@ -205,12 +236,12 @@ class _StructureCache(BuildOnceCache[JsonStructure]):
             if self._warmer is None:
                 self._warmer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="json-structure")
             warmer = self._warmer
-        warmer.submit(self._warm, key, data)
+        warmer.submit(self._warm, key, data, sidecar)
         return True
 
-    def _warm(self, key: OutputKey, data: Buffer) -> None:
+    def _warm(self, key: OutputKey, data: Buffer, sidecar: OutputSidecar | None) -> None:
         try:
-            self.get(key, data)
+            self.get(key, data, sidecar)
         except Exception:  # e.g. MemoryError: the first search builds it instead, and reports what goes wrong
             log.warning("building the JSON structure index in the background failed", exc_info=True)
         finally:
@@ -221,14 +252,14 @@ class _StructureCache(BuildOnceCache[JsonStructure]):
 STRUCTURES = _StructureCache(CACHE_ENTRIES)
 
 
-def structure_of(handle: str, created: float, data: Buffer) -> JsonStructure:
-    """The (cached) structure index of one stored output's bytes."""
-    return STRUCTURES.get((handle, created, len(data)), data)
+def structure_of(handle: str, created: float, data: Buffer, sidecar: OutputSidecar | None = None) -> JsonStructure:
+    """The (cached) structure index of one stored output's bytes; `sidecar`: where it is kept beside the output."""
+    return STRUCTURES.get((handle, created, len(data)), data, sidecar)
 
 
-def warm_structure(handle: str, created: float, data: bytes) -> bool:
+def warm_structure(handle: str, created: float, data: bytes, sidecar: OutputSidecar | None = None) -> bool:
     """Start building the structure index of a just-stored JSON / JSON Lines output (from its bytes in memory)
-    when it is large enough for the first search to notice; True when started."""
+    when it is large enough for the first search to notice, to be kept in `sidecar`; True when started."""
     if len(data) < WARM_MIN_BYTES:
         return False
-    return STRUCTURES.warm((handle, created, len(data)), data)
+    return STRUCTURES.warm((handle, created, len(data)), data, sidecar)

@@ -1,0 +1,200 @@
+"""Where the CPU work of storing a big output runs: worker processes, so the serving process keeps its GIL.
+
+Encoding, the content index, kind detection (a whole-document JSON parse), the preview and the token count of a
+4 MB output take tens to hundreds of milliseconds of CPU. In a thread of the serving process they hold the GIL
+for most of it (a JSON parse holds it from start to end), and every other client of a shared server waits: one
+agent's big tool result stalled another agent's small turn on the gateway by 340 ms. Here that work runs in
+`ingest_workers` worker processes (`python -m mcp_offload.core.ingest_worker`, spoken to over pipes by a thread of
+ours; not `multiprocessing`, whose spawn re-runs the caller's main script: a library user's script has no
+`__main__` guard to expect); the serving process only pickles the text out and the bytes, index and preview back,
+a copy of a few milliseconds for 4 MB.
+
+Outputs under `POOL_MIN_CHARS` are prepared in a thread as before: their work is a few milliseconds, less than the
+copies. The workers start lazily (`start()`, or at the first big output); until one has started (about a second),
+big outputs are prepared in a thread, so no call waits for a process to start. Once workers run, a big output
+waits for a free one rather than taking the GIL here. A worker that dies mid-call (killed, out of memory) is
+replaced; that call is prepared in a thread instead, and the dead worker had stored nothing (the store is written
+by the serving process, after).
+
+The preview, kind and token count are the same functions with the same settings and tokenizer in either place,
+so the result is byte-identical wherever it ran (the gateway's cache safety relies on it).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import pickle
+import queue
+import subprocess
+import sys
+import threading
+from contextlib import suppress
+from pathlib import Path
+from typing import IO
+
+import anyio
+
+from mcp_offload.core import ingest_wire
+from mcp_offload.settings import Settings
+
+log = logging.getLogger(__name__)
+
+POOL_MIN_CHARS = 256 * 1024  # smaller outputs take a few ms: a thread costs less than copying to a process
+START_TIMEOUT_S = 60.0  # a worker that has not loaded within this long is given up (its calls run in threads)
+
+
+class WorkerDied(Exception):
+    """The worker process went away mid-call (killed, out of memory)."""
+
+
+class _Worker:
+    """One worker process and its pipes; used by one thread at a time."""
+
+    def __init__(self, settings: Settings) -> None:
+        package_root = str(Path(__file__).resolve().parents[2])  # this mcp_offload, whatever sys.path found it by
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH", "")) if p)
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "mcp_offload.core.ingest_worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=env,
+            close_fds=True,
+        )
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self._in: IO[bytes] = self.process.stdin
+        self._out: IO[bytes] = self.process.stdout
+        ingest_wire.send(self._in, pickle.dumps(settings))
+
+    def wait_ready(self) -> None:
+        """Block until the worker has loaded (it answers its settings with an empty frame)."""
+        self._receive()
+
+    def call(self, request: bytes) -> bytes:
+        try:
+            ingest_wire.send(self._in, request)
+        except OSError as exc:
+            raise WorkerDied(str(exc)) from None
+        return self._receive()
+
+    def _receive(self) -> bytes:
+        try:
+            return ingest_wire.receive(self._out)
+        except (OSError, EOFError) as exc:
+            raise WorkerDied(str(exc) or "end of its output") from None
+
+    def stop(self) -> None:
+        for pipe in (self._in, self._out):
+            with suppress(OSError):
+                pipe.close()
+        try:
+            self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+class IngestPool:
+    """`prepare(...)`: the prepared output (`ingest.Prepared`, from `ingest.prepare_text` in a worker process), or
+    None when the caller should prepare it in a thread (small output, no workers configured, none started yet, or
+    the worker died mid-call). It does not import `ingest` (which sits above the services that hold the pool)."""
+
+    def __init__(self, settings: Settings, workers: int) -> None:
+        self._settings = settings
+        self._workers = max(0, workers)
+        self._lock = threading.Lock()
+        self._idle: queue.SimpleQueue[_Worker] = queue.SimpleQueue()
+        self._all: set[_Worker] = set()
+        self._live = 0  # workers started and not dead
+        self._starting = 0
+        self._closed = False
+
+    @property
+    def workers(self) -> int:
+        return self._workers
+
+    @property
+    def ready(self) -> bool:
+        """Whether at least one worker has started (big outputs then go to the workers)."""
+        return self._live > 0
+
+    def start(self) -> None:
+        """Start the missing workers in the background (idempotent; returns at once)."""
+        with self._lock:
+            missing = 0 if self._closed else self._workers - self._live - self._starting
+            self._starting += max(0, missing)
+        for _ in range(missing):
+            threading.Thread(target=self._start_one, name="ingest-worker-start", daemon=True).start()
+
+    def _start_one(self) -> None:
+        worker: _Worker | None = None
+        try:
+            worker = _Worker(self._settings)
+            worker.wait_ready()
+        except (OSError, WorkerDied) as exc:
+            log.warning("an ingest worker process did not start (%s): big outputs are prepared in threads", exc)
+            if worker is not None:
+                worker.stop()
+            with self._lock:
+                self._starting -= 1
+            return
+        with self._lock:
+            self._starting -= 1
+            if self._closed:
+                closed = True
+            else:
+                closed = False
+                self._live += 1
+                self._all.add(worker)
+        if closed:
+            worker.stop()
+        else:
+            self._idle.put(worker)
+
+    async def prepare(self, text: str, name: str | None, source: str | None, handle: str | None) -> object | None:
+        if not self._workers or len(text) < POOL_MIN_CHARS:
+            return None
+        self.start()
+        if not self.ready:
+            return None
+        request = (text, name, source, handle)
+        return await anyio.to_thread.run_sync(self._call, request, abandon_on_cancel=True)
+
+    def _call(self, request: tuple[str, str | None, str | None, str | None]) -> object | None:
+        while True:  # wait for a free worker: the work does not fall back onto this process's GIL while any run
+            try:
+                worker = self._idle.get(timeout=0.5)
+                break
+            except queue.Empty:
+                if not self.ready:  # every worker died meanwhile
+                    return None
+        try:
+            reply = worker.call(pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL))
+        except WorkerDied as exc:
+            log.warning("an ingest worker process died (%s); this output is prepared in a thread, it restarts", exc)
+            with self._lock:
+                self._live -= 1
+                self._all.discard(worker)
+            worker.stop()
+            self.start()
+            return None
+        self._idle.put(worker)
+        ok, value = pickle.loads(reply)
+        if not ok:
+            raise value
+        prepared: object = value
+        return prepared
+
+    async def aclose(self) -> None:
+        with self._lock:
+            self._closed = True
+            workers, self._all = list(self._all), set()
+            self._live = 0
+        if workers:
+            await anyio.to_thread.run_sync(_stop_all, workers)
+
+
+def _stop_all(workers: list[_Worker]) -> None:
+    for worker in workers:
+        worker.stop()

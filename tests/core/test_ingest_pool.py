@@ -1,0 +1,143 @@
+"""The ingest worker processes (`core/ingest_pool`): a big output is prepared in a worker, byte-identical to a thread's
+preparation; errors come back as themselves; a worker killed mid-call loses nothing (the call is prepared in a
+thread, a new worker starts); and a big ingest does not hold the serving process's event loop (a regression
+catcher with a generous bound: the benchmark, bench/run.py --only isolation, measures the real figure)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import anyio
+import orjson
+import pytest
+
+from mcp_offload.core import outputs
+from mcp_offload.core.ingest import Prepared, prepare_text
+from mcp_offload.core.ingest_pool import POOL_MIN_CHARS, IngestPool
+from mcp_offload.core.services import Services, build_services
+from mcp_offload.errors import TooLarge
+from mcp_offload.preview.kinds import gc_paused
+from mcp_offload.settings import Settings
+from mcp_offload.tokens import load_counter
+
+
+def _json(size: int) -> str:
+    items = [{"id": i, "name": f"item-{i}", "tags": ["x", "y"][: i % 3], "owner": {"login": f"u{i % 97}"}} for i in
+             range(size // 80)]  # fmt: skip
+    return json.dumps({"count": len(items), "items": items})
+
+
+def _log(size: int) -> str:
+    lines = [f"2026-11-21T10:00:{i % 60:02d}Z {'ERROR' if i % 400 == 7 else 'INFO'} api: request {i} took {i % 97} ms"
+             for i in range(size // 60)]  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
+async def _ready(pool: IngestPool) -> None:
+    pool.start()
+    with anyio.fail_after(120):  # a loaded machine: starting Python and loading the tokenizer can take seconds
+        while not pool.ready:  # noqa: ASYNC110  (a flag of another thread: polled)
+            await anyio.sleep(0.05)
+
+
+@pytest.fixture
+async def pooled(tmp_path: Path) -> AsyncIterator[Services]:
+    services = build_services(Settings(store=str(tmp_path / "store"), ingest_workers=1))
+    try:
+        await _ready(services.ingest)
+        yield services
+    finally:
+        await services.aclose()
+
+
+@pytest.mark.parametrize("make", [_json, _log], ids=["json", "log"])
+async def test_a_worker_prepares_what_a_thread_prepares_byte_for_byte(pooled: Services, make: object) -> None:
+    assert callable(make)
+    text = make(POOL_MIN_CHARS * 2)
+    from_worker = await pooled.ingest.prepare(text, "n", "offload", "out_" + "a" * 26)
+    assert isinstance(from_worker, Prepared)  # it did run in the worker
+    here = prepare_text(
+        pooled.settings, load_counter(pooled.settings.encoding), text, "n", "offload", "out_" + "a" * 26
+    )
+    assert from_worker.data == here.data == text.encode()
+    assert from_worker.ingested.preview == here.ingested.preview
+    assert from_worker.index == here.index
+    worker_meta, meta = from_worker.ingested.meta, here.ingested.meta
+    assert {**vars_of(worker_meta), "created": 0} == {**vars_of(meta), "created": 0}
+
+
+def vars_of(meta: object) -> dict[str, object]:
+    return {name: getattr(meta, name) for name in meta.__slots__}  # type: ignore[attr-defined]
+
+
+async def test_small_outputs_stay_in_this_process(pooled: Services) -> None:
+    assert await pooled.ingest.prepare("x" * (POOL_MIN_CHARS - 1), None, None, None) is None
+
+
+async def test_an_error_in_the_worker_is_raised_as_itself(tmp_path: Path) -> None:
+    services = build_services(
+        Settings(store=str(tmp_path / "store"), ingest_workers=1, max_output_bytes=POOL_MIN_CHARS)
+    )
+    try:
+        await _ready(services.ingest)
+        text = "é" * (POOL_MIN_CHARS // 2 + 10)  # under the cap in chars, over it in bytes: refused after encoding
+        with pytest.raises(TooLarge, match="over this server's cap"):
+            await outputs.offload(services, outputs.SessionScope.named("s"), text)
+        assert await services.store.list(outputs.SessionScope.named("s").key) == []
+    finally:
+        await services.aclose()
+
+
+async def test_a_worker_killed_mid_call_loses_nothing(pooled: Services) -> None:
+    pool = pooled.ingest
+    (worker,) = pool._all  # one worker
+    text = _json(8_000_000)
+    scope = outputs.SessionScope.named("s")
+
+    async def kill_soon() -> None:
+        await anyio.sleep(0.05)
+        os.kill(worker.process.pid, signal.SIGKILL)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(kill_soon)
+        stored = await outputs.offload(pooled, scope, text)  # prepared in a thread after the worker died
+    async with pooled.store.open(scope.key, stored.handle) as opened:
+        assert opened.read_bytes(0, opened.meta.size) == text.encode()
+    await _ready(pool)  # a new worker started
+    assert worker not in pool._all
+    assert await pool.prepare(_log(POOL_MIN_CHARS * 2), None, None, None) is not None
+
+
+async def test_a_big_ingest_does_not_hold_the_event_loop(pooled: Services) -> None:
+    """While a big JSON output is stored, a 1 ms timer on the same event loop keeps firing. Prepared in a thread of
+    this process instead, the whole-document parse alone holds the GIL (and so the loop) for about as long as
+    `orjson.loads` takes (GC paused, as the ingest parses): the bound is half of that, measured here in the same
+    run (and at least 100 ms, far above a busy machine's scheduling noise)."""
+    text = _json(24_000_000)
+    with gc_paused():  # as the ingest parses it
+        started = time.perf_counter()
+        orjson.loads(text)
+        parse_s = time.perf_counter() - started
+    bound = max(0.1, parse_s / 2)
+    lags: list[float] = []
+    done = anyio.Event()
+
+    async def ticker() -> None:
+        while not done.is_set():
+            tick = time.perf_counter()
+            await anyio.sleep(0.001)
+            lags.append(time.perf_counter() - tick - 0.001)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(ticker)
+        await anyio.sleep(0.05)
+        await outputs.offload(pooled, outputs.SessionScope.named("s"), text)
+        done.set()
+    assert lags and max(lags) < bound, (
+        f"the loop stalled {max(lags) * 1000:.0f} ms (parse alone: {parse_s * 1000:.0f} ms)"
+    )
