@@ -40,7 +40,7 @@ def wait_healthy(base: str, proc: subprocess.Popen[bytes], output: Callable[[], 
 
 @contextlib.contextmanager
 def gateway_process(
-    store: str | Path, anthropic_base: str, openai_base: str, log_path: Path, *extra: str
+    store: str | Path, anthropic_base: str, openai_base: str, log_path: Path, *extra: str, timeout_s: float = 30
 ) -> Iterator[str]:
     """A healthy gateway process (stdout and stderr to `log_path`); yields its base URL, then terminates it."""
     port = free_port()
@@ -50,7 +50,7 @@ def gateway_process(
         )
         try:
             base = f"http://127.0.0.1:{port}"
-            wait_healthy(base, proc, lambda: log_path.read_text(errors="replace"))
+            wait_healthy(base, proc, lambda: log_path.read_text(errors="replace"), timeout_s)
             yield base
         finally:
             proc.terminate()

@@ -94,14 +94,14 @@ def upstream_bases(base: str) -> dict[str, str | None]:
     return {**{name: base for name in PROVIDERS}, "openai": base + "/v1"}
 
 
-def gateway_options(upstream: UpstreamServer | str, **changes: Any) -> GatewayOptions:
+def gateway_options(upstream: UpstreamServer | str, /, **changes: Any) -> GatewayOptions:
     base = upstream if isinstance(upstream, str) else upstream.base_url
     policy = changes.pop("policy", RewritePolicy())
     limits = changes.pop("limits", LoopLimits(max_loops=4, ping_interval_s=0.2))
     return dataclasses.replace(
         GatewayOptions(
             port=0,
-            upstream=ProviderConfig(bases=upstream_bases(base), read_timeout_s=30),
+            upstream=changes.pop("upstream", ProviderConfig(bases=upstream_bases(base), read_timeout_s=30)),
             policy=policy,
             limits=limits,
         ),
@@ -118,8 +118,8 @@ def start_gateway(tmp_path: Path) -> Iterator[StartGateway]:
     stopped after the test."""
     started: list[GatewayServer] = []
 
-    def start(
-        upstream: UpstreamServer | str, *, store: str | None = None, settings: Any = None, **changes: Any
+    def start(  # positional-only: `upstream=ProviderConfig(...)` is a GatewayOptions change
+        upstream: UpstreamServer | str, /, *, store: str | None = None, settings: Any = None, **changes: Any
     ) -> GatewayServer:
         chosen = Settings(store=store or str(tmp_path / "store"), jq_workers=1, jq_timeout_s=5.0)
         settings = dataclasses.replace(chosen, **(settings or {}))

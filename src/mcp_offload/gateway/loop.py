@@ -353,15 +353,20 @@ def _chunks(response: httpx2.Response) -> AsyncIterator[bytes]:
 async def relay_stream(
     dialect: Dialect, response: httpx2.Response, emit: Emit, report: TurnReport, *, framing: Framing = SSE
 ) -> None:
-    """A stream with nothing to splice: forward the upstream's bytes as they arrive (in the provider's `framing`),
-    read the usage on the side, and end with the API's error event if the upstream stops before its last event."""
+    """A stream with nothing to splice: forward the upstream's bytes as they arrive (SSE byte for byte; a framing
+    whose cut frame could not be followed by another, as AWS event-stream, whole events only, framed again), read the
+    usage on the side, and end with the API's error event if the upstream stops before its last event."""
     parser = framing.reader()
     usage: dict[str, Any] = {}
     complete = False
     try:
         async for chunk in _chunks(response):
-            await emit(chunk)
-            for event in parser.feed(chunk):
+            events = parser.feed(chunk)
+            if framing.relays_bytes:
+                await emit(chunk)
+            elif events:
+                await emit(framing.frame(b"".join(e.raw for e in events)))
+            for event in events:
                 try:
                     complete = dialect.usage_of_event(event, usage) or complete
                 except (ValueError, AttributeError):
@@ -376,6 +381,6 @@ async def relay_stream(
         report.usage = usage
     if not complete:
         report.problem = "upstream stream cut"
-        tail = b"\n\n" if parser.pending else b""
+        tail = b"\n\n" if parser.pending and framing.relays_bytes else b""
         error = dialect.splicer(frozenset()).error("upstream_stream_cut", "The upstream stream ended early.")
         await emit(framing.frame(tail + error))
