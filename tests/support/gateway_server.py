@@ -21,8 +21,7 @@ from llm_upstream import UpstreamServer
 from mcp_offload.cachesafe.policy import RewritePolicy
 from mcp_offload.core.services import build_services
 from mcp_offload.gateway.app import GatewayApp
-from mcp_offload.gateway.loop import LoopLimits
-from mcp_offload.gateway.options import GatewayOptions
+from mcp_offload.gateway.options import GatewayOptions, LoopLimits
 from mcp_offload.gateway.upstream import ProviderConfig
 from mcp_offload.providers.registry import PROVIDERS
 from mcp_offload.settings import Settings

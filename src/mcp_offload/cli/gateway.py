@@ -26,8 +26,7 @@ from mcp_offload.cli.arg_types import OneLineParser, http_url, port
 from mcp_offload.cli.event_loop import loop_options
 from mcp_offload.cli.exit_status import exit_status
 from mcp_offload.cli.store_flags import add_redis_store_flags, redis_store_overrides
-from mcp_offload.gateway.loop import LoopLimits
-from mcp_offload.gateway.options import DEFAULT_PORT, GatewayOptions
+from mcp_offload.gateway.options import DEFAULT_PORT, GatewayOptions, LoopLimits
 from mcp_offload.gateway.run import run_gateway
 from mcp_offload.gateway.upstream import ProviderConfig
 from mcp_offload.logs import log_to_stderr
