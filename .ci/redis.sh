@@ -31,7 +31,7 @@ start)
   redis-server --bind 127.0.0.1 --port "$port" --save "" --appendonly no --protected-mode yes \
     --daemonize yes --pidfile "$state/redis.pid" --logfile "$state/redis.log" --dir "$state" >&2
   echo "$port" >"$state/port"
-  for _ in $(seq 50); do
+  for _ in $(seq 300); do
     if redis-cli -h 127.0.0.1 -p "$port" ping 2>/dev/null | grep -q PONG; then
       echo "REDIS_URL=redis://127.0.0.1:$port/0"
       exit 0

@@ -32,7 +32,7 @@ from mcp_offload.store.fs import FilesystemStore
 from mcp_offload.store.handles import new_handle, scope_key
 from mcp_offload.store.lifecycle import StoreLimits
 from mcp_offload.store.redis import RedisStore
-from support import free_port
+from support import HANG_TIMEOUT_S, free_port
 from support.isolation import worker_redis_url
 
 NO_REDIS = (
@@ -70,7 +70,7 @@ class RedisServer:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + HANG_TIMEOUT_S
         while time.monotonic() < deadline:
             try:
                 with socket.create_connection(("127.0.0.1", self.port), timeout=0.2) as sock:
@@ -133,7 +133,7 @@ class RedisCluster:
             env=env,
             capture_output=True,
             text=True,
-            timeout=120,
+            timeout=HANG_TIMEOUT_S,
         )
         if done.returncode != 0 or not done.stdout.startswith("REDIS_CLUSTER_URL="):
             raise RuntimeError(f"the Redis Cluster did not start: {done.stderr[-2000:]}")
