@@ -22,6 +22,8 @@ from llm_upstream import ApiKind, UpstreamServer, extends
 from support.agents import AGENTS, CLAUDE, CLINE, CODEX, COPILOT, COPILOT_CACHE, GEMINI, agent_env, need
 from support.wrap import WRAP
 
+pytestmark = pytest.mark.real_agent  # runs a real agent or proxy: .ci/run's real-agent stage
+
 FACT = "PLANTED-" + random.Random(26).randbytes(6).hex()
 TASK = f"Find the deploy key in data.json.\n@run cat data.json\n@search {FACT[:8]}\n@answer PLANTED-[0-9a-f]{{12}}"
 OWN = (".local/share/mcp-offload/", ".local/state/mcp-offload/", ".cache/mcp-offload/")  # mcp-offload's directories

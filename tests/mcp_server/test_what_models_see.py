@@ -205,6 +205,7 @@ def run_claude_code_workload(tmp_path: Path) -> tuple[list[Exchange], ScriptedAn
 
 
 # -- the table -------------------------------------------------------------------------------------------------------
+@pytest.mark.real_agent
 async def test_every_client_shows_the_text_token_table(tmp_path: Path, server: OffloadServer) -> None:
     """Per call: tokens of the text, of its structured form (had it been sent: the `_meta` result as compact JSON),
     and of what each client hands its model: the SDK client and the Inspector get no structuredContent, and Claude
