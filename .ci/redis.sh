@@ -61,7 +61,7 @@ start)
   redis-server --bind 127.0.0.1 "${listen[@]}" --save "" --appendonly no --protected-mode yes \
     --daemonize yes --pidfile "$state/redis.pid" --logfile "$state/redis.log" --dir "$state" >&2
   echo "$port" >"$state/port"
-  for _ in $(seq 50); do
+  for _ in $(seq 300); do
     if cli -h 127.0.0.1 -p "$port" ping 2>/dev/null | grep -q PONG; then
       url_of "$port"
       exit 0

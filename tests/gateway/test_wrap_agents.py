@@ -27,6 +27,8 @@ from support.wrap import run_wrapped as wrapped
 
 pytestmark = pytest.mark.real_agent
 
+pytestmark = pytest.mark.real_agent  # runs a real agent or proxy: .ci/run's real-agent stage
+
 FACT = "PLANTED-" + random.Random(26).randbytes(6).hex()
 TASK = f"Find the deploy key in data.json.\n@run cat data.json\n@search {FACT[:8]}\n@answer PLANTED-[0-9a-f]{{12}}"
 # each agent's own directory, where it keeps its session state on any run (with or without wrap); its configuration

@@ -37,7 +37,7 @@ from mcp_offload.store.handles import scope_key
 from mcp_offload.store.lifecycle import StoreLimits
 from mcp_offload.store.location import open_redis_sync
 from mcp_offload.store.redis import RedisStore
-from support import free_port, text_of
+from support import HANG_TIMEOUT_S, free_port, text_of
 from support.store import RedisCluster, make_meta, put_bytes
 
 MASTERS = 3
@@ -46,16 +46,22 @@ REPLICA_LAG = "the shared store (Redis) could not confirm that a replica holds t
 
 def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     exe = str(Path(sys.executable).with_name("mcp-offload"))
-    return subprocess.run([exe, *args], cwd=cwd, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [exe, *args], cwd=cwd, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=HANG_TIMEOUT_S
+    )
 
 
 def test_a_cluster_url_naming_no_reachable_node_is_one_line_at_start(tmp_path: Path) -> None:
     seeds = f"127.0.0.1:{free_port()},127.0.0.1:{free_port()}"
     started = time.monotonic()
+    refused = _cli("--store", "foo://x", cwd=tmp_path)  # the yardstick: a start refused before any connection
+    yardstick = time.monotonic() - started
+    assert refused.returncode == 1
+    started = time.monotonic()
     done = _cli("--store", f"redis+cluster://{seeds}", cwd=tmp_path)
     assert done.returncode == 1 and done.stdout == "", done.stderr
     assert done.stderr.count("\n") == 1 and f"no node of redis+cluster://{seeds} answers" in done.stderr
-    assert time.monotonic() - started < 30
+    assert time.monotonic() - started < 2 * yardstick + 15  # a few connection attempts, no retry loop
     assert list(tmp_path.iterdir()) == []
 
 

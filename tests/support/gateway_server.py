@@ -25,6 +25,7 @@ from mcp_offload.gateway.options import GatewayOptions, LoopLimits
 from mcp_offload.gateway.upstream import ProviderConfig
 from mcp_offload.providers.registry import PROVIDERS
 from mcp_offload.settings import Settings
+from support import HANG_TIMEOUT_S
 
 
 class GatewayServer:
@@ -60,7 +61,7 @@ class GatewayServer:
         self._thread = threading.Thread(target=lambda: asyncio.run(main()), name="gateway", daemon=True)
         self._thread.start()
         ready.wait(15)
-        deadline = time.monotonic() + 15
+        deadline = time.monotonic() + HANG_TIMEOUT_S
         while self._server is None or not self._server.started:
             if not self._thread.is_alive() or time.monotonic() > deadline:
                 raise RuntimeError("the gateway did not start")

@@ -35,7 +35,7 @@ from mcp_offload.store.fs import FilesystemStore
 from mcp_offload.store.handles import new_handle, scope_key
 from mcp_offload.store.lifecycle import StoreLimits
 from mcp_offload.store.redis import RedisStore
-from support import free_port
+from support import HANG_TIMEOUT_S, free_port
 from support.isolation import worker_redis_url
 
 NO_REDIS = (
@@ -107,7 +107,7 @@ class RedisServer:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + HANG_TIMEOUT_S
         while time.monotonic() < deadline:
             if self._answers():
                 return self
@@ -202,7 +202,7 @@ class RedisCluster:
             env=env,
             capture_output=True,
             text=True,
-            timeout=120,
+            timeout=HANG_TIMEOUT_S,
         )
         name = "REDIS_TLS_CLUSTER_URL=" if self.tls else "REDIS_CLUSTER_URL="
         if done.returncode != 0 or not done.stdout.startswith(name):
