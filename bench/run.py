@@ -30,6 +30,7 @@ SUITES = [
     "sql",
     "gateway",
     "isolation",
+    "workers",
 ]
 
 

@@ -11,10 +11,18 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 from typing import Any
 
 OUR_LOGGER = "mcp_offload"
+_PROCESS_FIELDS: dict[str, Any] = {}  # on every line of a `--workers` worker: its index and pid (`tag_worker`)
+
+
+def tag_worker(index: int) -> None:
+    """Every line this process logs from now on names the worker (`"worker": index, "pid": …`), so the lines of
+    N processes sharing one stderr can be told apart."""
+    _PROCESS_FIELDS.update(worker=index, pid=os.getpid())
 
 
 class JsonLogFormatter(logging.Formatter):
@@ -27,6 +35,7 @@ class JsonLogFormatter(logging.Formatter):
             "logger": record.name,
             "msg": record.getMessage(),
         }
+        data.update(_PROCESS_FIELDS)
         fields = getattr(record, "fields", None)
         if isinstance(fields, dict):
             data.update(fields)

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import NoReturn, TypeVar
 
 from mcp_offload.units import check_url_port, parse_duration, parse_port, parse_size
+from mcp_offload.web.workers import check_workers
 
 T = TypeVar("T")
 
@@ -41,6 +42,7 @@ def _argument_type(parse: Callable[[str], T], doc: str) -> Callable[[str], T]:
 duration = _argument_type(parse_duration, "`90s`, `15m`, `2h`, `3d` (a bare number is seconds).")
 size = _argument_type(parse_size, "`512`, `64KB`, `1MiB`, `1GiB` (a bare number is bytes).")
 port = _argument_type(parse_port, "A TCP port to listen on, 1-65535.")
+workers = _argument_type(check_workers, "A whole number of worker processes, 1 or more.")
 _url_port = _argument_type(check_url_port, "A URL's port, if it names one, is 1-65535.")
 
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import anyio
 
-from mcp_offload.cli.arg_types import OneLineParser, duration, port, size
+from mcp_offload.cli.arg_types import OneLineParser, duration, port, size, workers
 from mcp_offload.cli.client_config import user_servers_path
 from mcp_offload.cli.event_loop import loop_options
 from mcp_offload.cli.exit_status import exit_status
@@ -29,10 +29,11 @@ from mcp_offload.cli.store_flags import add_redis_store_flags, redis_store_overr
 from mcp_offload.core.answer_cap import parse_client_caps
 from mcp_offload.core.outputs import SessionScope
 from mcp_offload.errors import SettingsError
-from mcp_offload.logs import log_to_stderr
+from mcp_offload.logs import log_to_stderr, tag_worker
 from mcp_offload.proxy import ProxyConfig, add_proxy_flags, open_proxy, proxy_config_from_args
 from mcp_offload.settings import Settings
 from mcp_offload.version import __version__
+from mcp_offload.web.workers import supervise, worker_slot
 
 log = logging.getLogger("mcp_offload")
 
@@ -179,6 +180,13 @@ def _add_transport_flags(parser: argparse.ArgumentParser) -> None:
         default=1800.0,
         help="how long an idle session lives (default 30m)",
     )
+    net.add_argument(
+        "--workers",
+        type=workers,
+        default=1,
+        help="processes serving the port over the shared store (default 1; with more, --transport http --stateless: "
+        "a handshake-era session lives in one process)",
+    )
 
 
 def settings_from_args(args: argparse.Namespace) -> Settings:
@@ -247,6 +255,7 @@ def main(argv: list[str] | None = None) -> None:
     if argv and argv[0] in SUBCOMMANDS:
         sys.exit(_run_subcommand(SUBCOMMANDS[argv[0]], argv[1:]))
     args = parser.parse_args(argv)
+    args.command_line = argv  # what a `--workers` worker runs
     log_to_stderr(args.log_level or "INFO")  # stdout is the MCP wire on stdio
     sys.exit(exit_status(lambda: run(args)))
 
@@ -262,8 +271,17 @@ def run(args: argparse.Namespace) -> int | None:
     if args.transport != "stdio":
         from mcp_offload.serve.http import http_options_from_args, run_http
 
-        anyio.run(run_http, settings, http_options_from_args(args), proxy, backend_options=loop_options())
+        options = http_options_from_args(args)
+        slot = worker_slot()
+        if slot is not None:
+            tag_worker(slot.index)
+        elif getattr(args, "workers", 1) > 1:  # the parent: it binds the port and runs the workers (web/workers.py)
+            command = [sys.executable, "-m", "mcp_offload", *(getattr(args, "command_line", None) or sys.argv[1:])]
+            return supervise(command, args.workers, options.host, options.port, options.shutdown_grace_s)
+        anyio.run(run_http, settings, options, proxy, slot, backend_options=loop_options())
         return None
+    if getattr(args, "workers", 1) > 1:
+        raise SettingsError("--workers is for the HTTP transports (--transport http): stdio serves one client")
     anyio.run(serve_stdio, settings, proxy, args.session, backend_options=loop_options())
     return None
 

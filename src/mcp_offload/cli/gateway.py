@@ -4,7 +4,7 @@ OpenAI Chat Completions, Responses and Gemini APIs that keeps large tool results
     mcp-offload gateway [--host 127.0.0.1] [--port 8788] [--anthropic-upstream URL] [--openai-upstream URL]
                         [--gemini-upstream URL] [--NAME-upstream URL …]
                         [--store DIR|redis://…] [--retrieval transparent|visible]
-                        [--threshold-tokens N]
+                        [--threshold-tokens N] [--workers N]
 
 Point clients at it: `ANTHROPIC_BASE_URL=http://127.0.0.1:8788`, `OPENAI_BASE_URL=http://127.0.0.1:8788/v1`,
 `GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:8788` (Gemini CLI; `google-genai`: `http_options={"base_url": …}`).
@@ -17,23 +17,25 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import sys
 from typing import Any
 
 import anyio
 
 from mcp_offload.cachesafe.policy import RewritePolicy
-from mcp_offload.cli.arg_types import OneLineParser, http_url, port
+from mcp_offload.cli.arg_types import OneLineParser, http_url, port, workers
 from mcp_offload.cli.event_loop import loop_options
 from mcp_offload.cli.exit_status import exit_status
 from mcp_offload.cli.store_flags import add_redis_store_flags, redis_store_overrides
 from mcp_offload.gateway.options import DEFAULT_PORT, GatewayOptions, LoopLimits
 from mcp_offload.gateway.run import run_gateway
 from mcp_offload.gateway.upstream import ProviderConfig
-from mcp_offload.logs import log_to_stderr
+from mcp_offload.logs import log_to_stderr, tag_worker
 from mcp_offload.providers.registry import PROVIDERS
 from mcp_offload.serve.http.options import exposure_from_args
 from mcp_offload.settings import Settings
 from mcp_offload.web.host_check import exposure_rules
+from mcp_offload.web.workers import supervise, worker_slot
 
 TOKEN_ENV = "MCP_OFFLOAD_GATEWAY_TOKEN"
 _DEFAULT_POLICY, _DEFAULT_LIMITS, _DEFAULT_UPSTREAM = RewritePolicy(), LoopLimits(), ProviderConfig()
@@ -121,8 +123,14 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:  # argparse's _SubPa
         help="add Anthropic cache breakpoints to requests that set no cache_control (default on; "
         "env MCP_OFFLOAD_GATEWAY_CACHE_BREAKPOINTS)",
     )
+    parser.add_argument(
+        "--workers",
+        type=workers,
+        default=1,
+        help="processes serving the port over the shared store (default 1; up to one per core: see docs/gateway.md)",
+    )
     parser.add_argument("--log-level", default="INFO", help="stderr log level (default INFO: one line per request)")
-    parser.set_defaults(run=run)
+    parser.set_defaults(run=run, command_line=None)
     return parser
 
 
@@ -159,7 +167,13 @@ def run(args: argparse.Namespace) -> int:
     logging.getLogger("httpx2").setLevel(logging.WARNING)  # the gateway's own line per request says more
     settings = settings_from_args(args)
     options = options_from_args(args)
-    anyio.run(run_gateway, settings, options, backend_options=loop_options())
+    slot = worker_slot()
+    if slot is not None:
+        tag_worker(slot.index)
+    elif args.workers > 1:  # the parent: it binds the port and runs the workers (web/workers.py)
+        command = [sys.executable, "-m", "mcp_offload", *(args.command_line or sys.argv[1:])]
+        return supervise(command, args.workers, options.host, options.port, options.shutdown_grace_s)
+    anyio.run(run_gateway, settings, options, slot, backend_options=loop_options())
     return 0
 
 
@@ -170,4 +184,5 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
+    args.command_line = ["gateway", *argv]  # what a `--workers` worker runs
     return exit_status(lambda: run(args), prog="mcp-offload gateway")

@@ -9,6 +9,9 @@ uvicorn's own `capture_signals` re-raises the signal once the server has stopped
 that signal instead of exiting 0 after its graceful shutdown. Here the handlers are installed for the run and the
 previous ones put back afterwards, with nothing re-raised; outside the main thread (tests, embedding) none are
 installed.
+
+Under `--workers N` (web/workers.py) each worker runs one of these on the socket its parent bound (`serve(sockets=…)`)
+and says so through `on_started` once it serves.
 """
 
 from __future__ import annotations
@@ -35,11 +38,18 @@ class DrainingServer(uvicorn.Server):
         grace_s: float,
         *,
         after_drain: Callable[[], None] | None = None,
+        on_started: Callable[[], None] | None = None,
     ) -> None:
         super().__init__(config)
         self.drain = drain
         self.grace_s = grace_s
         self.after_drain = after_drain
+        self.on_started = on_started  # a `--workers` worker tells its parent it serves (web/workers.py)
+
+    async def startup(self, sockets: list[Any] | None = None) -> None:
+        await super().startup(sockets)
+        if self.started and not self.should_exit and self.on_started is not None:
+            self.on_started()
 
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:

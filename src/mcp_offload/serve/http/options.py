@@ -42,10 +42,22 @@ class HttpOptions:
     mcp_path: str = "/mcp"
     sse_path: str = "/sse"
     messages_path: str = "/messages/"
+    workers: int = 1  # processes serving the port (web/workers.py)
 
     def __post_init__(self) -> None:
         if self.max_body_bytes <= 0 or self.max_sessions <= 0 or self.session_idle_timeout <= 0:
             raise RefusedConfig("--max-body-bytes, --max-sessions and --session-idle-timeout must be positive")
+        if self.workers > 1 and self.transport != "http":
+            raise RefusedConfig(
+                f"--workers {self.workers} serves --transport http only: an SSE session is one stream held by one "
+                "process, and its POSTs to /messages/ could reach another"
+            )
+        if self.workers > 1 and not self.stateless:
+            raise RefusedConfig(
+                f"--workers {self.workers} needs --stateless: a handshake-era (2025-11-25) session lives in the "
+                "process that opened it, and its next request could reach another worker (2026-07-28 clients are "
+                "sessionless either way)"
+            )
 
 
 def check_exposure(options: HttpOptions) -> None:
@@ -80,6 +92,7 @@ def http_options_from_args(args: Any, environ: dict[str, str] | None = None) -> 
         max_body_bytes=args.max_body_bytes,
         max_sessions=args.max_sessions,
         session_idle_timeout=args.session_idle_timeout,
+        workers=getattr(args, "workers", 1),
     )
 
 

@@ -25,26 +25,35 @@ from mcp_offload.settings import Settings
 from mcp_offload.version import __version__
 from mcp_offload.web.host_check import is_loopback
 from mcp_offload.web.server import DrainingServer
+from mcp_offload.web.workers import WorkerSlot
 
 log = logging.getLogger(__name__)
 
 
-async def run_http(settings: Settings, options: HttpOptions, proxy: ProxyConfig | None = None) -> None:
+async def run_http(
+    settings: Settings, options: HttpOptions, proxy: ProxyConfig | None = None, slot: WorkerSlot | None = None
+) -> None:
     """The CLI entry: build the services (and the proxy's upstreams), serve until SIGTERM/SIGINT, then stop the
-    upstreams and close the services (jq workers, store), in that order."""
+    upstreams and close the services (jq workers, store), in that order. As one of `--workers N` (`slot`), on the
+    socket the parent bound, with the savings counters written through at once (/stats, read from the store by
+    whichever worker answers, then counts every worker's calls)."""
     if not logging.getLogger().handlers:  # the CLI set them up already; an embedding caller may not have
         log_to_stderr()
     services = build_services(settings)
+    if slot is not None:
+        services.savings.flush_interval_s = 0.0
     services.ingest.start()  # a shared service: big outputs are prepared in worker processes from the first one
     try:
         async with open_proxy(services, proxy) as extensions:
-            await serve_http(services, options, extensions=extensions)
+            await serve_http(services, options, extensions=extensions, slot=slot)
     finally:
         with anyio.CancelScope(shield=True):
             await services.aclose()
 
 
-async def serve_http(services: Services, options: HttpOptions, *, extensions: Sequence[Extension] = ()) -> None:
+async def serve_http(
+    services: Services, options: HttpOptions, *, extensions: Sequence[Extension] = (), slot: WorkerSlot | None = None
+) -> None:
     """Serve until SIGTERM/SIGINT, then shut down gracefully. Closes nothing it did not open (not `services`)."""
     check_exposure(options)
     built = build_http_app(services, options, extensions=extensions)
@@ -59,7 +68,13 @@ async def serve_http(services: Services, options: HttpOptions, *, extensions: Se
         lifespan="on",
         timeout_graceful_shutdown=max(1, int(options.shutdown_grace_s)),
     )
-    server = DrainingServer(config, built.drain, options.shutdown_grace_s, after_drain=_close_sse_streams)
+    server = DrainingServer(
+        config,
+        built.drain,
+        options.shutdown_grace_s,
+        after_drain=_close_sse_streams,
+        on_started=slot.ready if slot is not None else None,
+    )
     where = ", ".join(
         f"http://{options.host}:{options.port}{path}"
         for path, on in (
@@ -80,7 +95,7 @@ async def serve_http(services: Services, options: HttpOptions, *, extensions: Se
             "this server (or '*' to turn the checks off behind a proxy that does them)",
             "" if options.host in ("0.0.0.0", "::") else f" and {options.host}",
         )
-    await server.serve()
+    await server.serve(sockets=[slot.listening_socket()] if slot is not None else None)
     if not server.started:
         raise RefusedConfig(f"could not listen on {options.host}:{options.port} (see the log above)")
 
