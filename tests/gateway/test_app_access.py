@@ -1,18 +1,59 @@
 """Who may use the gateway, from the command line's flags to the answer: Host/Origin patterns as the HTTP service
 computes them (loopback names, the bound address, --allowed-hosts; '*' turns the checks off), tokens from flags and
-the environment (short ones refused), and the refusals themselves."""
+the environment (short ones refused), and the refusals themselves (the gateway's checks, `access.guarded`, in front
+of an app that answers 200)."""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import dataclasses
+from collections.abc import MutableMapping
+from typing import Any
 
 import pytest
+from starlette.responses import PlainTextResponse
 
 from mcp_offload.cli.gateway import TOKEN_ENV, add_parser, options_from_args, settings_from_args
 from mcp_offload.errors import OperatorError
-from mcp_offload.gateway.access import GatewayAccess
+from mcp_offload.gateway.access import guarded
+from mcp_offload.gateway.options import GatewayOptions
+from mcp_offload.web.drain import Drain
 
 TOKEN = "t" * 32
+
+
+@dataclasses.dataclass
+class _Refused:
+    status: int
+
+
+class GatewayAccess:
+    """The gateway's checks for `tokens` and the Host/Origin patterns: `refusal(headers)` is None when the request
+    gets through, else its status."""
+
+    def __init__(self, tokens: tuple[str, ...], hosts: tuple[str, ...], origins: tuple[str, ...]) -> None:
+        options = GatewayOptions(tokens=tokens, allowed_hosts=hosts, allowed_origins=origins)
+        self.app = guarded(PlainTextResponse("through"), options, Drain())
+
+    def refusal(self, headers: dict[str, str]) -> _Refused | None:
+        sent: list[MutableMapping[str, Any]] = []
+
+        async def receive() -> dict[str, Any]:
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        async def send(message: MutableMapping[str, Any]) -> None:
+            sent.append(message)
+
+        scope = {"type": "http", "method": "GET", "path": "/v1/models", "query_string": b"",
+                 "headers": [(k.encode(), v.encode()) for k, v in headers.items()]}  # fmt: skip
+
+        async def call() -> None:
+            await self.app(scope, receive, send)
+
+        asyncio.run(call())
+        status = sent[0]["status"]
+        return None if status == 200 else _Refused(status)
 
 
 def _args(*argv: str) -> argparse.Namespace:

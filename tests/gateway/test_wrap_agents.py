@@ -7,18 +7,27 @@ byte-identical."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
+import os
 import random
+import re
+import signal
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from llm_upstream import ApiKind, UpstreamServer, extends
+from mcp_offload.tokens import load_counter
 from support.agents import AGENTS, CLAUDE, CLINE, CODEX, COPILOT, COPILOT_CACHE, GEMINI, need
 from support.wrap import OWN_DIRS
 from support.wrap import run_wrapped as wrapped
+
+pytestmark = pytest.mark.real_agent
+
+pytestmark = pytest.mark.real_agent  # runs a real agent or proxy: .ci/run's real-agent stage
 
 FACT = "PLANTED-" + random.Random(26).randbytes(6).hex()
 TASK = f"Find the deploy key in data.json.\n@run cat data.json\n@search {FACT[:8]}\n@answer PLANTED-[0-9a-f]{{12}}"
@@ -81,6 +90,13 @@ def offloaded_and_found(upstream: UpstreamServer, records: int) -> None:
     escaped = json.dumps(big_document(records), ensure_ascii=False)[1:-1]
     middle = escaped[escaped.index(FACT) - 600 : escaped.index(FACT) + 600]  # as a request body carries it
     assert not any(middle in b for b in bodies), "the document reached the upstream whole"
+    stored = next(m for b in bodies for m in re.findall(r'"(Stored as out_(?:[^"\\]|\\.)*)"', b))
+    shown = json.loads(f'"{stored}"')
+    tokens = load_counter("o200k_base").count(shown)
+    print(
+        f"the model saw of the first big result: {len(shown.encode()):,} bytes, {tokens:,} o200k tokens "
+        f"(the document: {len(big_document(records).encode()):,} bytes)"
+    )
 
 
 def no_prefix_break(upstream: UpstreamServer, api: ApiKind) -> None:
@@ -109,6 +125,48 @@ def test_claude_code_through_wrap(llm_upstream: UpstreamServer, home: Path, tmp_
     result = json.loads(out.strip().splitlines()[-1])
     assert not result["is_error"] and result["result"].strip() == f"ANSWER: {FACT}", result
     offloaded_and_found(llm_upstream, 150)
+
+
+CLAUDE_HEADLESS = {"IS_SANDBOX": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1",
+                   "ENABLE_TOOL_SEARCH": "false"}  # fmt: skip
+USER_AWS = {"AWS_ACCESS_KEY_ID": "AKIDEXAMPLE", "AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY",
+            "AWS_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true", "AWS_CONFIG_FILE": os.devnull,
+            "AWS_SHARED_CREDENTIALS_FILE": os.devnull}  # fmt: skip
+
+
+def test_claude_code_on_bedrock_through_wrap(llm_upstream: UpstreamServer, home: Path, tmp_path: Path) -> None:
+    """The user's Claude Code is on Bedrock (CLAUDE_CODE_USE_BEDROCK, their AWS credentials, their Bedrock endpoint):
+    wrap points it at the gateway's Bedrock route and sends the gateway's requests to that endpoint, signed with the
+    same credentials (the scripted Bedrock checks every signature)."""
+    need(CLAUDE)
+    argv = ["-p", TASK, "--output-format", "json", "--dangerously-skip-permissions"]
+    out = run_wrapped("claude", argv, llm_upstream, home, tmp_path, CLAUDE_CODE_USE_BEDROCK="1",
+                      ANTHROPIC_BEDROCK_BASE_URL=llm_upstream.base_url, **USER_AWS, **CLAUDE_HEADLESS)  # fmt: skip
+    result = json.loads(out.strip().splitlines()[-1])
+    assert not result["is_error"] and result["result"].strip() == f"ANSWER: {FACT}", result
+    offloaded_and_found(llm_upstream, 150)
+    sent = llm_upstream.received("anthropic", cloud="bedrock")
+    assert sent and all(r.status == 200 for r in sent), [(r.status, r.error) for r in sent]
+    assert all(r.path.startswith("/model/") for r in sent) and not [r for r in llm_upstream.requests if not r.cloud]
+
+
+def test_claude_code_on_vertex_through_wrap(llm_upstream: UpstreamServer, home: Path, tmp_path: Path) -> None:
+    """The user's Claude Code is on Vertex AI (CLAUDE_CODE_USE_VERTEX, its region and project, its endpoint; the
+    OAuth token as its custom header, Google's libraries being out of reach here): wrap points it at the gateway's
+    Vertex route and the token passes through to that endpoint."""
+    need(CLAUDE)
+    argv = ["-p", TASK, "--output-format", "json", "--dangerously-skip-permissions"]
+    out = run_wrapped("claude", argv, llm_upstream, home, tmp_path, CLAUDE_CODE_USE_VERTEX="1",
+                      CLOUD_ML_REGION="us-east5", ANTHROPIC_VERTEX_PROJECT_ID="test-project",
+                      ANTHROPIC_VERTEX_BASE_URL=llm_upstream.base_url + "/v1", CLAUDE_CODE_SKIP_VERTEX_AUTH="1",
+                      ANTHROPIC_CUSTOM_HEADERS="Authorization: Bearer ya29.vertex-test-token",
+                      **CLAUDE_HEADLESS)  # fmt: skip
+    result = json.loads(out.strip().splitlines()[-1])
+    assert not result["is_error"] and result["result"].strip() == f"ANSWER: {FACT}", result
+    offloaded_and_found(llm_upstream, 150)
+    sent = llm_upstream.received("anthropic", cloud="vertex")
+    assert sent and all(r.status == 200 for r in sent), [(r.status, r.error) for r in sent]
+    assert all(r.headers["authorization"] == "Bearer ya29.vertex-test-token" for r in sent)
 
 
 def test_codex_through_wrap(llm_upstream: UpstreamServer, home: Path, tmp_path: Path) -> None:
@@ -146,6 +204,19 @@ def test_copilot_cli_through_wrap(llm_upstream: UpstreamServer, home: Path, tmp_
     no_prefix_break(llm_upstream, "openai_chat")
 
 
+def stop_cline_hub(work: Path) -> None:
+    """Cline 3.0.65 leaves a hub daemon (`cline --cline-hub-daemon --cwd WORK`, detached) running after a headless
+    run: stop the one this test's run started, found by its working directory."""
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            args = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"--cline-hub-daemon" in args and str(work).encode() in args:
+            with contextlib.suppress(OSError):
+                os.kill(int(proc.name), signal.SIGTERM)
+
+
 def test_cline_through_wrap(llm_upstream: UpstreamServer, home: Path, tmp_path: Path) -> None:
     """Cline's provider settings (the user's ~/.cline/data/settings/providers.json: an openai-compatible provider, its
     key and its base URL) are copied under mcp-offload's data directory with the gateway as base URL and named by
@@ -161,7 +232,10 @@ def test_cline_through_wrap(llm_upstream: UpstreamServer, home: Path, tmp_path: 
     }}, indent=2)  # fmt: skip
     user_file.write_text(text)
     (user_file.parent / "global-settings.json").write_text('{"telemetryOptOut": true}')
-    out = run_wrapped("cline", ["--json", TASK], llm_upstream, home, tmp_path)
+    try:
+        out = run_wrapped("cline", ["--json", TASK], llm_upstream, home, tmp_path)
+    finally:
+        stop_cline_hub(tmp_path / "work")
     assert user_file.read_text() == text, "the user's provider settings changed"
     assert json.loads(out.strip().splitlines()[-1])["text"].endswith(f"ANSWER: {FACT}"), out[-2000:]
     offloaded_and_found(llm_upstream, 60)

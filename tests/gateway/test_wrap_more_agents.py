@@ -32,6 +32,8 @@ from support.agents import AGENTS as NODE_MODULES
 from support.agents import AIDER, NODE24_BIN, OPENCODE, PI, QWEN, RETRIEVAL_TOOLS, need, planted_inventory
 from support.wrap import OWN_DIRS, WrappedRun, run_wrapped
 
+pytestmark = pytest.mark.real_agent
+
 FACT = "PLANTED-" + random.Random(31).randbytes(6).hex()
 TASK = f"Find the deploy key in data.json.\n@run cat data.json\n@search {FACT[:8]}\n@answer PLANTED-[0-9a-f]{{12}}"
 # Qwen Code reads the file with its read_file tool (absolute paths only; WORK is put in): its shell tool gave `cat`

@@ -25,14 +25,15 @@ from mcp_offload.cachesafe.policy import RewritePolicy
 from mcp_offload.cli.arg_types import OneLineParser, http_url, port
 from mcp_offload.cli.event_loop import loop_options
 from mcp_offload.cli.exit_status import exit_status
-from mcp_offload.gateway.loop import LoopLimits
-from mcp_offload.gateway.options import DEFAULT_PORT, GatewayOptions
+from mcp_offload.cli.store_flags import add_redis_store_flags, redis_store_overrides
+from mcp_offload.gateway.options import DEFAULT_PORT, GatewayOptions, LoopLimits
 from mcp_offload.gateway.run import run_gateway
 from mcp_offload.gateway.upstream import ProviderConfig
 from mcp_offload.logs import log_to_stderr
 from mcp_offload.providers.registry import PROVIDERS
-from mcp_offload.serve.http.options import exposure_from_args, transport_security
+from mcp_offload.serve.http.options import exposure_from_args
 from mcp_offload.settings import Settings
+from mcp_offload.web.host_check import exposure_rules
 
 TOKEN_ENV = "MCP_OFFLOAD_GATEWAY_TOKEN"
 _DEFAULT_POLICY, _DEFAULT_LIMITS, _DEFAULT_UPSTREAM = RewritePolicy(), LoopLimits(), ProviderConfig()
@@ -59,6 +60,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:  # argparse's _SubPa
         "--store",
         help="store directory, redis://host:port/db or redis+cluster://host:port[,host:port…] (env MCP_OFFLOAD_STORE)",
     )
+    add_redis_store_flags(parser)
     parser.add_argument(
         "--retrieval",
         choices=["transparent", "visible"],
@@ -126,14 +128,13 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:  # argparse's _SubPa
 
 def options_from_args(args: argparse.Namespace, environ: dict[str, str] | None = None) -> GatewayOptions:
     http = exposure_from_args(args, TOKEN_ENV, environ)
-    security = transport_security(http)
-    checks = security.enable_dns_rebinding_protection
+    rules = exposure_rules(http.host, http.allowed_hosts, http.allowed_origins)  # the HTTP service's rules
     return GatewayOptions(
         host=args.host,
         port=args.port,
         tokens=http.tokens,
-        allowed_hosts=tuple(security.allowed_hosts) if checks else (),
-        allowed_origins=tuple(security.allowed_origins) if checks else ("*",),
+        allowed_hosts=rules.hosts or (),
+        allowed_origins=("*",) if rules.origins is None else rules.origins,
         max_body_bytes=args.max_body_bytes,
         upstream=ProviderConfig(
             bases={name: getattr(args, provider.upstream.dest) for name, provider in PROVIDERS.items()},
@@ -149,7 +150,7 @@ def options_from_args(args: argparse.Namespace, environ: dict[str, str] | None =
 def settings_from_args(args: argparse.Namespace, environ: dict[str, str] | None = None) -> Settings:
     """The environment's settings with what the flags set (a flag left out keeps the environment's value)."""
     return Settings.from_env(environ).with_overrides(
-        store=args.store, gateway_cache_breakpoints=args.gateway_cache_breakpoints
+        store=args.store, gateway_cache_breakpoints=args.gateway_cache_breakpoints, **redis_store_overrides(args)
     )
 
 

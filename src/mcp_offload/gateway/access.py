@@ -1,58 +1,70 @@
-"""Who may use the gateway, checked before a request's body is read: its own token and the Host/Origin check.
+"""Who may use the gateway, checked by the shared middleware of `web/` before a request's body is read: its Host
+and Origin (the MCP HTTP service's rules, `web/host_check.py`), its own token, and how a refusal is answered.
 
-- Token (optional): `x-mcp-offload-token: T` or `Proxy-Authorization: Bearer T`. `Authorization` and `x-api-key` are
-  the provider's credentials and pass through untouched. Tokens are compared in constant time over SHA-256 digests,
-  every configured token each time, and never logged.
-- Host / Origin (DNS-rebinding protection, as the HTTP service does): the Host header must match an allowed pattern
-  (`name` or `name:*`); a request with an Origin header must match an allowed origin. Empty lists turn a check off.
+- Token (optional): `x-mcp-offload-token: T` or `Proxy-Authorization: Bearer T`; on the compression service's paths
+  also `Authorization: Bearer T` (what the guardrails that call it send). Elsewhere `Authorization` and `x-api-key`
+  are the provider's credentials and pass through untouched. A request that presents a configured token in any of
+  these places is admitted.
+- Open without a token or a Host check: the health probes, `GET /healthz` and the compression service's
+  `GET /health` (GET only: every other method on a path is relayed, and must not bypass the checks).
+- Refusals (`gateway_refusal`) are in the provider's error document for the API called (a relayed path: the
+  provider it goes to), or the compression service's own on its paths, so each client's SDK raises its ordinary
+  error.
 """
 
 from __future__ import annotations
 
-import hashlib
-import hmac
-from collections.abc import Sequence
+from starlette.responses import Response
+from starlette.types import ASGIApp, Scope
 
-from mcp_offload.gateway.errors import GatewayError
+from mcp_offload.gateway.asgi import incoming_request
+from mcp_offload.gateway.compress_api import is_compress_path
+from mcp_offload.gateway.errors import GatewayError, answering, error_response, own_error_body
+from mcp_offload.gateway.options import GatewayOptions
+from mcp_offload.web.body_limit import BodyLimit
+from mcp_offload.web.drain import Drain, DrainGate
+from mcp_offload.web.host_check import HostOriginCheck, HostRules
+from mcp_offload.web.refusal import TOKEN_INVALID, TOKEN_MISSING, Refusal
+from mcp_offload.web.token_check import TokenGate, TokenPlaces, header_tokens
 
-
-class GatewayAccess:
-    def __init__(self, tokens: Sequence[str], allowed_hosts: Sequence[str], allowed_origins: Sequence[str]) -> None:
-        self._tokens = tuple(hashlib.sha256(t.encode()).digest() for t in tokens)
-        self._hosts = tuple(allowed_hosts)
-        self._origins = tuple(allowed_origins)
-
-    def refusal(self, headers: dict[str, str]) -> GatewayError | None:
-        """Why this request may not go on (None: it may). `headers`: lower-case names."""
-        if self._tokens and not self._authorized(headers):
-            return GatewayError(
-                401,
-                "gateway_unauthorized",
-                "This mcp-offload gateway needs its token: send 'x-mcp-offload-token: <token>' (or "
-                "'Proxy-Authorization: Bearer <token>'); Authorization and x-api-key go to the provider.",
-            )
-        if self._hosts and not _matches(headers.get("host"), self._hosts):
-            return GatewayError(421, "host_not_allowed", "Host header not allowed (DNS rebinding protection).")
-        origin = headers.get("origin")
-        if origin and "*" not in self._origins and not _matches(origin, self._origins):
-            return GatewayError(403, "origin_not_allowed", "Origin not allowed (DNS rebinding protection).")
-        return None
-
-    def _authorized(self, headers: dict[str, str]) -> bool:
-        presented = headers.get("x-mcp-offload-token")
-        if presented is None:
-            scheme, _, value = headers.get("proxy-authorization", "").partition(" ")
-            presented = value.strip() if scheme.lower() == "bearer" else None
-        if not presented:
-            return False
-        digest = hashlib.sha256(presented.encode()).digest()
-        found = False
-        for token in self._tokens:  # every token compared every time: constant time in the content
-            found |= hmac.compare_digest(digest, token)
-        return found
+OPEN_PATHS = ("GET /healthz", "GET /health")
+NEEDS_TOKEN = (
+    "This mcp-offload gateway needs its token: send 'x-mcp-offload-token: <token>' (or "
+    "'Proxy-Authorization: Bearer <token>'); Authorization and x-api-key go to the provider."
+)
+_PLACES = ((b"x-mcp-offload-token", False), (b"proxy-authorization", True))
+_GATEWAY_PLACES = header_tokens(*_PLACES)
+_COMPRESS_PLACES = header_tokens(*_PLACES, (b"authorization", True))
 
 
-def _matches(value: str | None, patterns: tuple[str, ...]) -> bool:
-    if not value:
-        return False
-    return any(value == pattern or (pattern.endswith(":*") and value.startswith(pattern[:-1])) for pattern in patterns)
+def _presented(scope: Scope) -> list[bytes]:
+    return (_COMPRESS_PLACES if is_compress_path(scope["path"]) else _GATEWAY_PLACES)(scope)
+
+
+GATEWAY_TOKEN = TokenPlaces(read=_presented, missing=NEEDS_TOKEN, invalid=NEEDS_TOKEN)
+
+
+def guarded(app: ASGIApp, options: GatewayOptions, drain: Drain) -> ASGIApp:
+    """`app` behind the gateway's checks, outermost first: Host/Origin, token, drain, body cap."""
+    app = BodyLimit(app, options.max_body_bytes, gateway_refusal)
+    app = DrainGate(app, drain, gateway_refusal, open_paths=OPEN_PATHS)
+    if options.tokens:
+        app = TokenGate(app, options.tokens, GATEWAY_TOKEN, gateway_refusal, open_paths=OPEN_PATHS)
+    rules = host_rules(options.allowed_hosts, options.allowed_origins)
+    return HostOriginCheck(app, rules, gateway_refusal, open_paths=OPEN_PATHS)
+
+
+def host_rules(allowed_hosts: tuple[str, ...], allowed_origins: tuple[str, ...]) -> HostRules:
+    """`GatewayOptions`' Host and Origin patterns as rules: no Host patterns, no Host check; `*` among the origins,
+    no Origin check."""
+    return HostRules(hosts=allowed_hosts or None, origins=None if "*" in allowed_origins else allowed_origins)
+
+
+def gateway_refusal(scope: Scope, refusal: Refusal) -> ASGIApp:
+    """The gateway's `Refuse` (see the module docstring); a missing or wrong token is `gateway_unauthorized`."""
+    code = "gateway_unauthorized" if refusal.code in (TOKEN_MISSING, TOKEN_INVALID) else refusal.code
+    error = GatewayError(refusal.status, code, refusal.message)
+    if is_compress_path(scope["path"]):
+        return Response(own_error_body(error), refusal.status, media_type="application/json")
+    status, headers, body = error_response(*answering(incoming_request(scope)), error)
+    return Response(body, status, headers={k.decode("latin-1"): v.decode("latin-1") for k, v in headers})

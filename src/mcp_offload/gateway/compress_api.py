@@ -53,6 +53,7 @@ from typing import Any
 
 import anyio
 import orjson
+from starlette.types import Receive, Scope, Send
 
 from mcp_offload.apis.base import LlmApi
 from mcp_offload.apis.detect import ShapeError, apis_reading, shape_of
@@ -65,11 +66,12 @@ from mcp_offload.cachesafe.session import CacheSafeSession, credential_digest
 from mcp_offload.core.outputs import SessionScope
 from mcp_offload.core.services import Services
 from mcp_offload.errors import StoreError
+from mcp_offload.gateway.asgi import JSON_HEADERS, query_string, send_bytes
 from mcp_offload.gateway.errors import GatewayError
-from mcp_offload.gateway.request_body import json_object
+from mcp_offload.gateway.request_body import ClientGone, json_object, read_body
 from mcp_offload.store.handles import scope_key
 
-__all__ = ["COMPRESS_PATHS", "Caller", "CompressApi", "caller_for", "is_compress_path", "marker"]
+__all__ = ["COMPRESS_PATHS", "Caller", "CompressApi", "CompressEndpoint", "caller_for", "is_compress_path", "marker"]
 
 log = logging.getLogger("mcp_offload.gateway.compress")
 
@@ -79,7 +81,6 @@ BYPASS_HEADERS = ("x-headroom-bypass", "x-mcp-offload-bypass")
 HASH_CHARS = 24
 HASH_RE = re.compile(r"[a-f0-9]{12,24}")
 _HANDLE_RE = re.compile(re.escape(REFERENCE_PREFIX[: -len("out_")]) + r"(out_[a-z2-7]{26})")
-JSON_HEADERS = [(b"content-type", b"application/json")]
 TRANSFORM = "mcp-offload:reference"
 MAX_QUERY_CHARS = 4_000
 
@@ -104,16 +105,12 @@ class Caller:
 
 
 class CompressApi:
-    """The routes above, for one `Services` and the gateway's policy. `refusal` is the gateway's own access check
-    (its token, Host/Origin): a caller may present the gateway token as `Authorization: Bearer`, which is what the
-    guardrails send."""
+    """The routes above, for one `Services` and the gateway's policy. The gateway's checks ran before (its token,
+    which a caller may present as `Authorization: Bearer` here, as the guardrails do; Host/Origin: access.py)."""
 
-    def __init__(
-        self, services: Services, policy: RewritePolicy, refusal: Callable[[dict[str, str]], GatewayError | None]
-    ) -> None:
+    def __init__(self, services: Services, policy: RewritePolicy) -> None:
         self.services = services
         self.policy = replace(policy, retrieval="visible")  # the caller injects its own retrieval tool
-        self.refusal = refusal
 
     async def respond(
         self, method: str, path: str, query: str, headers: dict[str, str], body: bytes
@@ -122,13 +119,6 @@ class CompressApi:
         try:
             if path == "/health" and method == "GET":
                 return 200, {"status": "ok", "service": "mcp-offload compress"}
-            checked = dict(headers)
-            scheme, _, value = headers.get("authorization", "").partition(" ")
-            if "x-mcp-offload-token" not in checked and scheme.lower() == "bearer" and value.strip():
-                checked["x-mcp-offload-token"] = value.strip()
-            refusal = self.refusal(checked)
-            if refusal is not None:
-                raise refusal
             if path == "/readyz" and method == "GET":
                 return await self._ready()
             if path == "/v1/compress" and method == "POST":
@@ -376,3 +366,23 @@ def _store_down(exc: BaseException) -> dict[str, Any]:
             f"Retry later ({type(exc).__name__}).",
         }
     }
+
+
+class CompressEndpoint:
+    """The routes above as one ASGI endpoint of the gateway's app (its checks ran in the middleware before)."""
+
+    def __init__(self, api: CompressApi, max_body_bytes: int) -> None:
+        self.api = api
+        self.max_body_bytes = max_body_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            body = await read_body(receive, self.max_body_bytes)
+        except GatewayError as exc:
+            status, answer = exc.status, {"error": {"code": exc.code, "message": exc.message}}
+        except ClientGone:
+            return
+        else:
+            headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", ())}
+            status, answer = await self.api.respond(scope["method"], scope["path"], query_string(scope), headers, body)
+        await send_bytes(send, status, JSON_HEADERS, orjson.dumps(answer))

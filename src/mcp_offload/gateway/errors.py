@@ -4,13 +4,16 @@ client's SDK raises its ordinary error type with our message (never a traceback,
 gets the document of the provider it goes to.
 
 `GatewayError` is raised below the app (upstream unreachable or not configured, body problems) and turned into one
-of these once.
+of these once; the refusals of the shared checks (`web/`) are written the same way (access.py).
 """
 
 from __future__ import annotations
 
+import orjson
+
 from mcp_offload.apis.base import LlmApi
-from mcp_offload.providers.base import Provider
+from mcp_offload.providers.base import IncomingRequest, Provider
+from mcp_offload.providers.registry import call_for_request, relay_provider
 
 
 class GatewayError(Exception):
@@ -40,3 +43,15 @@ def missing_upstream(provider: Provider) -> GatewayError:
         "upstream_not_configured",
         f"The gateway has no upstream for {provider.title}: start it with {setting.flag} URL (or set {setting.env}).",
     )
+
+
+def answering(request: IncomingRequest) -> tuple[Provider, LlmApi | None]:
+    """Whose error document a failure of `request` gets: the provider and API it calls, or for a relayed request
+    the provider it goes to (and no API)."""
+    served = call_for_request(request)
+    return (served[0], served[1].api) if served is not None else (relay_provider(request), None)
+
+
+def own_error_body(error: GatewayError) -> bytes:
+    """The gateway's own error document, for what no provider answers (the compression service, /stats)."""
+    return orjson.dumps({"error": {"code": error.code, "message": error.message}})

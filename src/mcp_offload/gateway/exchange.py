@@ -1,11 +1,10 @@
-"""One request through the gateway, as the log line and the accounting see it: `Exchange` (its facts), the log line
-(`log_exchange`), the turn's figures added to its session's counters (`account_exchange`), and noting when the
-answer went out or the client went away."""
+"""One request through the gateway, as the log line and the accounting see it: `Exchange` (its facts, with the
+turn's `TurnReport`), its fields on the request's access-log line (`exchange_fields`), the turn's figures added to
+its session's counters (`account_exchange`), and noting when the answer went out or the client went away."""
 
 from __future__ import annotations
 
 import logging
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,10 +17,24 @@ from mcp_offload.cachesafe.request_rewrite import Rewrite
 from mcp_offload.cachesafe.session import CacheSafeSession
 from mcp_offload.core.services import Services
 from mcp_offload.gateway.accounting import TurnCounters, record_turn
-from mcp_offload.gateway.loop import TurnReport
 from mcp_offload.providers.base import Provider
 
 log = logging.getLogger("mcp_offload.gateway")
+
+
+@dataclass(slots=True)
+class TurnReport:
+    """What one client turn cost and did (the retrieval loop's figures, the upstream's usage, how it failed): for
+    the access log and the accounting."""
+
+    loops: int = 0
+    retrieval_calls: int = 0
+    retrieval_errors: int = 0
+    tokens_pulled_back: int = 0
+    mixed: bool = False
+    upstream_calls: int = 1
+    usage: dict[str, Any] = field(default_factory=dict)
+    problem: str | None = None  # how the turn failed, if it did (stream cut, follow-up refused, ...)
 
 
 @dataclass(slots=True)
@@ -94,16 +107,11 @@ async def watch_disconnect(receive: Receive, scope: anyio.CancelScope, exchange:
             return
 
 
-def log_exchange(method: str, path: str, exchange: Exchange, started: float) -> None:
-    if not log.isEnabledFor(logging.INFO):
-        return
+def exchange_fields(exchange: Exchange) -> dict[str, Any]:
+    """The request's fields for its access-log line (`web/access_log.py` adds method, path, status and ms)."""
     rewrite, report = exchange.rewrite, exchange.report
     fields: dict[str, Any] = {
-        "method": method,
-        "path": path,
         "api": exchange.api.name if exchange.api else "relay",
-        "status": exchange.status,
-        "ms": round((time.perf_counter() - started) * 1000, 2),
         "stream": exchange.stream,
         "session": exchange.session.key[:12] if exchange.session else None,
     }
@@ -120,4 +128,4 @@ def log_exchange(method: str, path: str, exchange: Exchange, started: float) -> 
         )
     if report.problem:
         fields["problem"] = report.problem
-    log.info("%s %s %s", method, path, exchange.status, extra={"fields": fields})
+    return fields

@@ -1,9 +1,10 @@
-"""The request body: read once, capped while it streams in (a declared Content-Length over the cap is refused before
-anything is read), then checked as a JSON object for an API call. Failures are `GatewayError`s (413, 415, 400);
-a client gone while sending is `ClientGone`."""
+"""The request body: read once, capped while it streams in (a declared Content-Length over the cap was refused before
+anything is read: `web/body_limit.py`, with the same message), then checked as a JSON object for the APIs. Failures
+are `GatewayError`s (413, 415, 400); a client gone while sending is `ClientGone`."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import orjson
@@ -11,15 +12,18 @@ from starlette.types import Receive
 
 from mcp_offload.errors import reason_of
 from mcp_offload.gateway.errors import GatewayError
+from mcp_offload.web.body_limit import too_large
 
 
 class ClientGone(Exception):
     """The client closed the connection: stop everything for this request."""
 
 
-def parse_json(headers: dict[str, str], raw: bytes) -> dict[str, Any]:
+def parse_json(headers: Mapping[str, str], raw: bytes) -> dict[str, Any]:
+    """The body of an API call as a JSON object. No Content-Type is read as JSON (boto3's `invoke_model` sends none
+    unless asked; Bedrock takes the body as JSON by default); any other type than JSON is refused (415)."""
     content_type = headers.get("content-type", "")
-    if not content_type.lower().startswith("application/json"):
+    if content_type and not content_type.lower().startswith("application/json"):
         raise GatewayError(
             415, "unsupported_content_type", f"Content-Type must be application/json, not {content_type or 'absent'!r}."
         )
@@ -37,10 +41,7 @@ def json_object(raw: bytes) -> dict[str, Any]:
     return parsed
 
 
-async def read_body(receive: Receive, headers: dict[str, str], limit: int) -> bytes:
-    declared = headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise too_large(int(declared), limit)
+async def read_body(receive: Receive, limit: int) -> bytes:
     chunks: list[bytes] = []
     size = 0
     while True:
@@ -50,15 +51,8 @@ async def read_body(receive: Receive, headers: dict[str, str], limit: int) -> by
         chunk = message.get("body", b"")
         size += len(chunk)
         if size > limit:
-            raise too_large(size, limit)
+            refusal = too_large(size, limit, so_far=True)
+            raise GatewayError(refusal.status, refusal.code, refusal.message)
         chunks.append(chunk)
         if not message.get("more_body", False):
             return b"".join(chunks)
-
-
-def too_large(size: int, limit: int) -> GatewayError:
-    return GatewayError(
-        413,
-        "request_too_large",
-        f"Request body too large: {size:,} bytes or more, the gateway's limit is {limit:,} (--max-body-bytes).",
-    )

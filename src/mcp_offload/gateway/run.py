@@ -1,8 +1,9 @@
-"""Running the gateway under uvicorn until SIGTERM/SIGINT.
+"""Running the gateway under uvicorn until SIGTERM/SIGINT, then shutting down gracefully (`web/server.py`).
 
 `serve_gateway` serves a built `GatewayApp` (closes nothing it did not open); `run_gateway` (the CLI entry) also
-builds and closes the services and the upstream client. On shutdown /healthz says "draining" while uvicorn stops
-accepting and lets the requests in flight (streams included) finish, bounded by `shutdown_grace_s`.
+builds and closes the services and the upstream client. On shutdown the gateway stops accepting connections,
+/healthz says "draining", new requests get a 503 in their API's error document (retry: another instance answers),
+and the requests in flight (streams included) finish, bounded by `shutdown_grace_s`.
 """
 
 from __future__ import annotations
@@ -17,22 +18,10 @@ from mcp_offload.gateway.app import GatewayApp
 from mcp_offload.gateway.options import GatewayConfigError, GatewayOptions
 from mcp_offload.providers.registry import PROVIDERS
 from mcp_offload.settings import Settings
-from mcp_offload.uvicorn_server import ExitZeroServer
 from mcp_offload.version import __version__
+from mcp_offload.web.server import DrainingServer
 
 log = logging.getLogger("mcp_offload.gateway")
-
-
-class _GatewayServer(ExitZeroServer):
-    """uvicorn that says "draining" on /healthz while it shuts down, and exits 0 on SIGTERM (no re-raised signal)."""
-
-    def __init__(self, config: uvicorn.Config, app: GatewayApp) -> None:
-        super().__init__(config)
-        self._gateway = app
-
-    async def shutdown(self, sockets: list[object] | None = None) -> None:  # type: ignore[override]
-        self._gateway.draining = True
-        await super().shutdown(sockets)  # type: ignore[arg-type]
 
 
 async def serve_gateway(app: GatewayApp) -> None:
@@ -48,7 +37,7 @@ async def serve_gateway(app: GatewayApp) -> None:
         date_header=False,
         timeout_graceful_shutdown=max(1, int(options.shutdown_grace_s)),
     )
-    server = _GatewayServer(config, app)
+    server = DrainingServer(config, app.drain, options.shutdown_grace_s)
     log.info(  # the normal start-up line: INFO, shown at the default level (it was a WARNING)
         "mcp-offload %s gateway on http://%s:%d (%s, retrieval %s, %s)",
         __version__,

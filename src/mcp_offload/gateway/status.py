@@ -1,5 +1,6 @@
 """The gateway's figures for people: the JSON document (`gateway_stats`), a plain-text table (`stats_lines`, for
-`mcp-offload stats`) and an HTML section / page (for the HTTP service's status page and the gateway's own `GET /`).
+`mcp-offload stats`) and an HTML section / page (for the HTTP service's status page and the gateway's own `GET /`,
+served with `GET /stats` by `status_endpoint`).
 
 The figures are gw-core's per-session counters (accounting.py): requests, upstream calls, tokens kept out and
 pulled back, retrieval calls, loops, fail-open events, the upstream's own cache figures, and two costs in
@@ -12,11 +13,19 @@ from __future__ import annotations
 
 import html
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
+import orjson
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, Response
+
 from mcp_offload.core.services import Services
+from mcp_offload.errors import StoreError
 from mcp_offload.gateway.accounting import session_summary
+from mcp_offload.gateway.errors import GatewayError, own_error_body
 from mcp_offload.version import __version__
+from mcp_offload.web.page import html_page
 
 MAX_SESSIONS_SHOWN = 20
 COLUMNS = (
@@ -111,12 +120,27 @@ def render_section(stats: dict[str, Any]) -> str:
 
 
 def render_page(stats: dict[str, Any]) -> str:
-    style = (
-        "body{font:14px/1.4 system-ui,sans-serif;margin:2em;color:#222}table{border-collapse:collapse}"
-        "td,th{padding:.25em .8em;border-bottom:1px solid #ddd;text-align:left}td.n{text-align:right}"
+    """The gateway's own `GET /`, in the style of the HTTP service's status page."""
+    return html_page(
+        "mcp-offload gateway",
+        f"<h1>mcp-offload gateway {html.escape(__version__)}</h1>",
+        render_section(stats),
+        "<p>JSON: <a href=stats>/stats</a>.</p>",
     )
-    return (
-        "<!doctype html><html lang=en><head><meta charset=utf-8><title>mcp-offload gateway</title>"
-        f"<style>{style}</style></head><body><h1>mcp-offload gateway {html.escape(__version__)}</h1>"
-        f"{render_section(stats)}<p>JSON: <a href=stats>/stats</a>.</p></body></html>"
-    )
+
+
+def status_endpoint(services: Services) -> Callable[[Request], Awaitable[Response]]:
+    """`GET /stats` (the JSON document) and `GET /` (the page); a store outage is a 503 in the gateway's own error
+    document (these are not provider paths)."""
+
+    async def status(request: Request) -> Response:
+        try:
+            stats = await gateway_stats(services)
+        except StoreError as exc:
+            error = GatewayError(503, "store_unavailable", f"The gateway's store is unavailable: {exc}")
+            return Response(own_error_body(error), 503, media_type="application/json")
+        if request.url.path == "/stats":
+            return Response(orjson.dumps(stats), media_type="application/json")
+        return HTMLResponse(render_page(stats))
+
+    return status

@@ -12,7 +12,7 @@ import pytest
 
 from mcp_offload.core.services import Services
 from mcp_offload.serve.http import HttpOptions
-from mcp_offload.serve.http.auth import principal_id
+from mcp_offload.web.token_check import principal_id
 from support.http_transport import (
     INIT,
     MCP_HEADERS,
@@ -97,7 +97,8 @@ async def test_a_session_only_works_with_the_token_that_opened_it(services: Serv
 
 
 def test_tokens_map_to_stable_principals_and_short_ones_are_refused() -> None:
-    from mcp_offload.serve.http.auth import BearerAuthMiddleware, parse_tokens
+    from mcp_offload.serve.http.auth import BearerAuthMiddleware
+    from mcp_offload.web.token_check import parse_tokens
 
     assert parse_tokens([f"{TOKEN_A}, {TOKEN_B}", TOKEN_A]) == (TOKEN_A, TOKEN_B)
     with pytest.raises(ValueError, match="at least 16"):

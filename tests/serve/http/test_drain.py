@@ -20,12 +20,12 @@ import pytest
 from mcp import MCPError
 
 from mcp_offload.mcp_server.tools import result_of
-from mcp_offload.serve.http.auth import principal_id
 from mcp_offload.serve.http.in_flight import InFlight
 from mcp_offload.serve.http.rpc_errors import SHUTTING_DOWN
 from mcp_offload.serve.http.shutdown_gate import ShutdownGate
 from mcp_offload.store.fs import FilesystemStore
 from mcp_offload.store.handles import scope_key
+from mcp_offload.web.token_check import principal_id
 from support import alive, descendants, free_port
 from support.http_transport import (
     TOKEN_A,

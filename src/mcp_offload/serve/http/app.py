@@ -3,14 +3,16 @@ savings figures at /stats and a status page at / (both behind the bearer auth, l
 
 `build_http_app` wires the pieces of this package together: the MCP server with its scope policy (`ConnectionScope`
 keyed by the authenticated principal) and its server middleware (shutdown gate, in-flight count, SSE activity,
-request log, outermost first), the SDK transports with the Host/Origin checks and limits, and the ASGI middleware
-(access log ⊃ Host/Origin check ⊃ bearer auth ⊃ body limit ⊃ routes). It returns what the runner needs for a
-graceful shutdown.
+request log, outermost first, over one `Drain`), the SDK transports with the Host/Origin checks and limits, and the
+shared ASGI middleware of `web/` (access log ⊃ Host/Origin check ⊃ bearer auth ⊃ body limit ⊃ routes), whose
+refusals MCP clients read as JSON-RPC errors (`refusals.py`). It returns what the runner needs for a graceful
+shutdown.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -18,30 +20,33 @@ from typing import Any
 from mcp.server.sse import SseServerTransport
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import JSONResponse
 from starlette.routing import Mount, Route
-from starlette.types import ASGIApp
+from starlette.types import ASGIApp, Scope
 
 from mcp_offload.core.services import Services
 from mcp_offload.gateway.status import gateway_stats
 from mcp_offload.mcp_server.extension import Extension
 from mcp_offload.mcp_server.offload_server import build_server
 from mcp_offload.mcp_server.scoping import ConnectionScope
-from mcp_offload.serve.http.access_log import AccessLog
-from mcp_offload.serve.http.auth import BearerAuthMiddleware, TokenCheck, request_principal
-from mcp_offload.serve.http.body_limit import BodyLimit
+from mcp_offload.serve.http.auth import BearerAuthMiddleware, request_principal
 from mcp_offload.serve.http.browser_login import BrowserSessions, login_endpoint
-from mcp_offload.serve.http.host_check import HostOriginCheck
 from mcp_offload.serve.http.in_flight import InFlight
 from mcp_offload.serve.http.options import HttpOptions, transport_security
+from mcp_offload.serve.http.refusals import mcp_refusal
 from mcp_offload.serve.http.request_log import RequestLog
 from mcp_offload.serve.http.shutdown_gate import ShutdownGate
 from mcp_offload.serve.http.sse import SseEndpoint
 from mcp_offload.serve.http.sse_sessions import SseSessions
 from mcp_offload.serve.http.stats_endpoint import stats_endpoint
 from mcp_offload.serve.http.status_page import status_page
-from mcp_offload.version import __version__
+from mcp_offload.web.access_log import AccessLog
+from mcp_offload.web.body_limit import BodyLimit
+from mcp_offload.web.drain import Drain
+from mcp_offload.web.health import health_endpoint
+from mcp_offload.web.host_check import HostOriginCheck, exposure_rules
+from mcp_offload.web.token_check import TokenCheck
+
+access_log = logging.getLogger("mcp_offload.serve.http")
 
 
 @dataclass
@@ -51,13 +56,15 @@ class HttpApp:
     app: ASGIApp
     gate: ShutdownGate
     in_flight: InFlight
+    drain: Drain  # the one both count into and the runner closes and waits on
 
 
 def build_http_app(services: Services, options: HttpOptions, *, extensions: Sequence[Extension] = ()) -> HttpApp:
     """The Starlette app serving `options.transport`. Does not own `services` (the caller closes them)."""
     server = build_server(services, scope_policy=ConnectionScope(principal=request_principal), extensions=extensions)
     serves_sse = options.transport in ("sse", "both")
-    gate, in_flight, sse_sessions = ShutdownGate(), InFlight(), SseSessions()
+    drain = Drain()
+    gate, in_flight, sse_sessions = ShutdownGate(drain), InFlight(drain), SseSessions()
     server.middleware.append(gate)  # refused requests are neither counted nor logged
     server.middleware.append(in_flight)
     if serves_sse:
@@ -68,11 +75,7 @@ def build_http_app(services: Services, options: HttpOptions, *, extensions: Sequ
     manager: StreamableHTTPSessionManager | None = None
     sse_state: dict[str, Any] = {}
 
-    async def healthz(request: Request) -> JSONResponse:
-        body = {"status": "draining" if gate.draining else "ok", "version": __version__}
-        return JSONResponse(body, status_code=503 if gate.draining else 200)
-
-    routes.append(Route("/healthz", healthz, methods=["GET"]))
+    routes.append(Route("/healthz", health_endpoint(drain), methods=["GET"]))
 
     async def gateway_figures() -> dict[str, Any]:
         return await gateway_stats(services)
@@ -112,10 +115,23 @@ def build_http_app(services: Services, options: HttpOptions, *, extensions: Sequ
                 sse_state["lifespan"] = await stack.enter_async_context(server.lifespan(server))
             yield
 
+    refuse = mcp_refusal()
     app: ASGIApp = Starlette(routes=routes, lifespan=lifespan)
-    app = BodyLimit(app, options.max_body_bytes)
+    app = BodyLimit(app, options.max_body_bytes, refuse)
     if options.tokens:
         app = BearerAuthMiddleware(app, options.tokens, open_paths=("/healthz", "/login"), browser=browser)
-    app = HostOriginCheck(app, security, open_paths=("/healthz",))
-    app = AccessLog(app)
-    return HttpApp(app=app, gate=gate, in_flight=in_flight)
+    rules = exposure_rules(options.host, options.allowed_hosts, options.allowed_origins)
+    app = HostOriginCheck(app, rules, refuse, open_paths=("/healthz",))
+    app = AccessLog(app, access_log, _mcp_fields)
+    return HttpApp(app=app, gate=gate, in_flight=in_flight, drain=drain)
+
+
+def _mcp_fields(scope: Scope) -> dict[str, Any]:
+    """The access log's MCP fields: the session (a prefix of its id) and the protocol version the client sent."""
+    session = protocol = None
+    for key, value in scope.get("headers", ()):
+        if key == b"mcp-session-id":
+            session = value.decode("latin-1")[:8] or None
+        elif key == b"mcp-protocol-version":
+            protocol = value.decode("latin-1") or None
+    return {"session": session, "protocol": protocol}

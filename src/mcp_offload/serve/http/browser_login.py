@@ -10,7 +10,7 @@ the bearer auth does and answers `303 See Other` to `/` with a cookie that is:
 - accepted only for reading the status: `GET /` and `GET /stats`, never for `/mcp` or `/sse`.
 
 Without a valid credential, `/` answers a short HTML 401 page with the login form instead of a JSON-RPC error.
-Everything here sits behind the Host/Origin check (host_check.py), like every route but /healthz.
+Everything here sits behind the Host/Origin check (web/host_check.py), like every route but /healthz.
 """
 
 from __future__ import annotations
@@ -26,6 +26,8 @@ from urllib.parse import parse_qs
 
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
+
+from mcp_offload.web.page import html_page
 
 COOKIE_NAME = "mcp_offload_status"
 COOKIE_TTL_S = 12 * 3600
@@ -116,17 +118,14 @@ def login_endpoint(
 def login_page(problem: str | None = None, *, status: int = 200) -> HTMLResponse:
     """The login form; also the body of a 401 for a browser on `/`."""
     note = f"<p class=error>{html.escape(problem)}</p>" if problem else ""
-    body = (
-        "<!doctype html><html lang=en><head><meta charset=utf-8><title>mcp-offload: log in</title>"
-        "<style>body{font:14px/1.4 system-ui,sans-serif;margin:2em;color:#222}.error{color:#b00020}"
-        "input{font:inherit;padding:.3em;width:28em}</style></head><body>"
+    body = html_page(
+        "mcp-offload: log in",
         "<h1>mcp-offload status</h1>"
         "<p>This server requires a token. Enter one of its tokens (the value of <code>--token</code> or "
         "<code>MCP_OFFLOAD_TOKEN</code>) to see the status page; a cookie keeps you logged in for 12 hours.</p>"
         f"{note}"
         '<form method=post action="/login"><input type=password name=token autocomplete=current-password '
-        'placeholder="token" autofocus> <button type=submit>Log in</button></form>'
-        "</body></html>"
+        'placeholder="token" autofocus> <button type=submit>Log in</button></form>',
     )
     headers = {"Cache-Control": "no-store"}
     if status == 401:

@@ -4,20 +4,18 @@ serve an open server beyond loopback, and the Host/Origin checks (DNS-rebinding 
 
 from __future__ import annotations
 
-import ipaddress
 import os
-import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from mcp.server.transport_security import TransportSecuritySettings
 
 from mcp_offload.errors import OperatorError
-from mcp_offload.serve.http.auth import parse_tokens
+from mcp_offload.web.host_check import exposure_rules, is_loopback
+from mcp_offload.web.token_check import parse_tokens
 
 Transport = Literal["http", "sse", "both"]
-LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 
 
 class RefusedConfig(OperatorError):
@@ -50,15 +48,6 @@ class HttpOptions:
             raise RefusedConfig("--max-body-bytes, --max-sessions and --session-idle-timeout must be positive")
 
 
-def is_loopback(host: str) -> bool:
-    if host in LOOPBACK_NAMES:
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
 def check_exposure(options: HttpOptions) -> None:
     """Refuse to serve an open (tokenless) server beyond loopback unless the operator said so explicitly."""
     if not is_loopback(options.host) and not options.tokens and not options.allow_open:
@@ -69,25 +58,14 @@ def check_exposure(options: HttpOptions) -> None:
 
 
 def transport_security(options: HttpOptions) -> TransportSecuritySettings:
-    """DNS-rebinding protection: loopback names always, the bound address, plus what the operator allows."""
-    if "*" in options.allowed_hosts:
+    """DNS-rebinding protection for the SDK's transports: the rules every route of the service is checked by
+    (`web.host_check.exposure_rules`: loopback names always, the bound address, plus what the operator allows)."""
+    rules = exposure_rules(options.host, options.allowed_hosts, options.allowed_origins)
+    if rules.hosts is None:
         return TransportSecuritySettings(enable_dns_rebinding_protection=False)
-    hosts = ["127.0.0.1", "127.0.0.1:*", "localhost", "localhost:*", "[::1]", "[::1]:*"]
-    if not is_loopback(options.host) and options.host not in ("0.0.0.0", "::"):
-        name = f"[{options.host}]" if ":" in options.host else options.host
-        hosts += [name, f"{name}:*"]
-    for host in options.allowed_hosts:
-        hosts.append(host)
-        if not host.endswith(":*") and not re.search(r":\d+$", host.rsplit("]", 1)[-1]):
-            hosts.append(host + ":*")
-    origins = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*", *options.allowed_origins]
     return TransportSecuritySettings(
-        enable_dns_rebinding_protection=True, allowed_hosts=_unique(hosts), allowed_origins=_unique(origins)
+        enable_dns_rebinding_protection=True, allowed_hosts=list(rules.hosts), allowed_origins=list(rules.origins or ())
     )
-
-
-def _unique(values: Sequence[str]) -> list[str]:
-    return list(dict.fromkeys(values))
 
 
 def http_options_from_args(args: Any, environ: dict[str, str] | None = None) -> HttpOptions:

@@ -13,7 +13,8 @@ from typing import Any
 from mcp.server import ServerRequestContext
 from mcp.server.context import CallNext, HandlerResult
 
-from mcp_offload.serve.http.auth import principal_label, request_principal
+from mcp_offload.serve.http.auth import request_principal
+from mcp_offload.web.token_check import principal_label
 
 request_log = logging.getLogger("mcp_offload.requests")
 

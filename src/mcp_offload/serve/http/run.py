@@ -1,15 +1,15 @@
 """Running the HTTP app under uvicorn until SIGTERM/SIGINT, then shutting down gracefully.
 
-The shutdown, in order: stop accepting connections, close the gate (new MCP requests are refused), let the calls
-in flight finish (bounded by `HttpOptions.shutdown_grace_s`), then close the long-lived SSE streams and let uvicorn
-stop. `run_http` (the CLI entry) also owns the services and the proxy's upstreams and closes them afterwards.
+The shutdown (`web/server.py`), in order: stop accepting connections, close the drain (new MCP requests are refused
+by the gate), let the calls in flight finish (bounded by `HttpOptions.shutdown_grace_s`), then close the long-lived
+SSE streams and let uvicorn stop. `run_http` (the CLI entry) also owns the services and the proxy's upstreams and
+closes them afterwards.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any
 
 import anyio
 import uvicorn
@@ -20,34 +20,13 @@ from mcp_offload.logs import log_to_stderr
 from mcp_offload.mcp_server.extension import Extension
 from mcp_offload.proxy import ProxyConfig, open_proxy
 from mcp_offload.serve.http.app import build_http_app
-from mcp_offload.serve.http.in_flight import InFlight
-from mcp_offload.serve.http.options import HttpOptions, RefusedConfig, check_exposure, is_loopback
-from mcp_offload.serve.http.shutdown_gate import ShutdownGate
+from mcp_offload.serve.http.options import HttpOptions, RefusedConfig, check_exposure
 from mcp_offload.settings import Settings
-from mcp_offload.uvicorn_server import ExitZeroServer
 from mcp_offload.version import __version__
+from mcp_offload.web.host_check import is_loopback
+from mcp_offload.web.server import DrainingServer
 
 log = logging.getLogger(__name__)
-
-
-class GracefulServer(ExitZeroServer):
-    """uvicorn with a drain phase before its own shutdown, and no re-raised signal afterwards (exit code 0)."""
-
-    def __init__(self, config: uvicorn.Config, gate: ShutdownGate, in_flight: InFlight, grace_s: float) -> None:
-        super().__init__(config)
-        self._gate = gate
-        self._in_flight = in_flight
-        self._grace_s = grace_s
-
-    async def shutdown(self, sockets: list[Any] | None = None) -> None:
-        for server in self.servers:
-            server.close()  # no new connections
-        self._gate.close()  # no new MCP requests
-        log.info("shutting down: waiting up to %.0f s for %d in-flight call(s)", self._grace_s, self._in_flight.count)
-        if not await self._in_flight.wait_idle(self._grace_s):
-            log.warning("shutting down: %d call(s) still running after the grace period", self._in_flight.count)
-        AppStatus.should_exit = True  # now close the long-lived SSE streams
-        await super().shutdown(sockets)
 
 
 async def run_http(settings: Settings, options: HttpOptions, proxy: ProxyConfig | None = None) -> None:
@@ -80,7 +59,7 @@ async def serve_http(services: Services, options: HttpOptions, *, extensions: Se
         lifespan="on",
         timeout_graceful_shutdown=max(1, int(options.shutdown_grace_s)),
     )
-    server = GracefulServer(config, built.gate, built.in_flight, options.shutdown_grace_s)
+    server = DrainingServer(config, built.drain, options.shutdown_grace_s, after_drain=_close_sse_streams)
     where = ", ".join(
         f"http://{options.host}:{options.port}{path}"
         for path, on in (
@@ -104,3 +83,8 @@ async def serve_http(services: Services, options: HttpOptions, *, extensions: Se
     await server.serve()
     if not server.started:
         raise RefusedConfig(f"could not listen on {options.host}:{options.port} (see the log above)")
+
+
+def _close_sse_streams() -> None:
+    """After the drain: the long-lived SSE streams end (our shutdown drains calls first, then closes streams)."""
+    AppStatus.should_exit = True

@@ -1,8 +1,10 @@
-"""`ShutdownGate`: once the server starts shutting down, new MCP requests are refused with a clear error.
+"""`ShutdownGate`: once the service's `Drain` (`web/drain.py`) is closed, new MCP requests are refused with a clear
+error.
 
-A server middleware (every transport, both eras): while the gate is closed, every request (not notifications) gets
-JSON-RPC error `SHUTTING_DOWN`; new SSE streams get a 503 with the same code (`refusal`), and /healthz says
-"draining". The runner closes it on SIGTERM, before waiting for the calls already in flight (`in_flight.py`).
+A server middleware (every transport, both eras): while draining, every request (not notifications) gets JSON-RPC
+error `SHUTTING_DOWN`; new SSE streams get a 503 with the same code (`refusal`), and /healthz says "draining". The
+server closes the drain on SIGTERM (`web/server.py`), before waiting for the calls already in flight
+(`in_flight.py`).
 """
 
 from __future__ import annotations
@@ -15,19 +17,24 @@ from mcp.shared.exceptions import MCPError
 from starlette.responses import JSONResponse
 
 from mcp_offload.serve.http.rpc_errors import SHUTTING_DOWN, rpc_error
+from mcp_offload.web.drain import Drain
 
 
 class ShutdownGate:
-    """Open while serving; `close()` on shutdown makes every new MCP request fail fast (reconnect and retry)."""
+    """Open while serving; once the drain is closed every new MCP request fails fast (reconnect and retry)."""
 
-    def __init__(self) -> None:
-        self.draining = False
+    def __init__(self, drain: Drain | None = None) -> None:
+        self.drain = drain or Drain()
+
+    @property
+    def draining(self) -> bool:
+        return self.drain.draining
 
     def close(self) -> None:
-        self.draining = True
+        self.drain.close()
 
     async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
-        if self.draining and ctx.request_id is not None:  # notifications pass: nothing waits on them
+        if self.drain.draining and ctx.request_id is not None:  # notifications pass: nothing waits on them
             raise MCPError(code=SHUTTING_DOWN, message="mcp-offload is shutting down; reconnect and retry.")
         return await call_next(ctx)
 

@@ -25,19 +25,11 @@ from mcp_offload.savings import last_days, summarize
 from mcp_offload.savings.record import DaySummary, SavingsRow
 from mcp_offload.serve.http.stats_endpoint import GatewayFigures, read_gateway, requested_days
 from mcp_offload.store import ScannedOutput
+from mcp_offload.web.page import html_page
 
 CHART_W, CHART_H, CHART_PAD = 720, 200, 30
 USAGE_TTL_S = 10.0
 MIN_REFRESH_S, MAX_REFRESH_S = 5, 3600
-
-_STYLE = """
-body{font:14px/1.4 system-ui,sans-serif;margin:2em;color:#222;background:#fff}
-h1{font-size:1.4em}h2{font-size:1.1em;margin-top:1.6em}
-table{border-collapse:collapse}td,th{padding:.25em .8em;border-bottom:1px solid #ddd;text-align:left}
-td.n{text-align:right;font-variant-numeric:tabular-nums}
-caption{text-align:left;color:#555}.empty{color:#555}
-.ready{color:#17702a}.failed,.stopped{color:#b00020}.starting,.restarting{color:#8a6d00}
-"""
 
 
 def router_of(extensions: Sequence[Extension]) -> ProxyRouter | None:
@@ -137,9 +129,6 @@ def render_page(view: PageView) -> str:
         else "<a href=?refresh=30>auto-refresh every 30 s</a>"
     )
     parts = [
-        f"<!doctype html><html lang=en><head><meta charset=utf-8>{refresh}",
-        "<title>mcp-offload status</title>",
-        f"<style>{_STYLE}</style></head><body>",
         f"<h1>mcp-offload {html.escape(__version__)}</h1>",
         f"<p>Up {_span(view.uptime_s)} · {_usage_line(view.usage)} · {toggle}</p>",
         "<h2>Upstream servers</h2>",
@@ -163,8 +152,7 @@ def render_page(view: PageView) -> str:
             f"<strong>{total.tokens_net:,} net saved</strong>. JSON: <a href=stats>/stats</a>.</p>",
         ]
     parts.append(view.gateway)
-    parts.append("</body></html>")
-    return "\n".join(parts)
+    return html_page("mcp-offload status", *parts, head=refresh)
 
 
 def _span(seconds: float) -> str:
