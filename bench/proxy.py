@@ -11,7 +11,7 @@ real SDK `Client` of this venv (mcp 2.3), and every client and server is a separ
 
   direct             Client → stdio → upstream (no proxy; the yardstick for overhead)
   mcp-offload        Client → stdio → `python -m mcp_offload --config servers.json` → stdio → upstreams;
-                     once per client era: the 2025-11-25 handshake (`mode="legacy"`) and 2026-07-28 (`mode="auto"`)
+                     once per client era: the 2025-11-25 handshake (`mode="legacy"`) and 2026-07-28 (pinned)
   mcp-offload http   Client → streamable HTTP (loopback) → `mcp_offload --config … --transport http` → stdio → …
                      (and once more with `--json-response`: plain JSON answers instead of an SSE stream per POST)
   mcp-proxy 0.13.0   Client → streamable HTTP (loopback) → `mcp-proxy --named-server every '<cmd>' --named-server
@@ -44,6 +44,11 @@ is always a 2025-11-25 call: the 2026-07-28 row's overhead includes what that er
     python bench/proxy.py [--small 200] [--large 10]
         [--targets direct,ours,ours-modern,ours-http,ours-http-json,mcp-proxy,jmunch,fastmcp] [--cases …]
     MCP_OFFLOAD_BENCH_OURS="/path/to/candidate-mcp-offload" python bench/proxy.py   # another build in ours' place
+    MCP_OFFLOAD_BENCH_BASE="env PYTHONPATH=/tmp/base/src python -m mcp_offload" python bench/proxy.py \
+        --targets direct,ours,base,ours-modern,base-modern,jmunch   # before/after: a baseline build in the same run
+
+The `base` and `base-modern` targets are mcp-offload again, run by the command in MCP_OFFLOAD_BENCH_BASE (e.g. main's
+sources, `git archive main src | tar -x -C /tmp/base`), so a change is measured against what it changes in one run.
 """
 
 from __future__ import annotations
@@ -267,9 +272,15 @@ def http_server(argv: list[str], port: int, log: Path) -> Iterator[str]:
                 process.wait()
 
 
-def ours_argv(config: Path, store: Path) -> list[str]:
-    """`python -m mcp_offload …`, or the command in MCP_OFFLOAD_BENCH_OURS (to measure a candidate build)."""
-    command = shlex.split(os.environ.get("MCP_OFFLOAD_BENCH_OURS", "")) or [sys.executable, "-m", "mcp_offload"]
+def ours_argv(config: Path, store: Path, *, base: bool = False) -> list[str]:
+    """`python -m mcp_offload …`, or the command in MCP_OFFLOAD_BENCH_OURS (to measure a candidate build); with
+    `base`, the command in MCP_OFFLOAD_BENCH_BASE (the baseline build; Skip when it is not set)."""
+    if base:
+        command = shlex.split(os.environ.get("MCP_OFFLOAD_BENCH_BASE", ""))
+        if not command:
+            raise Skip("SKIPPED: set MCP_OFFLOAD_BENCH_BASE to the baseline build's command")
+    else:
+        command = shlex.split(os.environ.get("MCP_OFFLOAD_BENCH_OURS", "")) or [sys.executable, "-m", "mcp_offload"]
     return [*command, "--config", str(config), "--store", str(store)]
 
 
@@ -294,11 +305,14 @@ async def open_target(key: str, up: Upstreams, workdir: Path, stack: AsyncExitSt
             small, Call(await client(stdio([up.node, *up.filesystem]), "legacy"), "read_text_file", read_args), up
         )
         return t
-    if key in ("ours", "ours-modern"):
-        mode = "legacy" if key == "ours" else "auto"
-        c = await client(stdio(ours_argv(config, workdir / f"store-{key}")), mode)
+    if key in ("ours", "ours-modern", "base", "base-modern"):
+        # 2026-07-28 pinned, not "auto": under load a slow start can time out the discover probe, and then "auto"
+        # falls back to the handshake (a base-modern row once measured 2025-11-25)
+        mode = "2026-07-28" if key.endswith("-modern") else "legacy"
+        baseline = key.startswith("base")
+        c = await client(stdio(ours_argv(config, workdir / f"store-{key}", base=baseline)), mode)
         era = c.protocol_version
-        t = Target(key, f"mcp-offload stdio {era}")
+        t = Target(key, f"mcp-offload{' (base)' if baseline else ''} stdio {era}")
         t.set_calls(Call(c, "every__echo", echo_args), Call(c, "fs__read_text_file", read_args), up)
         return t
     if key in ("ours-http", "ours-http-json"):
@@ -378,7 +392,7 @@ def check(target: Target, case: str, result: Any, reference: Any | None) -> None
             raise AssertionError(f"{target.label}: echo differs from direct: {got} != {want}")
         return
     size = LARGE_BYTES if case == "large" else FIRST_ANSWER[case][1]
-    if target.key.startswith("ours"):
+    if target.key.startswith(("ours", "base")):
         links = [b for b in result.content if getattr(b, "type", "") == "resource_link"]
         if not links or "Stored as" not in _text(result):
             raise AssertionError(f"{target.label}: {case} read was not offloaded: {_text(result)[:300]!r}")
@@ -433,6 +447,10 @@ PEER_PAIRS = [
     ("ours", "fastmcp"),
     ("ours", "jmunch"),
     ("ours-modern", "jmunch"),
+    ("base", "jmunch"),
+    ("base-modern", "jmunch"),
+    ("ours", "base"),  # a change against its baseline build (MCP_OFFLOAD_BENCH_BASE)
+    ("ours-modern", "base-modern"),
 ]
 
 
@@ -463,7 +481,7 @@ def rows_for(targets: list[Target], skipped: dict[str, str], case: str) -> list[
             row.update(yardstick="direct", yardstick_ms=round(direct_med, 3), ratio=round(med / direct_med, 2))
             row["overhead_ms"] = round(overhead, 3)
             note = f"overhead {overhead:+.2f} ms; " + note
-            if case == "small" and t.key.startswith("ours"):
+            if case == "small" and t.key.startswith(("ours", "base")):
                 note += "; target <2 ms overhead"
         elif t.key == "direct":
             note = "the yardstick; " + note
@@ -476,7 +494,7 @@ def rows_for(targets: list[Target], skipped: dict[str, str], case: str) -> list[
         o_med, p_med = stats(ours)[0], stats(peer)[0]
         row = {
             "suite": "proxy",
-            "case": f"{ours.label} vs {peer.label.split()[0]}",
+            "case": f"{ours.label} vs {'base' if peer_key.startswith('base') else peer.label.split()[0]}",
             "size": size,
             "ours_ms": round(o_med, 3),
             "yardstick": peer.label,

@@ -303,11 +303,6 @@ class Upstream:
         if self._client is client:
             self._lost.set()
 
-    @property
-    def raw_ready(self) -> bool:
-        """Whether a call can go out on the raw channel right now (ready, connected, one at hand)."""
-        return self.state == "ready" and self._raw is not None and self._client is not None and not self._lost.is_set()
-
     async def call_tool(
         self,
         name: str,
@@ -359,7 +354,7 @@ class Upstream:
             raise self._closed_during(name) from None
         except TimeoutError:
             raise self._timed_out(name, timeout) from None
-        result = self.tool_result(name, answer)
+        result = self._tool_result(name, answer)
         if not result.is_error:  # the SDK's outputSchema check, on what its call checks
             try:
                 await client.session.validate_tool_result(name, result)
@@ -368,7 +363,7 @@ class Upstream:
         self._failures = 0
         return result
 
-    def tool_result(self, name: str, answer: dict[str, Any]) -> types.CallToolResult:
+    def _tool_result(self, name: str, answer: dict[str, Any]) -> types.CallToolResult:
         """The `tools/call` answer message as a result. Raises `MCPError` (the upstream's JSON-RPC error, passed
         through as the SDK client raises it) or `UpstreamUnavailable` (an answer that is no tool result)."""
         error = answer.get("error")

@@ -17,6 +17,7 @@ its last request (`note_sent`), so both speak as the same client.
 from __future__ import annotations
 
 import itertools
+import json
 import logging
 import math
 from collections.abc import Awaitable, Callable
@@ -32,6 +33,7 @@ from mcp_types import CLIENT_CAPABILITIES_META_KEY, CLIENT_INFO_META_KEY, PROTOC
 log = logging.getLogger(__name__)
 
 ENVELOPE_KEYS = (PROTOCOL_VERSION_META_KEY, CLIENT_INFO_META_KEY, CLIENT_CAPABILITIES_META_KEY)
+ID_PREFIX = "mo-"  # our request ids are strings; the SDK numbers its own
 COURTESY_CANCEL_S = 2.0  # bound on writing a courtesy cancel (a wedged pipe must not hang the caller)
 
 ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
@@ -56,20 +58,24 @@ class RawChannel:
     # -- the reader's side ---------------------------------------------------------------------------------------
     def take(self, message: Any) -> bool:
         """Whether `message` (a parsed JSON-RPC message) is this channel's: an answer to one of its requests, or
-        progress on one. Called by the reader for every message, before the SDK client sees it."""
-        if not self._pending or type(message) is not dict:
+        progress on one. Called by the reader for every message, before the SDK client sees it. An answer or
+        progress for one of our ids that nobody waits for any more (a call that timed out or was cancelled, or an
+        id the upstream made up) is taken and dropped, as the SDK drops a late answer: the SDK never sees our ids."""
+        if type(message) is not dict:
             return False
-        key = message.get("id")
         if "method" not in message:
-            stream = self._pending.get(key) if type(key) is str else None
+            key = message.get("id")
         elif message.get("method") == "notifications/progress":
             params = message.get("params")
-            token = params.get("progressToken") if type(params) is dict else None
-            stream = self._pending.get(token) if type(token) is str else None
+            key = params.get("progressToken") if type(params) is dict else None
         else:
             return False
-        if stream is None:
+        if type(key) is not str or not key.startswith(ID_PREFIX):
             return False
+        stream = self._pending.get(key)
+        if stream is None:
+            log.debug("dropping a message for %r, which no call waits for", key[:80])
+            return True
         # a caller that stopped waiting (timed out, cancelled) misses it: the message is dropped, as the SDK does
         with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, anyio.WouldBlock):
             stream.send_nowait(message)
@@ -103,7 +109,7 @@ class RawChannel:
         `timeout_s` (the upstream was told to cancel), `ChannelClosed` when the connection ends first."""
         if self._closed:
             raise ChannelClosed
-        request_id = f"mo-{next(self._ids)}"
+        request_id = f"{ID_PREFIX}{next(self._ids)}"
         meta: dict[str, Any] = {}
         if modern and self.envelope is not None:
             meta.update(self.envelope)
@@ -111,14 +117,15 @@ class RawChannel:
             meta["progressToken"] = request_id
         if meta:
             params = {**params, "_meta": meta}
-        line = orjson.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}) + b"\n"
+        line = encode_line({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
         send, receive = anyio.create_memory_object_stream[dict[str, Any]](math.inf)
         self._pending[request_id] = send
-        written = False
         try:
             with receive, anyio.fail_after(timeout_s):
-                await self._write(line)
-                written = True
+                try:
+                    await self._write(line)
+                except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
+                    raise ChannelClosed from exc  # the upstream's stdin is gone: it exited or is exiting
                 async for message in receive:
                     if "method" not in message:
                         return message
@@ -129,9 +136,10 @@ class RawChannel:
             await self._cancel(request_id, "timed out")
             raise
         except anyio.get_cancelled_exc_class():
-            if written:
-                with anyio.CancelScope(shield=True):
-                    await self._cancel(request_id, "the caller cancelled")
+            # sent or not (a cancel may land while the line is being written), the upstream is told; a cancel for
+            # an id it never saw is ignored, as the protocol says
+            with anyio.CancelScope(shield=True):
+                await self._cancel(request_id, "the caller cancelled")
             raise
         finally:
             self._pending.pop(request_id, None)
@@ -145,9 +153,18 @@ class RawChannel:
         note = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params}
         with anyio.move_on_after(COURTESY_CANCEL_S):
             try:
-                await self._write(orjson.dumps(note) + b"\n")
+                await self._write(encode_line(note))
             except Exception as exc:  # the connection is going away: nothing left to cancel
                 log.debug("courtesy cancel of %s not sent: %s", request_id, exc)
+
+
+def encode_line(message: dict[str, Any]) -> bytes:
+    """One message as a JSON line: orjson, or the standard library for what orjson refuses (integers over 64 bits,
+    which a client's arguments may hold)."""
+    try:
+        return orjson.dumps(message) + b"\n"
+    except orjson.JSONEncodeError:
+        return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
 
 
 async def _report(progress: ProgressFn, message: dict[str, Any]) -> None:
