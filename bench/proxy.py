@@ -66,7 +66,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import AsyncExitStack, contextmanager
+from contextlib import AsyncExitStack, contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -225,6 +225,8 @@ class Target:
     calls: dict[str, Call] = field(default_factory=dict)  # by case: small, large, log, csv, json
     times: dict[str, list[float]] = field(default_factory=dict)
     wire_bytes: dict[str, int] = field(default_factory=dict)
+    pid: int | None = None  # the proxy process the small call goes through (a stdio child of this process)
+    cpu_ms: dict[str, float] = field(default_factory=dict)  # by case: that process's CPU time per timed call
 
     def set_calls(self, small: Call, read: Call, up: Upstreams) -> None:
         """echo for `small`; `read` (a read_text_file call) of the large file and of each first-answer file."""
@@ -232,6 +234,26 @@ class Target:
         self.calls["large"] = read
         for case, path in up.files.items():
             self.calls[case] = Call(read.client, read.tool, {"path": str(path)})
+
+
+def child_pids() -> set[int]:
+    """This process's children (Linux /proc; empty elsewhere: then no CPU figures)."""
+    pids: set[int] = set()
+    for task in Path("/proc/self/task").glob("*"):
+        with suppress(OSError, ValueError):
+            pids.update(int(p) for p in (task / "children").read_text().split())
+    return pids
+
+
+def cpu_ms(pid: int | None) -> float | None:
+    """CPU time (user + system) a process has used so far, from /proc/<pid>/stat; None when unknown."""
+    if pid is None:
+        return None
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
 
 
 def free_port() -> int:
@@ -290,13 +312,25 @@ def stdio(argv: list[str]) -> StdioServerParameters:
 
 async def open_target(key: str, up: Upstreams, workdir: Path, stack: AsyncExitStack) -> Target:
     """Connect every client of target `key` (inside `stack`); raises Skip when the target cannot run here."""
+    spawned: list[int] = []  # the stdio children started for this target, in order (the first serves `small`)
+
+    async def client(transport: Any, mode: str) -> Client:
+        before = child_pids()
+        c = await stack.enter_async_context(Client(transport, mode=mode, read_timeout_seconds=CALL_TIMEOUT_S))
+        spawned.extend(sorted(child_pids() - before))
+        return c
+
+    t = await _open_target(key, up, workdir, stack, client)
+    if key != "direct" and spawned:
+        t.pid = spawned[0]  # a stdio proxy: its CPU per small call is measured (the loaded machine's robust figure)
+    return t
+
+
+async def _open_target(key: str, up: Upstreams, workdir: Path, stack: AsyncExitStack, client: Any) -> Target:
     echo_args = ECHO_ARGS
     read_args = {"path": str(up.large_file)}
     config = workdir / "servers.json"
     config.write_text(json.dumps(up.config()))
-
-    async def client(transport: Any, mode: str) -> Client:
-        return await stack.enter_async_context(Client(transport, mode=mode, read_timeout_seconds=CALL_TIMEOUT_S))
 
     if key == "direct":
         t = Target(key, "direct stdio")
@@ -414,6 +448,7 @@ async def measure(targets: list[Target], case: str, calls: int, warmup: int) -> 
         check(target, case, result, reference)
         target.wire_bytes[case] = len(result.model_dump_json(by_alias=True, exclude_none=True))
     n = len(targets)
+    cpu_before = {target.key: cpu_ms(target.pid) for target in targets}
     for i in range(calls):
         order = targets[i % n :] + targets[: i % n]
         if (i // n) % 2:
@@ -425,6 +460,10 @@ async def measure(targets: list[Target], case: str, calls: int, warmup: int) -> 
             target.times.setdefault(case, []).append((time.perf_counter() - start) * 1000)
             if result.is_error:
                 raise AssertionError(f"{target.label} {case}: error result {_text(result)[:300]!r}")
+    for target in targets:
+        before, after = cpu_before[target.key], cpu_ms(target.pid)
+        if before is not None and after is not None:
+            target.cpu_ms[case] = (after - before) / calls
 
 
 def p90(values: list[float]) -> float:
@@ -476,6 +515,9 @@ def rows_for(targets: list[Target], skipped: dict[str, str], case: str) -> list[
             "wire_bytes": t.wire_bytes.get(case),
         }
         note = f"p90 {high:.2f} ms, n={len(t.times[case])}, reply {t.wire_bytes.get(case, 0):,} B"
+        if case in t.cpu_ms:  # the proxy process's own CPU per call: what a loaded machine multiplies into latency
+            row["cpu_ms_per_call"] = round(t.cpu_ms[case], 3)
+            note += f", proxy CPU {t.cpu_ms[case]:.2f} ms/call"
         if direct_med and t.key != "direct":
             overhead = med - direct_med
             row.update(yardstick="direct", yardstick_ms=round(direct_med, 3), ratio=round(med / direct_med, 2))
@@ -510,6 +552,10 @@ def rows_for(targets: list[Target], skipped: dict[str, str], case: str) -> list[
                 row["note"] += f" (x{row['overhead_ratio']:.2f})"
             if case == "small":
                 row["note"] += "; target: ours lower"
+        if case in ours.cpu_ms and case in peer.cpu_ms and peer.cpu_ms[case] > 0:
+            row["cpu_ratio"] = round(ours.cpu_ms[case] / peer.cpu_ms[case], 2)
+            cpu = f"ours {ours.cpu_ms[case]:.2f} ms, peer {peer.cpu_ms[case]:.2f} ms (x{row['cpu_ratio']:.2f})"
+            row["note"] = row.get("note", "") + f"; proxy CPU/call {cpu}"
         rows.append(row)
     for key, why in skipped.items():
         rows.append({"suite": "proxy", "case": key, "size": size, "ours_ms": None, "note": why})
