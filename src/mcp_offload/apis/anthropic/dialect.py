@@ -22,6 +22,7 @@ from mcp_offload.apis.anthropic.errors import stream_error_event
 from mcp_offload.apis.dialect import (
     Answer,
     CallOutcome,
+    FinalAnswer,
     ModelToolCall,
     Round,
     arguments_object,
@@ -91,6 +92,21 @@ class AnthropicDialect:
             for a in answers
         ]
         return [{"role": "assistant", "content": blocks}, {"role": "user", "content": list(map(tool_result, answers))}]
+
+    def answer_text(self, response: dict[str, Any]) -> str:
+        content = response.get("content")
+        blocks = content if isinstance(content, list) else []
+        return "".join(str(b.get("text") or "") for b in blocks if isinstance(b, dict) and b.get("type") == "text")
+
+    def final_answer(self, response: dict[str, Any], retrieval_names: frozenset[str]) -> FinalAnswer | None:
+        content = response.get("content")
+        if not isinstance(content, list) or not content:
+            return None
+        blocks = [b if isinstance(b, dict) else {} for b in content]
+        if any(_is_retrieval(b, retrieval_names) for b in blocks):
+            return None
+        said = {"role": "assistant", "content": blocks}
+        return FinalAnswer(client_copy=said, messages=[said])
 
     def without_retrieval(self, outcome: CallOutcome, retrieval_names: frozenset[str]) -> CallOutcome:
         blocks = [b for b in outcome.output if not _is_retrieval(b, retrieval_names)]

@@ -30,6 +30,7 @@ from mcp_offload.apis.converse.messages import block_kind
 from mcp_offload.apis.dialect import (
     Answer,
     CallOutcome,
+    FinalAnswer,
     ModelToolCall,
     Round,
     arguments_object,
@@ -103,6 +104,16 @@ class ConverseDialect:
             for a in answers
         ]
         return [{"role": "assistant", "content": blocks}, {"role": "user", "content": list(map(tool_result, answers))}]
+
+    def answer_text(self, response: dict[str, Any]) -> str:
+        return "".join(b["text"] for b in _content(response) if isinstance(b.get("text"), str))
+
+    def final_answer(self, response: dict[str, Any], retrieval_names: frozenset[str]) -> FinalAnswer | None:
+        blocks = _content(response)
+        if not blocks or any(_is_retrieval(b, retrieval_names) for b in blocks):
+            return None
+        said = {"role": "assistant", "content": blocks}
+        return FinalAnswer(client_copy=said, messages=[said])
 
     def without_retrieval(self, outcome: CallOutcome, retrieval_names: frozenset[str]) -> CallOutcome:
         blocks = [b for b in outcome.output if not _is_retrieval(b, retrieval_names)]
