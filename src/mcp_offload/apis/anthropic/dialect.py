@@ -31,7 +31,7 @@ from mcp_offload.apis.dialect import (
 )
 from mcp_offload.apis.names import ApiName
 from mcp_offload.apis.sse import SseEvent, encode_event
-from mcp_offload.apis.usage import UsageFigures, add_usage, as_int, usage_of
+from mcp_offload.apis.usage import UsageFigures, add_usage, cache_counted_figures, usage_of
 
 PING = b'event: ping\ndata: {"type": "ping"}\n\n'
 
@@ -149,13 +149,12 @@ class AnthropicDialect:
         return usage_of(response)
 
     def figures(self, usage: dict[str, Any]) -> UsageFigures:
-        read = as_int(usage.get("cache_read_input_tokens"))
-        write = as_int(usage.get("cache_creation_input_tokens"))
-        return UsageFigures(
-            input_tokens=as_int(usage.get("input_tokens")) + read + write,
-            output_tokens=as_int(usage.get("output_tokens")),
-            cache_read_tokens=read,
-            cache_write_tokens=write,
+        return cache_counted_figures(
+            usage,
+            input_key="input_tokens",
+            output_key="output_tokens",
+            read_key="cache_read_input_tokens",
+            write_key="cache_creation_input_tokens",
         )
 
 

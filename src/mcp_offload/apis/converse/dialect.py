@@ -39,7 +39,7 @@ from mcp_offload.apis.dialect import (
 )
 from mcp_offload.apis.names import ApiName
 from mcp_offload.apis.sse import SseEvent, encode_event
-from mcp_offload.apis.usage import UsageFigures, add_usage, as_int
+from mcp_offload.apis.usage import UsageFigures, add_usage, as_int, cache_counted_figures
 
 
 def _tool_calls(blocks: list[dict[str, Any]]) -> list[ModelToolCall]:
@@ -158,13 +158,12 @@ class ConverseDialect:
         return dict(usage) if isinstance(usage, dict) else {}
 
     def figures(self, usage: dict[str, Any]) -> UsageFigures:
-        read = as_int(usage.get("cacheReadInputTokens"))
-        write = as_int(usage.get("cacheWriteInputTokens"))
-        return UsageFigures(
-            input_tokens=as_int(usage.get("inputTokens")) + read + write,
-            output_tokens=as_int(usage.get("outputTokens")),
-            cache_read_tokens=read,
-            cache_write_tokens=write,
+        return cache_counted_figures(
+            usage,
+            input_key="inputTokens",
+            output_key="outputTokens",
+            read_key="cacheReadInputTokens",
+            write_key="cacheWriteInputTokens",
         )
 
 
