@@ -15,8 +15,6 @@ import copy
 from collections.abc import Sequence
 from typing import Any
 
-import orjson
-
 from mcp_offload.apis.anthropic.breakpoint import with_end_breakpoint
 from mcp_offload.apis.anthropic.errors import stream_error_event
 from mcp_offload.apis.dialect import (
@@ -26,6 +24,7 @@ from mcp_offload.apis.dialect import (
     ModelToolCall,
     Round,
     arguments_object,
+    parsed_arguments,
     replayed_rounds,
     with_appended,
 )
@@ -260,11 +259,7 @@ class AnthropicSplicer:
 
     def _close_block(self, index: int, block: dict[str, Any]) -> None:
         if index in self._json:
-            raw = self._json.pop(index)
-            try:
-                block["input"] = orjson.loads(raw) if raw.strip() else {}
-            except orjson.JSONDecodeError:
-                block["input"] = raw
+            block["input"] = parsed_arguments(self._json.pop(index))
 
     def call_complete(self) -> bool:
         return self._complete

@@ -22,8 +22,6 @@ import copy
 from collections.abc import Sequence
 from typing import Any
 
-import orjson
-
 from mcp_offload.apis.converse.cache_points import with_end_cache_point
 from mcp_offload.apis.converse.errors import stream_error_event
 from mcp_offload.apis.converse.messages import block_kind
@@ -34,6 +32,7 @@ from mcp_offload.apis.dialect import (
     ModelToolCall,
     Round,
     arguments_object,
+    parsed_arguments,
     replayed_rounds,
     with_appended,
 )
@@ -256,11 +255,7 @@ class ConverseSplicer:
 
     def _close_block(self, index: int) -> None:
         if index in self._json and "toolUse" in self._blocks[index]:
-            raw = self._json.pop(index)
-            try:
-                self._blocks[index]["toolUse"]["input"] = orjson.loads(raw) if raw.strip() else {}
-            except orjson.JSONDecodeError:
-                self._blocks[index]["toolUse"]["input"] = raw
+            self._blocks[index]["toolUse"]["input"] = parsed_arguments(self._json.pop(index))
 
     def call_complete(self) -> bool:
         return self._complete
