@@ -8,6 +8,7 @@ import asyncio
 import re
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -39,24 +40,42 @@ def server_command(store: Path) -> tuple[str, list[str]]:
     ]  # fmt: skip
 
 
+@dataclass(frozen=True)
+class Bridge:
+    """A tool of the agent's own that calls its MCP tools by name, and the call the model makes first."""
+
+    tool: str
+    name_key: str
+    args_key: str
+    first: ToolCall | None = None  # e.g. Qwen Code's `tool_search`, which shows the model the schemas it calls by
+
+
+OPENCLAW_BRIDGE = Bridge("tool_call", "id", "args")  # OpenClaw 2026.9: tool_call {"id": NAME, "args": {...}}
+
+
 def reader(
-    handle: str, read: str, search: str, unwrap: Callable[[str], str] = str, bridge: str | None = None
+    handle: str, read: str, search: str, unwrap: Callable[[str], str] = str, bridge: Bridge | None = None
 ) -> Callable[[Turn], Step]:
     """The model: read lines 1-2,000 (tool `read`, as the agent names it), follow each continuation, search 500 hits
-    (tool `search`), follow that, then answer. `unwrap`: the answer from the agent's result text; `bridge`: the tool
-    of the agent's own that calls MCP tools by name (OpenClaw's `tool_call`: `{"id": NAME, "args": {...}}`)."""
+    (tool `search`), follow that, then answer. `unwrap`: the answer from the agent's result text; `bridge`: how the
+    agent's model calls MCP tools when they sit behind a tool of its own."""
 
     def call(name: str, arguments: dict[str, Any]) -> ToolCall:
-        return ToolCall(bridge, {"id": name, "args": arguments}) if bridge else ToolCall(name, arguments)
+        if bridge is None:
+            return ToolCall(name, arguments)
+        return ToolCall(bridge.tool, {bridge.name_key: name, bridge.args_key: arguments})
 
     def name_of(exchange: ToolExchange) -> str:
-        if bridge and exchange.name == bridge and isinstance(exchange.arguments, dict):
-            return str(exchange.arguments.get("id", ""))
+        if bridge and exchange.name == bridge.tool and isinstance(exchange.arguments, dict):
+            return str(exchange.arguments.get(bridge.name_key, ""))
         return exchange.name
 
     def step(turn: Turn) -> Step:
-        if (bridge or read) not in turn.tool_names:
+        if (bridge.tool if bridge else read) not in turn.tool_names:
             return reply("Scripted session")
+        first = bridge.first if bridge else None
+        if first is not None and not any(e.name == first.name for e in turn.exchanges()):
+            return reply(first)
         done = [e for e in turn.exchanges() if name_of(e) in (read, search)]
         if not done:
             return reply(call(read, {"handle": handle, "start_line": 1, "end_line": 2000}))
