@@ -54,6 +54,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.append(str(HERE.parent / "tests"))
 sys.path.insert(0, str(HERE.parent))  # run as a script: `bench` from the repo root
 
+from bench import gateway_clouds  # noqa: E402
 from bench import gateway_gemini as gemini  # noqa: E402
 from bench.gateway_baselines import clear_old, count_results, naive_compressor, transform_results  # noqa: E402
 from bench.gateway_outputs import Scenario  # noqa: E402
@@ -454,9 +455,22 @@ def main() -> None:
     parser.add_argument(
         "--markdown", metavar="JSON", help="print the docs/benchmarks.md table of an earlier run's JSON and exit"
     )
+    parser.add_argument(
+        "--clouds", action="store_true", help="the clouds' sessions instead (Bedrock, Vertex, Azure; gateway_clouds.py)"
+    )
     args = parser.parse_args()
     if args.markdown:
-        print(markdown(json.loads(Path(args.markdown).read_text())))
+        found = json.loads(Path(args.markdown).read_text())
+        cloudy = bool(found) and "cloud" in found[0]
+        print(gateway_clouds.markdown(found) if cloudy else markdown(found))
+        return
+    if args.clouds:
+        cloud_rows = gateway_clouds.measure()
+        gateway_clouds.print_table(cloud_rows)
+        out = Path(args.out).with_name("gateway_clouds.json")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(cloud_rows, indent=2, default=str))
+        print(f"wrote {out}", file=sys.stderr)
         return
     if args.serve_upstream:
         serve_upstream(args.quick)

@@ -20,6 +20,7 @@ from mcp_offload.settings import Settings
 # llm_upstream is the scripted LLM API (tests/llm_upstream/) for the gateway tests.
 pytest_plugins = [
     "support.isolation",
+    "pytester",  # tests/ci/test_isolation.py runs small suites of its own
     "support.store",
     "support.jq_runner",
     "llm_upstream.plugin",

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from mcp_offload.os_support import missing_for_fs_store
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -34,21 +36,25 @@ except StoreUnavailable as exc:
     print(exc)
 """
 
-UNIT_TESTS = [
-    "tests/test_units.py",
-    "tests/test_settings.py",
-    "tests/test_unicode.py",
-    "tests/test_logs.py",
-    "tests/preview",
-    "tests/retrieve/test_pattern_shape.py",
-    "tests/serve/test_stdio_rejects.py::test_the_id_is_recovered_wherever_it_sits",
-    "--ignore",
-    "tests/preview/test_lookup_examples.py",  # runs the examples through the query tool: a store
-    "--ignore",
-    "tests/preview/test_by_kind.py",  # runs every preview's calls through the API: a store
-    "--ignore",
-    "tests/preview/test_table_sql.py",  # runs the table preview's SQL through the API: a store
-]
+NEEDS_A_STORE = {
+    "test_lookup_examples.py",  # runs the examples through the query tool: a store
+    "test_by_kind.py",  # runs every preview's calls through the API: a store
+    "test_table_sql.py",  # runs the table preview's SQL through the API: a store
+}
+PREVIEW = sorted(f"tests/preview/{p.name}" for p in (ROOT / "tests" / "preview").glob("test_*.py"))
+PREVIEW = [path for path in PREVIEW if path.rsplit("/", 1)[1] not in NEEDS_A_STORE]
+# In four runs of their own, so that parallel workers share them (one run of them all took ~5 min of one worker)
+UNIT_TESTS = {
+    "core": [
+        "tests/test_units.py",
+        "tests/test_settings.py",
+        "tests/test_unicode.py",
+        "tests/test_logs.py",
+        "tests/retrieve/test_pattern_shape.py",
+        "tests/serve/test_stdio_rejects.py::test_the_id_is_recovered_wherever_it_sits",
+    ],
+    **{f"preview-{n}": PREVIEW[n::3] for n in range(3)},
+}
 
 
 def test_this_platform_has_what_the_filesystem_store_needs() -> None:
@@ -72,10 +78,11 @@ def test_everything_imports_without_the_flags_and_the_fs_store_says_why(tmp_path
     assert not (tmp_path / "store").exists()
 
 
-def test_unit_tests_pass_with_the_flags_simulated() -> None:
+@pytest.mark.parametrize("tests", UNIT_TESTS.values(), ids=UNIT_TESTS.keys())
+def test_unit_tests_pass_with_the_flags_simulated(tests: list[str]) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "support.without_posix_flags", "-q", "-p", "no:cacheprovider",
-         *UNIT_TESTS],
+         *tests],
         capture_output=True,
         text=True,
         timeout=600,

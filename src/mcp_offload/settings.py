@@ -9,6 +9,7 @@ import os
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any, Self
+from urllib.parse import parse_qsl, urlencode
 
 import platformdirs
 
@@ -74,14 +75,37 @@ class Settings:
     # Redis (one node or a cluster): a put returns once a replica acknowledged the output (WAIT), when its master
     # has one; after this long without an ack the put fails and nothing is stored. 0: never wait
     store_replica_ack_timeout_s: float = 2.0
+    # Redis Cluster: retrieval reads outputs from replicas too (spreading the read load); a replica serves an output
+    # only once its offload's WAIT was acknowledged, and a read falls back to the master when a replica lacks it
+    store_read_from_replicas: bool = False
+    # Redis over TLS (rediss://, rediss+cluster://); each is also the URL's query option named after it
+    store_tls_ca_file: str = ""  # the CA (PEM) that signed the server's certificate; "": the system's (ssl_ca_certs)
+    store_tls_cert_reqs: str = "required"  # check the server's certificate: required, optional, none (ssl_cert_reqs)
+    store_tls_cert_file: str = ""  # a client certificate (PEM), for a server with tls-auth-clients (ssl_certfile)
+    store_tls_key_file: str = ""  # its private key (PEM) (ssl_keyfile)
     # names given to outputs
     max_name_chars: int = 200  # longer names are cut
     # the gateway adds Anthropic cache breakpoints (system end, previous turn's end, last message) to Messages
     # requests that set no cache_control at all, so plain SDK apps get prompt caching; false: forward them unmarked
     gateway_cache_breakpoints: bool = True
 
+    def __post_init__(self) -> None:
+        if self.store_tls_cert_reqs not in TLS_CERT_REQS:
+            raise SettingsError(
+                f"store_tls_cert_reqs (--store-tls-cert-reqs, MCP_OFFLOAD_STORE_TLS_CERT_REQS) is "
+                f"{self.store_tls_cert_reqs!r}: it is one of {', '.join(TLS_CERT_REQS)}"
+            )
+
     def store_location(self) -> str:
-        return self.store or str(default_store_dir())
+        """Where the store is: `store`, or the per-user directory; a Redis URL carries the TLS settings in its
+        query (redis-py's names), so every record kept beside the outputs connects the same way."""
+        location = self.store or str(default_store_dir())
+        tls = {query: value for name, query in _TLS_QUERY if (value := getattr(self, name)) != _DEFAULT_TLS[name]}
+        return _with_query(location, tls) if tls else location
+
+    def with_overrides(self, **changes: object) -> Self:
+        kept: dict[str, Any] = {k: v for k, v in changes.items() if v is not None}
+        return replace(self, **kept)
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None) -> Self:
@@ -94,9 +118,41 @@ class Settings:
             values[f.name] = _coerce(f.type, raw, f.name)
         return cls(**values)
 
-    def with_overrides(self, **changes: object) -> Self:
-        kept: dict[str, Any] = {k: v for k, v in changes.items() if v is not None}
-        return replace(self, **kept)
+
+TLS_CERT_REQS = ("required", "optional", "none")
+_TLS_QUERY = (  # a TLS setting and the query option of a Redis URL (redis-py's) that it sets
+    ("store_tls_ca_file", "ssl_ca_certs"),
+    ("store_tls_cert_reqs", "ssl_cert_reqs"),
+    ("store_tls_cert_file", "ssl_certfile"),
+    ("store_tls_key_file", "ssl_keyfile"),
+)
+_DEFAULT_TLS = {f.name: f.default for f in fields(Settings) if f.name.startswith("store_tls_")}
+
+
+def _setting_names(name: str) -> str:
+    return f"--{name.replace('_', '-')} / MCP_OFFLOAD_{name.upper()}"
+
+
+def _with_query(location: str, options: dict[str, str]) -> str:
+    """`location` (a Redis URL) with `options` in its query; `SettingsError` for a location that is no URL (a
+    directory store has no TLS) or whose query already says otherwise."""
+    names = {query: name for name, query in _TLS_QUERY}
+    if "://" not in location:
+        first = names[next(iter(options))]
+        raise SettingsError(
+            f"{_setting_names(first)} is set, but the store is the directory {location}: the TLS settings are for "
+            "a Redis store over TLS (rediss://…, rediss+cluster://…)"
+        )
+    base, _, query = location.partition("?")
+    pairs = parse_qsl(query, keep_blank_values=True)
+    given = dict(pairs)
+    for key, value in options.items():
+        if key in given and given[key] != value:
+            raise SettingsError(
+                f"the store URL says {key}={given[key]} but {_setting_names(names[key])} says {value}: say it once"
+            )
+    pairs += [(key, value) for key, value in options.items() if key not in given]
+    return f"{base}?{urlencode(pairs, safe='/')}"
 
 
 def _coerce(annotation: object, raw: str, name: str) -> object:

@@ -71,6 +71,11 @@ ANSWERS: dict[str, tuple[dict[str, Any], UsageFigures]] = {
         {"usageMetadata": {"promptTokenCount": 6_100, "candidatesTokenCount": 7, "cachedContentTokenCount": 5_000}},
         UsageFigures(input_tokens=6_100, output_tokens=7, cache_read_tokens=5_000),
     ),
+    "converse": (  # Bedrock's Converse counts cache reads and writes apart from inputTokens, as Anthropic does
+        {"usage": {"inputTokens": 100, "outputTokens": 7, "totalTokens": 6_107, "cacheReadInputTokens": 5_000,
+                   "cacheWriteInputTokens": 1_000}},
+        UsageFigures(input_tokens=6_100, output_tokens=7, cache_read_tokens=5_000, cache_write_tokens=1_000),
+    ),
 }  # fmt: skip
 
 

@@ -26,6 +26,13 @@ DETECTED: list[tuple[list[dict[str, Any]], str]] = [
     ([{"role": "system", "content": "s"}, CHAT_IMAGE, CHAT_TOOL], "openai_chat"),
     ([{"role": "developer", "content": "d"}, USER, REASONING, OUTPUT], "responses"),
     ([{"role": "user", "parts": [{"text": "hi"}]}, GEMINI], "gemini"),
+    (
+        [
+            {"role": "user", "content": [{"text": "hi"}]},
+            {"role": "assistant", "content": [{"toolUse": {"toolUseId": "t1", "name": "Bash", "input": {}}}]},
+        ],
+        "converse",
+    ),  # Bedrock Converse's one-member blocks
 ]
 REFUSED: list[tuple[list[dict[str, Any]], str]] = [
     ([USER, GEMINI], "mix formats: messages[1] (role 'model') reads as Gemini API"),
@@ -33,7 +40,7 @@ REFUSED: list[tuple[list[dict[str, Any]], str]] = [
     ([THINKING, CHAT_TOOL], "mix formats: messages[1] (role 'tool') reads as OpenAI Chat Completions"),
     ([CHAT_TOOL, OUTPUT], "messages[0] (role 'tool') as OpenAI Chat Completions"),
     ([{"role": "user", "content": {"text": "a dict"}}], "messages[0] (role 'user') is not a message"),
-    ([{"role": "user", "content": [{"text": "an untyped part"}]}], "not a message of any known format"),
+    ([{"role": "user", "content": [{"txt": "a part of no API"}]}], "not a message of any known format"),
 ]
 
 

@@ -26,6 +26,7 @@ SAMPLE: dict[str, list[dict[str, Any]]] = {  # one message each API reads (the C
     "openai_chat": [{"role": "user", "content": "hi"}],
     "responses": [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]}],
     "gemini": [{"role": "user", "parts": [{"text": "hi"}]}],
+    "converse": [{"role": "user", "content": [{"text": "hi"}]}],
 }
 
 
@@ -39,6 +40,9 @@ def test_every_api_has_a_word_and_the_words_are_the_documented_ones() -> None:
         "responses": "responses",
         "openai-responses": "responses",
         "gemini": "gemini",
+        "converse": "converse",
+        "bedrock-converse": "converse",
+        "bedrock_converse": "converse",
     }
 
 
@@ -81,8 +85,8 @@ async def test_the_compression_service_says_the_same_and_takes_every_word(servic
         "message": f"unknown LLM API 'vertex': use one of {accepted_names()}",
     }
     for word, name in WORDS:
-        if name == "gemini":
-            continue  # a Chat-shaped message is no Gemini content: format_mismatch, tested in test_compress_api
+        if name in ("gemini", "converse"):
+            continue  # a Chat-shaped message is no Gemini content, no Converse message: format_mismatch
         status, answer = await compress(word)
         assert status == 200 and answer["format"] == name, word
 

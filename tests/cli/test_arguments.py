@@ -13,10 +13,14 @@ from pathlib import Path
 
 import pytest
 
+from support import HANG_TIMEOUT_S
+
 EXE = str(Path(sys.executable).with_name("mcp-offload"))
 
 
-def _run(*argv: str, env: dict[str, str] | None = None, timeout: float = 30) -> subprocess.CompletedProcess[str]:
+def _run(
+    *argv: str, env: dict[str, str] | None = None, timeout: float = HANG_TIMEOUT_S
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [EXE, *argv], capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL, env=env
     )

@@ -18,7 +18,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from mcp_offload.mcp_server.tools import result_of
-from support import free_port
+from support import HANG_TIMEOUT_S, free_port
 from support.gateway_process import gateway_process
 from support.http_transport import wait_healthy
 from support.proxy import fixture_entry, npm_entry
@@ -78,7 +78,7 @@ async def test_http_startup_line_is_info_and_every_line_is_json(tmp_path: Path) 
         await wait_healthy(f"http://127.0.0.1:{port}")
     finally:
         process.send_signal(signal.SIGTERM)
-        with anyio.fail_after(30):
+        with anyio.fail_after(HANG_TIMEOUT_S):
             await process.wait()
     records = _lines(stderr)
     started = [r for r in records if " serving http://127.0.0.1:" in r["msg"]]

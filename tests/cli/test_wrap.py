@@ -19,6 +19,7 @@ import pytest
 
 from llm_upstream import UpstreamServer
 from mcp_offload.cli.wrap.agents import AGENTS
+from mcp_offload.cli.wrap.agents.base import agent_upstreams
 from support import free_port
 from support.gateway_process import gateway_process
 from support.wrap import WRAP, wrap_env
@@ -215,3 +216,22 @@ def test_a_busy_port_is_refused(home: Path, busy_port: int) -> None:
     assert done.returncode == 2 and done.stderr.count("\n") == 1
     assert f"port {busy_port} is in use by something that is not an mcp-offload gateway" in done.stderr
     assert not (home / ".local").exists()
+
+
+def test_claude_keeps_the_cloud_the_user_selected() -> None:
+    """CLAUDE_CODE_USE_BEDROCK / _VERTEX: Claude Code is pointed at the gateway's route for that cloud (its own
+    variable for it), nothing else is set, and a base URL the user had set becomes the gateway's upstream."""
+    claude = AGENTS["claude"]
+    gateway, data = "http://127.0.0.1:9", Path("/nonexistent")
+    bedrock = {"CLAUDE_CODE_USE_BEDROCK": "1", "AWS_REGION": "eu-west-1"}
+    assert claude.launch(gateway, data, bedrock).env == {"ANTHROPIC_BEDROCK_BASE_URL": gateway}
+    vertex = {"CLAUDE_CODE_USE_VERTEX": "true", "CLOUD_ML_REGION": "us-east5"}
+    assert claude.launch(gateway, data, vertex).env == {"ANTHROPIC_VERTEX_BASE_URL": gateway + "/v1"}
+    assert claude.launch(gateway, data, {"CLAUDE_CODE_USE_BEDROCK": "0"}).env == {"ANTHROPIC_BASE_URL": gateway}
+    assert agent_upstreams(claude, {**bedrock, "ANTHROPIC_BEDROCK_BASE_URL": "https://vpce.example/"}) == {
+        "bedrock_upstream": "https://vpce.example"
+    }
+    assert agent_upstreams(claude, {**vertex, "ANTHROPIC_VERTEX_BASE_URL": "https://psc.example/v1"}) == {
+        "vertex_upstream": "https://psc.example"
+    }
+    assert agent_upstreams(claude, {"ANTHROPIC_BEDROCK_BASE_URL": "https://vpce.example"}) == {}  # not selected

@@ -10,7 +10,7 @@ from openai.types.chat import ChatCompletion
 
 from llm_upstream import Turn, UpstreamServer, reply, tool_call
 from mcp_offload.cachesafe.policy import RewritePolicy
-from mcp_offload.gateway.loop import LoopLimits
+from mcp_offload.gateway.options import LoopLimits
 from support.gateway_server import StartGateway
 from support.llm_conversations import (
     BASH_ANTHROPIC,

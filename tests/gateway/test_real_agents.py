@@ -28,6 +28,8 @@ from llm_upstream import ReceivedRequest, UpstreamServer, extends
 from support.agents import CLAUDE, CODEX, RETRIEVAL_TOOLS, need, planted_inventory
 from support.gateway_process import gateway_process
 
+pytestmark = pytest.mark.real_agent  # runs a real agent or proxy: .ci/run's real-agent stage
+
 AGENT_TIMEOUT_S = 240
 FACT = "PLANTED-" + random.Random(17).randbytes(6).hex()
 TASK = f"Find the deploy key in data.json.\n@run cat data.json\n@search {FACT[:8]}\n@answer PLANTED-[0-9a-f]{{12}}"

@@ -29,6 +29,8 @@ from llm_upstream import ReceivedRequest, UpstreamServer, extends
 from support.agents import GEMINI, RETRIEVAL_TOOLS, need, planted_inventory
 from support.gateway_process import gateway_process
 
+pytestmark = pytest.mark.real_agent  # runs a real agent or proxy: .ci/run's real-agent stage
+
 FACT = "PLANTED-" + random.Random(23).randbytes(6).hex()
 TASK = f"Find the deploy key in data.json.\n@run cat data.json\n@search {FACT[:8]}\n@answer PLANTED-[0-9a-f]{{12}}"
 SETTINGS = {

@@ -17,7 +17,7 @@ import pytest
 from anthropic.types import MessageParam, ThinkingConfigParam
 
 from llm_upstream import ApiError, Thinking, Turn, UpstreamServer, reply, tool_call
-from mcp_offload.gateway.loop import LoopLimits
+from mcp_offload.gateway.options import LoopLimits
 from support.gateway_server import StartGateway
 from support.llm_conversations import (
     BASH_ANTHROPIC,

@@ -27,6 +27,8 @@ from support.wrap import run_wrapped as wrapped
 
 pytestmark = pytest.mark.real_agent
 
+pytestmark = pytest.mark.real_agent  # runs a real agent or proxy: .ci/run's real-agent stage
+
 FACT = "PLANTED-" + random.Random(26).randbytes(6).hex()
 TASK = f"Find the deploy key in data.json.\n@run cat data.json\n@search {FACT[:8]}\n@answer PLANTED-[0-9a-f]{{12}}"
 # each agent's own directory, where it keeps its session state on any run (with or without wrap); its configuration
@@ -123,6 +125,48 @@ def test_claude_code_through_wrap(llm_upstream: UpstreamServer, home: Path, tmp_
     result = json.loads(out.strip().splitlines()[-1])
     assert not result["is_error"] and result["result"].strip() == f"ANSWER: {FACT}", result
     offloaded_and_found(llm_upstream, 150)
+
+
+CLAUDE_HEADLESS = {"IS_SANDBOX": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1",
+                   "ENABLE_TOOL_SEARCH": "false"}  # fmt: skip
+USER_AWS = {"AWS_ACCESS_KEY_ID": "AKIDEXAMPLE", "AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY",
+            "AWS_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true", "AWS_CONFIG_FILE": os.devnull,
+            "AWS_SHARED_CREDENTIALS_FILE": os.devnull}  # fmt: skip
+
+
+def test_claude_code_on_bedrock_through_wrap(llm_upstream: UpstreamServer, home: Path, tmp_path: Path) -> None:
+    """The user's Claude Code is on Bedrock (CLAUDE_CODE_USE_BEDROCK, their AWS credentials, their Bedrock endpoint):
+    wrap points it at the gateway's Bedrock route and sends the gateway's requests to that endpoint, signed with the
+    same credentials (the scripted Bedrock checks every signature)."""
+    need(CLAUDE)
+    argv = ["-p", TASK, "--output-format", "json", "--dangerously-skip-permissions"]
+    out = run_wrapped("claude", argv, llm_upstream, home, tmp_path, CLAUDE_CODE_USE_BEDROCK="1",
+                      ANTHROPIC_BEDROCK_BASE_URL=llm_upstream.base_url, **USER_AWS, **CLAUDE_HEADLESS)  # fmt: skip
+    result = json.loads(out.strip().splitlines()[-1])
+    assert not result["is_error"] and result["result"].strip() == f"ANSWER: {FACT}", result
+    offloaded_and_found(llm_upstream, 150)
+    sent = llm_upstream.received("anthropic", cloud="bedrock")
+    assert sent and all(r.status == 200 for r in sent), [(r.status, r.error) for r in sent]
+    assert all(r.path.startswith("/model/") for r in sent) and not [r for r in llm_upstream.requests if not r.cloud]
+
+
+def test_claude_code_on_vertex_through_wrap(llm_upstream: UpstreamServer, home: Path, tmp_path: Path) -> None:
+    """The user's Claude Code is on Vertex AI (CLAUDE_CODE_USE_VERTEX, its region and project, its endpoint; the
+    OAuth token as its custom header, Google's libraries being out of reach here): wrap points it at the gateway's
+    Vertex route and the token passes through to that endpoint."""
+    need(CLAUDE)
+    argv = ["-p", TASK, "--output-format", "json", "--dangerously-skip-permissions"]
+    out = run_wrapped("claude", argv, llm_upstream, home, tmp_path, CLAUDE_CODE_USE_VERTEX="1",
+                      CLOUD_ML_REGION="us-east5", ANTHROPIC_VERTEX_PROJECT_ID="test-project",
+                      ANTHROPIC_VERTEX_BASE_URL=llm_upstream.base_url + "/v1", CLAUDE_CODE_SKIP_VERTEX_AUTH="1",
+                      ANTHROPIC_CUSTOM_HEADERS="Authorization: Bearer ya29.vertex-test-token",
+                      **CLAUDE_HEADLESS)  # fmt: skip
+    result = json.loads(out.strip().splitlines()[-1])
+    assert not result["is_error"] and result["result"].strip() == f"ANSWER: {FACT}", result
+    offloaded_and_found(llm_upstream, 150)
+    sent = llm_upstream.received("anthropic", cloud="vertex")
+    assert sent and all(r.status == 200 for r in sent), [(r.status, r.error) for r in sent]
+    assert all(r.headers["authorization"] == "Bearer ya29.vertex-test-token" for r in sent)
 
 
 def test_codex_through_wrap(llm_upstream: UpstreamServer, home: Path, tmp_path: Path) -> None:

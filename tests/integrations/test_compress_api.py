@@ -20,7 +20,7 @@ from google.genai import types
 
 from llm_upstream import UpstreamServer
 from mcp_offload.gateway.compress_api import caller_for, marker
-from support import free_port
+from support import HANG_TIMEOUT_S, free_port
 from support.gateway_server import StartGateway
 from support.llm_conversations import NEEDLE, build_log
 from support.store import RedisServer, have_redis_server
@@ -297,7 +297,7 @@ def test_served_by_the_mcp_offload_gateway_command(tmp_path: Path) -> None:
     proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + HANG_TIMEOUT_S
         while True:
             assert proc.poll() is None and time.monotonic() < deadline, "the gateway did not start"
             with contextlib.suppress(httpx2.HTTPError):
@@ -312,6 +312,6 @@ def test_served_by_the_mcp_offload_gateway_command(tmp_path: Path) -> None:
         assert NEEDLE in got.json()["original_content"]
     finally:
         proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=20)
+        _, err = proc.communicate(timeout=HANG_TIMEOUT_S)
     assert proc.returncode == 0, err.decode()
     assert TOKEN not in err.decode() and "Traceback" not in err.decode()

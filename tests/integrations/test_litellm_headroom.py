@@ -27,6 +27,8 @@ from support.litellm_stack import CLAUDE, MODEL, StartRedis, scripted_models
 from support.llm_conversations import BASH_CHAT, NEEDLE, build_log
 from support.store import RedisServer
 
+pytestmark = pytest.mark.real_agent  # runs a real agent or proxy: .ci/run's real-agent stage
+
 TENANT_KEY = "tenant-a-compress-key"
 SYSTEM = "You are a build assistant.\n" + "\n".join(
     f"Rule {i}: report the exact failing line, never a guess." for i in range(120)

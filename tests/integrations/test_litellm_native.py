@@ -29,6 +29,8 @@ from support.llm_conversations import (
     search_then_answer,
 )
 
+pytestmark = pytest.mark.real_agent  # runs a real agent or proxy: .ci/run's real-agent stage
+
 
 @pytest.fixture(scope="module")
 def proxy(start_litellm: StartLiteLLM, litellm_upstream: UpstreamServer, start_redis: StartRedis) -> LiteLLMProxy:

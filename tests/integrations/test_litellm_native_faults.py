@@ -14,6 +14,8 @@ from support.litellm_proxy import MASTER_KEY, SRC, LiteLLMProxy, StartLiteLLM
 from support.litellm_stack import MODEL, OFFLOAD_GUARDRAIL, scripted_models
 from support.llm_conversations import BASH_CHAT, build_log, chat_messages
 
+pytestmark = pytest.mark.real_agent  # runs a real agent or proxy: .ci/run's real-agent stage
+
 
 @pytest.fixture(scope="module")
 def proxy(start_litellm: StartLiteLLM, litellm_upstream: UpstreamServer) -> LiteLLMProxy:

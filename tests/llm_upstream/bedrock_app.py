@@ -30,6 +30,7 @@ from llm_upstream.aws_auth import AwsAuthError, check
 from llm_upstream.emit_anthropic import SseEvent
 from llm_upstream.errors import ApiKind
 from llm_upstream.state import ReceivedRequest, UpstreamState, session_key
+from llm_upstream.validate_anthropic import PER_TURN_SYSTEM_BETA
 
 REGION = "us-east-1"
 # anthropic_version values Bedrock accepts for Claude: its documented one and the dated API versions the SDKs send
@@ -137,7 +138,9 @@ async def handle(state: UpstreamState, request: Request, operation: str) -> Resp
         return error_response(entry, 400, f"Malformed input request: {refused}, please reformat your input and try "
                               "again.")  # fmt: skip
     inner: dict[str, Any] = {k: v for k, v in body.items() if k not in ("anthropic_version", "anthropic_beta")}
-    betas = ",".join(body.get("anthropic_beta") or [])
+    # Claude Code 2.1.328 sends `system` messages between the turns to Bedrock without naming the per-turn-control
+    # beta in anthropic_beta (it does name it to Anthropic's API): taken as Bedrock's Claude takes them
+    betas = ",".join([*(body.get("anthropic_beta") or []), PER_TURN_SYSTEM_BETA])
     response = await answer(state, entry, api, {**inner, "model": model}, {**headers, "anthropic-beta": betas},
                             session=session, stream=stream, framing=INVOKE)  # fmt: skip
     entry.body = body  # the log keeps what Bedrock received

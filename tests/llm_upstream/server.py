@@ -15,6 +15,7 @@ from llm_upstream.cache import PromptCache, SessionStats
 from llm_upstream.errors import ApiKind
 from llm_upstream.script import Script, Step
 from llm_upstream.state import ReceivedRequest, UpstreamState
+from support import HANG_TIMEOUT_S
 
 
 class UpstreamServer:
@@ -35,7 +36,7 @@ class UpstreamServer:
         self.port = 0
 
     # -- lifecycle ----------------------------------------------------------------------------------------------
-    def start(self, timeout_s: float = 15.0) -> UpstreamServer:
+    def start(self, timeout_s: float = HANG_TIMEOUT_S) -> UpstreamServer:
         config = uvicorn.Config(
             build_app(self.state), host="127.0.0.1", port=self._port, log_config=None, access_log=False,
             lifespan="off", loop="asyncio", http="h11", timeout_graceful_shutdown=1,

@@ -26,6 +26,7 @@ from llm_upstream.answer import answer
 from llm_upstream.errors import error_body
 from llm_upstream.gemini_app import GEMINI_MODELS, answer_gemini
 from llm_upstream.state import ReceivedRequest, UpstreamState, session_key
+from llm_upstream.validate_anthropic import PER_TURN_SYSTEM_BETA
 
 TOKENS = {"ya29.vertex-test-token": frozenset({"test-project", "proj-1"})}
 EXPIRED_TOKENS = frozenset({"ya29.expired-token"})
@@ -93,6 +94,9 @@ async def handle(state: UpstreamState, request: Request) -> Response:
         return google_error(entry, 400, refused, "INVALID_ARGUMENT")
     inner: dict[str, Any] = {k: v for k, v in body.items() if k != "anthropic_version"}
     stream = method == "streamRawPredict"
+    # Claude Code 2.1.328 sends `system` messages between the turns to Vertex without the per-turn-control beta
+    betas = ",".join(filter(None, [headers.get("anthropic-beta", ""), PER_TURN_SYSTEM_BETA]))
+    headers = {**headers, "anthropic-beta": betas}
     response = await answer(state, entry, "anthropic", {**inner, "model": model}, headers,
                             session=session_key("anthropic", scope, model), stream=stream)  # fmt: skip
     entry.body = body

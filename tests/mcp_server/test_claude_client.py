@@ -20,7 +20,7 @@ from mcp_offload.mcp_server.client_caps import RESULT_SIZE_HINT_CHARS
 from support.agents import CLAUDE, agent_env, need
 from support.capped_answers import model, prepare, rebuilt, server_command
 
-pytestmark = pytest.mark.real_agent
+pytestmark = pytest.mark.real_agent  # runs a real agent or proxy: .ci/run's real-agent stage
 CLAUDE_INLINE_CHARS = 50_000  # what Claude Code keeps inline of an MCP tool that declares no size hint (measured)
 
 

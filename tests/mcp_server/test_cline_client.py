@@ -14,9 +14,13 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from llm_upstream import UpstreamServer
 from support.agents import CLINE, agent_env, need
 from support.line_reads import check_every_line_and_hit_once, reader, server_command, store_lines
+
+pytestmark = pytest.mark.real_agent  # runs a real agent or proxy: .ci/run's real-agent stage
 
 TRUNCATED = "...[truncated "
 PREFIX = "offload__"  # Cline names an MCP tool <server>__<tool>

@@ -15,11 +15,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from llm_upstream import UpstreamServer
 from llm_upstream.script import Step, ToolCall, Turn, reply
 from mcp_offload import SessionScope, Settings, build_services, offload
 from support.agents import CODEX, agent_env, need
 from support.continuations import continuation
+
+pytestmark = pytest.mark.real_agent  # runs a real agent or proxy: .ci/run's real-agent stage
 
 SESSION = "codex-test"
 LINES = "".join(f"line {i:05d} " + "x" * (i % 7) + "\n" for i in range(1, 2001))

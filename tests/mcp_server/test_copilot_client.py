@@ -13,9 +13,13 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from llm_upstream import UpstreamServer
 from support.agents import COPILOT, copilot_env, need
 from support.line_reads import check_every_line_and_hit_once, reader, server_command, store_lines
+
+pytestmark = pytest.mark.real_agent  # runs a real agent or proxy: .ci/run's real-agent stage
 
 SAVED_AWAY = "Output too large to read at once"
 PREFIX = "offload-"  # Copilot names an MCP tool <server>-<tool>

@@ -11,9 +11,13 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from llm_upstream import UpstreamServer
 from support.agents import GEMINI, agent_env, need
 from support.capped_answers import model, prepare, rebuilt, server_command
+
+pytestmark = pytest.mark.real_agent  # runs a real agent or proxy: .ci/run's real-agent stage
 
 WRAPPER = ("<untrusted_context>\n", "\n</untrusted_context>")  # Gemini CLI wraps an MCP tool's text so
 

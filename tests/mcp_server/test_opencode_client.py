@@ -13,10 +13,14 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from llm_upstream import Script, UpstreamServer
 from support import capped_answers
 from support.agents import OPENCODE, agent_env, need
 from support.line_reads import check_every_line_and_hit_once, reader, server_command, store_lines
+
+pytestmark = pytest.mark.real_agent  # runs a real agent or proxy: .ci/run's real-agent stage
 
 PREFIX = "offload_"  # opencode names an MCP tool <server>_<tool>
 QUIET = {f"OPENCODE_DISABLE_{name}": "1" for name in ("MODELS_FETCH", "AUTOUPDATE", "SHARE", "LSP_DOWNLOAD",

@@ -32,7 +32,7 @@ import mcp_offload
 from mcp_offload.mcp_server.offload_server import OffloadServer
 from mcp_offload.mcp_server.tools import result_of
 from mcp_offload.tokens import load_counter
-from support import text_of
+from support import HANG_TIMEOUT_S, text_of
 from support.anthropic_recorder import Exchange, ScriptedAnthropic, client_binary, run_claude_code
 
 _HANDLE = re.compile(r"Stored as (out_[a-z0-9]+)")
@@ -173,9 +173,11 @@ def run_inspector(store: Path) -> list[tuple[str, Any, dict[str, Any]]]:
         pairs = []
         for key, value in work.arguments(index).items():
             pairs += ["--tool-arg", f"{key}={json.dumps(value)}"]  # as JSON: it parses what looks like JSON
-        command = [str(inspector), "--cli", *_env_args(), *_server_command(store)]
+        # the Inspector gives a server 15 s to start by default: a busy machine needs more (support.HANG_TIMEOUT_S)
+        command = [str(inspector), "--cli", "--connect-timeout", str(int(HANG_TIMEOUT_S * 1000))]
+        command += [*_env_args(), *_server_command(store)]
         command += ["--method", "tools/call", "--tool-name", tool, *pairs]
-        done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+        done = subprocess.run(command, capture_output=True, text=True, timeout=2 * HANG_TIMEOUT_S, check=False)
         assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-2000:])
         result = json.loads(done.stdout)
         assert not result.get("isError"), result
@@ -203,6 +205,7 @@ def run_claude_code_workload(tmp_path: Path) -> tuple[list[Exchange], ScriptedAn
 
 
 # -- the table -------------------------------------------------------------------------------------------------------
+@pytest.mark.real_agent
 async def test_every_client_shows_the_text_token_table(tmp_path: Path, server: OffloadServer) -> None:
     """Per call: tokens of the text, of its structured form (had it been sent: the `_meta` result as compact JSON),
     and of what each client hands its model: the SDK client and the Inspector get no structuredContent, and Claude

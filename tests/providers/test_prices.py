@@ -20,6 +20,12 @@ PRICES: list[tuple[str, str, str, float, float]] = [
     ("gemini", "gemini", "models/gemini-2.0-flash", 1.0, 0.25),
     ("gemini", "gemini", "gemini-3-pro-preview", 1.0, 0.10),
     ("gemini", "gemini", "", 1.0, 0.10),
+    ("bedrock", "anthropic", "us.anthropic.claude-sonnet-4-5-20250929-v1:0", 1.25, 0.10),
+    ("bedrock", "converse", "anthropic.claude-haiku-4-5-20251001-v1:0", 1.25, 0.10),
+    ("vertex", "anthropic", "claude-sonnet-4-5@20250929", 1.25, 0.10),
+    ("vertex", "gemini", "gemini-2.5-pro", 1.0, 0.10),
+    ("azure", "openai_chat", "gpt-4o", 1.0, 0.50),  # the deployment's name names its model
+    ("azure", "responses", "prod-deployment", 1.0, 0.10),  # a name that names none: where rewriting pays least
 ]
 
 
@@ -35,7 +41,8 @@ def test_anthropic_prices_the_5_minute_cache_and_knows_the_1_hour_one() -> None:
 
 def test_every_api_has_a_home_provider_whose_prices_a_rewrite_without_one_uses() -> None:
     homes = {name: home_of(api).name for name, api in APIS.items()}
-    assert homes == {"anthropic": "anthropic", "openai_chat": "openai", "responses": "openai", "gemini": "gemini"}
+    assert homes == {"anthropic": "anthropic", "openai_chat": "openai", "responses": "openai", "gemini": "gemini",
+                     "converse": "bedrock"}  # fmt: skip
     assert home_prices(api_named("openai"), "gpt-4o") == PROVIDERS["openai"].cache_prices(api_named("chat"), "gpt-4o")
 
 

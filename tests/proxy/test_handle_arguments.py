@@ -227,6 +227,7 @@ async def test_lazy_tools_call_tool_substitutes_too(services: Services, tmp_path
     assert (tmp_path / "b.txt").read_bytes() == (tmp_path / "a.txt").read_bytes()
 
 
+@pytest.mark.real_agent
 def test_claude_code_copies_a_file_through_the_proxy_without_reading_it(tmp_path: Path) -> None:
     """The user story: Claude Code headless, its model scripted, reads a 2 MB file through the proxy (offloaded: it
     is shown a reference) and writes it elsewhere by naming the stored output; the copy is byte for byte."""

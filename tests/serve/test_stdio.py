@@ -14,7 +14,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from mcp_offload.mcp_server.tools import result_of
-from support import ERAS, text_of
+from support import ERAS, HANG_TIMEOUT_S, text_of
 
 
 def _command() -> str:
@@ -92,7 +92,7 @@ def test_bad_flags_fail_fast_with_a_message(tmp_path: Path) -> None:
         [_command(), "--encoding", "no_such_encoding", "--store", str(tmp_path / "s")],
         capture_output=True,
         text=True,
-        timeout=30,
+        timeout=HANG_TIMEOUT_S,
         stdin=subprocess.DEVNULL,
     )
     assert proc.returncode != 0

@@ -15,9 +15,11 @@ from mcp_offload.errors import StoreError, StoreFull, StoreUnavailable
 from mcp_offload.savings.fs import FilesystemSavings
 from mcp_offload.savings.redis import RedisSavings
 from mcp_offload.store import open_store
+from mcp_offload.store.failures import redis_errors
 from mcp_offload.store.fs import FilesystemStore
 from mcp_offload.store.location import KEY_PREFIX, is_redis_location, open_beside, open_redis
 from mcp_offload.store.redis import RedisStore
+from support.store import NO_REDIS, SCOPE_A, RedisServer, have_redis_server, put_bytes
 
 SESSION = "0" * 32
 DOWN = "redis://127.0.0.1:1/0"
@@ -107,3 +109,37 @@ async def test_an_os_error_is_a_store_error_in_every_filesystem_backend(tmp_path
             await store.scan()
     finally:
         await store.aclose()
+
+
+async def test_anything_raised_inside_the_driver_is_the_store_failing(
+    redis_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """During a cluster failover redis-py raises its own internal races (an AttributeError from a connection closed
+    under it): whatever its type, an exception from inside the driver is `StoreUnavailable`, and the log names its
+    class; an error of our own code inside the same block passes through as it is."""
+    client = open_redis(redis_url)
+    try:
+        with pytest.raises(StoreUnavailable, match="unreachable right now") as err, redis_errors():
+            await client.hset("mcp-offload-test:driver", mapping=5)  # type: ignore[arg-type]
+        assert isinstance(err.value.__cause__, AttributeError)  # raised in redis-py, not a RedisError
+        assert any(r.getMessage().startswith("redis store: AttributeError: ") for r in caplog.records)
+        with pytest.raises(ValueError, match="ours"), redis_errors():
+            await client.ping()
+            raise ValueError("ours")
+    finally:
+        await client.aclose()
+
+
+async def test_a_redis_at_its_maxmemory_is_a_full_store_not_an_outage() -> None:
+    """redis-py raises `OutOfMemoryError` with the "OOM" code taken off its message: it is `StoreFull`."""
+    if not have_redis_server():
+        pytest.skip(NO_REDIS)
+    server = RedisServer(extra=["--maxmemory", "2mb"]).start()
+    store = RedisStore(server.url)
+    try:
+        with pytest.raises(StoreFull, match="out of memory; nothing was stored"):
+            for _ in range(10):
+                await put_bytes(store, SCOPE_A, b"x" * 1_000_000)
+    finally:
+        await store.aclose()
+        server.stop()

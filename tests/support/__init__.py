@@ -11,6 +11,11 @@ import mcp.types as types
 
 from support.ports import free_port as free_port  # re-exported: the one way to get a port for a child
 
+# How long a test waits for a server or child process to start, answer or exit before calling it a hang. It ends a
+# hang and measures nothing: a Python child imports for 2-3 s of CPU, which on two cores shared with other xdist
+# workers (and, on the team's machine, other suites) took over 30 s of wall time.
+HANG_TIMEOUT_S = 180.0
+
 ERAS = ["auto", "legacy"]  # 2026-07-28 per-request envelope, and the 2025-11-25 handshake
 
 

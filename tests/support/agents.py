@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 
+from support.isolation import require_marker
+
 AGENTS = Path(
     os.environ.get("MCP_OFFLOAD_TEST_AGENTS")
     or Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "mcp-offload" / "agents" / "node_modules"
@@ -35,6 +37,8 @@ RETRIEVAL_TOOLS = {"read_large_output", "search_large_output", "query_large_outp
 
 
 def need(binary: Path) -> None:
+    """Skip the test when the agent is not installed; fail it unless it is marked `real_agent`."""
+    require_marker("real_agent", f"the real agent {binary.name}")
     if not binary.exists():
         script = "aider-deps.sh` (PyPI)" if binary == AIDER else "agents-deps.sh` (npm)"
         pytest.skip(f"{binary.name} is not installed: run `bash .ci/{script} to install the pinned agents")

@@ -28,6 +28,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from support.isolation import require_marker
+
 _CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "mcp-offload"
 CLIENTS = Path(os.environ.get("MCP_OFFLOAD_TEST_CLIENTS") or _CACHE / "clients/node_modules")  # the Inspector
 AGENTS = Path(os.environ.get("MCP_OFFLOAD_TEST_AGENTS") or _CACHE / "agents/node_modules")  # Claude Code
@@ -173,6 +175,7 @@ def client_binary(name: str) -> Path:
     is missing."""
     import pytest
 
+    require_marker("real_agent", f"the real client {name}")
     where = AGENTS if name == "claude" else CLIENTS
     path = where / ".bin" / name
     if not path.exists() or shutil.which("node") is None:

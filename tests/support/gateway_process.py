@@ -12,7 +12,7 @@ from pathlib import Path
 
 import httpx2
 
-from support import free_port
+from support import HANG_TIMEOUT_S, free_port
 
 GATEWAY = [sys.executable, "-m", "mcp_offload", "gateway"]
 
@@ -23,7 +23,9 @@ def gateway_args(port: int, store: str | Path, anthropic_base: str, openai_base:
             "--openai-upstream", openai_base, *extra]  # fmt: skip
 
 
-def wait_healthy(base: str, proc: subprocess.Popen[bytes], output: Callable[[], str], timeout_s: float = 30) -> None:
+def wait_healthy(
+    base: str, proc: subprocess.Popen[bytes], output: Callable[[], str], timeout_s: float = HANG_TIMEOUT_S
+) -> None:
     """Until `base/healthz` answers 200; RuntimeError with the tail of `output()` if the process exits first, or
     when `timeout_s` passes."""
     deadline = time.monotonic() + timeout_s
@@ -40,7 +42,7 @@ def wait_healthy(base: str, proc: subprocess.Popen[bytes], output: Callable[[], 
 
 @contextlib.contextmanager
 def gateway_process(
-    store: str | Path, anthropic_base: str, openai_base: str, log_path: Path, *extra: str
+    store: str | Path, anthropic_base: str, openai_base: str, log_path: Path, *extra: str, timeout_s: float = 30
 ) -> Iterator[str]:
     """A healthy gateway process (stdout and stderr to `log_path`); yields its base URL, then terminates it."""
     port = free_port()
@@ -50,7 +52,7 @@ def gateway_process(
         )
         try:
             base = f"http://127.0.0.1:{port}"
-            wait_healthy(base, proc, lambda: log_path.read_text(errors="replace"))
+            wait_healthy(base, proc, lambda: log_path.read_text(errors="replace"), timeout_s)
             yield base
         finally:
             proc.terminate()

@@ -21,11 +21,11 @@ from llm_upstream import UpstreamServer
 from mcp_offload.cachesafe.policy import RewritePolicy
 from mcp_offload.core.services import build_services
 from mcp_offload.gateway.app import GatewayApp
-from mcp_offload.gateway.loop import LoopLimits
-from mcp_offload.gateway.options import GatewayOptions
+from mcp_offload.gateway.options import GatewayOptions, LoopLimits
 from mcp_offload.gateway.upstream import ProviderConfig
 from mcp_offload.providers.registry import PROVIDERS
 from mcp_offload.settings import Settings
+from support import HANG_TIMEOUT_S
 
 
 class GatewayServer:
@@ -61,7 +61,7 @@ class GatewayServer:
         self._thread = threading.Thread(target=lambda: asyncio.run(main()), name="gateway", daemon=True)
         self._thread.start()
         ready.wait(15)
-        deadline = time.monotonic() + 15
+        deadline = time.monotonic() + HANG_TIMEOUT_S
         while self._server is None or not self._server.started:
             if not self._thread.is_alive() or time.monotonic() > deadline:
                 raise RuntimeError("the gateway did not start")
@@ -94,14 +94,14 @@ def upstream_bases(base: str) -> dict[str, str | None]:
     return {**{name: base for name in PROVIDERS}, "openai": base + "/v1"}
 
 
-def gateway_options(upstream: UpstreamServer | str, **changes: Any) -> GatewayOptions:
+def gateway_options(upstream: UpstreamServer | str, /, **changes: Any) -> GatewayOptions:
     base = upstream if isinstance(upstream, str) else upstream.base_url
     policy = changes.pop("policy", RewritePolicy())
     limits = changes.pop("limits", LoopLimits(max_loops=4, ping_interval_s=0.2))
     return dataclasses.replace(
         GatewayOptions(
             port=0,
-            upstream=ProviderConfig(bases=upstream_bases(base), read_timeout_s=30),
+            upstream=changes.pop("upstream", ProviderConfig(bases=upstream_bases(base), read_timeout_s=30)),
             policy=policy,
             limits=limits,
         ),
@@ -118,8 +118,8 @@ def start_gateway(tmp_path: Path) -> Iterator[StartGateway]:
     stopped after the test."""
     started: list[GatewayServer] = []
 
-    def start(
-        upstream: UpstreamServer | str, *, store: str | None = None, settings: Any = None, **changes: Any
+    def start(  # positional-only: `upstream=ProviderConfig(...)` is a GatewayOptions change
+        upstream: UpstreamServer | str, /, *, store: str | None = None, settings: Any = None, **changes: Any
     ) -> GatewayServer:
         chosen = Settings(store=store or str(tmp_path / "store"), jq_workers=1, jq_timeout_s=5.0)
         settings = dataclasses.replace(chosen, **(settings or {}))

@@ -21,7 +21,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp_offload.core.services import Services
 from mcp_offload.mcp_server.tools import result_of
 from mcp_offload.serve.http import HttpOptions, build_http_app
-from support import resource_text, text_of
+from support import HANG_TIMEOUT_S, resource_text, text_of
 
 TOKEN_A = "token-a-" + "a" * 24
 TOKEN_B = "token-b-" + "b" * 24
@@ -35,7 +35,7 @@ UPSTREAM = Path(__file__).resolve().parent / "proxy.py"  # a small MCP server fo
 MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
 
-async def wait_healthy(base: str, timeout_s: float = 30) -> None:
+async def wait_healthy(base: str, timeout_s: float = HANG_TIMEOUT_S) -> None:
     """Wait until the server at `base` answers /healthz with 200 (fails after `timeout_s`)."""
     async with httpx2.AsyncClient() as http:
         with anyio.fail_after(timeout_s):

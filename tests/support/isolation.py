@@ -10,6 +10,8 @@ Per process (a worker, or the one process of a serial run), for the whole sessio
   the default key prefix never meets another worker's keys. (The Redis Cluster has database 0 only: see below.)
 Per test: `os.environ` and the working directory are as they were before the test when the next one starts; a test
 that changed either without `monkeypatch` fails, naming what it changed.
+Per module: tests that share a module-, class- or package-scoped fixture run on one worker (an `xdist_group` named
+after the module, for `--dist loadgroup`), so the fixture is built once as in a serial run.
 
 The rules for a test author (the fixtures above do the rest):
 - A port for a child process: `support.free_port()` (this worker's ports, below the ephemeral range). A server in the
@@ -21,8 +23,9 @@ The rules for a test author (the fixtures above do the rest):
 - Environment: `monkeypatch.setenv` / `monkeypatch.chdir`, or an `env=` for the child process.
 - Wall-clock limits are bounds against hangs, not measurements: time a CPU-bound step in CPU time
   (`time.process_time()`), and give a child process a generous timeout (it shares two cores with other workers).
-- A test that runs a real coding agent (npm/PyPI) is marked `real_agent` (module-level `pytestmark`): `.ci/run`
-  starts those early, in a stage of their own. A test that must not run beside some other test names a shared
+- A test that runs a real coding agent, client or proxy (npm/PyPI) is marked `real_agent` (module-level
+  `pytestmark`): `.ci/run` runs those in a stage of their own. `support.agents.need`, `client_binary` and
+  `start_litellm` fail an unmarked test. A test that must not run beside some other test names a shared
   `@pytest.mark.xdist_group("…")` (`--dist loadgroup` runs a group on one worker).
 """
 
@@ -53,6 +56,40 @@ def worker_redis_url(url: str) -> str:
 def pytest_configure(config: pytest.Config) -> None:
     if os.environ.get("REDIS_URL"):
         os.environ["REDIS_URL"] = worker_redis_url(os.environ["REDIS_URL"])
+
+
+SHARED_SCOPES = ("module", "class", "package")
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups (--dist loadgroup)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tests of a module that share a module-, class- or package-scoped fixture run on one worker, as in a serial
+    run, so that the fixture (a LiteLLM proxy takes ~40 s to start) is built once, not once per worker."""
+    for item in items:
+        info = getattr(item, "_fixtureinfo", None)
+        if info is None or item.get_closest_marker("xdist_group") is not None:
+            continue
+        if any(defs[-1].scope in SHARED_SCOPES for defs in info.name2fixturedefs.values() if defs):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
+
+
+_current: list[pytest.Item] = []
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    _current[:] = [item]
+
+
+def require_marker(name: str, what: str) -> None:
+    """Fail the running test unless it is marked `name`: the helpers that start `what` (a real agent, the LiteLLM
+    proxy) call this, so a new test that runs one lands in the stage .ci/run gives those tests."""
+    if _current and _current[0].get_closest_marker(name) is None:
+        pytest.fail(
+            f"{_current[0].nodeid} runs {what}: mark it `@pytest.mark.{name}` (or `pytestmark = pytest.mark.{name}` "
+            "for the module), which .ci/run runs in a stage of its own",
+            pytrace=False,
+        )
 
 
 @pytest.fixture(autouse=True, scope="session")

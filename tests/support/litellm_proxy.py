@@ -21,6 +21,7 @@ import httpx2
 import pytest
 
 from support import free_port
+from support.isolation import require_marker
 
 MASTER_KEY = "sk-litellm-test-5f0c2a9e7b3d41c8a6e2f9d0b7c4a1e3"
 DEFAULT_BINARY = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "mcp-offload/litellm-venv/bin/litellm"
@@ -95,6 +96,7 @@ StartLiteLLM = Callable[..., LiteLLMProxy]
 def start_litellm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StartLiteLLM]:
     """`start_litellm(config, env=None)`: a ready LiteLLM proxy for this config (the master key is added; `env` adds
     to its environment), stopped after."""
+    require_marker("real_agent", "the real LiteLLM proxy")
     binary = litellm_binary()
     if binary is None:
         pytest.skip('the pinned LiteLLM proxy is not installed: run export "$(bash .ci/litellm-deps.sh)"')

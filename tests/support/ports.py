@@ -34,10 +34,14 @@ def worker_count() -> int:
     return int(count) if count.isdigit() and int(count) > 0 else 1
 
 
-def _slice() -> range:
-    width = (HIGH - LOW) // worker_count()
-    start = LOW + (worker_index() % worker_count()) * width
+def _slice_of(index: int, count: int) -> range:
+    width = (HIGH - LOW) // count
+    start = LOW + (index % count) * width
     return range(start, start + width)
+
+
+def _slice() -> range:
+    return _slice_of(worker_index(), worker_count())
 
 
 _lock = threading.Lock()

@@ -33,7 +33,7 @@ import urllib.request
 from functools import cache
 from pathlib import Path
 
-from support import free_port
+from support import HANG_TIMEOUT_S, free_port
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -102,7 +102,7 @@ def uvicorn_log(workdir: Path) -> str:
         )
         try:
             base = f"http://127.0.0.1:{port}"
-            deadline = time.monotonic() + 15
+            deadline = time.monotonic() + HANG_TIMEOUT_S
             while not _get(base + "/health"):
                 assert time.monotonic() < deadline, "uvicorn did not start"
                 time.sleep(0.1)

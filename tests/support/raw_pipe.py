@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from support import HANG_TIMEOUT_S
+
 
 class RawPipe:
     def __init__(self, store: Path, *args: str) -> None:
@@ -33,7 +35,7 @@ class RawPipe:
         self.proc.stdin.write(line.encode("utf-8", "surrogatepass") + b"\n")
         self.proc.stdin.flush()
 
-    def receive(self, timeout: float = 20.0) -> dict[str, Any]:
+    def receive(self, timeout: float = HANG_TIMEOUT_S) -> dict[str, Any]:
         assert self.proc.stdout is not None
         while b"\n" not in self._buffer:
             if not self._selector.select(timeout):
@@ -49,5 +51,5 @@ class RawPipe:
     def close(self) -> None:
         assert self.proc.stdin is not None
         self.proc.stdin.close()
-        self.proc.wait(timeout=30)
+        self.proc.wait(timeout=HANG_TIMEOUT_S)
         self._selector.close()

@@ -48,6 +48,7 @@ class _Reader:
 
 class ToyFrames:
     media_type = "application/x-toy-frames"
+    relays_bytes = False  # a frame cut in half cannot be followed by another: relayed in whole frames
 
     def reader(self) -> FrameReader:
         return _Reader()

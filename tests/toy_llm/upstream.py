@@ -20,6 +20,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from support import HANG_TIMEOUT_S
 from toy_llm.framing import TOY_FRAMES, frame_event
 from toy_llm.provider import signature
 
@@ -57,7 +58,7 @@ class ToyCloud:
         self._server = server = uvicorn.Server(config)
         self._thread = threading.Thread(target=lambda: asyncio.run(server.serve()), name="toy-cloud", daemon=True)
         self._thread.start()
-        deadline = time.monotonic() + 15
+        deadline = time.monotonic() + HANG_TIMEOUT_S
         while not server.started:
             if not self._thread.is_alive() or time.monotonic() > deadline:
                 raise RuntimeError("the toy cloud did not start")

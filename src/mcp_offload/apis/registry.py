@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from mcp_offload.apis.anthropic import ANTHROPIC_MESSAGES
 from mcp_offload.apis.base import LlmApi
+from mcp_offload.apis.converse import CONVERSE
 from mcp_offload.apis.gemini import GEMINI
 from mcp_offload.apis.names import ApiName
 from mcp_offload.apis.openai_chat import OPENAI_CHAT
 from mcp_offload.apis.responses import RESPONSES
 
-APIS: dict[ApiName, LlmApi] = {api.name: api for api in (ANTHROPIC_MESSAGES, OPENAI_CHAT, RESPONSES, GEMINI)}
+APIS: dict[ApiName, LlmApi] = {api.name: api for api in (ANTHROPIC_MESSAGES, OPENAI_CHAT, RESPONSES, GEMINI, CONVERSE)}
 
 
 class UnknownApi(ValueError):

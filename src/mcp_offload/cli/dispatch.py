@@ -25,6 +25,7 @@ from mcp_offload.cli.arg_types import OneLineParser, duration, port, size
 from mcp_offload.cli.client_config import user_servers_path
 from mcp_offload.cli.event_loop import loop_options
 from mcp_offload.cli.exit_status import exit_status
+from mcp_offload.cli.store_flags import add_redis_store_flags, redis_store_overrides
 from mcp_offload.core.answer_cap import parse_client_caps
 from mcp_offload.core.outputs import SessionScope
 from mcp_offload.errors import SettingsError
@@ -122,6 +123,7 @@ def _parser() -> argparse.ArgumentParser:
     store.add_argument("--store-session-max-outputs", type=int, help="outputs one session may store (default 1000)")
     store.add_argument("--store-max-bytes", type=size, metavar="SIZE", help="the whole store may hold (4GiB)")
     store.add_argument("--store-max-outputs", type=int, help="outputs the whole store may hold (default 10000)")
+    add_redis_store_flags(parser)
     _add_transport_flags(parser)
     add_proxy_flags(parser)
     parser.add_argument(
@@ -193,6 +195,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         store_session_max_outputs=args.store_session_max_outputs,
         store_max_bytes=args.store_max_bytes,
         store_max_outputs=args.store_max_outputs,
+        **redis_store_overrides(args),
     )
 
 

@@ -25,8 +25,8 @@ from mcp_offload.cachesafe.policy import RewritePolicy
 from mcp_offload.cli.arg_types import OneLineParser, http_url, port
 from mcp_offload.cli.event_loop import loop_options
 from mcp_offload.cli.exit_status import exit_status
-from mcp_offload.gateway.loop import LoopLimits
-from mcp_offload.gateway.options import DEFAULT_PORT, GatewayOptions
+from mcp_offload.cli.store_flags import add_redis_store_flags, redis_store_overrides
+from mcp_offload.gateway.options import DEFAULT_PORT, GatewayOptions, LoopLimits
 from mcp_offload.gateway.run import run_gateway
 from mcp_offload.gateway.upstream import ProviderConfig
 from mcp_offload.logs import log_to_stderr
@@ -60,6 +60,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:  # argparse's _SubPa
         "--store",
         help="store directory, redis://host:port/db or redis+cluster://host:port[,host:port…] (env MCP_OFFLOAD_STORE)",
     )
+    add_redis_store_flags(parser)
     parser.add_argument(
         "--retrieval",
         choices=["transparent", "visible"],
@@ -149,7 +150,7 @@ def options_from_args(args: argparse.Namespace, environ: dict[str, str] | None =
 def settings_from_args(args: argparse.Namespace, environ: dict[str, str] | None = None) -> Settings:
     """The environment's settings with what the flags set (a flag left out keeps the environment's value)."""
     return Settings.from_env(environ).with_overrides(
-        store=args.store, gateway_cache_breakpoints=args.gateway_cache_breakpoints
+        store=args.store, gateway_cache_breakpoints=args.gateway_cache_breakpoints, **redis_store_overrides(args)
     )
 
 

@@ -19,6 +19,7 @@ import anyio
 from mcp_offload.cli.arg_types import OneLineParser, duration
 from mcp_offload.cli.exit_status import CommandDeclined, exit_status
 from mcp_offload.cli.output_view import as_json, human_bytes, rebuild_ingested, render_show, render_table
+from mcp_offload.cli.store_flags import add_redis_store_flags, redis_store_overrides
 from mcp_offload.cli.store_location import missing_store, nothing_stored_yet, unused_default_store
 from mcp_offload.errors import ExpiredHandle, InvalidHandle, UnknownHandle
 from mcp_offload.settings import Settings
@@ -45,6 +46,7 @@ def parser() -> argparse.ArgumentParser:
             "(default: env MCP_OFFLOAD_STORE, else the per-user store)"
         ),
     )
+    add_redis_store_flags(store_flag)
     parser = OneLineParser(
         prog="mcp-offload outputs", description="Inspect and clean the output store.", parents=[store_flag]
     )
@@ -66,14 +68,15 @@ def parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _open(location: str | None) -> tuple[AdminStore, Settings]:
+def _open(args: argparse.Namespace) -> tuple[AdminStore, Settings]:
     """The store; `CommandDeclined` for a store directory that does not exist (never created here)."""
-    settings = Settings.from_env().with_overrides(store=location)
+    settings = Settings.from_env().with_overrides(store=getattr(args, "store", None), **redis_store_overrides(args))
     where = settings.store_location()
     problem = missing_store(where)
     if problem is not None:
         raise CommandDeclined(problem)
-    return open_store(where, limits=StoreLimits.from_settings(settings)), settings
+    limits = StoreLimits.from_settings(settings)
+    return open_store(where, limits=limits, read_from_replicas=settings.store_read_from_replicas), settings
 
 
 def _select(outputs: list[ScannedOutput], args: argparse.Namespace, now: float) -> list[ScannedOutput]:
@@ -202,7 +205,7 @@ def _fresh(args: argparse.Namespace) -> bool:
 async def run(args: argparse.Namespace) -> None:
     if _fresh(args):
         return
-    store, settings = _open(getattr(args, "store", None))
+    store, settings = _open(args)
     try:
         if args.action == "list":
             await _list(store, args)

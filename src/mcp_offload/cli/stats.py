@@ -23,6 +23,7 @@ import anyio
 
 from mcp_offload.cli.arg_types import OneLineParser
 from mcp_offload.cli.exit_status import CommandDeclined, exit_status
+from mcp_offload.cli.store_flags import add_redis_store_flags, redis_store_overrides
 from mcp_offload.cli.store_location import missing_store, nothing_stored_yet, unused_default_store
 from mcp_offload.errors import OperatorError
 from mcp_offload.gateway.status import gateway_stats, stats_lines
@@ -42,6 +43,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:  # argparse's _SubPa
         "--store",
         help="store directory, redis://host:port/db or redis+cluster://host:port[,host:port…] (env MCP_OFFLOAD_STORE)",
     )
+    add_redis_store_flags(parser)
     parser.add_argument("--days", type=int, default=7, help=f"how many UTC days back, today included (1-{MAX_DAYS})")
     parser.add_argument("--json", action="store_true", help="print JSON (the same document as HTTP /stats)")
     parser.set_defaults(run=run)
@@ -51,7 +53,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:  # argparse's _SubPa
 def run(args: argparse.Namespace) -> int:
     if not 1 <= args.days <= MAX_DAYS:
         raise OperatorError(f"--days must be between 1 and {MAX_DAYS}")
-    settings = Settings.from_env().with_overrides(store=args.store)
+    settings = Settings.from_env().with_overrides(store=args.store, **redis_store_overrides(args))
     fresh = unused_default_store(settings)
     if fresh is not None:
         return _nothing_yet(args, fresh)

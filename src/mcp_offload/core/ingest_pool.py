@@ -84,12 +84,13 @@ class _Worker:
         except (OSError, EOFError) as exc:
             raise WorkerDied(str(exc) or "end of its output") from None
 
-    def stop(self) -> None:
+    def stop(self, grace_s: float = 5.0) -> None:
+        """Close its pipes (a worker ends at the end of its input) and wait for it; killed after `grace_s`."""
         for pipe in (self._in, self._out):
             with suppress(OSError):
                 pipe.close()
         try:
-            self.process.wait(timeout=5)
+            self.process.wait(timeout=grace_s)
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
@@ -131,25 +132,31 @@ class IngestPool:
         worker: _Worker | None = None
         try:
             worker = _Worker(self._settings)
-            worker.wait_ready()
+            with self._lock:  # from now on `aclose` stops it too, loaded or not (no process outlives the pool)
+                closed = self._closed
+                if not closed:
+                    self._all.add(worker)
+            if closed:
+                worker.stop(grace_s=0)
+            else:
+                worker.wait_ready()
         except (OSError, WorkerDied) as exc:
-            log.warning("an ingest worker process did not start (%s): big outputs are prepared in threads", exc)
-            if worker is not None:
-                worker.stop()
             with self._lock:
                 self._starting -= 1
+                closed = self._closed
+                if worker is not None:
+                    self._all.discard(worker)
+            if not closed:
+                log.warning("an ingest worker process did not start (%s): big outputs are prepared in threads", exc)
+            if worker is not None:
+                worker.stop(grace_s=0)
             return
         with self._lock:
             self._starting -= 1
-            if self._closed:
-                closed = True
-            else:
-                closed = False
+            closed = self._closed
+            if not closed:
                 self._live += 1
-                self._all.add(worker)
-        if closed:
-            worker.stop()
-        else:
+        if not closed:
             self._idle.put(worker)
 
     async def prepare(self, text: str, name: str | None, source: str | None, handle: str | None) -> object | None:
@@ -187,6 +194,7 @@ class IngestPool:
         return prepared
 
     async def aclose(self) -> None:
+        """Stop every worker, the ones still loading included (a loading worker ends when it finds its pipes closed)."""
         with self._lock:
             self._closed = True
             workers, self._all = list(self._all), set()

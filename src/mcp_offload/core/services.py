@@ -67,6 +67,7 @@ def build_services(settings: Settings) -> Services:
             settings.store_location(),
             limits=StoreLimits.from_settings(settings),
             replica_ack_timeout_s=settings.store_replica_ack_timeout_s,
+            read_from_replicas=settings.store_read_from_replicas,
         ),
         tokens=tokens,
         jq=JqRunner(

@@ -36,7 +36,7 @@ from mcp_offload.gateway.compress_api import CompressApi, CompressEndpoint
 from mcp_offload.gateway.endpoint import ExchangeEndpoint
 from mcp_offload.gateway.options import GatewayOptions
 from mcp_offload.gateway.status import status_endpoint
-from mcp_offload.gateway.turn import ApiTurns
+from mcp_offload.gateway.turn import TurnContext
 from mcp_offload.gateway.upstream import ProviderClient
 from mcp_offload.web.access_log import AccessLog
 from mcp_offload.web.drain import Drain
@@ -53,7 +53,7 @@ class GatewayApp:
         self.options = options
         self.upstream = upstream or ProviderClient(options.upstream)
         self.drain = Drain()  # closed and waited on by the server at shutdown (web/server.py)
-        self.turns = ApiTurns(services, options, self.upstream)
+        self.turns = TurnContext(services, options, self.upstream)  # what every API call's turn uses
         self.compress_api = CompressApi(services, options.policy)  # Headroom's contract
         self._app = self._build()
 
@@ -70,7 +70,7 @@ class GatewayApp:
 
     def _build(self) -> ASGIApp:
         options = self.options
-        exchange = ExchangeEndpoint(self.services, self.turns, self.upstream, options.max_body_bytes)
+        exchange = ExchangeEndpoint(self.turns, options.max_body_bytes)
         compress = CompressEndpoint(self.compress_api, options.max_body_bytes)
         status = status_endpoint(self.services)
         health = health_endpoint(

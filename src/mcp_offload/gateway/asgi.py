@@ -26,6 +26,14 @@ def header_pairs(scope: Scope) -> list[tuple[str, str]]:
     return [(k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in scope.get("headers", ())]
 
 
+INCOMING_KEY = "mcp_offload.incoming"  # in the scope: the request as the providers read it, made once
+
+
 def incoming_request(scope: Scope) -> IncomingRequest:
-    """The request line and headers as the providers read them (the header map keeps a repeated header's last)."""
-    return IncomingRequest(scope["method"], scope["path"], query_string(scope), dict(header_pairs(scope)))
+    """The request line and headers as the providers read them (the header map keeps a repeated header's last);
+    made once per request (the route, the endpoint and a refusal all ask)."""
+    incoming: IncomingRequest | None = scope.get(INCOMING_KEY)
+    if incoming is None:
+        incoming = IncomingRequest(scope["method"], scope["path"], query_string(scope), dict(header_pairs(scope)))
+        scope[INCOMING_KEY] = incoming
+    return incoming

@@ -2,10 +2,11 @@
 call in the scope: api_route.py) and for everything relayed (relay.py).
 
 Per request: the body (read once, capped while it streams in: request_body.py); then, while a task watches for the
-client going away, the API call (turn.py) or the relay. If the client goes away the work is cancelled, which closes
-the upstream response, so the upstream sees the disconnect at once. A `GatewayError` is answered in the provider's
-error document for the API (errors.py). Afterwards, whatever happened, the turn's figures are added to its session's
-counters (shielded from the cancellation) and its fields go on the request's access-log line (`mcp_offload.gateway`).
+client going away, the API call, a turn in three steps (turn.py: plan, send, answer), or the relay. If the client
+goes away the work is cancelled, which closes the upstream response, so the upstream sees the disconnect at once. A
+`GatewayError` is answered in the provider's error document for the API (errors.py). Afterwards, whatever happened,
+the turn's figures are added to its session's counters (shielded from the cancellation) and its fields go on the
+request's access-log line (`mcp_offload.gateway`).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import logging
 import anyio
 from starlette.types import Receive, Scope, Send
 
-from mcp_offload.core.services import Services
+from mcp_offload.gateway.answer import answer_turn
 from mcp_offload.gateway.asgi import header_pairs, incoming_request, send_bytes
 from mcp_offload.gateway.errors import GatewayError, answering, error_response
 from mcp_offload.gateway.exchange import (
@@ -25,11 +26,12 @@ from mcp_offload.gateway.exchange import (
     noting_completion,
     watch_disconnect,
 )
+from mcp_offload.gateway.plan import plan_turn, read_request
 from mcp_offload.gateway.relay import relay
 from mcp_offload.gateway.request_body import ClientGone, read_body
-from mcp_offload.gateway.turn import ApiTurns
-from mcp_offload.gateway.upstream import ProviderClient
-from mcp_offload.providers.base import ApiCall, Provider
+from mcp_offload.gateway.send import send_turn
+from mcp_offload.gateway.turn import Asked, TurnContext
+from mcp_offload.providers.base import ApiCall, IncomingRequest, Provider
 from mcp_offload.web.access_log import log_fields
 
 log = logging.getLogger("mcp_offload.gateway")  # the access log's logger (app.py)
@@ -38,10 +40,8 @@ API_CALL = "mcp_offload.api_call"  # in the scope (set by the API calls' route):
 
 
 class ExchangeEndpoint:
-    def __init__(self, services: Services, turns: ApiTurns, upstream: ProviderClient, max_body_bytes: int) -> None:
-        self.services = services
-        self.turns = turns
-        self.upstream = upstream
+    def __init__(self, context: TurnContext, max_body_bytes: int) -> None:
+        self.context = context
         self.max_body_bytes = max_body_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -59,9 +59,9 @@ class ExchangeEndpoint:
                     tg.start_soon(watch_disconnect, receive, tg.cancel_scope, exchange)
                     try:
                         if served is not None:
-                            await self.turns.run(*served, incoming, headers, body, send, exchange)
+                            await self._api_call(*served, incoming, headers, body, send, exchange)
                         else:
-                            await relay(self.upstream, incoming, headers, body, send, exchange)
+                            await relay(self.context.client, incoming, headers, body, send, exchange)
                     except (GatewayError, ClientGone) as exc:  # raised out of the task group they would be grouped
                         failure = exc
                     tg.cancel_scope.cancel()
@@ -78,6 +78,25 @@ class ExchangeEndpoint:
             await work()
         finally:
             with anyio.CancelScope(shield=True):
-                await account_exchange(self.services, exchange)
+                await account_exchange(self.context.services, exchange)
             if log.isEnabledFor(logging.INFO):
                 log_fields(scope).update(exchange_fields(exchange))
+
+    async def _api_call(
+        self,
+        provider: Provider,
+        call: ApiCall,
+        incoming: IncomingRequest,
+        headers: list[tuple[str, str]],
+        raw: bytes,
+        send: Send,
+        exchange: Exchange,
+    ) -> None:
+        request = read_request(call, incoming, raw)
+        if request is None:  # a body the API relays unread: the upstream answers it
+            exchange.api = None
+            await relay(self.context.client, incoming, headers, raw, send, exchange, provider)
+            return
+        turn = await plan_turn(self.context, Asked(provider, call, incoming, headers, raw, request), exchange)
+        response = await send_turn(turn)
+        await answer_turn(turn, response, send)

@@ -1,6 +1,6 @@
-"""One request through the gateway, as the log line and the accounting see it: `Exchange` (its facts), its fields on
-the request's access-log line (`exchange_fields`), the turn's figures added to its session's counters
-(`account_exchange`), and noting when the answer went out or the client went away."""
+"""One request through the gateway, as the log line and the accounting see it: `Exchange` (its facts, with the
+turn's `TurnReport`), its fields on the request's access-log line (`exchange_fields`), the turn's figures added to
+its session's counters (`account_exchange`), and noting when the answer went out or the client went away."""
 
 from __future__ import annotations
 
@@ -17,10 +17,24 @@ from mcp_offload.cachesafe.request_rewrite import Rewrite
 from mcp_offload.cachesafe.session import CacheSafeSession
 from mcp_offload.core.services import Services
 from mcp_offload.gateway.accounting import TurnCounters, record_turn
-from mcp_offload.gateway.loop import TurnReport
 from mcp_offload.providers.base import Provider
 
 log = logging.getLogger("mcp_offload.gateway")
+
+
+@dataclass(slots=True)
+class TurnReport:
+    """What one client turn cost and did (the retrieval loop's figures, the upstream's usage, how it failed): for
+    the access log and the accounting."""
+
+    loops: int = 0
+    retrieval_calls: int = 0
+    retrieval_errors: int = 0
+    tokens_pulled_back: int = 0
+    mixed: bool = False
+    upstream_calls: int = 1
+    usage: dict[str, Any] = field(default_factory=dict)
+    problem: str | None = None  # how the turn failed, if it did (stream cut, follow-up refused, ...)
 
 
 @dataclass(slots=True)

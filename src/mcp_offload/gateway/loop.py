@@ -1,5 +1,7 @@
 """The transparent retrieval loop: when the model calls only the gateway's retrieval tools, answer them from the store
-and call the model again, so the client sees one ordinary response (JSON or stream).
+and call the model again, so the client sees one ordinary response (JSON or stream). Each function takes the turn
+(turn.py): its request as planned, its retriever and limits, its follow-up calls (`Turn.follow_up`, prepared by the
+provider), its framing, and its report, where the loop's figures go.
 
 Rules, the same for every API:
 
@@ -18,7 +20,7 @@ Rules, the same for every API:
 - **Expansion**: after a loop (or a mixed turn) `record_expansion` stores what the upstream really saw for the
   assistant message the client received, so later turns are restored byte-identical (prompt cache, signatures).
 - **Streams are spliced, not buffered**: events go to the client as they arrive; only the retrieval tool calls and
-  the terminal events are held (see each API's `stream.py`). While the gateway runs retrieval calls and waits for
+  the terminal events are held (see each API's `dialect.py`). While the gateway runs retrieval calls and waits for
   the follow-up it sends keep-alives (`ping` events on Anthropic, SSE comments on OpenAI).
 - **Failures**: a follow-up the upstream refuses, or a stream cut halfway, ends the client's stream with that API's
   error event (or, without a stream, answers with the upstream's error); nothing is left half-written.
@@ -28,54 +30,27 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import anyio
 import httpx2
 import orjson
 
-from mcp_offload.apis.dialect import Answer, CallOutcome, Dialect, ModelToolCall, Round
+from mcp_offload.apis.dialect import Answer, CallOutcome, Round
 from mcp_offload.apis.usage import add_usage
+from mcp_offload.cachesafe.tool_text import RETRIEVAL_TOOL_NAMES
 from mcp_offload.errors import reason_of
 from mcp_offload.gateway.errors import GatewayError
+from mcp_offload.gateway.exchange import TurnReport
+from mcp_offload.gateway.turn import Retriever, Turn
 from mcp_offload.providers.framing import SSE, FrameReader, Framing
 
 Emit = Callable[[bytes], Awaitable[None]]
-OpenCall = Callable[[dict[str, Any]], Awaitable[httpx2.Response]]
-
-
-@dataclass(frozen=True, slots=True)
-class LoopLimits:
-    max_loops: int = 4  # follow-up calls with tools allowed; the one after them allows none
-    ping_interval_s: float = 5.0
-
-
-class Retriever(Protocol):
-    """The store side of the loop, bound to one session (app.py binds it to gw-core's functions)."""
-
-    async def answer(self, call: ModelToolCall) -> tuple[Answer, int]:
-        """The answer to one retrieval call and the tokens it pulls back into the context. Never raises."""
-        ...
-
-    async def record_expansion(self, client_message: Any, upstream_messages: list[dict[str, Any]]) -> None: ...
+NAMES = RETRIEVAL_TOOL_NAMES  # the tools whose calls the loop answers (the ones the gateway injects)
 
 
 @dataclass(slots=True)
-class TurnReport:
-    """What one client turn cost and did: for the access log and the accounting."""
-
-    loops: int = 0
-    retrieval_calls: int = 0
-    retrieval_errors: int = 0
-    tokens_pulled_back: int = 0
-    mixed: bool = False
-    upstream_calls: int = 1
-    usage: dict[str, Any] = field(default_factory=dict)
-    problem: str | None = None  # how the turn failed, if it did (stream cut, follow-up refused, ...)
-
-
-@dataclass(slots=True)
-class _Plan:
+class _Next:
     """What to do after one upstream call."""
 
     answers: list[Answer]
@@ -83,14 +58,12 @@ class _Plan:
     ignored_limit: bool = False  # the last call (tool_choice "none") called retrieval tools anyway: drop them, end
 
 
-async def _plan(
-    outcome: CallOutcome, names: frozenset[str], retriever: Retriever, report: TurnReport, final_sent: bool
-) -> _Plan:
-    retrieval = [c for c in outcome.calls if c.name in names]
+async def _next(outcome: CallOutcome, retriever: Retriever, report: TurnReport, final_sent: bool) -> _Next:
+    retrieval = [c for c in outcome.calls if c.name in NAMES]
     if not retrieval:
-        return _Plan([], done=True)
+        return _Next([], done=True)
     if final_sent:  # the model called retrieval tools although tool_choice was "none": end the turn here
-        return _Plan([], done=True, ignored_limit=True)
+        return _Next([], done=True, ignored_limit=True)
     answers = []
     for call in retrieval:
         answer, tokens = await retriever.answer(call)
@@ -100,65 +73,50 @@ async def _plan(
         report.tokens_pulled_back += tokens
     if len(retrieval) < len(outcome.calls):
         report.mixed = True
-        return _Plan(answers, done=True)
-    return _Plan(answers, done=False)
+        return _Next(answers, done=True)
+    return _Next(answers, done=False)
 
 
 @dataclass(slots=True)
 class _Rounds:
     """One turn's retrieval rounds so far, and the follow-up request each one adds (JSON and streams alike)."""
 
-    dialect: Dialect
-    request: dict[str, Any]
-    names: frozenset[str]
-    retriever: Retriever
-    limits: LoopLimits
-    report: TurnReport
+    turn: Turn
     rounds: list[Round] = field(default_factory=list)
     final_sent: bool = False  # the last follow-up asked for no tools (tool_choice "none")
 
-    async def next_request(self, outcome: CallOutcome) -> tuple[_Plan, dict[str, Any] | None]:
-        """Answer `outcome`'s retrieval calls: (the plan, the follow-up request; None when the turn is done)."""
-        plan = await _plan(outcome, self.names, self.retriever, self.report, self.final_sent)
-        if plan.done:
-            return plan, None
-        self.rounds.append(Round(outcome, plan.answers))
-        self.report.loops += 1
-        self.final_sent = self.report.loops > self.limits.max_loops
-        return plan, self.dialect.follow_up(self.request, self.rounds, final=self.final_sent)
+    async def next_request(self, outcome: CallOutcome) -> tuple[_Next, dict[str, Any] | None]:
+        """Answer `outcome`'s retrieval calls: (what to do next, the follow-up request; None when the turn is
+        done)."""
+        turn, report = self.turn, self.turn.exchange.report
+        step = await _next(outcome, turn.retriever, report, self.final_sent)
+        if step.done:
+            return step, None
+        self.rounds.append(Round(outcome, step.answers))
+        report.loops += 1
+        self.final_sent = report.loops > turn.limits.max_loops
+        return step, turn.dialect.follow_up(turn.plan.body, self.rounds, final=self.final_sent)
 
 
-async def _record(
-    dialect: Dialect,
-    retriever: Retriever,
-    client_output: Any,
-    rounds: list[Round],
-    last: CallOutcome | None,
-) -> None:
+async def _record(turn: Turn, client_output: Any, rounds: list[Round], last: CallOutcome | None) -> None:
     if rounds:
-        await retriever.record_expansion(dialect.client_message(client_output), dialect.upstream_messages(rounds, last))
+        dialect = turn.dialect
+        await turn.retriever.record_expansion(
+            dialect.client_message(client_output), dialect.upstream_messages(rounds, last)
+        )
 
 
-async def loop_json(
-    dialect: Dialect,
-    request: dict[str, Any],
-    first: dict[str, Any],
-    open_call: OpenCall,
-    retriever: Retriever,
-    names: frozenset[str],
-    limits: LoopLimits,
-    report: TurnReport,
-) -> tuple[int, bytes]:
+async def loop_json(turn: Turn, first: dict[str, Any]) -> tuple[int, bytes]:
     """Run the loop on a JSON answer; (status, body) for the client."""
+    dialect, report = turn.dialect, turn.exchange.report
     responses = [first]
-    turn = _Rounds(dialect, request, names, retriever, limits, report)
-    rounds = turn.rounds
-    outcome = dialect.outcome(first, names)
+    rounds = _Rounds(turn)
+    outcome = dialect.outcome(first, NAMES)
     while True:
-        plan, body = await turn.next_request(outcome)
+        step, body = await rounds.next_request(outcome)
         if body is None:
             break
-        follow = await open_call(body)
+        follow = await turn.follow_up(body)
         report.upstream_calls += 1
         try:
             raw = await follow.aread()
@@ -174,17 +132,17 @@ async def loop_json(
                 502, "upstream_bad_answer", "The upstream's answer to a follow-up call was not JSON."
             ) from None
         responses.append(parsed)
-        outcome = dialect.outcome(parsed, names)
-    stop = dialect.end_stop if plan.ignored_limit else None
+        outcome = dialect.outcome(parsed, NAMES)
+    stop = dialect.end_stop if step.ignored_limit else None
     if report.mixed:
-        rounds.append(Round(outcome, plan.answers))
-    merged = dialect.merged(responses, names, stop)
+        rounds.rounds.append(Round(outcome, step.answers))
+    merged = dialect.merged(responses, NAMES, stop)
     report.usage = {}
     for answered in responses:
         add_usage(report.usage, dialect.usage_of(answered))
-    if rounds:
-        last = None if report.mixed else (dialect.without_retrieval(outcome, names) if stop else outcome)
-        await _record(dialect, retriever, dialect.client_output_of(merged), rounds, last)
+    if rounds.rounds:
+        last = None if report.mixed else (dialect.without_retrieval(outcome, NAMES) if stop else outcome)
+        await _record(turn, dialect.client_output_of(merged), rounds.rounds, last)
     return 200, orjson.dumps(merged)
 
 
@@ -208,32 +166,18 @@ class Keepalive:
                 self.sent += 1
 
 
-async def loop_stream(
-    dialect: Dialect,
-    request: dict[str, Any],
-    first: httpx2.Response,
-    open_call: OpenCall,
-    retriever: Retriever,
-    names: frozenset[str],
-    limits: LoopLimits,
-    report: TurnReport,
-    emit: Emit,
-    *,
-    client_usage: bool = True,
-    framing: Framing = SSE,
-) -> None:
-    """Splice the first stream and every follow-up into one client stream (written through `emit`);
-    `client_usage` False: the client did not ask for a usage chunk (Chat), the gateway did (for its accounting);
-    `framing`: how the provider frames the streams (the splice reads and writes events; the framing, bytes)."""
-    splicer = dialect.splicer(names, client_usage=client_usage)
-    emit = framed(emit, framing)
-    keepalive = Keepalive(emit, splicer.ping, limits.ping_interval_s)
+async def loop_stream(turn: Turn, first: httpx2.Response, emit: Emit) -> None:
+    """Splice the first stream and every follow-up into one client stream, written through `emit` in the call's
+    framing (the splice reads and writes events; the framing, bytes). When the client did not ask for a usage chunk
+    (Chat), the gateway did, for its accounting, and the splice drops it."""
+    splicer = turn.dialect.splicer(NAMES, client_usage=turn.plan.client_usage)
+    emit = framed(emit, turn.framing)
+    keepalive = Keepalive(emit, splicer.ping, turn.limits.ping_interval_s)
     failure: Exception | None = None
     async with anyio.create_task_group() as tg:
         tg.start_soon(keepalive.run)
         try:
-            turn = _Rounds(dialect, request, names, retriever, limits, report)
-            await _splice(turn, first, open_call, emit, splicer, keepalive, framing)
+            await _splice(_Rounds(turn), first, emit, splicer, keepalive)
         except Exception as exc:  # raised out of the task group it would be wrapped in an ExceptionGroup
             failure = exc
         finally:
@@ -242,29 +186,22 @@ async def loop_stream(
         raise failure
 
 
-async def _splice(
-    turn: _Rounds,
-    response: httpx2.Response,
-    open_call: OpenCall,
-    emit: Emit,
-    splicer: Any,
-    keepalive: Keepalive,
-    framing: Framing,
-) -> None:
-    dialect, names, retriever, report, rounds = turn.dialect, turn.names, turn.retriever, turn.report, turn.rounds
+async def _splice(rounds: _Rounds, response: httpx2.Response, emit: Emit, splicer: Any, keepalive: Keepalive) -> None:
+    turn = rounds.turn
+    dialect, report = turn.dialect, turn.exchange.report
     usage: dict[str, Any] = {}
     while True:
-        if not await _relay_call(response, splicer, emit, keepalive, report, framing.reader()):
+        if not await _relay_call(response, splicer, emit, keepalive, report, turn.framing.reader()):
             return
         outcome = splicer.end_call()
         add_usage(usage, outcome.usage)
         report.usage = usage
         keepalive.waiting = True
-        plan, body = await turn.next_request(outcome)
+        step, body = await rounds.next_request(outcome)
         if body is None:
             break
         try:
-            response = await open_call(body)
+            response = await turn.follow_up(body)
         except GatewayError as exc:
             report.problem = exc.code
             await emit(splicer.error(exc.code, exc.message))
@@ -284,14 +221,14 @@ async def _splice(
             )
             return
     keepalive.waiting = False
-    stop = dialect.end_stop if plan.ignored_limit else None
+    stop = dialect.end_stop if step.ignored_limit else None
     for chunk in splicer.finish(stop):
         await emit(chunk)
     if report.mixed:
-        rounds.append(Round(outcome, plan.answers))
-    if rounds:
-        last = None if report.mixed else (dialect.without_retrieval(outcome, names) if stop else outcome)
-        await _record(dialect, retriever, splicer.client_output(), rounds, last)
+        rounds.rounds.append(Round(outcome, step.answers))
+    if rounds.rounds:
+        last = None if report.mixed else (dialect.without_retrieval(outcome, NAMES) if stop else outcome)
+        await _record(turn, splicer.client_output(), rounds.rounds, last)
 
 
 async def _relay_call(
@@ -350,18 +287,22 @@ def _chunks(response: httpx2.Response) -> AsyncIterator[bytes]:
     return response.aiter_bytes()
 
 
-async def relay_stream(
-    dialect: Dialect, response: httpx2.Response, emit: Emit, report: TurnReport, *, framing: Framing = SSE
-) -> None:
-    """A stream with nothing to splice: forward the upstream's bytes as they arrive (in the provider's `framing`),
-    read the usage on the side, and end with the API's error event if the upstream stops before its last event."""
+async def relay_stream(turn: Turn, response: httpx2.Response, emit: Emit) -> None:
+    """A stream with nothing to splice: forward the upstream's bytes as they arrive (SSE byte for byte; a framing
+    whose cut frame could not be followed by another, as AWS event-stream, whole events only, framed again), read the
+    usage on the side, and end with the API's error event if the upstream stops before its last event."""
+    dialect, framing, report = turn.dialect, turn.framing, turn.exchange.report
     parser = framing.reader()
     usage: dict[str, Any] = {}
     complete = False
     try:
         async for chunk in _chunks(response):
-            await emit(chunk)
-            for event in parser.feed(chunk):
+            events = parser.feed(chunk)
+            if framing.relays_bytes:
+                await emit(chunk)
+            elif events:
+                await emit(framing.frame(b"".join(e.raw for e in events)))
+            for event in events:
                 try:
                     complete = dialect.usage_of_event(event, usage) or complete
                 except (ValueError, AttributeError):
@@ -376,6 +317,6 @@ async def relay_stream(
         report.usage = usage
     if not complete:
         report.problem = "upstream stream cut"
-        tail = b"\n\n" if parser.pending else b""
+        tail = b"\n\n" if parser.pending and framing.relays_bytes else b""
         error = dialect.splicer(frozenset()).error("upstream_stream_cut", "The upstream stream ended early.")
         await emit(framing.frame(tail + error))

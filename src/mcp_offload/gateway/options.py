@@ -1,5 +1,5 @@
 """`GatewayOptions`: everything about serving the gateway (where to listen, who may use it, the upstreams, the
-retrieval loop, limits). The CLI fills it (cli side: `cli/gateway.py`); `build_gateway_app` reads it."""
+retrieval loop, limits). The CLI fills it (cli side: `cli/gateway.py`); `GatewayApp` reads it."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 
 from mcp_offload.cachesafe.policy import RewritePolicy
 from mcp_offload.errors import OperatorError
-from mcp_offload.gateway.loop import LoopLimits
 from mcp_offload.gateway.upstream import ProviderConfig
 
 DEFAULT_PORT = 8788
@@ -15,6 +14,14 @@ DEFAULT_PORT = 8788
 
 class GatewayConfigError(OperatorError):
     """A gateway configuration that cannot work (the message says what to change)."""
+
+
+@dataclass(frozen=True, slots=True)
+class LoopLimits:
+    """The transparent retrieval loop's limits (loop.py)."""
+
+    max_loops: int = 4  # follow-up calls with tools allowed; the one after them allows none
+    ping_interval_s: float = 5.0  # keep-alives while the gateway runs retrieval calls and waits for a follow-up
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,8 +20,10 @@ class ClientGone(Exception):
 
 
 def parse_json(headers: Mapping[str, str], raw: bytes) -> dict[str, Any]:
+    """The body of an API call as a JSON object. No Content-Type is read as JSON (boto3's `invoke_model` sends none
+    unless asked; Bedrock takes the body as JSON by default); any other type than JSON is refused (415)."""
     content_type = headers.get("content-type", "")
-    if not content_type.lower().startswith("application/json"):
+    if content_type and not content_type.lower().startswith("application/json"):
         raise GatewayError(
             415, "unsupported_content_type", f"Content-Type must be application/json, not {content_type or 'absent'!r}."
         )

@@ -24,7 +24,7 @@ import httpx2
 
 from mcp_offload.errors import reason_of
 from mcp_offload.gateway.errors import GatewayError, missing_upstream
-from mcp_offload.providers.base import OutgoingRequest, Provider
+from mcp_offload.providers.base import OutgoingRequest, Provider, ProviderRefusal
 from mcp_offload.providers.registry import PROVIDERS
 
 HOP_BY_HOP = frozenset(
@@ -115,7 +115,10 @@ class ProviderClient:
     ) -> httpx2.Response:
         """Send a request (prepared by `provider`, which signs it where it must) and return the response."""
         if provider is not None:
-            outgoing = await provider.prepare(OutgoingRequest(method, url, headers, content))
+            try:
+                outgoing = await provider.prepare(OutgoingRequest(method, url, headers, content))
+            except ProviderRefusal as refusal:
+                raise GatewayError(refusal.status, refusal.code, refusal.message) from None
             method, url, headers, content = outgoing.method, outgoing.url, list(outgoing.headers), outgoing.content
         request = self._client.build_request(method, url, headers=headers, content=content)
         try:

@@ -89,6 +89,17 @@ class OutgoingRequest:
     content: bytes | None
 
 
+class ProviderRefusal(Exception):
+    """A request a provider cannot send as asked (`prepare`: e.g. Bedrock without botocore to sign it): the gateway
+    answers it with `status` and the message, in the provider's error document."""
+
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+
+
 @dataclass(frozen=True, slots=True)
 class ErrorAnswer:
     """A failure the gateway answers itself, as the provider's clients read it."""
@@ -102,8 +113,13 @@ class Provider(Protocol):
     name: str  # the registry key and the word in logs ("anthropic", "openai", "gemini", "bedrock")
     title: str  # its name in messages to people ("Amazon Bedrock")
     apis: tuple[LlmApi, ...]  # the APIs it serves (for a vendor's own API: the API's home, see registry)
-    upstream: UpstreamSetting
     credential_headers: tuple[str, ...]  # lower-case names of the headers that carry a credential
+
+    @property
+    def upstream(self) -> UpstreamSetting:
+        """Its base URL's flag, variable and default (a class attribute, or read when asked: Bedrock's default is
+        the region of the environment's AWS setup)."""
+        ...
 
     def route(self, request: IncomingRequest) -> ApiCall | None:
         """The API call `request` is on this provider, else None."""

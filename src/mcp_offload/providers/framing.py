@@ -26,6 +26,9 @@ class FrameReader(Protocol):
 
 class Framing(Protocol):
     media_type: str  # the stream's content type ("text/event-stream")
+    # a stream relayed unspliced may go on byte for byte (SSE: a cut event is ended by the error event); False: only
+    # whole events are forwarded, re-framed (an event-stream frame cut in half cannot be followed by another)
+    relays_bytes: bool
 
     def reader(self) -> FrameReader: ...
 
@@ -36,6 +39,7 @@ class Framing(Protocol):
 
 class SseFraming:
     media_type = "text/event-stream"
+    relays_bytes = True
 
     def reader(self) -> FrameReader:
         return SseParser()

@@ -11,13 +11,23 @@ from __future__ import annotations
 
 from mcp_offload.apis.base import LlmApi
 from mcp_offload.providers.anthropic import AnthropicProvider
+from mcp_offload.providers.azure import AzureProvider
 from mcp_offload.providers.base import ApiCall, IncomingRequest, Provider
+from mcp_offload.providers.bedrock import BedrockProvider
 from mcp_offload.providers.gemini import GeminiProvider
 from mcp_offload.providers.openai import OpenAIProvider
 from mcp_offload.providers.prices import CachePrices
+from mcp_offload.providers.vertex import VertexProvider
 
-_PUBLIC: tuple[Provider, ...] = (AnthropicProvider(), OpenAIProvider(), GeminiProvider())
-PROVIDERS: dict[str, Provider] = {p.name: p for p in _PUBLIC}
+_BUILT_IN: tuple[Provider, ...] = (
+    AnthropicProvider(),
+    OpenAIProvider(),
+    GeminiProvider(),
+    BedrockProvider(),
+    VertexProvider(),
+    AzureProvider(),
+)
+PROVIDERS: dict[str, Provider] = {p.name: p for p in _BUILT_IN}
 RELAY_FALLBACK = "openai"  # a relayed request no provider claims (OpenAI-compatible servers share its paths)
 
 

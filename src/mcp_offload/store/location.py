@@ -23,17 +23,24 @@ the client learns the rest of the cluster from the seeds. The cluster client fol
 map on a connection error (a failover), retrying `CLUSTER_RETRIES` times with a short capped backoff, so a call that
 falls into a failover window fails within seconds (`StoreUnavailable`) instead of hanging, and the next call finds
 the new master. `store/redis/startup.py` checks at start that the URL's kind matches what answers there.
+
+TLS (rediss://, rediss+cluster://) takes redis-py's query options: ssl_ca_certs (the CA file), ssl_cert_reqs
+(required, optional, none), ssl_certfile and ssl_keyfile (a client certificate); the `store_tls_*` settings put them
+there (`Settings.store_location`). They are checked before anything connects (`StoreLocationError`): TLS options on a
+plain URL, an ssl_cert_reqs of another word, a file that cannot be read.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
-from urllib.parse import unquote
+from urllib.parse import parse_qsl, unquote
 
 from mcp_offload.errors import SettingsError, StoreUnavailable
+from mcp_offload.settings import TLS_CERT_REQS
 from mcp_offload.units import check_url_port
 
 if TYPE_CHECKING:  # redis is imported when a client is made, so a filesystem store never loads it
@@ -72,9 +79,11 @@ def store_kind(location: str) -> StoreKind:
     """Which backend `location` names; `StoreLocationError` for a URL of a scheme no backend knows."""
     if location.startswith(REDIS_SCHEMES):
         _check_ports(location)
+        _check_tls(location)
         return "redis"
     if location.startswith(CLUSTER_SCHEMES):
         _check_ports(location)
+        _check_tls(location)
         return "cluster"
     found = _URL.match(location)
     if found:
@@ -92,6 +101,46 @@ def _check_ports(location: str) -> None:
         check_url_port(location, numbers_only=True)  # "h:x" is the URL parsers' to refuse, in their words
     except ValueError as exc:
         raise SettingsError(f"the store location names a port out of range: {exc}; nothing was started") from None
+
+
+TLS_FILES = {
+    "ssl_ca_certs": "--store-tls-ca-file",
+    "ssl_certfile": "--store-tls-cert-file",
+    "ssl_keyfile": "--store-tls-key-file",
+}
+
+
+def _check_tls(location: str) -> None:
+    """`StoreLocationError` for TLS query options that cannot work: on a plain URL, an unknown ssl_cert_reqs, a
+    file that is not there (redis-py would say so only at the first connection, as an outage)."""
+    query = dict(parse_qsl(location.partition("?")[2], keep_blank_values=True))
+    tls_options = sorted(k for k in query if k.startswith("ssl_"))
+    if not tls_options:
+        return
+    scheme = normalise_url(location).split("://", 1)[0]
+    if scheme not in ("rediss", "rediss+cluster"):
+        instead = "a unix socket has no TLS" if scheme == "unix" else f"use {scheme.replace('redis', 'rediss', 1)}://…"
+        raise StoreLocationError(
+            f"the store location {_shown(location)} is not TLS but carries TLS options ({', '.join(tls_options)}): "
+            f"{instead} for a Redis over TLS, or drop them"
+        )
+    reqs = query.get("ssl_cert_reqs")
+    if reqs is not None and reqs not in TLS_CERT_REQS:
+        choices = ", ".join(TLS_CERT_REQS)
+        raise StoreLocationError(
+            f"ssl_cert_reqs={reqs} in the store location (--store-tls-cert-reqs): one of {choices}"
+        )
+    for option, flag in TLS_FILES.items():
+        path = query.get(option)
+        if path is not None and not os.access(path, os.R_OK):
+            why = "is not readable" if os.path.exists(path) else "does not exist"
+            raise StoreLocationError(f"the TLS file {path} ({option}, {flag}) {why}; nothing was started")
+
+
+def _shown(location: str) -> str:
+    """A store URL for messages: without its query and credentials."""
+    scheme, _, rest = location.partition("?")[0].partition("://")
+    return f"{scheme}://{rest.rpartition('@')[2]}"
 
 
 def is_redis_location(location: str) -> bool:
@@ -208,19 +257,28 @@ def open_redis(
 
 
 def open_redis_sync(
-    location: str, *, connect_timeout_s: float = 2.0, socket_timeout_s: float = 5.0, retry_once: bool = True
+    location: str,
+    *,
+    connect_timeout_s: float = 2.0,
+    socket_timeout_s: float = 5.0,
+    retry_once: bool = True,
+    replicas: bool = False,
 ) -> SyncRedis:
     """The synchronous twin of `open_redis` (its own connection pool), for reads made from worker threads. A cluster
-    client connects at once, to learn the slot map."""
+    client connects at once, to learn the slot map. `replicas` (a cluster only): its read commands go to the slot's
+    replicas in turn (READONLY connections; the master when a slot has no replica), its writes to the master."""
     import redis
     import redis.cluster
 
     if store_kind(location) == "cluster":
         seeds = parse_cluster(location)
         nodes = [redis.cluster.ClusterNode(h, p) for h, p in seeds.seeds]  # type: ignore[no-untyped-call]
-        return redis.cluster.RedisCluster(
-            startup_nodes=nodes, **_cluster_options(seeds, connect_timeout_s, socket_timeout_s)
-        )
+        options = _cluster_options(seeds, connect_timeout_s, socket_timeout_s)
+        if replicas:
+            options["load_balancing_strategy"] = redis.cluster.LoadBalancingStrategy.ROUND_ROBIN_REPLICAS
+        return redis.cluster.RedisCluster(startup_nodes=nodes, **options)
+    if replicas:
+        raise ValueError("reads from replicas are for a Redis Cluster")  # programming error: callers check the kind
     try:
         return redis.Redis.from_url(
             normalise_url(location), **_client_options(connect_timeout_s, socket_timeout_s, retry_once)

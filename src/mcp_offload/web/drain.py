@@ -24,25 +24,26 @@ class Drain:
     def __init__(self) -> None:
         self.draining = False
         self.count = 0
-        self._idle: anyio.Event | None = None
+        self._idle: anyio.Event | None = None  # made by a waiter (a shutdown), set when the count reaches 0
 
     def close(self) -> None:
         self.draining = True
 
     def enter(self) -> None:
-        if self.count == 0:
-            self._idle = anyio.Event()
         self.count += 1
 
     def leave(self) -> None:
         self.count -= 1
         if self.count == 0 and self._idle is not None:
             self._idle.set()
+            self._idle = None
 
     async def wait_idle(self, grace_s: float) -> bool:
         """Wait until nothing is in flight (True) or `grace_s` passes (False)."""
         with anyio.move_on_after(grace_s):
-            if self.count and self._idle is not None:
+            while self.count:
+                if self._idle is None:
+                    self._idle = anyio.Event()
                 await self._idle.wait()
             return True
         return False

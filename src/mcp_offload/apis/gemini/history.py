@@ -14,6 +14,7 @@ text part's `thoughtSignature` is ignored (a `functionCall`'s stays).
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -48,8 +49,21 @@ def _normal_parts(parts: Any) -> list[Any]:
             else:
                 out.append({"text": part["text"]})
             continue
+        signature = part.get("thoughtSignature")
+        if isinstance(signature, str):  # proto `bytes`: the google-genai SDK sends it back URL-safe, the API sends it
+            part = {**part, "thoughtSignature": standard_base64(signature)}  # standard: the same bytes
         out.append(part)
     return out
+
+
+def standard_base64(value: str) -> str:
+    """A proto `bytes` field's text in one form (standard alphabet, padded): the API reads standard and URL-safe
+    base64, padded or not, as the same bytes; text that is not base64 is kept as it is."""
+    try:
+        raw = base64.urlsafe_b64decode(value.replace("+", "-").replace("/", "_") + "=" * (-len(value) % 4))
+    except ValueError:
+        return value
+    return base64.b64encode(raw).decode("ascii")
 
 
 class GeminiHistory(History):

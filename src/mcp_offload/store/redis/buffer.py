@@ -3,20 +3,29 @@
 Invariants: it never holds more than `MAX_PAGES` pages (or the pages of the one slice asked for); a fetch that
 comes back short means the key went away (evicted or deleted after its lease) and raises the error the store
 gave it, never returns partial bytes.
+
+Reads from replicas (a cluster store with `read_from_replicas`): each piece is asked of a replica first. A replica
+holds an output whole or not at all (it is published by one RENAME, replicated as one step), so a piece of the
+right length is the output's; a short piece (a replica that has not received the output yet: an offload that ran
+without a replica's ack, a replica still syncing) or a failing replica is asked of the master, which is what the
+pinned open found the output on. Only a short piece from the master means the output is gone.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, cast
 
 from mcp_offload.store.base import CHUNK
-from mcp_offload.store.failures import redis_errors
+from mcp_offload.store.failures import driver_error_line, is_driver_error, redis_errors
 
 if TYPE_CHECKING:
     from mcp_offload.store.location import SyncRedis
+
+log = logging.getLogger(__name__)
 
 
 class RedisBuffer:
@@ -33,14 +42,26 @@ class RedisBuffer:
     CACHED_SLICE = 256 * 1024
     PIECE = CHUNK
 
-    def __init__(self, client: SyncRedis, key: str, size: int, on_missing: Callable[[], Exception]) -> None:
+    def __init__(
+        self,
+        client: SyncRedis,
+        key: str,
+        size: int,
+        on_missing: Callable[[], Exception],
+        *,
+        replicas: SyncRedis | None = None,
+    ) -> None:
+        """`client` reads from the master; `replicas`, when given, is asked first (a cluster client whose reads go
+        to replicas), the master only for what a replica lacks."""
         self._client = client
+        self._replicas = replicas
         self._key = key
         self._size = size
         self._on_missing = on_missing
         self._pages: OrderedDict[int, bytes] = OrderedDict()
         self._lock = threading.Lock()
         self.round_trips = 0
+        self.from_master = 0  # pieces a replica lacked, read from the master instead
 
     def __len__(self) -> int:
         return self._size
@@ -79,18 +100,31 @@ class RedisBuffer:
 
     def _fetch(self, start: int, stop: int) -> bytes:
         """Bytes [start, stop) straight from Redis (GETRANGE's end is inclusive)."""
-        with redis_errors():
-            # one GETRANGE per PIECE, in sequence: redis-py parses 1 MiB replies much faster than one huge
-            # reply, and pipelining them measured no faster (the parser, not the network, is the limit)
-            parts: list[bytes] = []
-            for pos in range(start, stop, self.PIECE):
-                self.round_trips += 1
-                piece = self._client.getrange(self._key, pos, min(pos + self.PIECE, stop) - 1)
-                parts.append(cast(bytes, piece))  # a sync client without decode_responses: bytes
-            raw = parts[0] if len(parts) == 1 else b"".join(parts)
+        # one GETRANGE per PIECE, in sequence: redis-py parses 1 MiB replies much faster than one huge
+        # reply, and pipelining them measured no faster (the parser, not the network, is the limit)
+        parts = [self._piece(pos, min(pos + self.PIECE, stop)) for pos in range(start, stop, self.PIECE)]
+        raw = parts[0] if len(parts) == 1 else b"".join(parts)
         if len(raw) != stop - start:
             raise self._on_missing()
         return raw
+
+    def _piece(self, start: int, stop: int) -> bytes:
+        """One GETRANGE: from a replica when reads go there and it has the output, else from the master."""
+        self.round_trips += 1
+        if self._replicas is not None:
+            try:
+                piece = cast(bytes, self._replicas.getrange(self._key, start, stop - 1))
+            except Exception as exc:
+                if not is_driver_error(exc):
+                    raise
+                log.debug("redis store: a replica failed a read (%s); the master answers", driver_error_line(exc))
+                piece = b""
+            if len(piece) == stop - start:
+                return piece
+            self.from_master += 1
+            self.round_trips += 1
+        with redis_errors():
+            return cast(bytes, self._client.getrange(self._key, start, stop - 1))  # without decode_responses: bytes
 
     def _bounds(self, start: int | None, end: int | None) -> tuple[int, int]:
         a, b, _ = slice(start, end).indices(self._size)

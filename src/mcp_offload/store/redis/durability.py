@@ -26,6 +26,8 @@ import redis
 import redis.asyncio
 from redis.commands.core import AsyncScript
 
+from mcp_offload.store.failures import is_driver_error
+
 if TYPE_CHECKING:
     from mcp_offload.store.location import AsyncRedis
 
@@ -77,7 +79,9 @@ class ReplicaAcks:
             else:
                 info = await self._client.info("replication")
             has = int(info.get("connected_slaves", 0)) > 0
-        except redis.exceptions.RedisError:
+        except Exception as exc:
+            if not is_driver_error(exc):
+                raise
             has = False if known is None else known[0]
         if not has and (known is None or known[0]):  # a master that lost its replica, or a new one (a failover)
             log.warning("redis store: master %s has no replica: running without a replica ack until one is back", name)

@@ -11,18 +11,26 @@ store always used (no braces), so an upgrade keeps every stored output readable.
 
 from __future__ import annotations
 
+import logging
 import secrets
 import threading
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from redis.cluster import RedisCluster
 from redis.commands.core import AsyncScript
 
+from mcp_offload.store.failures import driver_error_line, is_driver_error
 from mcp_offload.store.lifecycle import StoreLimits
 from mcp_offload.store.location import open_redis_sync
 
 if TYPE_CHECKING:
     from mcp_offload.store.location import AsyncRedis, SyncRedis
+
+log = logging.getLogger(__name__)
+
+REPLICA_MAP_S = 30.0  # how often the replica-reading client reloads its slot map
 
 
 class RedisKeyspace:
@@ -35,9 +43,12 @@ class RedisKeyspace:
     prefix: str
     eager_bytes: int
     read_lease_ms: int
+    read_from_replicas: bool  # a cluster: ranges of large outputs are read from replicas (buffer.py)
     _options: dict[str, Any]
     _client: AsyncRedis
     _sync: SyncRedis | None
+    _replica_sync: SyncRedis | None
+    _replica_map_at: float = 0.0
     _sync_lock: threading.Lock
     _reap: AsyncScript
     _publish: AsyncScript
@@ -92,3 +103,32 @@ class RedisKeyspace:
             if self._sync is None:
                 self._sync = open_redis_sync(self.url, **self._options)
             return self._sync
+
+    def _replica_client(self) -> SyncRedis | None:
+        """The synchronous client whose reads go to replicas, when this store reads from them; else None. Blocks
+        (it connects, and reloads its slot map every `REPLICA_MAP_S`): call it from a worker thread.
+
+        Why reload: a client learns the replicas from CLUSTER SLOTS, which lists a replica only once the cluster's
+        gossip knows it has data (a fresh cluster lists none), and redis-py reloads the map only after an error; so
+        without it, replicas that joined (or became known) after the first read would never be read from."""
+        if not self.read_from_replicas:
+            return None
+        with self._sync_lock:
+            now = time.monotonic()
+            if self._replica_sync is None:
+                self._replica_sync, self._replica_map_at = (
+                    open_redis_sync(self.url, replicas=True, **self._options),
+                    now,
+                )
+                return self._replica_sync
+            client, stale = self._replica_sync, now - self._replica_map_at > REPLICA_MAP_S
+            if stale:
+                self._replica_map_at = now
+        if stale and isinstance(client, RedisCluster):
+            try:
+                client.nodes_manager.initialize()
+            except Exception as exc:
+                if not is_driver_error(exc):
+                    raise
+                log.debug("redis store: the replicas' slot map was not reloaded (%s)", driver_error_line(exc))
+        return client

@@ -15,12 +15,11 @@ from typing import Any, cast
 
 import anyio
 import orjson
-import redis
 
 from mcp_offload.errors import UnknownHandle
 from mcp_offload.store.base import OutputMeta, StoredOutput
 from mcp_offload.store.content_index import ContentIndex
-from mcp_offload.store.failures import redis_errors
+from mcp_offload.store.failures import driver_error_line, is_driver_error, redis_errors
 from mcp_offload.store.handles import validate_handle, validate_scope
 from mcp_offload.store.lifecycle import gone_error
 from mcp_offload.store.redis.buffer import RedisBuffer
@@ -70,15 +69,17 @@ class Reading(Ledger):
                     self._key("d", scope, handle),
                     index.size,
                     lambda: gone_error(handle, "evicted", self.limits),
+                    replicas=await anyio.to_thread.run_sync(self._replica_client),  # connects once: off the loop
                 )
             yield StoredOutput(meta=meta, index=index, data=data, path=None)
         finally:
             with anyio.CancelScope(shield=True):
                 try:
                     await self._unpin(keys=[self._key("p", scope, handle)])
-                except (redis.exceptions.RedisError, redis.exceptions.RedisClusterException) as exc:
-                    # the pin lease expires by itself
-                    log.warning("redis store: could not release a reader pin (%s)", exc)
+                except Exception as exc:
+                    if not is_driver_error(exc):
+                        raise
+                    log.warning("redis store: could not release a reader pin (%s)", driver_error_line(exc))
 
     async def list(self, scope: str) -> list[OutputMeta]:
         validate_scope(scope)

@@ -1,8 +1,10 @@
 """The startup check of a Redis store URL against what answers there, and which masters have a replica.
 
-A cluster URL whose seeds all fail to answer, a cluster URL naming a node that is not in cluster mode, and a
-single-node URL naming a cluster node are each one `StoreLocationError` line (the CLI exits 1, nothing is created).
-An unreachable single node is not: it may come back, and every call then says so.
+A cluster URL whose seeds all fail to answer, a cluster URL naming a node that is not in cluster mode, a
+single-node URL naming a cluster node, and a connection that fails for a reason no retry fixes (TLS: an expired or
+untrusted certificate, a missing client certificate, a TLS URL to a plain port or the other way round;
+`setup_problems.py`) are each one `StoreLocationError` line (the CLI exits 1, nothing is created). An unreachable
+single node is not: it may come back, and every call then says so.
 """
 
 from __future__ import annotations
@@ -16,7 +18,15 @@ import redis.cluster
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from mcp_offload.store.location import StoreLocationError, open_redis_sync, parse_cluster, store_kind
+from mcp_offload.store.failures import is_driver_error
+from mcp_offload.store.location import (
+    StoreLocationError,
+    normalise_url,
+    open_redis_sync,
+    parse_cluster,
+    store_kind,
+)
+from mcp_offload.store.redis.setup_problems import setup_problem
 
 if TYPE_CHECKING:
     from mcp_offload.store.location import SyncRedis
@@ -39,12 +49,14 @@ def check_mode(location: str, connect_timeout_s: float = 2.0) -> Probe:
     if store_kind(location) != "cluster":
         probe = open_redis_sync(location, **timeouts)
         assert isinstance(probe, redis.Redis)
-        info = _info(probe)
+        kwargs = probe.connection_pool.connection_kwargs
+        where = f"{kwargs.get('host')}:{kwargs.get('port')}"
+        if location.startswith("unix://"):
+            where = str(kwargs.get("path"))
+        info = _info(probe, where, tls=normalise_url(location).startswith("rediss://"))
         if info is None:
             return Probe()
         if int(info.get("cluster_enabled", 0)):
-            kwargs = probe.connection_pool.connection_kwargs
-            where = f"{kwargs.get('host')}:{kwargs.get('port')}"
             raise StoreLocationError(
                 f"{where} is a node of a Redis Cluster: use redis+cluster://{where} (one node serves only its own "
                 "slots)"
@@ -61,7 +73,7 @@ def check_mode(location: str, connect_timeout_s: float = 2.0) -> Probe:
             retry=Retry(NoBackoff(), 0),  # a seed that does not answer is asked once: the next seed may
             **seeds.options,
         )
-        info = _info(node)
+        info = _info(node, f"{host}:{port}", tls=bool(seeds.options.get("ssl")))
         if info is not None and not int(info.get("cluster_enabled", 0)):
             raise StoreLocationError(
                 f"{host}:{port} answers but is not in cluster mode: use redis://{host}:{port} for one Redis node, "
@@ -77,7 +89,9 @@ def check_mode(location: str, connect_timeout_s: float = 2.0) -> Probe:
         for primary in sync.get_primaries():  # type: ignore[no-untyped-call]
             found: dict[str, Any] = sync.info("replication", target_nodes=primary)
             replicas[primary.name] = int(found.get("connected_slaves", 0)) > 0
-    except (redis.exceptions.RedisError, redis.exceptions.RedisClusterException) as exc:
+    except Exception as exc:
+        if not is_driver_error(exc):
+            raise
         log.debug("redis cluster: %s", exc)
         raise StoreLocationError(
             f"the nodes of {seeds.shown} answer but not as a working Redis Cluster ({str(exc).splitlines()[0]}); "
@@ -86,12 +100,18 @@ def check_mode(location: str, connect_timeout_s: float = 2.0) -> Probe:
     return Probe(sync=sync, replicas=replicas)
 
 
-def _info(client: redis.Redis) -> dict[str, Any] | None:
-    """INFO of a node (cluster_enabled, connected_slaves among others); None when it does not answer."""
+def _info(client: redis.Redis, where: str, *, tls: bool) -> dict[str, Any] | None:
+    """INFO of a node (cluster_enabled, connected_slaves among others); None when it does not answer;
+    `StoreLocationError` when it cannot answer this client (a TLS mistake: `setup_problem`)."""
     try:
         info: dict[str, Any] = client.info()
         return info
-    except redis.exceptions.RedisError:
+    except Exception as exc:
+        if not is_driver_error(exc):
+            raise
+        problem = setup_problem(exc, where, tls=tls, options=client.connection_pool.connection_kwargs)
+        if problem is not None:
+            raise StoreLocationError(problem) from None
         return None
     finally:
         client.close()

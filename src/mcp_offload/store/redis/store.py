@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from mcp_offload.errors import SettingsError
 from mcp_offload.store.base import CHUNK
 from mcp_offload.store.failures import redis_errors
 from mcp_offload.store.lifecycle import StoreLimits, SweepReport
@@ -24,6 +25,10 @@ from mcp_offload.store.redis.scripts import LUA_DELETE, LUA_LEDGER, LUA_OPEN, LU
 from mcp_offload.store.redis.startup import Probe, check_mode
 
 REPLICA_ACK_TIMEOUT_S = 2.0
+REPLICAS_NEED_A_CLUSTER = (
+    "reads from replicas (--store-read-from-replicas, MCP_OFFLOAD_STORE_READ_FROM_REPLICAS) are for a Redis Cluster "
+    "store (redis+cluster://…): a single Redis URL names one node"
+)
 
 
 class RedisStore(Publishing, Reading, AdminScan):
@@ -42,11 +47,17 @@ class RedisStore(Publishing, Reading, AdminScan):
         eager_bytes: int = CHUNK,
         read_lease_s: float = 600.0,
         replica_ack_timeout_s: float = REPLICA_ACK_TIMEOUT_S,
+        read_from_replicas: bool = False,
         check: bool = True,
     ) -> None:
-        """`check`: the startup check of the URL against what answers there (client.check_mode); on by default."""
+        """`check`: the startup check of the URL against what answers there (client.check_mode); on by default.
+        `read_from_replicas` (a cluster only): ranges of large outputs are read from replicas, the master answering
+        for what a replica lacks (buffer.py)."""
         self.url = url
         self.cluster = store_kind(url) == "cluster"
+        if read_from_replicas and not self.cluster:
+            raise SettingsError(REPLICAS_NEED_A_CLUSTER)
+        self.read_from_replicas = read_from_replicas
         self.limits = limits or StoreLimits()
         self.clock = clock
         self.prefix = prefix
@@ -55,6 +66,7 @@ class RedisStore(Publishing, Reading, AdminScan):
         self._options: dict[str, Any] = {"connect_timeout_s": connect_timeout_s, "socket_timeout_s": socket_timeout_s}
         probe = check_mode(url, connect_timeout_s) if check else Probe()
         self._sync = probe.sync
+        self._replica_sync = None
         self._sync_lock = threading.Lock()
         self._client = open_redis(url, **self._options)
         self._reap = self._client.register_script(LUA_REAP)
@@ -90,6 +102,7 @@ class RedisStore(Publishing, Reading, AdminScan):
     async def aclose(self) -> None:
         with contextlib.suppress(Exception):
             await self._client.aclose()
-        if self._sync is not None:
-            with contextlib.suppress(Exception):
-                self._sync.close()
+        for sync in (self._sync, self._replica_sync):
+            if sync is not None:
+                with contextlib.suppress(Exception):
+                    sync.close()
