@@ -177,7 +177,16 @@ def test_arguments_that_would_go_around_the_gateway_are_refused(
 
 def test_arguments_after_the_terminator_are_the_agents_own(home: Path, tmp_path: Path) -> None:
     bin_dir = fake_openclaw(tmp_path, "2026.9.6")
-    done = wrap(home, "openclaw", "agent", "exec", "--", "--config", PATH=f"{bin_dir}:/usr/bin:/bin", CORP_PROXY="x")
+    done = wrap(
+        home,
+        "openclaw",
+        "agent",
+        "exec",
+        "--",
+        "--config",
+        PATH=f"{bin_dir}:/usr/bin:/bin",
+        CORP_PROXY="http://127.0.0.1:9",
+    )
     assert done.returncode == 0, done.stderr
     assert (home / "ran").read_text().startswith("ran ")
 
