@@ -51,21 +51,19 @@ def model(
     text; `bridge`: how the agent's model calls MCP tools when they sit behind a tool of its own), then answer."""
 
     def call(name: str, arguments: dict[str, Any]) -> ToolCall:
-        if bridge is None:
-            return ToolCall(name, arguments)
-        return ToolCall(bridge.tool, {bridge.name_key: name, bridge.args_key: arguments})
+        return bridge.call(name, arguments) if bridge else ToolCall(name, arguments)
 
     def name_of(exchange: ToolExchange) -> str:
-        if bridge and exchange.name == bridge.tool and isinstance(exchange.arguments, dict):
-            return str(exchange.arguments.get(bridge.name_key, ""))
-        return exchange.name
+        return bridge.name_of(exchange) if bridge else exchange.name
 
     def step(turn: Turn) -> Step:
         if (bridge.tool if bridge else query_tool) not in turn.tool_names:
             return reply("Scripted session")
-        if bridge and bridge.first and not any(e.name == bridge.first.name for e in turn.exchanges()):
-            return reply(bridge.first)
-        done = [e for e in turn.exchanges() if name_of(e) in (query_tool, read_tool)]
+        first = bridge.first_step(turn) if bridge else None
+        if first is not None:
+            return first
+        exchanges = [e for e in turn.exchanges() if not (bridge and bridge.too_early(e))]
+        done = [e for e in exchanges if name_of(e) in (query_tool, read_tool)]
         if not done:
             return reply(call(query_tool, {"handle": handle, "query": PROGRAM, "compact": True}))
         following = continuation(unwrap(done[-1].result or ""))

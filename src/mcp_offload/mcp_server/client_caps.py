@@ -31,12 +31,13 @@ measured or documented, with room below each client's own cut:
   result and saves the whole to a file (measured: 51,200 bytes and 2,000 lines shown whole, one more of either cut).
   Cap: 50,000 bytes and 2,000 lines (counted as newlines plus one, so a final newline costs a line).
 - `qwen-cli-mcp-client-<server name>`, Qwen Code (0.24.4; the name carries the name the user gave the server, so it is
-  matched by its prefix): a result over ~28,000 characters becomes a 2,000-character preview with the rest saved to a
-  file (reported in the team's notes for 0.24.4 on this kind of machine; here its MCP tools did not reach the model in
-  a first try, so not measured again). Cap: 25,000 bytes.
+  matched by its prefix): its scheduler saves a result over 28,000 characters (its `tools.truncateToolOutputThreshold`,
+  25,000, plus 3,000) to a file and shows the model a 2,000-character preview in `<persisted-output>` (measured through
+  its `tool_call` bridge: 28,000 characters shown whole, 29,9xx saved away), although it declares a 500,000-character
+  budget for MCP tools. Cap: 25,000 bytes.
 
 No other client here reads a size hint from a tool's `_meta` (searched in Codex, Gemini CLI, opencode, Copilot CLI,
-Cline, OpenClaw and Qwen Code: Qwen Code gives every MCP tool a fixed 500,000-character budget).
+Cline, OpenClaw and Qwen Code).
 
 Every other client keeps the server's own limits (`read_max_tokens`, `max_results`, `jq_max_output_chars`). The
 `client_caps` setting (`MCP_OFFLOAD_CLIENT_CAPS`, `--client-caps`, `answer_cap.parse_client_caps`) sets or replaces
