@@ -1,5 +1,6 @@
-"""One package per LLM API (`anthropic/`, `openai_chat/`, `responses/`, `gemini/`), each behind the `LlmApi`
-protocol (`base.py`) and listed once in `registry.py`; `ApiName` (`names.py`) is the one word for "which API".
+"""One package per LLM API (`anthropic/`, `openai_chat/`, `responses/`, `gemini/`, `converse/`), each behind the
+`LlmApi` protocol (`base.py`) and listed once in `registry.py`; `ApiName` (`names.py`) is the one word for "which
+API".
 
 Shared by every API, never naming one: the message model (`message.py`), the request-body base (`history.py`),
 the retrieval loop's protocol (`dialect.py`), the answers most APIs share (`defaults.py`), SSE framing

@@ -22,23 +22,23 @@ import copy
 from collections.abc import Sequence
 from typing import Any
 
-import orjson
-
 from mcp_offload.apis.converse.cache_points import with_end_cache_point
 from mcp_offload.apis.converse.errors import stream_error_event
 from mcp_offload.apis.converse.messages import block_kind
 from mcp_offload.apis.dialect import (
     Answer,
     CallOutcome,
+    FinalAnswer,
     ModelToolCall,
     Round,
     arguments_object,
+    parsed_arguments,
     replayed_rounds,
     with_appended,
 )
 from mcp_offload.apis.names import ApiName
 from mcp_offload.apis.sse import SseEvent, encode_event
-from mcp_offload.apis.usage import UsageFigures, add_usage, as_int
+from mcp_offload.apis.usage import UsageFigures, add_usage, as_int, cache_counted_figures
 
 
 def _tool_calls(blocks: list[dict[str, Any]]) -> list[ModelToolCall]:
@@ -104,6 +104,16 @@ class ConverseDialect:
         ]
         return [{"role": "assistant", "content": blocks}, {"role": "user", "content": list(map(tool_result, answers))}]
 
+    def answer_text(self, response: dict[str, Any]) -> str:
+        return "".join(b["text"] for b in _content(response) if isinstance(b.get("text"), str))
+
+    def final_answer(self, response: dict[str, Any], retrieval_names: frozenset[str]) -> FinalAnswer | None:
+        blocks = _content(response)
+        if not blocks or any(_is_retrieval(b, retrieval_names) for b in blocks):
+            return None
+        said = {"role": "assistant", "content": blocks}
+        return FinalAnswer(client_copy=said, messages=[said])
+
     def without_retrieval(self, outcome: CallOutcome, retrieval_names: frozenset[str]) -> CallOutcome:
         blocks = [b for b in outcome.output if not _is_retrieval(b, retrieval_names)]
         return CallOutcome(blocks, _tool_calls(blocks), outcome.stop, outcome.usage, outcome.response_id)
@@ -147,13 +157,12 @@ class ConverseDialect:
         return dict(usage) if isinstance(usage, dict) else {}
 
     def figures(self, usage: dict[str, Any]) -> UsageFigures:
-        read = as_int(usage.get("cacheReadInputTokens"))
-        write = as_int(usage.get("cacheWriteInputTokens"))
-        return UsageFigures(
-            input_tokens=as_int(usage.get("inputTokens")) + read + write,
-            output_tokens=as_int(usage.get("outputTokens")),
-            cache_read_tokens=read,
-            cache_write_tokens=write,
+        return cache_counted_figures(
+            usage,
+            input_key="inputTokens",
+            output_key="outputTokens",
+            read_key="cacheReadInputTokens",
+            write_key="cacheWriteInputTokens",
         )
 
 
@@ -246,11 +255,7 @@ class ConverseSplicer:
 
     def _close_block(self, index: int) -> None:
         if index in self._json and "toolUse" in self._blocks[index]:
-            raw = self._json.pop(index)
-            try:
-                self._blocks[index]["toolUse"]["input"] = orjson.loads(raw) if raw.strip() else {}
-            except orjson.JSONDecodeError:
-                self._blocks[index]["toolUse"]["input"] = raw
+            self._blocks[index]["toolUse"]["input"] = parsed_arguments(self._json.pop(index))
 
     def call_complete(self) -> bool:
         return self._complete
