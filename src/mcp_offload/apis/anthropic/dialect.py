@@ -17,6 +17,7 @@ from typing import Any
 
 from mcp_offload.apis.anthropic.breakpoint import with_end_breakpoint
 from mcp_offload.apis.anthropic.errors import stream_error_event
+from mcp_offload.apis.block_splicer import BlockSplicer
 from mcp_offload.apis.dialect import (
     Answer,
     CallOutcome,
@@ -157,21 +158,10 @@ class AnthropicDialect:
         )
 
 
-class AnthropicSplicer:
+class AnthropicSplicer(BlockSplicer):
     def __init__(self, retrieval_names: frozenset[str]) -> None:
-        self.names = retrieval_names
-        self.errored = False
-        self._calls = 0  # upstream calls begun
-        self._next_index = 0  # the client's next content block index
-        self._index: dict[int, int | None] = {}  # this call's block index -> the client's (None: held)
-        self._blocks: dict[int, dict[str, Any]] = {}  # this call's blocks, accumulated
-        self._json: dict[int, str] = {}
-        self._forwarded: list[dict[str, Any]] = []  # what the client received, across calls
-        self._usage: dict[str, Any] = {}  # this call's (message_start, then message_delta's cumulative figures)
-        self._total: dict[str, Any] = {}
-        self._stop: str | None = None
+        super().__init__(retrieval_names, _tool_calls)  # a call's usage: message_start's, then message_delta's
         self._stop_sequence: str | None = None
-        self._complete = False
         self._started = False  # a message_start went to the client
 
     def feed(self, event: SseEvent) -> list[bytes]:
@@ -206,9 +196,8 @@ class AnthropicSplicer:
         return [event.raw]  # an event type this gateway does not know: the client's SDK may
 
     def _begin_call(self) -> None:
-        self._calls += 1
-        self._index, self._blocks, self._json = {}, {}, {}
-        self._usage, self._stop, self._stop_sequence, self._complete = {}, None, None, False
+        super()._begin_call()
+        self._stop_sequence = None
 
     def _block_start(self, event: SseEvent, data: dict[str, Any]) -> list[bytes]:
         index = data.get("index")
@@ -261,14 +250,6 @@ class AnthropicSplicer:
         if index in self._json:
             block["input"] = parsed_arguments(self._json.pop(index))
 
-    def call_complete(self) -> bool:
-        return self._complete
-
-    def end_call(self) -> CallOutcome:
-        blocks = [self._blocks[i] for i in sorted(self._blocks)]
-        add_usage(self._total, self._usage)
-        return CallOutcome(output=blocks, calls=_tool_calls(blocks), stop=self._stop, usage=dict(self._usage))
-
     def finish(self, stop: str | None = None) -> list[bytes]:
         delta = {
             "type": "message_delta",
@@ -282,6 +263,3 @@ class AnthropicSplicer:
 
     def error(self, code: str, message: str) -> bytes:
         return stream_error_event(code, message)
-
-    def client_output(self) -> Any:
-        return list(self._forwarded)
