@@ -39,7 +39,7 @@ from mcp_offload.apis.dialect import (
 )
 from mcp_offload.apis.names import ApiName
 from mcp_offload.apis.sse import SseEvent, encode_event
-from mcp_offload.apis.usage import UsageFigures, add_usage, as_int, cache_counted_figures
+from mcp_offload.apis.usage import UsageFigures, add_usage, as_int, cache_counted_figures, usage_of
 
 
 def _tool_calls(blocks: list[dict[str, Any]]) -> list[ModelToolCall]:
@@ -154,8 +154,7 @@ class ConverseDialect:
         return False
 
     def usage_of(self, response: dict[str, Any]) -> dict[str, Any]:
-        usage = response.get("usage")
-        return dict(usage) if isinstance(usage, dict) else {}
+        return usage_of(response)
 
     def figures(self, usage: dict[str, Any]) -> UsageFigures:
         return cache_counted_figures(
