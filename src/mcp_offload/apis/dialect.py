@@ -17,6 +17,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import orjson
+
 from mcp_offload.apis.names import ApiName
 from mcp_offload.apis.sse import SseEvent
 from mcp_offload.apis.usage import UsageFigures
@@ -55,6 +57,16 @@ class Round:
 
     outcome: CallOutcome
     answers: list[Answer] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class FinalAnswer:
+    """A loop's last answer, whole: `client_copy`, the answer as the client sends it back on its next turn (one
+    assistant message; Responses: the list of output items), and `messages`, the same answer in request form as it
+    goes upstream when the loop's expansion is restored."""
+
+    client_copy: Any
+    messages: list[dict[str, Any]]
 
 
 class Splicer(Protocol):
@@ -112,6 +124,15 @@ class Dialect(Protocol):
         `text` and the answered calls (`arguments` as the client's library gave them), then their answers."""
         ...
 
+    def answer_text(self, response: dict[str, Any]) -> str:
+        """The text the model wrote beside its tool calls in a whole answer (the LiteLLM guardrail's round)."""
+        ...
+
+    def final_answer(self, response: dict[str, Any], retrieval_names: frozenset[str]) -> FinalAnswer | None:
+        """A whole answer as the client holds it and as it goes upstream (the LiteLLM guardrail's expansion record);
+        None when there is none to record: no output, or a call to a retrieval tool still in it."""
+        ...
+
     def usage_of_event(self, event: SseEvent, usage: dict[str, Any]) -> bool:
         """Update `usage` from one streamed event (for streams relayed without a splice); True at the terminal."""
         ...
@@ -139,6 +160,17 @@ def arguments_object(arguments: Any) -> Any:
         except ValueError:
             return {}
     return arguments if arguments is not None else {}
+
+
+def parsed_arguments(raw: Any) -> Any:
+    """A call's arguments as the model sent them, as JSON text (whole, or accumulated from a stream's deltas),
+    parsed: {} for blank text, the text itself when it is not JSON; a value that is not text as it is."""
+    if not isinstance(raw, str):
+        return raw
+    try:
+        return orjson.loads(raw) if raw.strip() else {}
+    except orjson.JSONDecodeError:
+        return raw
 
 
 def with_appended(request: dict[str, Any], key: str, added: list[dict[str, Any]]) -> dict[str, Any]:

@@ -15,22 +15,23 @@ import copy
 from collections.abc import Sequence
 from typing import Any
 
-import orjson
-
 from mcp_offload.apis.anthropic.breakpoint import with_end_breakpoint
 from mcp_offload.apis.anthropic.errors import stream_error_event
+from mcp_offload.apis.block_splicer import BlockSplicer
 from mcp_offload.apis.dialect import (
     Answer,
     CallOutcome,
+    FinalAnswer,
     ModelToolCall,
     Round,
     arguments_object,
+    parsed_arguments,
     replayed_rounds,
     with_appended,
 )
 from mcp_offload.apis.names import ApiName
 from mcp_offload.apis.sse import SseEvent, encode_event
-from mcp_offload.apis.usage import UsageFigures, add_usage, as_int, usage_of
+from mcp_offload.apis.usage import UsageFigures, add_usage, cache_counted_figures, usage_of
 
 PING = b'event: ping\ndata: {"type": "ping"}\n\n'
 
@@ -92,6 +93,21 @@ class AnthropicDialect:
         ]
         return [{"role": "assistant", "content": blocks}, {"role": "user", "content": list(map(tool_result, answers))}]
 
+    def answer_text(self, response: dict[str, Any]) -> str:
+        content = response.get("content")
+        blocks = content if isinstance(content, list) else []
+        return "".join(str(b.get("text") or "") for b in blocks if isinstance(b, dict) and b.get("type") == "text")
+
+    def final_answer(self, response: dict[str, Any], retrieval_names: frozenset[str]) -> FinalAnswer | None:
+        content = response.get("content")
+        if not isinstance(content, list) or not content:
+            return None
+        blocks = [b if isinstance(b, dict) else {} for b in content]
+        if any(_is_retrieval(b, retrieval_names) for b in blocks):
+            return None
+        said = {"role": "assistant", "content": blocks}
+        return FinalAnswer(client_copy=said, messages=[said])
+
     def without_retrieval(self, outcome: CallOutcome, retrieval_names: frozenset[str]) -> CallOutcome:
         blocks = [b for b in outcome.output if not _is_retrieval(b, retrieval_names)]
         return CallOutcome(blocks, _tool_calls(blocks), outcome.stop, outcome.usage, outcome.response_id)
@@ -133,31 +149,19 @@ class AnthropicDialect:
         return usage_of(response)
 
     def figures(self, usage: dict[str, Any]) -> UsageFigures:
-        read = as_int(usage.get("cache_read_input_tokens"))
-        write = as_int(usage.get("cache_creation_input_tokens"))
-        return UsageFigures(
-            input_tokens=as_int(usage.get("input_tokens")) + read + write,
-            output_tokens=as_int(usage.get("output_tokens")),
-            cache_read_tokens=read,
-            cache_write_tokens=write,
+        return cache_counted_figures(
+            usage,
+            input_key="input_tokens",
+            output_key="output_tokens",
+            read_key="cache_read_input_tokens",
+            write_key="cache_creation_input_tokens",
         )
 
 
-class AnthropicSplicer:
+class AnthropicSplicer(BlockSplicer):
     def __init__(self, retrieval_names: frozenset[str]) -> None:
-        self.names = retrieval_names
-        self.errored = False
-        self._calls = 0  # upstream calls begun
-        self._next_index = 0  # the client's next content block index
-        self._index: dict[int, int | None] = {}  # this call's block index -> the client's (None: held)
-        self._blocks: dict[int, dict[str, Any]] = {}  # this call's blocks, accumulated
-        self._json: dict[int, str] = {}
-        self._forwarded: list[dict[str, Any]] = []  # what the client received, across calls
-        self._usage: dict[str, Any] = {}  # this call's (message_start, then message_delta's cumulative figures)
-        self._total: dict[str, Any] = {}
-        self._stop: str | None = None
+        super().__init__(retrieval_names, _tool_calls)  # a call's usage: message_start's, then message_delta's
         self._stop_sequence: str | None = None
-        self._complete = False
         self._started = False  # a message_start went to the client
 
     def feed(self, event: SseEvent) -> list[bytes]:
@@ -192,9 +196,8 @@ class AnthropicSplicer:
         return [event.raw]  # an event type this gateway does not know: the client's SDK may
 
     def _begin_call(self) -> None:
-        self._calls += 1
-        self._index, self._blocks, self._json = {}, {}, {}
-        self._usage, self._stop, self._stop_sequence, self._complete = {}, None, None, False
+        super()._begin_call()
+        self._stop_sequence = None
 
     def _block_start(self, event: SseEvent, data: dict[str, Any]) -> list[bytes]:
         index = data.get("index")
@@ -245,19 +248,7 @@ class AnthropicSplicer:
 
     def _close_block(self, index: int, block: dict[str, Any]) -> None:
         if index in self._json:
-            raw = self._json.pop(index)
-            try:
-                block["input"] = orjson.loads(raw) if raw.strip() else {}
-            except orjson.JSONDecodeError:
-                block["input"] = raw
-
-    def call_complete(self) -> bool:
-        return self._complete
-
-    def end_call(self) -> CallOutcome:
-        blocks = [self._blocks[i] for i in sorted(self._blocks)]
-        add_usage(self._total, self._usage)
-        return CallOutcome(output=blocks, calls=_tool_calls(blocks), stop=self._stop, usage=dict(self._usage))
+            block["input"] = parsed_arguments(self._json.pop(index))
 
     def finish(self, stop: str | None = None) -> list[bytes]:
         delta = {
@@ -272,6 +263,3 @@ class AnthropicSplicer:
 
     def error(self, code: str, message: str) -> bytes:
         return stream_error_event(code, message)
-
-    def client_output(self) -> Any:
-        return list(self._forwarded)

@@ -22,23 +22,24 @@ import copy
 from collections.abc import Sequence
 from typing import Any
 
-import orjson
-
+from mcp_offload.apis.block_splicer import BlockSplicer
 from mcp_offload.apis.converse.cache_points import with_end_cache_point
 from mcp_offload.apis.converse.errors import stream_error_event
 from mcp_offload.apis.converse.messages import block_kind
 from mcp_offload.apis.dialect import (
     Answer,
     CallOutcome,
+    FinalAnswer,
     ModelToolCall,
     Round,
     arguments_object,
+    parsed_arguments,
     replayed_rounds,
     with_appended,
 )
 from mcp_offload.apis.names import ApiName
 from mcp_offload.apis.sse import SseEvent, encode_event
-from mcp_offload.apis.usage import UsageFigures, add_usage, as_int
+from mcp_offload.apis.usage import UsageFigures, add_usage, as_int, cache_counted_figures, usage_of
 
 
 def _tool_calls(blocks: list[dict[str, Any]]) -> list[ModelToolCall]:
@@ -104,6 +105,16 @@ class ConverseDialect:
         ]
         return [{"role": "assistant", "content": blocks}, {"role": "user", "content": list(map(tool_result, answers))}]
 
+    def answer_text(self, response: dict[str, Any]) -> str:
+        return "".join(b["text"] for b in _content(response) if isinstance(b.get("text"), str))
+
+    def final_answer(self, response: dict[str, Any], retrieval_names: frozenset[str]) -> FinalAnswer | None:
+        blocks = _content(response)
+        if not blocks or any(_is_retrieval(b, retrieval_names) for b in blocks):
+            return None
+        said = {"role": "assistant", "content": blocks}
+        return FinalAnswer(client_copy=said, messages=[said])
+
     def without_retrieval(self, outcome: CallOutcome, retrieval_names: frozenset[str]) -> CallOutcome:
         blocks = [b for b in outcome.output if not _is_retrieval(b, retrieval_names)]
         return CallOutcome(blocks, _tool_calls(blocks), outcome.stop, outcome.usage, outcome.response_id)
@@ -143,35 +154,22 @@ class ConverseDialect:
         return False
 
     def usage_of(self, response: dict[str, Any]) -> dict[str, Any]:
-        usage = response.get("usage")
-        return dict(usage) if isinstance(usage, dict) else {}
+        return usage_of(response)
 
     def figures(self, usage: dict[str, Any]) -> UsageFigures:
-        read = as_int(usage.get("cacheReadInputTokens"))
-        write = as_int(usage.get("cacheWriteInputTokens"))
-        return UsageFigures(
-            input_tokens=as_int(usage.get("inputTokens")) + read + write,
-            output_tokens=as_int(usage.get("outputTokens")),
-            cache_read_tokens=read,
-            cache_write_tokens=write,
+        return cache_counted_figures(
+            usage,
+            input_key="inputTokens",
+            output_key="outputTokens",
+            read_key="cacheReadInputTokens",
+            write_key="cacheWriteInputTokens",
         )
 
 
-class ConverseSplicer:
+class ConverseSplicer(BlockSplicer):
     def __init__(self, retrieval_names: frozenset[str]) -> None:
-        self.names = retrieval_names
-        self.errored = False
-        self._calls = 0
-        self._next_index = 0
-        self._index: dict[int, int | None] = {}  # this call's block index -> the client's (None: held)
-        self._blocks: dict[int, dict[str, Any]] = {}
-        self._json: dict[int, str] = {}
-        self._forwarded: list[dict[str, Any]] = []
-        self._usage: dict[str, Any] = {}
-        self._total: dict[str, Any] = {}
+        super().__init__(retrieval_names, _tool_calls)
         self._latency = 0
-        self._stop: str | None = None
-        self._complete = False
 
     def feed(self, event: SseEvent) -> list[bytes]:
         name = event.name
@@ -195,11 +193,6 @@ class ConverseSplicer:
             self._complete = True
             return []
         return [event.raw]  # an event this gateway does not know: the client's SDK may
-
-    def _begin_call(self) -> None:
-        self._calls += 1
-        self._index, self._blocks, self._json = {}, {}, {}
-        self._usage, self._stop, self._complete = {}, None, False
 
     def _block_event(self, event: SseEvent, data: dict[str, Any]) -> list[bytes]:
         index = data.get("contentBlockIndex")
@@ -246,19 +239,7 @@ class ConverseSplicer:
 
     def _close_block(self, index: int) -> None:
         if index in self._json and "toolUse" in self._blocks[index]:
-            raw = self._json.pop(index)
-            try:
-                self._blocks[index]["toolUse"]["input"] = orjson.loads(raw) if raw.strip() else {}
-            except orjson.JSONDecodeError:
-                self._blocks[index]["toolUse"]["input"] = raw
-
-    def call_complete(self) -> bool:
-        return self._complete
-
-    def end_call(self) -> CallOutcome:
-        blocks = [self._blocks[i] for i in sorted(self._blocks)]
-        add_usage(self._total, self._usage)
-        return CallOutcome(output=blocks, calls=_tool_calls(blocks), stop=self._stop, usage=dict(self._usage))
+            self._blocks[index]["toolUse"]["input"] = parsed_arguments(self._json.pop(index))
 
     def finish(self, stop: str | None = None) -> list[bytes]:
         metadata = {"usage": self._total, "metrics": {"latencyMs": self._latency}}
@@ -272,6 +253,3 @@ class ConverseSplicer:
 
     def error(self, code: str, message: str) -> bytes:
         return stream_error_event(code, message)
-
-    def client_output(self) -> Any:
-        return list(self._forwarded)
