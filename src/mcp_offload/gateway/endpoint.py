@@ -28,7 +28,7 @@ from mcp_offload.gateway.exchange import (
 )
 from mcp_offload.gateway.plan import plan_turn, read_request
 from mcp_offload.gateway.relay import relay
-from mcp_offload.gateway.request_body import ClientGone, read_body
+from mcp_offload.gateway.request_body import ClientGone, read_chunks
 from mcp_offload.gateway.send import send_turn
 from mcp_offload.gateway.turn import Asked, TurnContext
 from mcp_offload.providers.base import ApiCall, IncomingRequest, Provider
@@ -54,13 +54,14 @@ class ExchangeEndpoint:
         async def work() -> None:
             failure: Exception | None = None
             try:
-                body = await read_body(receive, self.max_body_bytes)
+                chunks = await read_chunks(receive, self.max_body_bytes)
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(watch_disconnect, receive, tg.cancel_scope, exchange)
                     try:
                         if served is not None:
-                            await self._api_call(*served, incoming, headers, body, send, exchange)
+                            await self._api_call(*served, incoming, headers, chunks, send, exchange)
                         else:
+                            body = b"".join(chunks)
                             await relay(self.context.client, incoming, headers, body, send, exchange)
                     except (GatewayError, ClientGone) as exc:  # raised out of the task group they would be grouped
                         failure = exc
@@ -88,11 +89,11 @@ class ExchangeEndpoint:
         call: ApiCall,
         incoming: IncomingRequest,
         headers: list[tuple[str, str]],
-        raw: bytes,
+        chunks: list[bytes],
         send: Send,
         exchange: Exchange,
     ) -> None:
-        request = read_request(call, incoming, raw)
+        request, raw = await read_request(self.context, call, incoming, chunks)
         if request is None:  # a body the API relays unread: the upstream answers it
             exchange.api = None
             await relay(self.context.client, incoming, headers, raw, send, exchange, provider)
