@@ -6,16 +6,19 @@ client going away, the API call, a turn in three steps (turn.py: plan, send, ans
 goes away the work is cancelled, which closes the upstream response, so the upstream sees the disconnect at once. A
 `GatewayError` is answered in the provider's error document for the API (errors.py). Afterwards, whatever happened,
 the turn's figures are added to its session's counters (shielded from the cancellation) and its fields go on the
-request's access-log line (`mcp_offload.gateway`).
+request's access-log line (`mcp_offload.gateway`). An API call with a big body takes a place among the big turns in
+progress first, or is shed with the API's overloaded answer (admission.py).
 """
 
 from __future__ import annotations
 
 import logging
+import time
 
 import anyio
 from starlette.types import Receive, Scope, Send
 
+from mcp_offload.gateway.admission import PARSE_MIN_BYTES
 from mcp_offload.gateway.answer import answer_turn
 from mcp_offload.gateway.asgi import header_pairs, incoming_request, send_bytes
 from mcp_offload.gateway.errors import GatewayError, answering, error_response
@@ -39,6 +42,14 @@ log = logging.getLogger("mcp_offload.gateway")  # the access log's logger (app.p
 API_CALL = "mcp_offload.api_call"  # in the scope (set by the API calls' route): (Provider, ApiCall)
 
 
+def _declared_size(headers: list[tuple[str, str]]) -> int:
+    """The body's size its Content-Length declares (0: none, or not a number: the size read decides)."""
+    for name, value in headers:
+        if name == "content-length":
+            return int(value) if value.isdigit() else 0
+    return 0
+
+
 class ExchangeEndpoint:
     def __init__(self, context: TurnContext, max_body_bytes: int) -> None:
         self.context = context
@@ -53,8 +64,13 @@ class ExchangeEndpoint:
 
         async def work() -> None:
             failure: Exception | None = None
+            admitted: float | None = None  # a big turn: when it took its place (admission.py)
             try:
+                if served is not None and _declared_size(headers) >= PARSE_MIN_BYTES:
+                    admitted = self._admit(*served)  # shed before its body is read
                 chunks = await read_chunks(receive, self.max_body_bytes)
+                if served is not None and admitted is None and sum(map(len, chunks)) >= PARSE_MIN_BYTES:
+                    admitted = self._admit(*served)
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(watch_disconnect, receive, tg.cancel_scope, exchange)
                     try:
@@ -74,6 +90,9 @@ class ExchangeEndpoint:
                 await send_bytes(send, *error_response(provider, api, exc))
             except ClientGone:
                 exchange.report.problem = "client disconnected"
+            finally:
+                if admitted is not None:
+                    self.context.big_turns.leave(admitted)
 
         try:
             await work()
@@ -82,6 +101,13 @@ class ExchangeEndpoint:
                 await account_exchange(self.context.services, exchange)
             if log.isEnabledFor(logging.INFO):
                 log_fields(scope).update(exchange_fields(exchange))
+
+    def _admit(self, provider: Provider, call: ApiCall) -> float:
+        """A place for a big turn (its time), or `Overloaded` in the provider's overloaded status."""
+        big_turns = self.context.big_turns
+        if not big_turns.enter():
+            raise big_turns.overloaded(provider.overloaded_status(call.api))
+        return time.monotonic()
 
     async def _api_call(
         self,
