@@ -57,6 +57,16 @@ class Round:
     answers: list[Answer] = field(default_factory=list)
 
 
+@dataclass(frozen=True, slots=True)
+class FinalAnswer:
+    """A loop's last answer, whole: `client_copy`, the answer as the client sends it back on its next turn (one
+    assistant message; Responses: the list of output items), and `messages`, the same answer in request form as it
+    goes upstream when the loop's expansion is restored."""
+
+    client_copy: Any
+    messages: list[dict[str, Any]]
+
+
 class Splicer(Protocol):
     errored: bool  # the upstream sent its own error event (forwarded as is): the stream is over
 
@@ -110,6 +120,15 @@ class Dialect(Protocol):
     def round_messages(self, text: str, answers: Sequence[Answer]) -> list[dict[str, Any]]:
         """One round in request form for a loop that holds no upstream output (the LiteLLM guardrail): the model's
         `text` and the answered calls (`arguments` as the client's library gave them), then their answers."""
+        ...
+
+    def answer_text(self, response: dict[str, Any]) -> str:
+        """The text the model wrote beside its tool calls in a whole answer (the LiteLLM guardrail's round)."""
+        ...
+
+    def final_answer(self, response: dict[str, Any], retrieval_names: frozenset[str]) -> FinalAnswer | None:
+        """A whole answer as the client holds it and as it goes upstream (the LiteLLM guardrail's expansion record);
+        None when there is none to record: no output, or a call to a retrieval tool still in it."""
         ...
 
     def usage_of_event(self, event: SseEvent, usage: dict[str, Any]) -> bool:

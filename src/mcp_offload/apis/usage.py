@@ -54,6 +54,22 @@ def openai_figures(usage: dict[str, Any], *, input_key: str, output_key: str) ->
     )
 
 
+def cache_counted_figures(
+    usage: dict[str, Any], *, input_key: str, output_key: str, read_key: str, write_key: str
+) -> UsageFigures:
+    """The figures of a usage object whose input count leaves out the tokens read from and written to the prompt
+    cache, which stand in counters of their own (Anthropic: input_tokens, cache_read_input_tokens,
+    cache_creation_input_tokens; Converse: inputTokens, cacheReadInputTokens, cacheWriteInputTokens)."""
+    read = as_int(usage.get(read_key))
+    write = as_int(usage.get(write_key))
+    return UsageFigures(
+        input_tokens=as_int(usage.get(input_key)) + read + write,
+        output_tokens=as_int(usage.get(output_key)),
+        cache_read_tokens=read,
+        cache_write_tokens=write,
+    )
+
+
 def usage_of(response: dict[str, Any], key: str = "usage") -> dict[str, Any]:
     """A copy of a JSON answer's usage object under `key` ({} when it has none): each dialect's `usage_of` names its
     key (Gemini's is `usageMetadata`)."""

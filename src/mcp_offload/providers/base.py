@@ -154,3 +154,10 @@ class Provider(Protocol):
     def cache_prices(self, api: LlmApi, model: str) -> CachePrices:
         """This provider's prompt-cache prices for `model` served through `api` (cite the source beside them)."""
         ...
+
+
+def joined_url(base: str, path: str, query: str) -> str:
+    """`path` under the configured `base` (its trailing slash dropped), with the `query` when there is one: the
+    `upstream_url` of a provider whose paths need no rewriting."""
+    url = base.rstrip("/") + path
+    return f"{url}?{query}" if query else url

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 import orjson
 
 from mcp_offload.apis.base import LlmApi
-from mcp_offload.providers.base import ErrorAnswer, IncomingRequest, OutgoingRequest
+from mcp_offload.providers.base import ErrorAnswer, IncomingRequest, OutgoingRequest, joined_url
 
 
 class VendorProvider:
@@ -22,8 +22,7 @@ class VendorProvider:
         return request.headers
 
     def upstream_url(self, base: str, path: str, query: str) -> str:
-        url = base.rstrip("/") + path
-        return f"{url}?{query}" if query else url
+        return joined_url(base, path, query)
 
     async def prepare(self, outgoing: OutgoingRequest) -> OutgoingRequest:
         return outgoing

@@ -16,21 +16,22 @@ probes.
 
 from __future__ import annotations
 
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 import anyio
 import mcp_types as types
 from mcp.shared.message import SessionMessage
 
+from mcp_offload.serve.stream_front import ReceiveFront, StreamFront
+
 DISCOVER = "server/discover"
 
 
-class ProbeThenHandshake:
+class ProbeThenHandshake(ReceiveFront):
     """The server's read stream, ended once (and `restart` set) when `initialize` follows nothing but probes."""
 
     def __init__(self, inner: Any) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self._pending: SessionMessage | None = None  # the `initialize` the next serving loop starts with
         self._probed = False  # a `server/discover` came, and nothing else yet
         self._decided = False  # a request other than a probe came: the era stays as it is
@@ -38,9 +39,8 @@ class ProbeThenHandshake:
         self._answered = anyio.Event()
         self.restart = False
 
-    @property
-    def last_context(self) -> Any:  # the sender's contextvars, which the SDK's dispatcher restores per message
-        return getattr(self._inner, "last_context", None)
+    def keeps_open(self) -> bool:
+        return self.restart  # the loop that ends for the switch leaves the pipe open for the next one
 
     def take_restart(self) -> bool:
         """Whether the loop that just ended should be followed by a new one (once)."""
@@ -76,60 +76,20 @@ class ProbeThenHandshake:
             if not self._unanswered:
                 self._answered.set()
 
-    def __aiter__(self) -> Self:
-        return self
 
-    async def __anext__(self) -> SessionMessage:
-        try:
-            return await self.receive()
-        except anyio.EndOfStream:
-            raise StopAsyncIteration from None
-
-    async def aclose(self) -> None:
-        if not self.restart:  # the loop that ends for the switch leaves the pipe open for the next one
-            await self._inner.aclose()
-
-    def close(self) -> None:
-        close = getattr(self._inner, "close", None)
-        if close is not None and not self.restart:
-            close()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.aclose()
-
-
-class KeepOpen:
+class KeepOpen(StreamFront):
     """The server's write stream, left open when a serving loop ends for the switch."""
 
     def __init__(self, inner: Any, reader: ProbeThenHandshake) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self._reader = reader
+
+    def keeps_open(self) -> bool:
+        return self._reader.restart
 
     async def send(self, item: SessionMessage) -> None:
         await self._inner.send(item)
         self._reader.sent(item)
-
-    async def aclose(self) -> None:
-        if not self._reader.restart:
-            await self._inner.aclose()
-
-    def close(self) -> None:
-        close = getattr(self._inner, "close", None)
-        if close is not None and not self._reader.restart:
-            close()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.aclose()
 
 
 async def serve_eras(server: Any, read: Any, write: Any, options: Any) -> None:

@@ -18,13 +18,13 @@ from __future__ import annotations
 import json
 import logging
 import re
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
-import anyio
 import mcp_types as types
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
+
+from mcp_offload.serve.stream_front import ReceiveFront
 
 log = logging.getLogger(__name__)
 
@@ -195,16 +195,12 @@ def _invalid_detail(exc: Exception) -> str:
     return "not a JSON-RPC message"
 
 
-class AnsweringReadStream:
+class AnsweringReadStream(ReceiveFront):
     """The server's read stream: messages pass through; an unparsable line is answered on `write` and dropped."""
 
     def __init__(self, inner: Any, write: Any) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self._write = write
-
-    @property
-    def last_context(self) -> Any:  # the sender's contextvars, which the SDK's dispatcher restores per message
-        return getattr(self._inner, "last_context", None)
 
     async def receive(self) -> SessionMessage:
         while True:
@@ -215,28 +211,3 @@ class AnsweringReadStream:
             log.info("stdio: %s", answer.error.message if answer is not None else "a malformed response, ignored")
             if answer is not None:
                 await self._write.send(SessionMessage(answer))
-
-    def __aiter__(self) -> Self:
-        return self
-
-    async def __anext__(self) -> SessionMessage:
-        try:
-            return await self.receive()
-        except anyio.EndOfStream:
-            raise StopAsyncIteration from None
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-    def close(self) -> None:
-        close = getattr(self._inner, "close", None)
-        if close is not None:
-            close()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.aclose()

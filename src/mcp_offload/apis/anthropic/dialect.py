@@ -22,6 +22,7 @@ from mcp_offload.apis.anthropic.errors import stream_error_event
 from mcp_offload.apis.dialect import (
     Answer,
     CallOutcome,
+    FinalAnswer,
     ModelToolCall,
     Round,
     arguments_object,
@@ -30,7 +31,7 @@ from mcp_offload.apis.dialect import (
 )
 from mcp_offload.apis.names import ApiName
 from mcp_offload.apis.sse import SseEvent, encode_event
-from mcp_offload.apis.usage import UsageFigures, add_usage, as_int, usage_of
+from mcp_offload.apis.usage import UsageFigures, add_usage, cache_counted_figures, usage_of
 
 PING = b'event: ping\ndata: {"type": "ping"}\n\n'
 
@@ -92,6 +93,21 @@ class AnthropicDialect:
         ]
         return [{"role": "assistant", "content": blocks}, {"role": "user", "content": list(map(tool_result, answers))}]
 
+    def answer_text(self, response: dict[str, Any]) -> str:
+        content = response.get("content")
+        blocks = content if isinstance(content, list) else []
+        return "".join(str(b.get("text") or "") for b in blocks if isinstance(b, dict) and b.get("type") == "text")
+
+    def final_answer(self, response: dict[str, Any], retrieval_names: frozenset[str]) -> FinalAnswer | None:
+        content = response.get("content")
+        if not isinstance(content, list) or not content:
+            return None
+        blocks = [b if isinstance(b, dict) else {} for b in content]
+        if any(_is_retrieval(b, retrieval_names) for b in blocks):
+            return None
+        said = {"role": "assistant", "content": blocks}
+        return FinalAnswer(client_copy=said, messages=[said])
+
     def without_retrieval(self, outcome: CallOutcome, retrieval_names: frozenset[str]) -> CallOutcome:
         blocks = [b for b in outcome.output if not _is_retrieval(b, retrieval_names)]
         return CallOutcome(blocks, _tool_calls(blocks), outcome.stop, outcome.usage, outcome.response_id)
@@ -133,13 +149,12 @@ class AnthropicDialect:
         return usage_of(response)
 
     def figures(self, usage: dict[str, Any]) -> UsageFigures:
-        read = as_int(usage.get("cache_read_input_tokens"))
-        write = as_int(usage.get("cache_creation_input_tokens"))
-        return UsageFigures(
-            input_tokens=as_int(usage.get("input_tokens")) + read + write,
-            output_tokens=as_int(usage.get("output_tokens")),
-            cache_read_tokens=read,
-            cache_write_tokens=write,
+        return cache_counted_figures(
+            usage,
+            input_key="input_tokens",
+            output_key="output_tokens",
+            read_key="cache_read_input_tokens",
+            write_key="cache_creation_input_tokens",
         )
 
 

@@ -30,6 +30,7 @@ from mcp_offload.apis.converse.messages import block_kind
 from mcp_offload.apis.dialect import (
     Answer,
     CallOutcome,
+    FinalAnswer,
     ModelToolCall,
     Round,
     arguments_object,
@@ -38,7 +39,7 @@ from mcp_offload.apis.dialect import (
 )
 from mcp_offload.apis.names import ApiName
 from mcp_offload.apis.sse import SseEvent, encode_event
-from mcp_offload.apis.usage import UsageFigures, add_usage, as_int
+from mcp_offload.apis.usage import UsageFigures, add_usage, as_int, cache_counted_figures
 
 
 def _tool_calls(blocks: list[dict[str, Any]]) -> list[ModelToolCall]:
@@ -104,6 +105,16 @@ class ConverseDialect:
         ]
         return [{"role": "assistant", "content": blocks}, {"role": "user", "content": list(map(tool_result, answers))}]
 
+    def answer_text(self, response: dict[str, Any]) -> str:
+        return "".join(b["text"] for b in _content(response) if isinstance(b.get("text"), str))
+
+    def final_answer(self, response: dict[str, Any], retrieval_names: frozenset[str]) -> FinalAnswer | None:
+        blocks = _content(response)
+        if not blocks or any(_is_retrieval(b, retrieval_names) for b in blocks):
+            return None
+        said = {"role": "assistant", "content": blocks}
+        return FinalAnswer(client_copy=said, messages=[said])
+
     def without_retrieval(self, outcome: CallOutcome, retrieval_names: frozenset[str]) -> CallOutcome:
         blocks = [b for b in outcome.output if not _is_retrieval(b, retrieval_names)]
         return CallOutcome(blocks, _tool_calls(blocks), outcome.stop, outcome.usage, outcome.response_id)
@@ -147,13 +158,12 @@ class ConverseDialect:
         return dict(usage) if isinstance(usage, dict) else {}
 
     def figures(self, usage: dict[str, Any]) -> UsageFigures:
-        read = as_int(usage.get("cacheReadInputTokens"))
-        write = as_int(usage.get("cacheWriteInputTokens"))
-        return UsageFigures(
-            input_tokens=as_int(usage.get("inputTokens")) + read + write,
-            output_tokens=as_int(usage.get("outputTokens")),
-            cache_read_tokens=read,
-            cache_write_tokens=write,
+        return cache_counted_figures(
+            usage,
+            input_key="inputTokens",
+            output_key="outputTokens",
+            read_key="cacheReadInputTokens",
+            write_key="cacheWriteInputTokens",
         )
 
 

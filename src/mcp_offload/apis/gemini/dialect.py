@@ -27,6 +27,7 @@ from typing import Any
 from mcp_offload.apis.dialect import (
     Answer,
     CallOutcome,
+    FinalAnswer,
     ModelToolCall,
     Round,
     arguments_object,
@@ -124,6 +125,16 @@ class GeminiDialect:
             call = {"id": a.call.id, "name": a.call.name} if a.call.id else {"name": a.call.name}
             parts.append({"functionCall": {**call, "args": arguments_object(a.call.arguments)}})
         return [{"role": "model", "parts": parts}, {"role": "user", "parts": list(map(function_response, answers))}]
+
+    def answer_text(self, response: dict[str, Any]) -> str:
+        return "".join(p["text"] for p in _parts(_candidate(response)) if isinstance(p.get("text"), str))
+
+    def final_answer(self, response: dict[str, Any], retrieval_names: frozenset[str]) -> FinalAnswer | None:
+        parts = _parts(_candidate(response))
+        if not parts or any(_is_retrieval(p, retrieval_names) for p in parts):
+            return None
+        said = {"role": "model", "parts": parts}
+        return FinalAnswer(client_copy=said, messages=[said])
 
     def without_retrieval(self, outcome: CallOutcome, retrieval_names: frozenset[str]) -> CallOutcome:
         parts = [p for p in outcome.output if not _is_retrieval(p, retrieval_names)]

@@ -21,6 +21,7 @@ import orjson
 from mcp_offload.apis.dialect import (
     Answer,
     CallOutcome,
+    FinalAnswer,
     ModelToolCall,
     Round,
     arguments_text,
@@ -81,6 +82,24 @@ def assistant_message(content: str | None, tool_calls: list[dict[str, Any]]) -> 
     return message
 
 
+def _first_message(response: dict[str, Any]) -> dict[str, Any]:
+    choices = response.get("choices")
+    first = choices[0] if isinstance(choices, list) and choices else None
+    message = first.get("message") if isinstance(first, dict) else None
+    return message if isinstance(message, dict) else {}
+
+
+def _request_call(call: Any) -> dict[str, Any]:
+    """An answer's tool call as a request's assistant message holds it (id, type, name and arguments only)."""
+    call = call if isinstance(call, dict) else {}
+    function = call.get("function") if isinstance(call.get("function"), dict) else {}
+    return {
+        "id": call.get("id"),
+        "type": "function",
+        "function": {"name": function.get("name"), "arguments": function.get("arguments") or ""},
+    }
+
+
 class ChatDialect:
     api: ApiName = "openai_chat"
     end_stop = "stop"
@@ -130,6 +149,22 @@ class ChatDialect:
             for a in answers
         ]
         return [{"role": "assistant", "content": text or None, "tool_calls": calls}, *map(tool_message, answers)]
+
+    def answer_text(self, response: dict[str, Any]) -> str:
+        content = _first_message(response).get("content")
+        return content if isinstance(content, str) else ""
+
+    def final_answer(self, response: dict[str, Any], retrieval_names: frozenset[str]) -> FinalAnswer | None:
+        choices = response.get("choices")
+        if not isinstance(choices, list) or not choices:
+            return None
+        message = _first_message(response)
+        calls = [_request_call(c) for c in message.get("tool_calls") or []]
+        if any(_is_retrieval(c, retrieval_names) for c in calls):
+            return None
+        content = message.get("content")
+        said = assistant_message(content if isinstance(content, str) else None, calls)
+        return FinalAnswer(client_copy=said, messages=[said])
 
     def without_retrieval(self, outcome: CallOutcome, retrieval_names: frozenset[str]) -> CallOutcome:
         kept = [c for c in outcome.output.get("tool_calls") or [] if not _is_retrieval(c, retrieval_names)]

@@ -26,7 +26,15 @@ from typing import Any
 
 import orjson
 
-from mcp_offload.apis.dialect import Answer, CallOutcome, ModelToolCall, Round, arguments_text, replayed_rounds
+from mcp_offload.apis.dialect import (
+    Answer,
+    CallOutcome,
+    FinalAnswer,
+    ModelToolCall,
+    Round,
+    arguments_text,
+    replayed_rounds,
+)
 from mcp_offload.apis.names import ApiName
 from mcp_offload.apis.sse import COMMENT_PING, SseEvent, encode_event
 from mcp_offload.apis.usage import UsageFigures, add_usage, openai_figures, usage_of
@@ -70,6 +78,10 @@ def _input_items(request: dict[str, Any]) -> list[Any]:
     return list(given or [])
 
 
+def _objects(value: Any) -> list[dict[str, Any]]:
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
 class ResponsesDialect:
     api: ApiName = "responses"
     end_stop = "completed"
@@ -106,6 +118,21 @@ class ResponsesDialect:
             call = {"type": "function_call", "call_id": a.call.id, "name": a.call.name}
             items += [{**call, "arguments": arguments_text(a.call.arguments)}, call_output(a)]
         return items
+
+    def answer_text(self, response: dict[str, Any]) -> str:
+        pieces: list[str] = []
+        for item in _objects(response.get("output")):
+            if item.get("type") == "message":
+                parts = _objects(item.get("content"))
+                pieces += [str(p.get("text") or "") for p in parts if p.get("type") == "output_text"]
+        return "".join(pieces)
+
+    def final_answer(self, response: dict[str, Any], retrieval_names: frozenset[str]) -> FinalAnswer | None:
+        output = response.get("output")
+        items = [i if isinstance(i, dict) else {} for i in output] if isinstance(output, list) else []
+        if not items or any(_is_retrieval(i, retrieval_names) for i in items):
+            return None
+        return FinalAnswer(client_copy=items, messages=items)  # the client's copy is its list of output items
 
     def without_retrieval(self, outcome: CallOutcome, retrieval_names: frozenset[str]) -> CallOutcome:
         items = [i for i in outcome.output if not _is_retrieval(i, retrieval_names)]

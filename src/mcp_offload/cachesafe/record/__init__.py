@@ -11,9 +11,9 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Literal
+from typing import Literal, TypeVar
 
 from mcp_offload.apis.base import LlmApi
 from mcp_offload.apis.history import canonical_bytes
@@ -22,6 +22,8 @@ from mcp_offload.cachesafe.record.base import RECORD_TTL_S, RecordBackend
 from mcp_offload.cachesafe.session import CacheSafeSession
 from mcp_offload.core.services import Services
 from mcp_offload.store.location import open_beside
+
+T = TypeVar("T")
 
 ATTACHMENT = "gateway.record"
 TOOLS_FIELD, EXPANDED_FIELD, BYPASS_FIELD = "tools", "expanded", "bypass"
@@ -151,17 +153,11 @@ class DecisionRecord:
     async def state(self, session: CacheSafeSession, digests: Sequence[str]) -> SessionState:
         fields = [TOOLS_FIELD, EXPANDED_FIELD, BYPASS_FIELD, *(f"d:{d}" for d in digests)]
         found = await self.backend.get(session.key, fields)
-        decisions: dict[str, Decision] = {}
-        for d in digests:
-            raw = found.get(f"d:{d}")
-            decision = Decision.from_json(raw) if raw is not None else None
-            if decision is not None:
-                decisions[d] = decision
         return SessionState(
             tools=TOOLS_FIELD in found,
             expanded=EXPANDED_FIELD in found,
             bypass=found.get(BYPASS_FIELD),
-            decisions=decisions,
+            decisions=_parsed(found, "d:", digests, Decision.from_json),
         )
 
     async def decide(
@@ -194,13 +190,7 @@ class DecisionRecord:
 
     async def expansions(self, session: CacheSafeSession, digests: Sequence[str]) -> dict[str, Expansion]:
         found = await self.backend.get(session.key, [f"x:{d}" for d in digests])
-        out: dict[str, Expansion] = {}
-        for d in digests:
-            raw = found.get(f"x:{d}")
-            expansion = Expansion.from_json(raw) if raw is not None else None
-            if expansion is not None:
-                out[d] = expansion
-        return out
+        return _parsed(found, "x:", digests, Expansion.from_json)
 
     async def add_expansion(self, session: CacheSafeSession, digest: str, expansion: Expansion, order: int) -> None:
         """Record `expansion` for the client copy `digest` unless one of a later request (`order`) is recorded."""
@@ -220,6 +210,19 @@ class DecisionRecord:
 
     async def mark_bypass(self, session: CacheSafeSession, reason: str) -> None:
         await self.backend.put_if_absent(session.key, {BYPASS_FIELD: reason or "bypass"})
+
+
+def _parsed(
+    found: Mapping[str, str], prefix: str, digests: Sequence[str], parse: Callable[[str], T | None]
+) -> dict[str, T]:
+    """Each digest's entry under `prefix` in `found`, parsed; one missing or unreadable is left out."""
+    parsed: dict[str, T] = {}
+    for digest in digests:
+        raw = found.get(prefix + digest)
+        value = parse(raw) if raw is not None else None
+        if value is not None:
+            parsed[digest] = value
+    return parsed
 
 
 def _redis_backend(url: str) -> RecordBackend:

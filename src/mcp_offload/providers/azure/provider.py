@@ -34,7 +34,14 @@ import orjson
 from mcp_offload.apis.base import LlmApi
 from mcp_offload.apis.openai_chat import OPENAI_CHAT
 from mcp_offload.apis.responses import RESPONSES
-from mcp_offload.providers.base import ApiCall, ErrorAnswer, IncomingRequest, OutgoingRequest, UpstreamSetting
+from mcp_offload.providers.base import (
+    ApiCall,
+    ErrorAnswer,
+    IncomingRequest,
+    OutgoingRequest,
+    UpstreamSetting,
+    joined_url,
+)
 from mcp_offload.providers.prices import CachePrices, by_model_prefix
 
 DEFAULT_PRICES = CachePrices("azure openai", write=1.0, read=0.10)
@@ -78,8 +85,7 @@ class AzureProvider:
         return {"api-key": key} if key else {}
 
     def upstream_url(self, base: str, path: str, query: str) -> str:
-        url = base.rstrip("/") + path
-        return f"{url}?{query}" if query else url
+        return joined_url(base, path, query)
 
     async def prepare(self, outgoing: OutgoingRequest) -> OutgoingRequest:
         return outgoing

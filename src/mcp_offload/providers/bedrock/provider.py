@@ -51,6 +51,7 @@ from mcp_offload.providers.base import (
     OutgoingRequest,
     ProviderRefusal,
     UpstreamSetting,
+    joined_url,
 )
 from mcp_offload.providers.bedrock import eventstream
 from mcp_offload.providers.bedrock.signing import MISSING_BOTOCORE, AwsSigner, botocore_available
@@ -107,8 +108,7 @@ class BedrockProvider:
         return {"authorization": authorization} if authorization.lower().startswith("bearer ") else {}
 
     def upstream_url(self, base: str, path: str, query: str) -> str:
-        url = base.rstrip("/") + path
-        return f"{url}?{query}" if query else url
+        return joined_url(base, path, query)
 
     async def prepare(self, outgoing: OutgoingRequest) -> OutgoingRequest:
         authorization = next((v for n, v in outgoing.headers if n == "authorization"), "")

@@ -37,7 +37,14 @@ import orjson
 from mcp_offload.apis.anthropic import ANTHROPIC_MESSAGES
 from mcp_offload.apis.base import LlmApi
 from mcp_offload.apis.gemini import GEMINI
-from mcp_offload.providers.base import ApiCall, ErrorAnswer, IncomingRequest, OutgoingRequest, UpstreamSetting
+from mcp_offload.providers.base import (
+    ApiCall,
+    ErrorAnswer,
+    IncomingRequest,
+    OutgoingRequest,
+    UpstreamSetting,
+    joined_url,
+)
 from mcp_offload.providers.prices import CachePrices
 
 CLAUDE_PRICES = CachePrices("vertex claude 5-minute cache", write=1.25, read=0.10)
@@ -102,8 +109,7 @@ class VertexProvider:
         if "{location}" in base:
             found = re.match(r"^/[^/]+/projects/[^/]+/locations/([^/]+)/", path)
             base = location_base(found.group(1)) if found else base.replace("{location}-", "")
-        url = base.rstrip("/") + path
-        return f"{url}?{query}" if query else url
+        return joined_url(base, path, query)
 
     async def prepare(self, outgoing: OutgoingRequest) -> OutgoingRequest:
         return outgoing
