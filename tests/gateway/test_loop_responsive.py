@@ -2,8 +2,10 @@
 rewritten and ingested, a 1 ms timer on the gateway's own loop keeps firing and another agent's small turns keep
 being answered. The bounds are relative to a yardstick measured in the same test (never an absolute wall time a loaded
 machine breaks): parsing that body here with `orjson.loads` (what the gateway did on its loop). Done on the loop, the
-parse alone stalls the timer and a small turn for about that long; the bound is half of it (and at least 100 ms, far
-above scheduling noise). The benchmark (bench/isolation.py) measures the real figures."""
+parse alone stalls the timer and a small turn for at least that long (with the joins, digests and views that went with
+it: 4x that, 287 ms against a 68 ms parse); the bound is that parse time (and at least 100 ms, far above scheduling
+noise; under a load average of 20, the loop's worst stall was about half of it). The benchmark (bench/isolation.py)
+measures the real figures."""
 
 from __future__ import annotations
 
@@ -60,7 +62,7 @@ def test_a_big_turn_does_not_hold_the_loop(upstream: UpstreamServer, start_gatew
     started = time.perf_counter()
     orjson.loads(body)
     parse_s = time.perf_counter() - started
-    bound = max(0.1, parse_s / 2)
+    bound = max(0.1, parse_s)
 
     with httpx2.Client(timeout=600) as http:
         alone = [_small_turn(http, gateway, i) for i in range(20)]  # the small turns' own time, and warm-up
