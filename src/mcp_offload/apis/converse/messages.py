@@ -18,6 +18,7 @@ from typing import Any
 
 from mcp_offload.apis.message import (
     OFFLOADED_ARGUMENTS,
+    Line,
     Message,
     MessageView,
     Part,
@@ -25,6 +26,7 @@ from mcp_offload.apis.message import (
     ToolResult,
     bad,
     dump,
+    result_line,
 )
 from mcp_offload.core.encoded_bytes import decode_base64
 
@@ -57,7 +59,7 @@ class ConverseFormat:
             raise bad(index, "content must be a list of content blocks")
         calls: list[ToolCallRef] = []
         results: list[ToolResult] = []
-        texts: list[str] = []
+        texts: list[Line] = []
         images = 0
         for slot, block in enumerate(content):
             kind = block_kind(block)
@@ -84,13 +86,13 @@ class ConverseFormat:
                 parts = self._parts(value.get("content"), index, slot)
                 images += sum(1 for p in parts if p.image is not None)
                 results.append(ToolResult(slot, value["toolUseId"], parts))
-                texts.extend(f"[result {value['toolUseId']}] {p.text}" for p in parts if p.text is not None)
+                texts.extend(result_line(value["toolUseId"], p.text) for p in parts if p.text is not None)
         return MessageView(
             role=role,
             opens_turn=role == "user" and not results,
             calls=tuple(calls),
             results=tuple(results),
-            text="\n".join(texts),
+            lines=tuple(texts),
             images=images,
         )
 
