@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Protocol, TypeAlias
+from typing import Any, ClassVar, Protocol
 
 Message = dict[str, Any]
 
@@ -42,14 +42,6 @@ class ToolCallRef:
     arguments: str = ""  # the call's arguments as sent (JSON text; a custom tool's raw input)
 
 
-Line: TypeAlias = "str | tuple[str, ...]"  # a line of a message's plain text, or the pieces it is made of
-
-
-def result_line(call_id: str, text: str) -> tuple[str, ...]:
-    """The line of a tool result in a message's plain text, `[result ID] TEXT`, in pieces (not copied until asked)."""
-    return ("[result ", call_id, "] ", text)
-
-
 @dataclass(frozen=True, slots=True)
 class MessageView:
     """What the compactor needs to know about one message."""
@@ -58,16 +50,9 @@ class MessageView:
     opens_turn: bool  # the user speaking (not only handing back tool results): a turn boundary
     calls: tuple[ToolCallRef, ...] = ()
     results: tuple[ToolResult, ...] = ()
-    # the message's plain text, line by line (`text` joins them): a view is made of every message of every request
-    # the gateway rewrites, which needs no text; joined there, a 4 MB tool result would be copied twice each time
-    lines: tuple[Line, ...] = ()
+    text: str = ""  # the message's plain text, for transcripts and summaries
     pinned: bool = False  # never moved into a transcript (system / developer instructions)
     images: int = field(default=0)  # image parts anywhere in the message (counted at a flat token cost)
-
-    @property
-    def text(self) -> str:
-        """The message's plain text, for transcripts and summaries."""
-        return "\n".join(line if isinstance(line, str) else "".join(line) for line in self.lines)
 
 
 class MessageFormat(Protocol):

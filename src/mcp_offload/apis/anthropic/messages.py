@@ -13,7 +13,6 @@ from typing import Any
 
 from mcp_offload.apis.message import (
     OFFLOADED_ARGUMENTS,
-    Line,
     Message,
     MessageView,
     Part,
@@ -26,7 +25,6 @@ from mcp_offload.apis.message import (
     is_typed_item,
     part_types,
     require_str,
-    result_line,
 )
 from mcp_offload.core.encoded_bytes import decode_base64
 
@@ -55,12 +53,12 @@ class AnthropicFormat(UserTextNotes):
             raise bad(index, f"unknown role {role!r} for the Anthropic Messages API (user or assistant)")
         content = message.get("content")
         if isinstance(content, str):
-            return MessageView(role=role, opens_turn=role == "user", lines=(content,))
+            return MessageView(role=role, opens_turn=role == "user", text=content)
         if not isinstance(content, list):
             raise bad(index, "content must be a string or a list of blocks")
         calls: list[ToolCallRef] = []
         results: list[ToolResult] = []
-        texts: list[Line] = []
+        texts: list[str] = []
         images = 0
         for slot, block in enumerate(content):
             if not isinstance(block, dict):
@@ -82,13 +80,13 @@ class AnthropicFormat(UserTextNotes):
                 parts = self._parts(block.get("content", ""), index, slot)
                 images += sum(1 for p in parts if p.image is not None)
                 results.append(ToolResult(slot, call_id, parts))
-                texts.extend(result_line(call_id, p.text) for p in parts if p.text is not None)
+                texts.extend(f"[result {call_id}] {p.text}" for p in parts if p.text is not None)
         return MessageView(
             role=role,
             opens_turn=role == "user" and not results,
             calls=tuple(calls),
             results=tuple(results),
-            lines=tuple(texts),
+            text="\n".join(texts),
             images=images,
         )
 

@@ -18,7 +18,6 @@ from typing import Any
 
 from mcp_offload.apis.message import (
     OFFLOADED_ARGUMENTS,
-    Line,
     Message,
     MessageView,
     Part,
@@ -26,7 +25,6 @@ from mcp_offload.apis.message import (
     ToolResult,
     bad,
     dump,
-    result_line,
 )
 from mcp_offload.core.encoded_bytes import decode_base64
 
@@ -59,7 +57,7 @@ class ConverseFormat:
             raise bad(index, "content must be a list of content blocks")
         calls: list[ToolCallRef] = []
         results: list[ToolResult] = []
-        texts: list[Line] = []
+        texts: list[str] = []
         images = 0
         for slot, block in enumerate(content):
             kind = block_kind(block)
@@ -86,13 +84,13 @@ class ConverseFormat:
                 parts = self._parts(value.get("content"), index, slot)
                 images += sum(1 for p in parts if p.image is not None)
                 results.append(ToolResult(slot, value["toolUseId"], parts))
-                texts.extend(result_line(value["toolUseId"], p.text) for p in parts if p.text is not None)
+                texts.extend(f"[result {value['toolUseId']}] {p.text}" for p in parts if p.text is not None)
         return MessageView(
             role=role,
             opens_turn=role == "user" and not results,
             calls=tuple(calls),
             results=tuple(results),
-            lines=tuple(texts),
+            text="\n".join(texts),
             images=images,
         )
 

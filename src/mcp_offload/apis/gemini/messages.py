@@ -24,7 +24,6 @@ from typing import Any
 
 from mcp_offload.apis.message import (
     OFFLOADED_ARGUMENTS,
-    Line,
     Message,
     MessageView,
     Part,
@@ -33,7 +32,6 @@ from mcp_offload.apis.message import (
     bad,
     dump,
     require_str,
-    result_line,
 )
 from mcp_offload.core.encoded_bytes import decode_base64
 
@@ -83,7 +81,7 @@ class GeminiFormat:
             raise bad(index, "parts must be a list")
         calls: list[ToolCallRef] = []
         results: list[ToolResult] = []
-        texts: list[Line] = []
+        texts: list[str] = []
         images = 0
         for slot, part in enumerate(parts):
             if not isinstance(part, dict):
@@ -108,13 +106,13 @@ class GeminiFormat:
                 found += self._inline_parts(answer.get("parts"))
                 images += len(found) - 1
                 results.append(ToolResult(slot, call_id_of(answer), tuple(found)))
-                texts.append(result_line(call_id_of(answer), text))
+                texts.append(f"[result {call_id_of(answer)}] {text}")
         return MessageView(
             role="assistant" if role == "model" else "user",
             opens_turn=role == "user" and not results,
             calls=tuple(calls),
             results=tuple(results),
-            lines=tuple(texts),
+            text="\n".join(texts),
             images=images,
         )
 

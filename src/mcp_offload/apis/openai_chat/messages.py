@@ -23,7 +23,6 @@ from mcp_offload.apis.message import (
     dump,
     part_types,
     require_str,
-    result_line,
     with_text_parts,
 )
 
@@ -75,8 +74,8 @@ class OpenAIChatFormat(UserTextNotes):
                 )
             else:
                 raise bad(index, "a tool message's content must be a string or a list of text parts")
-            lines = tuple(result_line(call_id, str(p.text)) for p in parts)
-            return MessageView(role="tool", opens_turn=False, results=(ToolResult(0, call_id, parts),), lines=lines)
+            text = "\n".join(f"[result {call_id}] {p.text}" for p in parts)
+            return MessageView(role="tool", opens_turn=False, results=(ToolResult(0, call_id, parts),), text=text)
         text = _text_of(content, index)
         calls: list[ToolCallRef] = []
         if role == "assistant":
@@ -105,7 +104,7 @@ class OpenAIChatFormat(UserTextNotes):
             role=role if role in ("user", "assistant") else ("system" if role in ("system", "developer") else "other"),
             opens_turn=role == "user",
             calls=tuple(calls),
-            lines=(text,),
+            text=text,
             pinned=role in ("system", "developer"),
             images=images,
         )
