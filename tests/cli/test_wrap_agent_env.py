@@ -6,6 +6,7 @@ user's own settings kept, and an agent version whose configuration format wrap d
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -17,6 +18,7 @@ from support import free_port
 from support.wrap import WRAP, changed, snapshot, wrap_env
 
 OWN = ".local/share/mcp-offload"
+HUB_PORT = re.compile(r"(?<=CLINE_HUB_PORT=)\d+|(?<=/hubs/)\d+(?=/)")
 
 
 def print_env(home: Path, port: int, agent: str, **env: str) -> subprocess.CompletedProcess[str]:
@@ -64,7 +66,14 @@ def copilot(home: Path, gw: str) -> list[str]:
 
 def cline(home: Path, gw: str) -> list[str]:
     copy = home / OWN / "cline" / "providers.json"
-    return [f"export CLINE_PROVIDER_SETTINGS_PATH={copy}", f"# wrote {copy}"]
+    hub = home / OWN / "cline" / "hubs" / "PORT" / "hub.json"  # a hub of its own, on a free port (PORT)
+    return [f"export CLINE_PROVIDER_SETTINGS_PATH={copy}", f"export CLINE_HUB_DISCOVERY_PATH={hub}",
+            "export CLINE_HUB_PORT=PORT", f"# wrote {copy}"]  # fmt: skip
+
+
+def openclaw(home: Path, gw: str) -> list[str]:
+    own = home / OWN / "openclaw" / gw.rsplit(":", 1)[1] / "openclaw.json"  # one per gateway
+    return [f"export OPENCLAW_CONFIG_PATH={own}", f"# wrote {own}"]
 
 
 def qwen(home: Path, gw: str) -> list[str]:
@@ -80,7 +89,7 @@ def aider(home: Path, gw: str) -> list[str]:
 # registry adds its line here)
 EXPECTED: dict[str, Callable[[Path, str], list[str]]] = {
     "claude": claude, "codex": codex, "gemini": gemini, "pi": pi, "opencode": opencode, "copilot": copilot,
-    "cline": cline, "qwen": qwen, "aider": aider,
+    "cline": cline, "qwen": qwen, "aider": aider, "openclaw": openclaw,
 }  # fmt: skip
 # what some agents need of the user's before wrap can point them: a provider of their own
 USERS_ENV = {"copilot": {"COPILOT_PROVIDER_API_KEY": "sk-user-key"}}
@@ -105,7 +114,8 @@ def test_print_env_gives_each_agent_what_points_it_and_runs_nothing(agent: str, 
     port = free_port()
     done = print_env(home, port, agent, **USERS_ENV.get(agent, {}))
     assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines() == EXPECTED[agent](home, f"http://127.0.0.1:{port}")
+    printed = HUB_PORT.sub("PORT", done.stdout)  # Cline's hub port: a free one, chosen when printed
+    assert printed.splitlines() == EXPECTED[agent](home, f"http://127.0.0.1:{port}")
     assert done.stderr.startswith(f"mcp-offload wrap: no mcp-offload gateway answers on http://127.0.0.1:{port}")
     assert not (home / ".local/state").exists() and not (home / OWN / "store").exists(), "something was started"
     outside = [p for p in changed(before, snapshot(home)) if not p.startswith(OWN + "/")]
@@ -196,6 +206,7 @@ def fake_npm_agent(root: Path, package: str, binary: str, version: str) -> Path:
     ("pi", "@mariozechner/pi-coding-agent", "1.2.0", "0.71.0 up to (not including) 1.0.0; tested with 0.73.1"),
     ("pi", "@mariozechner/pi-coding-agent", "0.60.2", "0.71.0 up to (not including) 1.0.0; tested with 0.73.1"),
     ("opencode", "opencode-ai", "2.0.1", "1.0.0 up to (not including) 2.0.0; tested with 1.18.33"),
+    ("openclaw", "openclaw", "2026.8.3", "2026.9.0 up to (not including) 2027.0.0; tested with 2026.9.6"),
 ])  # fmt: skip
 def test_a_version_whose_configuration_wrap_does_not_know_is_refused(
     agent: str, package: str, version: str, knows: str, tmp_path: Path

@@ -41,8 +41,12 @@ def test_print_env_names_a_copy_pointed_at_the_gateway(home: Path) -> None:
     port = free_port()
     done = wrap(home, "--port", str(port), "--print-env", "cline")
     copy = home / ".local/share/mcp-offload/cline/providers.json"
+    hub_port = int(done.stdout.split("CLINE_HUB_PORT=")[1].split()[0])
+    assert hub_port not in (25463, port)  # a port of its own: not Cline's default hub port
     assert done.returncode == 0 and done.stdout.splitlines() == [
         f"export CLINE_PROVIDER_SETTINGS_PATH={copy}",
+        f"export CLINE_HUB_DISCOVERY_PATH={copy.parent}/hubs/{hub_port}/hub.json",
+        f"export CLINE_HUB_PORT={hub_port}",
         f"# wrote {copy}",
         "# its own settings send it to http://10.9.8.7:8000/v1: start the gateway with --openai-upstream "
         "http://10.9.8.7:8000/v1",

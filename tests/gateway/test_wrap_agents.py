@@ -204,17 +204,24 @@ def test_copilot_cli_through_wrap(llm_upstream: UpstreamServer, home: Path, tmp_
     no_prefix_break(llm_upstream, "openai_chat")
 
 
-def stop_cline_hub(work: Path) -> None:
-    """Cline 3.0.65 leaves a hub daemon (`cline --cline-hub-daemon --cwd WORK`, detached) running after a headless
-    run: stop the one this test's run started, found by its working directory."""
+def cline_hubs(work: Path) -> list[int]:
+    """The Cline hub daemons (`cline --cline-hub-daemon --cwd WORK`, which Cline 3.0.65 starts detached and leaves
+    running) of runs in `work`."""
+    found = []
     for proc in Path("/proc").glob("[0-9]*"):
         try:
             args = (proc / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
         if b"--cline-hub-daemon" in args and str(work).encode() in args:
-            with contextlib.suppress(OSError):
-                os.kill(int(proc.name), signal.SIGTERM)
+            found.append(int(proc.name))
+    return found
+
+
+def stop_cline_hubs(work: Path) -> None:
+    for pid in cline_hubs(work):
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGTERM)
 
 
 def test_cline_through_wrap(llm_upstream: UpstreamServer, home: Path, tmp_path: Path) -> None:
@@ -234,8 +241,14 @@ def test_cline_through_wrap(llm_upstream: UpstreamServer, home: Path, tmp_path: 
     (user_file.parent / "global-settings.json").write_text('{"telemetryOptOut": true}')
     try:
         out = run_wrapped("cline", ["--json", TASK], llm_upstream, home, tmp_path)
+        left = cline_hubs(tmp_path / "work")
     finally:
-        stop_cline_hub(tmp_path / "work")
+        stop_cline_hubs(tmp_path / "work")
+    # the run's hub was its own (its record under mcp-offload's data directory, on a port of its own) and is stopped:
+    # a later plain `cline` finds no hub of wrap's, and so no gateway that has gone
+    assert not left, f"the hub daemon of wrap's run is still running: {left}"
+    assert not (home / ".cline/data/locks/hub").exists(), "wrap's run wrote the user's hub discovery record"
+    assert not list((home / ".local/share/mcp-offload/cline").glob("hubs/*")), "the run's hub record was left"
     assert user_file.read_text() == text, "the user's provider settings changed"
     assert json.loads(out.strip().splitlines()[-1])["text"].endswith(f"ANSWER: {FACT}"), out[-2000:]
     offloaded_and_found(llm_upstream, 60)

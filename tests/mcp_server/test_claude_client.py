@@ -1,9 +1,11 @@
 """The real Claude Code (2.1.328) as the MCP client of `mcp-offload` (it speaks the sessionless 2026-07-28 protocol,
-clientInfo name `claude-code`), its model scripted: a jq answer of ~82 KB arrives in pieces that Claude Code shows
-whole, and following their continuations gives the whole answer back.
+clientInfo name `claude-code`), its model scripted: a jq answer of ~82 KB arrives whole, in one piece, and stays in
+the model's context.
 
-Without the cap, Claude Code saves a result over 50,000 characters to a file and shows the model a 2 KB preview
-(`<persisted-output>`), and refuses one over ~25,000 tokens."""
+Without a size hint, Claude Code saves an MCP result over 50,000 characters to a file and shows the model a 2 KB
+preview (`<persisted-output>`), and cuts one over ~25,000 tokens. Our tools declare `anthropic/maxResultSizeChars`
+in their `_meta` (client_caps.TOOL_META), which Claude Code reads: a result up to that size stays inline, so its cap
+is 95,000 bytes from 2.1.328 on, and an answer over its default inline size reaches the model whole."""
 
 from __future__ import annotations
 
@@ -14,13 +16,15 @@ from pathlib import Path
 import pytest
 
 from llm_upstream import UpstreamServer
+from mcp_offload.mcp_server.client_caps import RESULT_SIZE_HINT_CHARS
 from support.agents import CLAUDE, agent_env, need
 from support.capped_answers import model, prepare, rebuilt, server_command
 
 pytestmark = pytest.mark.real_agent  # runs a real agent or proxy: .ci/run's real-agent stage
+CLAUDE_INLINE_CHARS = 50_000  # what Claude Code keeps inline of an MCP tool that declares no size hint (measured)
 
 
-def test_claude_code_gets_a_big_answer_whole_in_pieces(tmp_path: Path) -> None:
+def test_claude_code_keeps_an_answer_over_its_default_inline_size_by_the_tools_hint(tmp_path: Path) -> None:
     need(CLAUDE)
     store, home, work = tmp_path / "store", tmp_path / "home", tmp_path / "work"
     home.mkdir()
@@ -46,6 +50,8 @@ def test_claude_code_gets_a_big_answer_whole_in_pieces(tmp_path: Path) -> None:
         for message in last["messages"] if isinstance(message["content"], list)
         for block in message["content"] if block.get("type") == "tool_result"
     ]  # fmt: skip
-    assert not [r[:200] for r in results if "persisted-output" in r or "exceeds maximum allowed tokens" in r]
-    assert len(results) >= 3 and "cut at Claude Code's 48,000-byte / 25,000-token cap" in results[0]
+    assert not [r[:200] for r in results if "persisted-output" in r or "truncated" in r or "saved" in r[:300]]
+    assert len(results) == 1, [r[-300:] for r in results]  # whole: no continuation to follow
+    assert CLAUDE_INLINE_CHARS < len(results[0]) <= RESULT_SIZE_HINT_CHARS, len(results[0])
     assert rebuilt(results) == expected
+    print(f"claude code: one answer of {len(results[0]):,} characters kept inline")

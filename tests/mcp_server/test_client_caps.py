@@ -16,7 +16,7 @@ import pytest
 from mcp import Client
 
 from mcp_offload.core.services import Services, build_services
-from mcp_offload.mcp_server.client_caps import ClientCaps
+from mcp_offload.mcp_server.client_caps import RESULT_SIZE_HINT_CHARS, ClientCaps
 from mcp_offload.mcp_server.offload_server import build_server
 from mcp_offload.mcp_server.tools import result_of
 from mcp_offload.settings import Settings
@@ -180,10 +180,47 @@ async def test_clients_that_show_the_raw_result_get_no_meta_and_a_cap_on_the_esc
 def test_qwen_code_is_known_by_the_prefix_of_its_name_and_a_set_name_wins() -> None:
     """Qwen Code's clientInfo name carries the server's name (`qwen-cli-mcp-client-offload`, read from the real
     client): matched by its prefix; a cap the setting gives that exact name wins."""
-    assert ClientCaps().for_client("qwen-cli-mcp-client-offload").max_bytes == 25_000
+    assert ClientCaps().for_client("qwen-cli-mcp-client-offload").max_bytes == 25_000  # it persists over 28,000
     assert ClientCaps().for_client("qwen-cli-mcp-client-mine").whose == "Qwen Code's"
     assert ClientCaps("qwen-cli-mcp-client-mine=9KB").for_client("qwen-cli-mcp-client-mine").max_bytes == 9_000
     assert ClientCaps().for_client("qwen-cli") == ClientCaps().default
+
+
+@pytest.mark.parametrize(
+    ("version", "cap"),
+    [("2.1.328", (95_000, None)), ("2.2.0", (95_000, None)), ("2.1.327", (48_000, 25_000)), ("", (48_000, 25_000)),
+     ("beta", (48_000, 25_000))],
+)  # fmt: skip
+def test_claude_code_reads_the_tools_size_hint_from_2_1_328(version: str, cap: tuple[int, int | None]) -> None:
+    """From 2.1.328 (its clientInfo version) Claude Code keeps inline a result up to the size our tools declare: the
+    cap is 95,000 bytes, under RESULT_SIZE_HINT_CHARS; before it, or with no version it says, its default cut."""
+    found = ClientCaps().for_client("claude-code", version)
+    assert (found.max_bytes, found.max_tokens) == cap and found.whose == "Claude Code's"
+    assert found.max_bytes is not None and found.max_bytes < RESULT_SIZE_HINT_CHARS
+
+
+def test_a_set_claude_code_cap_wins_over_its_version() -> None:
+    assert ClientCaps("claude-code=20KB").for_client("claude-code", "2.1.328").max_bytes == 20_000
+
+
+@ERA
+async def test_every_tool_declares_the_size_hint(services: Services, mode: str) -> None:
+    """`anthropic/maxResultSizeChars` in each tool's `_meta`, through the real client in both eras."""
+    async with Client(build_server(services), mode=mode) as client:
+        listed = (await client.list_tools()).tools
+    assert listed and all((t.meta or {}).get("anthropic/maxResultSizeChars") == RESULT_SIZE_HINT_CHARS for t in listed)
+
+
+@ERA
+async def test_claude_code_from_2_1_328_gets_an_answer_over_50000_characters_in_one_piece(
+    services: Services, mode: str
+) -> None:
+    claude = types.Implementation(name="claude-code", version="2.1.328")
+    doc = json.dumps([{"id": i, "name": f"item-{i:04d}"} for i in range(2000)])
+    async with Client(build_server(services), mode=mode, client_info=claude) as client:
+        handle = result_of(await client.call_tool("offload", {"content": doc}))["handle"]
+        answer = text_of(await client.call_tool("query_large_output", {"handle": handle, "query": ".[]"}))
+    assert 50_000 < len(answer.encode()) <= 95_000 and "cut at" not in answer and continuation(answer) is None
 
 
 @ERA

@@ -18,12 +18,11 @@ import pytest
 
 from llm_upstream import UpstreamServer
 from support.agents import NODE24_BIN, OPENCLAW, agent_env, need
-from support.line_reads import check_every_line_and_hit_once, reader, server_command, store_lines
+from support.line_reads import OPENCLAW_BRIDGE, check_every_line_and_hit_once, reader, server_command, store_lines
 
 pytestmark = pytest.mark.real_agent  # runs a real agent or proxy: .ci/run's real-agent stage
 
 PREFIX = "offload__"  # OpenClaw names an MCP tool <server>__<tool>
-BRIDGE = "tool_call"
 
 
 def unwrap(result: str) -> str:
@@ -46,7 +45,9 @@ def test_openclaw_reads_every_line_once_through_continuations(tmp_path: Path) ->
     work.mkdir()
     handle = store_lines(store)
     command, args = server_command(store)
-    script = reader(handle, PREFIX + "read_large_output", PREFIX + "search_large_output", unwrap, bridge=BRIDGE)
+    script = reader(
+        handle, PREFIX + "read_large_output", PREFIX + "search_large_output", unwrap, bridge=OPENCLAW_BRIDGE
+    )
     with UpstreamServer(script, seed=0) as upstream:
         openclaw_config(config, upstream.openai_url, mcp={"servers": {"offload": {"command": command, "args": args}}})
         argv = [str(OPENCLAW), "agent", "exec", "--config", str(config), "--model", "local/gpt-4.1", "--json",

@@ -9,10 +9,12 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from llm_upstream.script import Step, ToolCall, Turn, reply
+from llm_upstream.script import Step, ToolCall, ToolExchange, Turn, reply
 from mcp_offload import SessionScope, Settings, build_services, offload, query
 from support.continuations import continuation, shown_part
+from support.line_reads import Bridge
 
 SESSION = "capped-answers"
 # ~82 KB of jq output: over Claude Code's 50,000 and Gemini CLI's 40,000 characters, under jq's own 100,000 cap
@@ -42,19 +44,31 @@ def server_command(store: Path) -> tuple[str, list[str]]:
     ]  # fmt: skip
 
 
-def model(handle: str, query_tool: str, read_tool: str, unwrap: Callable[[str], str] = str) -> Callable[[Turn], Step]:
+def model(
+    handle: str, query_tool: str, read_tool: str, unwrap: Callable[[str], str] = str, bridge: Bridge | None = None
+) -> Callable[[Turn], Step]:
     """Query, then read each continuation the last answer ends with (`unwrap`: the answer from the agent's result
-    text), then answer."""
+    text; `bridge`: how the agent's model calls MCP tools when they sit behind a tool of its own), then answer."""
+
+    def call(name: str, arguments: dict[str, Any]) -> ToolCall:
+        return bridge.call(name, arguments) if bridge else ToolCall(name, arguments)
+
+    def name_of(exchange: ToolExchange) -> str:
+        return bridge.name_of(exchange) if bridge else exchange.name
 
     def step(turn: Turn) -> Step:
-        if query_tool not in turn.tool_names:
+        if (bridge.tool if bridge else query_tool) not in turn.tool_names:
             return reply("Scripted session")
-        done = [e for e in turn.exchanges() if e.name in (query_tool, read_tool)]
+        first = bridge.first_step(turn) if bridge else None
+        if first is not None:
+            return first
+        exchanges = [e for e in turn.exchanges() if not (bridge and bridge.too_early(e))]
+        done = [e for e in exchanges if name_of(e) in (query_tool, read_tool)]
         if not done:
-            return reply(ToolCall(query_tool, {"handle": handle, "query": PROGRAM, "compact": True}))
+            return reply(call(query_tool, {"handle": handle, "query": PROGRAM, "compact": True}))
         following = continuation(unwrap(done[-1].result or ""))
         if following is not None and len(done) < 40:
-            return reply(ToolCall(read_tool, following))
+            return reply(call(read_tool, following))
         return reply("done")
 
     return step

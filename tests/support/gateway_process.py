@@ -42,7 +42,12 @@ def wait_healthy(
 
 @contextlib.contextmanager
 def gateway_process(
-    store: str | Path, anthropic_base: str, openai_base: str, log_path: Path, *extra: str, timeout_s: float = 30
+    store: str | Path,
+    anthropic_base: str,
+    openai_base: str,
+    log_path: Path,
+    *extra: str,
+    timeout_s: float = HANG_TIMEOUT_S,
 ) -> Iterator[str]:
     """A healthy gateway process (stdout and stderr to `log_path`); yields its base URL, then terminates it."""
     port = free_port()

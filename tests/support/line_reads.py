@@ -8,6 +8,7 @@ import asyncio
 import re
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -39,25 +40,66 @@ def server_command(store: Path) -> tuple[str, list[str]]:
     ]  # fmt: skip
 
 
-def reader(
-    handle: str, read: str, search: str, unwrap: Callable[[str], str] = str, bridge: str | None = None
-) -> Callable[[Turn], Step]:
-    """The model: read lines 1-2,000 (tool `read`, as the agent names it), follow each continuation, search 500 hits
-    (tool `search`), follow that, then answer. `unwrap`: the answer from the agent's result text; `bridge`: the tool
-    of the agent's own that calls MCP tools by name (OpenClaw's `tool_call`: `{"id": NAME, "args": {...}}`)."""
+@dataclass(frozen=True)
+class Bridge:
+    """A tool of the agent's own that calls its MCP tools by name, the call the model makes first, and the answer the
+    bridge gives while the agent's MCP server is still starting (the model then makes its first call again)."""
 
-    def call(name: str, arguments: dict[str, Any]) -> ToolCall:
-        return ToolCall(bridge, {"id": name, "args": arguments}) if bridge else ToolCall(name, arguments)
+    tool: str
+    name_key: str
+    args_key: str
+    first: ToolCall | None = None  # e.g. Qwen Code's `tool_search`, which shows the model the schemas it calls by
+    not_yet: str | None = None  # e.g. Qwen Code's "… is not registered in this session. Run tool_search again …"
+    retries: int = 60  # of the first call, a second apart
 
-    def name_of(exchange: ToolExchange) -> str:
-        if bridge and exchange.name == bridge and isinstance(exchange.arguments, dict):
-            return str(exchange.arguments.get("id", ""))
+    def call(self, name: str, arguments: dict[str, Any]) -> ToolCall:
+        return ToolCall(self.tool, {self.name_key: name, self.args_key: arguments})
+
+    def name_of(self, exchange: ToolExchange) -> str:
+        if exchange.name == self.tool and isinstance(exchange.arguments, dict):
+            return str(exchange.arguments.get(self.name_key, ""))
         return exchange.name
 
+    def too_early(self, exchange: ToolExchange) -> bool:
+        return self.not_yet is not None and exchange.name == self.tool and self.not_yet in (exchange.result or "")
+
+    def first_step(self, turn: Turn) -> Step | None:
+        """The first call, or again (after a second) when the bridge said the MCP tools are not there yet."""
+        if self.first is None:
+            return None
+        exchanges = turn.exchanges()
+        tries = sum(e.name == self.first.name for e in exchanges)
+        if not tries:
+            return reply(self.first)
+        if exchanges and self.too_early(exchanges[-1]) and tries < self.retries:
+            return reply(self.first, first_token_delay_s=1.0)
+        return None
+
+
+OPENCLAW_BRIDGE = Bridge("tool_call", "id", "args")  # OpenClaw 2026.9: tool_call {"id": NAME, "args": {...}}
+
+
+def reader(
+    handle: str, read: str, search: str, unwrap: Callable[[str], str] = str, bridge: Bridge | None = None
+) -> Callable[[Turn], Step]:
+    """The model: read lines 1-2,000 (tool `read`, as the agent names it), follow each continuation, search 500 hits
+    (tool `search`), follow that, then answer. `unwrap`: the answer from the agent's result text; `bridge`: how the
+    agent's model calls MCP tools when they sit behind a tool of its own."""
+
+    def call(name: str, arguments: dict[str, Any]) -> ToolCall:
+        return bridge.call(name, arguments) if bridge else ToolCall(name, arguments)
+
+    def name_of(exchange: ToolExchange) -> str:
+        return bridge.name_of(exchange) if bridge else exchange.name
+
     def step(turn: Turn) -> Step:
-        if (bridge or read) not in turn.tool_names:
+        if (bridge.tool if bridge else read) not in turn.tool_names:
             return reply("Scripted session")
-        done = [e for e in turn.exchanges() if name_of(e) in (read, search)]
+        first = bridge.first_step(turn) if bridge else None
+        if first is not None:
+            return first
+        exchanges = [e for e in turn.exchanges() if not (bridge and bridge.too_early(e))]
+        done = [e for e in exchanges if name_of(e) in (read, search)]
         if not done:
             return reply(call(read, {"handle": handle, "start_line": 1, "end_line": 2000}))
         following = continuation(unwrap(done[-1].result or ""))

@@ -17,6 +17,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import orjson
+
 from mcp_offload.apis.names import ApiName
 from mcp_offload.apis.sse import SseEvent
 from mcp_offload.apis.usage import UsageFigures
@@ -158,6 +160,17 @@ def arguments_object(arguments: Any) -> Any:
         except ValueError:
             return {}
     return arguments if arguments is not None else {}
+
+
+def parsed_arguments(raw: Any) -> Any:
+    """A call's arguments as the model sent them, as JSON text (whole, or accumulated from a stream's deltas),
+    parsed: {} for blank text, the text itself when it is not JSON; a value that is not text as it is."""
+    if not isinstance(raw, str):
+        return raw
+    try:
+        return orjson.loads(raw) if raw.strip() else {}
+    except orjson.JSONDecodeError:
+        return raw
 
 
 def with_appended(request: dict[str, Any], key: str, added: list[dict[str, Any]]) -> dict[str, Any]:

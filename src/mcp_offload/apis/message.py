@@ -55,6 +55,35 @@ class MessageView:
     images: int = field(default=0)  # image parts anywhere in the message (counted at a flat token cost)
 
 
+@dataclass(slots=True)
+class BlocksRead:
+    """A message made of blocks (Anthropic's and Converse's `content`, Gemini's `parts`) as its `view` reads it, block
+    by block: the tool calls, the tool results, the text lines and the images so far; `view` is the `MessageView`
+    they make."""
+
+    calls: list[ToolCallRef] = field(default_factory=list)
+    results: list[ToolResult] = field(default_factory=list)
+    texts: list[str] = field(default_factory=list)
+    images: int = 0
+
+    def result(self, slot: int, call_id: str, parts: tuple[Part, ...]) -> None:
+        """A tool result block: its parts, its images, and a `[result id]` line per text part."""
+        self.images += sum(1 for p in parts if p.image is not None)
+        self.results.append(ToolResult(slot, call_id, parts))
+        self.texts.extend(f"[result {call_id}] {p.text}" for p in parts if p.text is not None)
+
+    def view(self, role: str, *, user: bool) -> MessageView:
+        """The view of the message (`user`: its role is the user's; it opens a turn unless it hands back results)."""
+        return MessageView(
+            role=role,
+            opens_turn=user and not self.results,
+            calls=tuple(self.calls),
+            results=tuple(self.results),
+            text="\n".join(self.texts),
+            images=self.images,
+        )
+
+
 class MessageFormat(Protocol):
     """One API's message list shape."""
 

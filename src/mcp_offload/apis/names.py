@@ -1,5 +1,5 @@
 """One name for the concept "which LLM API": `ApiName`, the words the code uses everywhere (never "format",
-"family", "dialect" or "kind"). The names are the registry's keys (`registry.APIS`): the four packages here, and any
+"family", "dialect" or "kind"). The names are the registry's keys (`registry.APIS`): the packages here, and any
 API registered with `registry.register_api`.
 
 Aliases a caller may write (`"openai"`, `"chat"`, `"openai-responses"`) are each API's `aliases`, accepted only at

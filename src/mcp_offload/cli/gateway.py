@@ -22,9 +22,9 @@ from typing import Any
 import anyio
 
 from mcp_offload.cachesafe.policy import RewritePolicy
-from mcp_offload.cli.arg_types import OneLineParser, http_url, port
+from mcp_offload.cli.arg_types import http_url, port
 from mcp_offload.cli.event_loop import loop_options
-from mcp_offload.cli.exit_status import exit_status
+from mcp_offload.cli.own_parser import main_on_own_parser, own_parser
 from mcp_offload.cli.store_flags import add_redis_store_flags, redis_store_overrides
 from mcp_offload.gateway.options import DEFAULT_PORT, GatewayOptions, LoopLimits
 from mcp_offload.gateway.run import run_gateway
@@ -176,9 +176,8 @@ def run(args: argparse.Namespace) -> int:
 
 def parser() -> argparse.ArgumentParser:
     """`mcp-offload gateway`'s own parser (its options are what the dispatcher lets precede the command's name)."""
-    return add_parser(OneLineParser(prog="mcp-offload").add_subparsers(dest="command", required=True))
+    return own_parser(add_parser)
 
 
 def main(argv: list[str]) -> int:
-    args = parser().parse_args(argv)
-    return exit_status(lambda: run(args), prog="mcp-offload gateway")
+    return main_on_own_parser(argv, add_parser, run, "mcp-offload gateway")

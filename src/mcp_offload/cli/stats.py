@@ -21,8 +21,8 @@ from typing import Any, TextIO
 
 import anyio
 
-from mcp_offload.cli.arg_types import OneLineParser
-from mcp_offload.cli.exit_status import CommandDeclined, exit_status
+from mcp_offload.cli.exit_status import CommandDeclined
+from mcp_offload.cli.own_parser import main_on_own_parser, own_parser
 from mcp_offload.cli.store_flags import add_redis_store_flags, redis_store_overrides
 from mcp_offload.cli.store_location import missing_store, nothing_stored_yet, unused_default_store
 from mcp_offload.errors import OperatorError
@@ -92,13 +92,11 @@ def _nothing_yet(args: argparse.Namespace, fresh: Path) -> int:
 
 def parser() -> argparse.ArgumentParser:
     """`mcp-offload stats`'s own parser (its options are what the dispatcher lets precede the command's name)."""
-    return add_parser(OneLineParser(prog="mcp-offload").add_subparsers(dest="command", required=True))
+    return own_parser(add_parser)
 
 
 def main(argv: list[str]) -> int:
-    """`mcp-offload stats …` on its own parser (until the CLI dispatches subcommands itself)."""
-    args = parser().parse_args(argv)
-    return exit_status(lambda: run(args), prog="mcp-offload stats")
+    return main_on_own_parser(argv, add_parser, run, "mcp-offload stats")
 
 
 async def _read(location: str, days: int) -> dict[Any, SavingsRow]:

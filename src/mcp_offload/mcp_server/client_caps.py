@@ -7,7 +7,11 @@ measured or documented, with room below each client's own cut:
 - `codex-mcp-client`, Codex CLI (0.169.0): keeps a head and a tail around `…N tokens truncated…` past ~12,000 bytes
   for a model it has no metadata for (measured: 11,988 bytes shown). Cap: 10,000 bytes.
 - `claude-code`, Claude Code (2.1.328): saves a result over 50,000 characters to a file and shows the model a 2 KB
-  preview; refuses one over 25,000 tokens (both measured). Cap: 48,000 bytes and 25,000 tokens.
+  preview, and cuts one over 25,000 tokens (both measured), unless the tool declares a size hint in its `_meta`
+  (`anthropic/maxResultSizeChars`, read from 2.1.328's bundle: a result of up to that many characters, at most 500,000,
+  stays inline, and the token cut is skipped). Ours declare RESULT_SIZE_HINT_CHARS (`TOOL_META`, tools.tool_of), so
+  from 2.1.328 on (clientInfo version) the cap is 95,000 bytes (a byte is never fewer than a UTF-16 code unit, which
+  Claude Code counts): measured, a 98 KB answer stays inline. Before 2.1.328: 48,000 bytes and 25,000 tokens.
 - `gemini-cli-mcp-client`, Gemini CLI (0.61.0, handshake protocol 2025-06-18): keeps the first 8,000 and last 32,000
   characters of a result over 40,000 and saves the whole to a file (measured). Cap: 38,000 bytes.
 - `copilot-cli`, GitHub Copilot CLI (1.0.102, which probes `server/discover` and then opens the 2025-11-25 handshake:
@@ -27,9 +31,13 @@ measured or documented, with room below each client's own cut:
   result and saves the whole to a file (measured: 51,200 bytes and 2,000 lines shown whole, one more of either cut).
   Cap: 50,000 bytes and 2,000 lines (counted as newlines plus one, so a final newline costs a line).
 - `qwen-cli-mcp-client-<server name>`, Qwen Code (0.24.4; the name carries the name the user gave the server, so it is
-  matched by its prefix): a result over ~28,000 characters becomes a 2,000-character preview with the rest saved to a
-  file (reported in the team's notes for 0.24.4 on this kind of machine; here its MCP tools did not reach the model in
-  a first try, so not measured again). Cap: 25,000 bytes.
+  matched by its prefix): its scheduler saves a result over 28,000 characters (its `tools.truncateToolOutputThreshold`,
+  25,000, plus 3,000) to a file and shows the model a 2,000-character preview in `<persisted-output>` (measured through
+  its `tool_call` bridge: 28,000 characters shown whole, 29,9xx saved away), although it declares a 500,000-character
+  budget for MCP tools. Cap: 25,000 bytes.
+
+No other client here reads a size hint from a tool's `_meta` (searched in Codex, Gemini CLI, opencode, Copilot CLI,
+Cline, OpenClaw and Qwen Code).
 
 Every other client keeps the server's own limits (`read_max_tokens`, `max_results`, `jq_max_output_chars`). The
 `client_caps` setting (`MCP_OFFLOAD_CLIENT_CAPS`, `--client-caps`, `answer_cap.parse_client_caps`) sets or replaces
@@ -38,10 +46,15 @@ the cap of any client by name, and `*` that of every client it does not name.
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from typing import Any
 
 from mcp_offload.core.answer_cap import ANY_CLIENT, UNCAPPED, AnswerCap, parse_client_caps
+
+# The size hint every tool carries in its `_meta` for the clients that read one (Claude Code: above)
+RESULT_SIZE_HINT_CHARS = 100_000
+TOOL_META: dict[str, Any] = {"anthropic/maxResultSizeChars": RESULT_SIZE_HINT_CHARS}
 
 KNOWN_CLIENTS: dict[str, AnswerCap] = {
     "codex-mcp-client": AnswerCap(max_bytes=10_000, whose="Codex's"),
@@ -51,6 +64,10 @@ KNOWN_CLIENTS: dict[str, AnswerCap] = {
     "@cline/core": AnswerCap(max_bytes=7_500, whose="Cline's", raw_json=True),
     "openclaw-bundle-mcp": AnswerCap(max_bytes=19_000, whose="OpenClaw's", raw_json=True),
     "opencode": AnswerCap(max_bytes=50_000, max_lines=2_000, whose="opencode's"),
+}
+# clients whose cap changed with a version (clientInfo version): from that version on, this cap
+FROM_VERSION: dict[str, tuple[tuple[int, ...], AnswerCap]] = {
+    "claude-code": ((2, 1, 328), AnswerCap(max_bytes=95_000, whose="Claude Code's")),  # reads TOOL_META's hint
 }
 # clients whose clientInfo name carries more than the client (Qwen Code adds the server's name): matched by prefix
 KNOWN_PREFIXES: dict[str, AnswerCap] = {
@@ -69,9 +86,14 @@ class ClientCaps:
         self.default = configured.pop(ANY_CLIENT, UNCAPPED)
         self.by_name = {**KNOWN_CLIENTS, **configured}
 
-    def for_client(self, name: str | None) -> AnswerCap:
+    def for_client(self, name: str | None, version: str | None = None) -> AnswerCap:
         if name is None:
             return self.default
+        later = FROM_VERSION.get(name)
+        if later is not None and self.by_name.get(name) is KNOWN_CLIENTS.get(name):  # a set cap wins
+            since, cap = later
+            if version_of(version) >= since:
+                return cap
         found = self.by_name.get(name)
         if found is not None:
             return found
@@ -82,4 +104,10 @@ class ClientCaps:
         """The cap of the client making this request (a `ServerRequestContext`; both protocol eras)."""
         params = getattr(ctx.session, "client_params", None)
         info = getattr(params, "client_info", None)
-        return self.for_client(getattr(info, "name", None))
+        return self.for_client(getattr(info, "name", None), getattr(info, "version", None))
+
+
+def version_of(text: str | None) -> tuple[int, ...]:
+    """A clientInfo version as numbers (`2.1.328` -> (2, 1, 328)); () when it has none."""
+    found = re.match(r"\s*v?(\d+(?:\.\d+)*)", text or "")
+    return tuple(int(part) for part in found[1].split(".")) if found else ()

@@ -28,6 +28,7 @@ import mcp.types as types
 
 from mcp_offload.core.pipeline import ToolAnswer, run_tool
 from mcp_offload.core.tools import TOOLS, TOOLS_BY_NAME, CallContext, ToolSpec
+from mcp_offload.mcp_server.client_caps import TOOL_META
 
 __all__ = [
     "RESULT_META",
@@ -44,7 +45,8 @@ RESULT_META = "mcp-offload/result"  # the `_meta` key of a tool's whole result m
 
 
 def tool_of(spec: ToolSpec) -> types.Tool:
-    """The spec as an MCP tool (its annotations say what it may change)."""
+    """The spec as an MCP tool (its annotations say what it may change; its `_meta`, how big an answer a client
+    should keep inline: client_caps.TOOL_META)."""
     return types.Tool(
         name=spec.name,
         title=spec.title,
@@ -57,6 +59,7 @@ def tool_of(spec: ToolSpec) -> types.Tool:
             idempotent_hint=spec.read_only,
             open_world_hint=False,
         ),
+        _meta=dict(TOOL_META),
     )
 
 

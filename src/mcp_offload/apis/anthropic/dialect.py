@@ -15,10 +15,9 @@ import copy
 from collections.abc import Sequence
 from typing import Any
 
-import orjson
-
 from mcp_offload.apis.anthropic.breakpoint import with_end_breakpoint
 from mcp_offload.apis.anthropic.errors import stream_error_event
+from mcp_offload.apis.block_splicer import BlockSplicer
 from mcp_offload.apis.dialect import (
     Answer,
     CallOutcome,
@@ -26,6 +25,7 @@ from mcp_offload.apis.dialect import (
     ModelToolCall,
     Round,
     arguments_object,
+    parsed_arguments,
     replayed_rounds,
     with_appended,
 )
@@ -158,21 +158,10 @@ class AnthropicDialect:
         )
 
 
-class AnthropicSplicer:
+class AnthropicSplicer(BlockSplicer):
     def __init__(self, retrieval_names: frozenset[str]) -> None:
-        self.names = retrieval_names
-        self.errored = False
-        self._calls = 0  # upstream calls begun
-        self._next_index = 0  # the client's next content block index
-        self._index: dict[int, int | None] = {}  # this call's block index -> the client's (None: held)
-        self._blocks: dict[int, dict[str, Any]] = {}  # this call's blocks, accumulated
-        self._json: dict[int, str] = {}
-        self._forwarded: list[dict[str, Any]] = []  # what the client received, across calls
-        self._usage: dict[str, Any] = {}  # this call's (message_start, then message_delta's cumulative figures)
-        self._total: dict[str, Any] = {}
-        self._stop: str | None = None
+        super().__init__(retrieval_names, _tool_calls)  # a call's usage: message_start's, then message_delta's
         self._stop_sequence: str | None = None
-        self._complete = False
         self._started = False  # a message_start went to the client
 
     def feed(self, event: SseEvent) -> list[bytes]:
@@ -207,9 +196,8 @@ class AnthropicSplicer:
         return [event.raw]  # an event type this gateway does not know: the client's SDK may
 
     def _begin_call(self) -> None:
-        self._calls += 1
-        self._index, self._blocks, self._json = {}, {}, {}
-        self._usage, self._stop, self._stop_sequence, self._complete = {}, None, None, False
+        super()._begin_call()
+        self._stop_sequence = None
 
     def _block_start(self, event: SseEvent, data: dict[str, Any]) -> list[bytes]:
         index = data.get("index")
@@ -260,19 +248,7 @@ class AnthropicSplicer:
 
     def _close_block(self, index: int, block: dict[str, Any]) -> None:
         if index in self._json:
-            raw = self._json.pop(index)
-            try:
-                block["input"] = orjson.loads(raw) if raw.strip() else {}
-            except orjson.JSONDecodeError:
-                block["input"] = raw
-
-    def call_complete(self) -> bool:
-        return self._complete
-
-    def end_call(self) -> CallOutcome:
-        blocks = [self._blocks[i] for i in sorted(self._blocks)]
-        add_usage(self._total, self._usage)
-        return CallOutcome(output=blocks, calls=_tool_calls(blocks), stop=self._stop, usage=dict(self._usage))
+            block["input"] = parsed_arguments(self._json.pop(index))
 
     def finish(self, stop: str | None = None) -> list[bytes]:
         delta = {
@@ -287,6 +263,3 @@ class AnthropicSplicer:
 
     def error(self, code: str, message: str) -> bytes:
         return stream_error_event(code, message)
-
-    def client_output(self) -> Any:
-        return list(self._forwarded)

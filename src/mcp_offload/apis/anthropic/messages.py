@@ -13,6 +13,7 @@ from typing import Any
 
 from mcp_offload.apis.message import (
     OFFLOADED_ARGUMENTS,
+    BlocksRead,
     Message,
     MessageView,
     Part,
@@ -56,39 +57,26 @@ class AnthropicFormat(UserTextNotes):
             return MessageView(role=role, opens_turn=role == "user", text=content)
         if not isinstance(content, list):
             raise bad(index, "content must be a string or a list of blocks")
-        calls: list[ToolCallRef] = []
-        results: list[ToolResult] = []
-        texts: list[str] = []
-        images = 0
+        read = BlocksRead()
         for slot, block in enumerate(content):
             if not isinstance(block, dict):
                 raise bad(index, f"content block {slot} must be an object")
             kind = block.get("type")
             if kind == "text":
-                texts.append(require_str(block.get("text"), index, f"content block {slot} text"))
+                read.texts.append(require_str(block.get("text"), index, f"content block {slot} text"))
             elif kind == "image":
-                images += 1
+                read.images += 1
             elif kind == "tool_use" and role == "assistant":
                 call_id = require_str(block.get("id"), index, f"tool_use block {slot} id")
                 arguments = json.dumps(block.get("input"), ensure_ascii=False)
-                calls.append(ToolCallRef(call_id, str(block.get("name", "")), arguments))
-                texts.append(f"[called {block.get('name')} {block.get('input')!r}]")
+                read.calls.append(ToolCallRef(call_id, str(block.get("name", "")), arguments))
+                read.texts.append(f"[called {block.get('name')} {block.get('input')!r}]")
             elif kind == "tool_result":
                 if role != "user":
                     raise bad(index, "tool_result blocks belong in user messages")
                 call_id = require_str(block.get("tool_use_id"), index, f"tool_result block {slot} tool_use_id")
-                parts = self._parts(block.get("content", ""), index, slot)
-                images += sum(1 for p in parts if p.image is not None)
-                results.append(ToolResult(slot, call_id, parts))
-                texts.extend(f"[result {call_id}] {p.text}" for p in parts if p.text is not None)
-        return MessageView(
-            role=role,
-            opens_turn=role == "user" and not results,
-            calls=tuple(calls),
-            results=tuple(results),
-            text="\n".join(texts),
-            images=images,
-        )
+                read.result(slot, call_id, self._parts(block.get("content", ""), index, slot))
+        return read.view(role, user=role == "user")
 
     def _parts(self, content: Any, index: int, slot: int) -> tuple[Part, ...]:
         if isinstance(content, str):

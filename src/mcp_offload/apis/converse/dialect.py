@@ -22,8 +22,7 @@ import copy
 from collections.abc import Sequence
 from typing import Any
 
-import orjson
-
+from mcp_offload.apis.block_splicer import BlockSplicer
 from mcp_offload.apis.converse.cache_points import with_end_cache_point
 from mcp_offload.apis.converse.errors import stream_error_event
 from mcp_offload.apis.converse.messages import block_kind
@@ -34,12 +33,13 @@ from mcp_offload.apis.dialect import (
     ModelToolCall,
     Round,
     arguments_object,
+    parsed_arguments,
     replayed_rounds,
     with_appended,
 )
 from mcp_offload.apis.names import ApiName
 from mcp_offload.apis.sse import SseEvent, encode_event
-from mcp_offload.apis.usage import UsageFigures, add_usage, as_int, cache_counted_figures
+from mcp_offload.apis.usage import UsageFigures, add_usage, as_int, cache_counted_figures, usage_of
 
 
 def _tool_calls(blocks: list[dict[str, Any]]) -> list[ModelToolCall]:
@@ -154,8 +154,7 @@ class ConverseDialect:
         return False
 
     def usage_of(self, response: dict[str, Any]) -> dict[str, Any]:
-        usage = response.get("usage")
-        return dict(usage) if isinstance(usage, dict) else {}
+        return usage_of(response)
 
     def figures(self, usage: dict[str, Any]) -> UsageFigures:
         return cache_counted_figures(
@@ -167,21 +166,10 @@ class ConverseDialect:
         )
 
 
-class ConverseSplicer:
+class ConverseSplicer(BlockSplicer):
     def __init__(self, retrieval_names: frozenset[str]) -> None:
-        self.names = retrieval_names
-        self.errored = False
-        self._calls = 0
-        self._next_index = 0
-        self._index: dict[int, int | None] = {}  # this call's block index -> the client's (None: held)
-        self._blocks: dict[int, dict[str, Any]] = {}
-        self._json: dict[int, str] = {}
-        self._forwarded: list[dict[str, Any]] = []
-        self._usage: dict[str, Any] = {}
-        self._total: dict[str, Any] = {}
+        super().__init__(retrieval_names, _tool_calls)
         self._latency = 0
-        self._stop: str | None = None
-        self._complete = False
 
     def feed(self, event: SseEvent) -> list[bytes]:
         name = event.name
@@ -205,11 +193,6 @@ class ConverseSplicer:
             self._complete = True
             return []
         return [event.raw]  # an event this gateway does not know: the client's SDK may
-
-    def _begin_call(self) -> None:
-        self._calls += 1
-        self._index, self._blocks, self._json = {}, {}, {}
-        self._usage, self._stop, self._complete = {}, None, False
 
     def _block_event(self, event: SseEvent, data: dict[str, Any]) -> list[bytes]:
         index = data.get("contentBlockIndex")
@@ -256,19 +239,7 @@ class ConverseSplicer:
 
     def _close_block(self, index: int) -> None:
         if index in self._json and "toolUse" in self._blocks[index]:
-            raw = self._json.pop(index)
-            try:
-                self._blocks[index]["toolUse"]["input"] = orjson.loads(raw) if raw.strip() else {}
-            except orjson.JSONDecodeError:
-                self._blocks[index]["toolUse"]["input"] = raw
-
-    def call_complete(self) -> bool:
-        return self._complete
-
-    def end_call(self) -> CallOutcome:
-        blocks = [self._blocks[i] for i in sorted(self._blocks)]
-        add_usage(self._total, self._usage)
-        return CallOutcome(output=blocks, calls=_tool_calls(blocks), stop=self._stop, usage=dict(self._usage))
+            self._blocks[index]["toolUse"]["input"] = parsed_arguments(self._json.pop(index))
 
     def finish(self, stop: str | None = None) -> list[bytes]:
         metadata = {"usage": self._total, "metrics": {"latencyMs": self._latency}}
@@ -282,6 +253,3 @@ class ConverseSplicer:
 
     def error(self, code: str, message: str) -> bytes:
         return stream_error_event(code, message)
-
-    def client_output(self) -> Any:
-        return list(self._forwarded)

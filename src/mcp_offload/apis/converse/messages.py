@@ -18,6 +18,7 @@ from typing import Any
 
 from mcp_offload.apis.message import (
     OFFLOADED_ARGUMENTS,
+    BlocksRead,
     Message,
     MessageView,
     Part,
@@ -55,10 +56,7 @@ class ConverseFormat:
         content = message.get("content")
         if not isinstance(content, list):
             raise bad(index, "content must be a list of content blocks")
-        calls: list[ToolCallRef] = []
-        results: list[ToolResult] = []
-        texts: list[str] = []
-        images = 0
+        read = BlocksRead()
         for slot, block in enumerate(content):
             kind = block_kind(block)
             if kind is None:
@@ -67,32 +65,22 @@ class ConverseFormat:
             if kind == "text":
                 if not isinstance(value, str):
                     raise bad(index, f"content block {slot} text must be a string")
-                texts.append(value)
+                read.texts.append(value)
             elif kind == "image":
-                images += 1
+                read.images += 1
             elif kind == "toolUse" and role == "assistant":
                 if not isinstance(value, dict) or not isinstance(value.get("toolUseId"), str):
                     raise bad(index, f"toolUse block {slot} needs a toolUseId")
                 arguments = json.dumps(value.get("input"), ensure_ascii=False)
-                calls.append(ToolCallRef(value["toolUseId"], str(value.get("name", "")), arguments))
-                texts.append(f"[called {value.get('name')} {value.get('input')!r}]")
+                read.calls.append(ToolCallRef(value["toolUseId"], str(value.get("name", "")), arguments))
+                read.texts.append(f"[called {value.get('name')} {value.get('input')!r}]")
             elif kind == "toolResult":
                 if role != "user":
                     raise bad(index, "toolResult blocks belong in user messages")
                 if not isinstance(value, dict) or not isinstance(value.get("toolUseId"), str):
                     raise bad(index, f"toolResult block {slot} needs a toolUseId")
-                parts = self._parts(value.get("content"), index, slot)
-                images += sum(1 for p in parts if p.image is not None)
-                results.append(ToolResult(slot, value["toolUseId"], parts))
-                texts.extend(f"[result {value['toolUseId']}] {p.text}" for p in parts if p.text is not None)
-        return MessageView(
-            role=role,
-            opens_turn=role == "user" and not results,
-            calls=tuple(calls),
-            results=tuple(results),
-            text="\n".join(texts),
-            images=images,
-        )
+                read.result(slot, value["toolUseId"], self._parts(value.get("content"), index, slot))
+        return read.view(role, user=role == "user")
 
     def _parts(self, content: Any, index: int, slot: int) -> tuple[Part, ...]:
         if not isinstance(content, list):

@@ -24,6 +24,7 @@ from typing import Any
 
 from mcp_offload.apis.message import (
     OFFLOADED_ARGUMENTS,
+    BlocksRead,
     Message,
     MessageView,
     Part,
@@ -79,42 +80,28 @@ class GeminiFormat:
         parts = message.get("parts")
         if not isinstance(parts, list):
             raise bad(index, "parts must be a list")
-        calls: list[ToolCallRef] = []
-        results: list[ToolResult] = []
-        texts: list[str] = []
-        images = 0
+        read = BlocksRead()
         for slot, part in enumerate(parts):
             if not isinstance(part, dict):
                 raise bad(index, f"part {slot} must be an object")
             if isinstance(part.get("text"), str) and not part.get("thought"):
-                texts.append(part["text"])
+                read.texts.append(part["text"])
             elif "inlineData" in part or "fileData" in part:
-                images += 1
+                read.images += 1
             call = part.get("functionCall")
             if isinstance(call, dict) and role == "model":
                 name = require_str(call.get("name"), index, f"functionCall part {slot} name")
                 arguments = json.dumps(call.get("args", {}), ensure_ascii=False)
-                calls.append(ToolCallRef(call_id_of(call), name, arguments))
-                texts.append(f"[called {name} {arguments}]")
+                read.calls.append(ToolCallRef(call_id_of(call), name, arguments))
+                read.texts.append(f"[called {name} {arguments}]")
             answer = part.get("functionResponse")
             if isinstance(answer, dict):
                 if role == "model":
                     raise bad(index, "functionResponse parts belong in user contents")
                 require_str(answer.get("name"), index, f"functionResponse part {slot} name")
                 text = response_text(answer.get("response", {}))
-                found = [Part(0, text=text)]
-                found += self._inline_parts(answer.get("parts"))
-                images += len(found) - 1
-                results.append(ToolResult(slot, call_id_of(answer), tuple(found)))
-                texts.append(f"[result {call_id_of(answer)}] {text}")
-        return MessageView(
-            role="assistant" if role == "model" else "user",
-            opens_turn=role == "user" and not results,
-            calls=tuple(calls),
-            results=tuple(results),
-            text="\n".join(texts),
-            images=images,
-        )
+                read.result(slot, call_id_of(answer), (Part(0, text=text), *self._inline_parts(answer.get("parts"))))
+        return read.view("assistant" if role == "model" else "user", user=role == "user")
 
     @staticmethod
     def _inline_parts(parts: Any) -> list[Part]:

@@ -16,8 +16,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import orjson
-
 from mcp_offload.apis.dialect import (
     Answer,
     CallOutcome,
@@ -25,6 +23,7 @@ from mcp_offload.apis.dialect import (
     ModelToolCall,
     Round,
     arguments_text,
+    parsed_arguments,
     replayed_rounds,
     with_appended,
 )
@@ -41,15 +40,6 @@ def stream_error_event(code: str, message: str) -> bytes:
     return encode_event(openai_error_document(500, code, message))
 
 
-def _arguments(raw: Any) -> Any:
-    if not isinstance(raw, str):
-        return raw
-    try:
-        return orjson.loads(raw) if raw.strip() else {}
-    except orjson.JSONDecodeError:
-        return raw
-
-
 def _calls(message: dict[str, Any]) -> list[ModelToolCall]:
     calls = []
     for call in message.get("tool_calls") or []:
@@ -59,7 +49,7 @@ def _calls(message: dict[str, Any]) -> list[ModelToolCall]:
                 ModelToolCall(
                     id=str(call.get("id", "")),
                     name=str(function.get("name", "")),
-                    arguments=_arguments(function.get("arguments")),
+                    arguments=parsed_arguments(function.get("arguments")),
                 )
             )
     return calls

@@ -24,8 +24,6 @@ import copy
 from collections.abc import Sequence
 from typing import Any
 
-import orjson
-
 from mcp_offload.apis.dialect import (
     Answer,
     CallOutcome,
@@ -33,6 +31,7 @@ from mcp_offload.apis.dialect import (
     ModelToolCall,
     Round,
     arguments_text,
+    parsed_arguments,
     replayed_rounds,
 )
 from mcp_offload.apis.names import ApiName
@@ -53,10 +52,7 @@ def _calls(items: list[dict[str, Any]]) -> list[ModelToolCall]:
     for item in items:
         if item.get("type") == "function_call":
             raw = item.get("arguments")
-            try:
-                arguments = orjson.loads(raw) if isinstance(raw, str) and raw.strip() else (raw or {})
-            except orjson.JSONDecodeError:
-                arguments = raw
+            arguments = parsed_arguments(raw) if isinstance(raw, str) and raw.strip() else (raw or {})
             calls.append(
                 ModelToolCall(id=str(item.get("call_id", "")), name=str(item.get("name", "")), arguments=arguments)
             )

@@ -41,7 +41,15 @@ from mcp_offload.cli.arg_types import OneLineParser, http_url, port
 from mcp_offload.cli.exit_status import exit_status
 from mcp_offload.cli.wrap.agent_process import die_like, run_child
 from mcp_offload.cli.wrap.agents import AGENTS, Agent
-from mcp_offload.cli.wrap.agents.base import Launch, WrapError, agent_upstreams, check_version
+from mcp_offload.cli.wrap.agents.base import (
+    Launch,
+    WrapError,
+    agent_finished,
+    agent_upstreams,
+    check_version,
+    own_data_dir,
+    refused_arguments,
+)
 from mcp_offload.cli.wrap.agents.generic import AnyAgent
 from mcp_offload.gateway.options import DEFAULT_PORT
 from mcp_offload.providers.registry import PROVIDERS
@@ -83,6 +91,7 @@ def run(args: argparse.Namespace) -> int:
         return print_env(agent, command, args.port)
     executable = find_executable(command[0], agent)
     check_version(agent, executable)
+    refused_arguments(agent, command[1:])
     for flag, url in agent_upstreams(agent, os.environ).items():  # where the agent's own settings sent it
         if getattr(args, flag, None) is None:
             setattr(args, flag, url)
@@ -92,14 +101,12 @@ def run(args: argparse.Namespace) -> int:
         raise WrapError(f"port {args.port} is in use by something that is not an mcp-offload gateway: pass --port")
     with gateway_for(args, found == "ours" and not own_upstreams) as (base, how):
         print(f"{PROG}: {command[0]} uses the gateway at {base} ({how})", file=sys.stderr, flush=True)
-        plan = agent.launch(base, data_dir(), os.environ)
-        returncode = run_child([executable, *plan.args, *command[1:]], {**os.environ, **plan.env})
+        plan = agent.launch(base, own_data_dir(), os.environ)
+        try:
+            returncode = run_child([executable, *plan.args, *command[1:]], {**os.environ, **plan.env})
+        finally:
+            agent_finished(agent, plan)
     return die_like(returncode)
-
-
-def data_dir() -> Path:
-    """mcp-offload's own data directory, where an agent's module writes the files that point it."""
-    return Path(platformdirs.user_data_dir("mcp-offload", appauthor=False))
 
 
 def resolve_agent(args: argparse.Namespace) -> tuple[Agent, list[str]]:
@@ -216,7 +223,7 @@ def print_env(agent: Agent, command: list[str], port_number: int) -> int:
     executable = shutil.which(command[0])
     if executable is not None:
         check_version(agent, executable)
-    plan: Launch = agent.launch(base, data_dir(), os.environ)
+    plan: Launch = agent.launch(base, own_data_dir(), os.environ)
     for name, value in plan.env.items():
         print(f"export {name}={shlex.quote(value)}")
     if plan.args:

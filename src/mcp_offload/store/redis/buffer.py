@@ -131,24 +131,21 @@ class RedisBuffer:
         return a, b
 
     def find(self, sub: bytes, start: int | None = None, end: int | None = None) -> int:
-        a, b = self._bounds(start, end)
-        if not sub:
-            return a if a <= b else -1
-        for pos in range(a, b, CHUNK):
-            window: bytes = self[pos : min(pos + CHUNK + len(sub) - 1, b)]
-            found = window.find(sub)
-            if found >= 0:
-                return pos + found
-        return -1
+        return self._search(sub, start, end, last=False)
 
     def rfind(self, sub: bytes, start: int | None = None, end: int | None = None) -> int:
+        return self._search(sub, start, end, last=True)
+
+    def _search(self, sub: bytes, start: int | None, end: int | None, *, last: bool) -> int:
+        """`find` (the first match), or with `last` `rfind`, a chunk-sized window at a time (each window runs on by
+        `len(sub) - 1` bytes, so a match across a chunk boundary is found in the window it starts in)."""
         a, b = self._bounds(start, end)
         if not sub:
-            return b if a <= b else -1
+            return (b if last else a) if a <= b else -1
         starts = range(a, b, CHUNK)
-        for pos in reversed(starts):
+        for pos in reversed(starts) if last else starts:
             window: bytes = self[pos : min(pos + CHUNK + len(sub) - 1, b)]
-            found = window.rfind(sub)
+            found = window.rfind(sub) if last else window.find(sub)
             if found >= 0:
                 return pos + found
         return -1

@@ -16,6 +16,7 @@ import contextlib
 import functools
 import logging
 import random
+from dataclasses import dataclass
 from typing import Any, cast
 
 import anyio
@@ -51,6 +52,19 @@ def _pinned_in(pinned: set[tuple[str, str]], c: EvictionCandidate) -> bool:
 
 def _candidate(member: str, score: float, sizes: dict[str, Any]) -> EvictionCandidate:
     return EvictionCandidate(member[:32], member[33:], int(sizes.get(member) or 0), score / 1000)
+
+
+@dataclass(frozen=True, slots=True)
+class _Publication:
+    """One output on its way in: where it goes (`scope`, `handle`), its staged content (`staging` key, `size`) and
+    its metadata and content index as stored."""
+
+    scope: str
+    handle: str
+    staging: str
+    size: int
+    meta_json: bytes
+    index_raw: bytes
 
 
 class Publishing(Ledger):
@@ -102,7 +116,7 @@ class Publishing(Ledger):
         self, scope: str, meta: OutputMeta, index: ContentIndex, staging: str, size: int
     ) -> None:
         limits = self.limits
-        meta_json, index_raw = orjson.dumps(meta.to_dict()), index.to_bytes()
+        out = _Publication(scope, meta.handle, staging, size, orjson.dumps(meta.to_dict()), index.to_bytes())
         for attempt in range(PUBLISH_ATTEMPTS):
             await self._reap_some(64)
             scope_usage, total_usage = await self._usage(scope)
@@ -111,12 +125,8 @@ class Publishing(Ledger):
                 if fits(size, scope_usage, total_usage, limits)
                 else await self._plan(scope, size, scope_usage, total_usage)
             )
-            if self.cluster:
-                result = await self._publish_on_cluster(
-                    scope, meta.handle, staging, size, victims, meta_json, index_raw
-                )
-            else:
-                result = await self._publish_script(scope, meta.handle, staging, size, victims, meta_json, index_raw)
+            publish = self._publish_on_cluster if self.cluster else self._publish_script
+            result = await publish(out, victims)
             if result == b"ok":
                 if victims:
                     log.info("redis store: evicted %d output(s) to stay within limits", len(victims))
@@ -133,21 +143,12 @@ class Publishing(Ledger):
         )
 
     async def _publish_script(
-        self,
-        scope: str,
-        handle: str,
-        staging: str,
-        size: int,
-        victims: list[EvictionCandidate],
-        meta_json: bytes,
-        index_raw: bytes,
-        *,
-        store_wide: bool = True,
+        self, out: _Publication, victims: list[EvictionCandidate], *, store_wide: bool = True
     ) -> bytes:
         """publish.lua, acknowledged by a replica when the master has one; on a lagging replica the output is
         removed again and the put fails (`StoreUnavailable`): it must not be reported stored."""
-        limits = self.limits
-        keys = [*self._group(scope, handle), *self._ledger(scope), staging]
+        limits, scope, handle = self.limits, out.scope, out.handle
+        keys = [*self._group(scope, handle), *self._ledger(scope), out.staging]
         for v in victims:
             keys += self._group(v.scope, v.handle)
         unlimited = 2**62  # a cluster's session script leaves the store-wide quota to the ledger's reservation
@@ -155,12 +156,12 @@ class Publishing(Ledger):
             self._now_ms(),
             scope,
             handle,
-            size,
+            out.size,
             int(limits.ttl_s * 1000),
             self._tomb_ms,
             int(limits.ttl_s * 1000) + KEY_TTL_SLACK_MS,
-            meta_json,
-            index_raw,
+            out.meta_json,
+            out.index_raw,
             limits.scope_max_bytes,
             limits.scope_max_outputs,
             limits.max_bytes if store_wide else unlimited,
@@ -180,16 +181,7 @@ class Publishing(Ledger):
                 f"{self._acks.timeout_ms} ms; nothing was stored. Retry in a moment."
             ) from None
 
-    async def _publish_on_cluster(
-        self,
-        scope: str,
-        handle: str,
-        staging: str,
-        size: int,
-        victims: list[EvictionCandidate],
-        meta_json: bytes,
-        index_raw: bytes,
-    ) -> bytes:
+    async def _publish_on_cluster(self, out: _Publication, victims: list[EvictionCandidate]) -> bytes:
         """Evict the victims one by one, book store-wide, publish in the session's slot, then settle the books."""
         evicted: list[str] = []
         try:
@@ -204,10 +196,10 @@ class Publishing(Ledger):
         finally:
             with anyio.CancelScope(shield=True):
                 await self._unbook(evicted)
-        member = f"{scope}:{handle}"
-        reserved = await self._reserve(member, size)
+        member = f"{out.scope}:{out.handle}"
+        reserved = await self._reserve(member, out.size)
         if reserved == b"exists":
-            if await self._client.exists(self._key("m", scope, handle)):
+            if await self._client.exists(self._key("m", out.scope, out.handle)):
                 return b"exists"
             await self._unbook([member])  # a booking left by an output already gone: drop it, plan again
             return b"over"
@@ -215,9 +207,7 @@ class Publishing(Ledger):
             return reserved
         result = b""
         try:
-            result = await self._publish_script(
-                scope, handle, staging, size, [], meta_json, index_raw, store_wide=False
-            )
+            result = await self._publish_script(out, [], store_wide=False)
         finally:
             with anyio.CancelScope(shield=True):
                 if result == b"ok":

@@ -5,7 +5,7 @@ the order `wrap --list` shows). `generic` points any other agent by its provider
 
 from __future__ import annotations
 
-from mcp_offload.cli.wrap.agents import aider, claude, cline, codex, copilot, gemini, opencode, pi, qwen
+from mcp_offload.cli.wrap.agents import aider, claude, cline, codex, copilot, gemini, openclaw, opencode, pi, qwen
 from mcp_offload.cli.wrap.agents.base import Agent
 
 AGENTS: dict[str, Agent] = {
@@ -14,6 +14,7 @@ AGENTS: dict[str, Agent] = {
         claude.AGENT,
         codex.AGENT,
         pi.AGENT,
+        openclaw.AGENT,
         gemini.AGENT,
         opencode.AGENT,
         copilot.AGENT,

@@ -15,10 +15,12 @@ import json
 import os
 import re
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
+
+import platformdirs
 
 from mcp_offload.apis.base import LlmApi
 from mcp_offload.errors import OperatorError
@@ -105,6 +107,29 @@ def agent_upstreams(agent: Agent, environ: Mapping[str, str]) -> dict[str, str]:
     An agent module whose agent has such a setting defines `upstreams(environ)`; the others have none."""
     found = getattr(agent, "upstreams", None)
     return dict(found(environ)) if callable(found) else {}
+
+
+def refused_arguments(agent: Agent, args: Sequence[str]) -> None:
+    """Refuse, in one line, arguments of the agent's own that would take its run around the gateway (another config
+    file than the one wrap points, none at all). An agent module that knows such arguments defines
+    `refused_arguments(args)`, the reason or None."""
+    found = getattr(agent, "refused_arguments", None)
+    reason = found(args) if callable(found) else None
+    if reason:
+        raise WrapError(str(reason))
+
+
+def agent_finished(agent: Agent, plan: Launch) -> None:
+    """After the agent's run: what its module leaves behind it (an agent that starts a background process of its own
+    for the run defines `finished(plan)`, which stops it)."""
+    found = getattr(agent, "finished", None)
+    if callable(found):
+        found(plan)
+
+
+def own_data_dir() -> Path:
+    """mcp-offload's own data directory, where an agent's module writes the files that point it."""
+    return Path(platformdirs.user_data_dir("mcp-offload", appauthor=False))
 
 
 def parse_version(text: str) -> tuple[int, int, int] | None:
