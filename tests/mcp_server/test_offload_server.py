@@ -74,7 +74,7 @@ async def test_catalog(server: OffloadServer, mode: str) -> None:
         }
         assert tools["query_large_output"].input_schema["required"] == ["handle", "query"]
         assert "Example" in (tools["offload"].description or "")
-        assert "offload" in (client.instructions or "")
+        assert '"Stored as out_…"' in (client.instructions or "")  # what a stored result looks like, in one line
 
 
 async def test_offload_then_retrieve(server: OffloadServer, mode: str, services: Services) -> None:

@@ -22,10 +22,11 @@ def test_listing_and_proxy_link_agree_on_the_mime_type(kind: str) -> None:
     meta = make_meta(b'{"a": 1}\n{"a": 2}\n', kind=kind)
     listed = resource_of(meta)
     facts = OutputFacts(**facts_of(meta))
-    linked = _link(facts, "result")  # what the proxy puts in an offloaded result
+    linked = _link(facts)  # what the proxy puts in an offloaded result
     assert listed.mime_type == linked.mime_type == mime_type_of(meta.kind) == EXPECTED[kind]
     assert str(listed.uri) == str(linked.uri) == RESOURCE_PREFIX + meta.handle
     assert listed.size == linked.size == meta.size
+    assert linked.description is None  # the reply beside it says what it is (Claude Code shows both to its model)
     assert resource_link_of(facts, "d").description == "d"
 
 

@@ -130,8 +130,8 @@ def _check(name: str, args: dict[str, Any], said: str, text: str, doc: str, log:
         hit = next(line for line in text.splitlines() if line.startswith(shown[0]))
         assert all(word in hit for word in shown[1:]), text
     elif name == "search_large_output":
-        path = re.search(r"at (\.\S+)", said)
-        assert path and f"at {path.group(1)}" in text and '"total": 570' in text  # the match, and the whole order
+        path = re.search(r"at (\.\S+)\.$", said)
+        assert path and text.startswith(f"{path.group(1)} [lines ") and '"total": 570' in text  # where, the order
     elif name == "query_large_output" and args["query"].startswith("SELECT"):
         counts = dict(line.split(",") for line in text.splitlines()[1:3])
         assert said == "CSV." and text.startswith("status,") and counts == {"failed": "10", "ok": "30"}, text

@@ -100,7 +100,9 @@ async def test_git_diff_offloaded_then_searched_and_read(services: Services, tmp
     async with running_proxy(services, config) as server, Client(server, mode=mode) as client:
         result = await client.call_tool("git__git_diff_unstaged", {"repo_path": str(repo)})
         handle = _stored_handle(result)
-        assert "git__git_diff_unstaged" in text_of(result)
+        # the tool and its arguments are what the model just wrote: the reply does not repeat them
+        assert text_of(result).startswith("[mcp-offload] This result is over the proxy's ")
+        assert "git__git_diff_unstaged" not in text_of(result)
         found = await client.call_tool(
             "search_large_output", {"pattern": r"^\+value_7770 = ", "handle": handle, "context_lines": 1}
         )

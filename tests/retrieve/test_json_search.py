@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from mcp import Client
 
 from mcp_offload.core.outputs import SessionScope
+from mcp_offload.core.render import record_text
 from mcp_offload.core.services import Services
 from mcp_offload.mcp_server.offload_server import OffloadServer, build_server
 from mcp_offload.mcp_server.tools import result_of
@@ -122,14 +123,17 @@ async def test_nested_api_response_record_in_one_call(server: OffloadServer, pre
         assert record["matches"] == 2
         assert not record["truncated"]
         assert json.loads(record["text"]) == document["data"]["orders"][57]
-        assert "; showing 2, in 1 record(s):" in text and '"Customer 57"' in text
-        line = text.split("\n")[1]
-        assert line.startswith("── .data.orders[57] [") and line.endswith(
-            f"· 2 matches at .data.orders[57].id (line {out['matches'][0]['line']:,}), "
-            f".data.orders[57].note (line {out['matches'][1]['line']:,}):"
-        )
-        body = text.split("\n", 1)[1]  # the first line repeats the pattern
-        assert body.count("ord-0057") == 1 and body.count("fragile") == 1  # each hit once: in its record
+        # One record holding every match: its place is the whole header (path and lines; where the record is on
+        # part of one line, its characters too), and the record follows on one line.
+        head, shown = text.split("\n")
+        place = f"[lines {record['start_line']:,}–{record['end_line']:,}]" if pretty else (
+            f"[line 1, chars {record['start']}–{record['end']}]"
+        )  # fmt: skip
+        assert head == f".data.orders[57] {place}:"
+        assert json.loads(shown) == document["data"]["orders"][57]
+        assert shown.count("ord-0057") == 1 and shown.count("fragile") == 1  # each hit once: in its record
+        # each of its lines as stored (indentation aside): a piece of one, searched for literally, is found again
+        assert all(line.strip() in shown for line in record["text"].split("\n"))
         # The record's character range reads back the same text.
         read = await client.call_tool(
             "read_large_output", {"handle": handle, "start": record["start"], "end": record["end"]}
@@ -163,8 +167,7 @@ async def test_json_lines_give_the_record_number_and_a_path_within_it(server: Of
         text, out = await search(client, pattern='"fork"', handle=handle, scope="record")
         [hit] = out["matches"]
         assert (hit["record"], hit["json_path"], hit.get("breadcrumb")) == (12, ".event", None)
-        assert "── record 12 [line 13, chars " in text and "] · 1 match at .event (line 13):\n" in text
-        assert text.split("\n", 1)[1].count('"fork"') == 1  # the hit once, in its record
+        assert text == f"record 12 [line 13]:\n{json.dumps(rows[12])}"  # the hit once, in its record
         [record] = out["records"]
         assert record["record"] == 12 and record["json_path"] == "."
         assert json.loads(record["text"]) == rows[12]
@@ -172,6 +175,51 @@ async def test_json_lines_give_the_record_number_and_a_path_within_it(server: Of
         assert (login["matches"][0]["record"], login["matches"][0]["json_path"]) == (33, ".user.login")
         assert login["matches"][0]["breadcrumb"] == "user33"
         assert (await query(client, handle, ".user.login"))[33] == "user33"
+
+
+async def test_a_few_records_each_on_one_line_under_where_its_hits_are(server: OffloadServer) -> None:
+    """Several records: the first line counts the hits and names the output; each record's header names its path,
+    lines and hits' paths (its own lines are gone on one line), and the record follows compactly, as stored."""
+    orders = [{"id": f"ord-{i}", "status": "late" if i in (3, 17, 30) else "ok", "note": "a  b"} for i in range(40)]
+    async with Client(server) as client:
+        handle = await offload(client, json.dumps({"orders": orders}, indent=4))
+        text, out = await search(client, pattern='"late"', handle=handle, literal=True, scope="record")
+        lines = text.split("\n")
+        assert lines[0] == f"3 match(es) for '\"late\"' in {handle}; showing 3, in 3 record(s):"
+        pairs = zip(lines[1::2], lines[2::2], strict=True)
+        for (head, shown), i, record in zip(pairs, (3, 17, 30), out["records"], strict=True):
+            place = f"[lines {record['start_line']:,}–{record['end_line']:,}]"
+            hit = f".orders[{i}].status (line {record['start_line'] + 2:,})"
+            assert head == f"── .orders[{i}] {place} · 1 match at {hit}:"
+            assert json.loads(shown) == orders[i] and '"note": "a  b"' in shown  # a string's spaces are its own
+
+
+async def test_a_long_record_keeps_its_lines_without_their_shared_indentation(server: OffloadServer) -> None:
+    """Over 1,500 characters one line is hard to read: the record keeps its lines, indented from its own depth."""
+    orders = [{"id": f"ord-{i}", "lines": [{"sku": f"sku-{i}-{k}", "qty": k} for k in range(80)]} for i in range(5)]
+    async with Client(server) as client:
+        handle = await offload(client, json.dumps({"data": {"orders": orders}}, indent=2))
+        text, out = await search(client, pattern="sku-2-7", handle=handle, literal=True, scope="record")
+        [record] = out["records"]
+        head, shown = text.split("\n", 1)
+        assert head == f".data.orders[2] [lines {record['start_line']:,}–{record['end_line']:,}]:"
+        assert shown == json.dumps(orders[2], indent=2)  # as if printed on its own
+        assert len(shown.replace("\n", "")) > 1_500
+
+
+@pytest.mark.parametrize(
+    ("stored", "shown"),
+    [
+        ('{\n    "a": 1,\n    "b": [\n      "x  y"\n    ]\n  }', '{"a": 1,"b": ["x  y"]}'),
+        ('{"a": 1}', '{"a": 1}'),  # JSON Lines: already one line
+        ('{\r\n  "a": "\u2028 \u2029"\r\n}', '{"a": "\u2028 \u2029"}'),  # only \n ends a line
+        ('[\n    "cut at the cap, inside a string:  ', '["cut at the cap, inside a string:  '),  # its end kept
+    ],
+)
+def test_a_record_on_one_line_keeps_every_value(stored: str, shown: str) -> None:
+    assert record_text(stored) == shown
+    if not stored.startswith("[\n"):
+        assert json.loads(record_text(stored)) == json.loads(stored)
 
 
 async def test_a_cut_record_says_how_to_read_the_rest(server: OffloadServer) -> None:

@@ -59,14 +59,16 @@ def describe_size(facts: OutputFacts) -> str:
     return f"{facts.bytes:,} bytes, {facts.chars:,} chars, {facts.lines:,} lines, {approx}{facts.tokens:,} tokens"
 
 
-def render_reference(out: OffloadOutput) -> str:
-    """The text the model sees instead of a stored output: handle, sizes, notes, preview, how to retrieve."""
+def render_reference(out: OffloadOutput, *, named: bool = True) -> str:
+    """The text the model sees instead of a stored output: handle, sizes, notes, preview, how to retrieve.
+    `named=False`: without the output's name (the proxy's answer to the call the name is made of: the model just
+    wrote it)."""
     if out.kind == "blob":
         return (
             f"Stored as {out.handle} (binary; {describe_size(out)}). It is not text: read it whole as the resource "
             f"{uri_of(out.handle)}."
         )
-    label = f' "{out.name}"' if out.name else ""
+    label = f' "{out.name}"' if out.name and named else ""
     lines = [
         f"Stored as {out.handle}{label} ({out.kind}; {describe_size(out)}).",
         *(f"Note: {note}" for note in out.notes),
@@ -115,6 +117,10 @@ def search_layout(out: SearchOutput, scoped: str | None) -> list[tuple[list[str]
     if not out.matches:
         return [([f"No match for {out.pattern!r} in {where}.", *note], 0)]
     held, loose = _by_record(out)
+    rest = _after_hits(out)
+    if len(held) == 1 and not loose and not note and not rest and _all_shown(out):
+        record, hits = held[0]  # the whole answer is one record: its place is the header
+        return [(_record_block(record, hits, scoped, alone=True), len(hits))]
     if held:
         head = f"{total} match(es) for {out.pattern!r} in {where}; showing {len(out.matches)}, "
         head += f"in {len(held)} record(s)" + (f" and {len(loose)} line(s) outside them:" if loose else ":")
@@ -123,6 +129,18 @@ def search_layout(out: SearchOutput, scoped: str | None) -> list[tuple[list[str]
     blocks: list[tuple[list[str], int]] = [([head, *note], 0)]
     blocks += [(_record_block(r, hits, scoped), len(hits)) for r, hits in held]
     blocks += [(_match_block(m, scoped), 1) for m in loose]
+    if rest:
+        blocks.append((rest, 0))
+    return blocks
+
+
+def _all_shown(out: SearchOutput) -> bool:
+    """Every match there is, is in the answer: the count says nothing the hits do not."""
+    return out.total_is_exact and not out.truncated and out.total_matches == len(out.matches)
+
+
+def _after_hits(out: SearchOutput) -> list[str]:
+    """What follows the hits: more matches not shown, no record for them, records past the read cap."""
     rest = []
     if out.truncated:
         rest.append("[more matches not shown: raise max_results or narrow the pattern]")
@@ -133,9 +151,7 @@ def search_layout(out: SearchOutput, scoped: str | None) -> list[tuple[list[str]
             where = f"record {r.record}" if r.record is not None else r.json_path
             call = read_call(r.handle, "chars", r.start, r.end)
             rest.append(f"── {r.handle} {where} [lines {n(r.start_line)}–{n(r.end_line)}] not shown (read cap): {call}")
-    if rest:
-        blocks.append((rest, 0))
-    return blocks
+    return rest
 
 
 def _match_block(m: SearchMatchOut, scoped: str | None) -> list[str]:
@@ -171,22 +187,59 @@ def _by_record(out: SearchOutput) -> tuple[list[tuple[SearchRecordOut, list[Sear
 _HITS_NAMED = 5  # a record's header names where its first hits are; the record itself shows them all
 
 
-def _record_block(r: SearchRecordOut, hits: list[SearchMatchOut], scoped: str | None) -> list[str]:
+def _record_block(
+    r: SearchRecordOut, hits: list[SearchMatchOut], scoped: str | None, *, alone: bool = False
+) -> list[str]:
+    """A record and where it is: its path (JSON Lines: its number) and lines, its characters only where lines cannot
+    read it back (a record on part of one line: minified JSON), and, among several records, where its hits are.
+    `alone`: the answer's only record, holding every match: nothing but its place, as the answer's first line (as
+    with a read, not the handle the model just named in its call)."""
     owner = "" if scoped else f"{r.handle} "
     where = f"record {r.record}" if r.record is not None else r.json_path
     span = f"lines {n(r.start_line)}–{n(r.end_line)}" if r.end_line > r.start_line else f"line {n(r.start_line)}"
-    places = ", ".join(
-        f"{m.json_path} (line {n(m.line)})" if m.json_path else f"line {n(m.line)}" for m in hits[:_HITS_NAMED]
-    )
-    more = f", … ({len(hits)})" if len(hits) > _HITS_NAMED else ""
-    lines = [f"── {owner}{where} [{span}, chars {r.start}–{r.end}] · {plural_hits(len(hits))} at {places}{more}:"]
-    lines.append(r.text)
+    if r.start_line == r.end_line and r.record is None:
+        span += f", chars {r.start}–{r.end}"
+    if alone:
+        lines = [f"{owner}{where} [{span}]:"]
+    else:
+        places = ", ".join(
+            f"{m.json_path} (line {n(m.line)})" if m.json_path else f"line {n(m.line)}" for m in hits[:_HITS_NAMED]
+        )
+        more = f", … ({len(hits)})" if len(hits) > _HITS_NAMED else ""
+        lines = [f"── {owner}{where} [{span}] · {plural_hits(len(hits))} at {places}{more}:"]
+    lines.append(record_text(r.text))
     if r.truncated:
         lines.append(
             f"[record cut at the read token cap: read the rest with read_large_output(handle={r.handle!r}, "
             f"start={r.next_start}, end={r.end})]"
         )
     return lines
+
+
+_ONE_LINE_CHARS = 1_500  # a record up to this long is shown on one line; a longer one keeps its lines
+
+
+def record_text(record: str) -> str:
+    """A JSON record's text as a search answer shows it: on one line when that is at most _ONE_LINE_CHARS long (each
+    line's indentation and line break dropped), else its lines without the indentation they all share.
+
+    A JSON string holds no raw line break, so every break and the whitespace around it lie between tokens: the value
+    is unchanged, and every line's own text is kept as it is stored, so a piece of it copied into a literal search
+    finds it again (which `"a":1` for a stored `"a": 1` would not). A pretty-printed record costs about a third fewer
+    tokens on one line; the ~20-token lookup of one order is most of what the model reads back."""
+    if "\n" not in record:
+        return record
+    lines = record.split("\n")  # not splitlines(): U+2028 and the like may stand raw inside a string
+    last = len(lines) - 1  # a record cut at the read cap may end inside a string: its end is kept as it is
+    joined = "".join(
+        line.rstrip(" \t\r") if i == 0 else line.strip(" \t\r") if i < last else line.lstrip(" \t\r")
+        for i, line in enumerate(lines)
+    )
+    if len(joined) <= _ONE_LINE_CHARS:
+        return joined
+    # the first line starts at the record (no indentation); the others carry its depth in the output
+    shared = min((len(line) - len(line.lstrip(" \t")) for line in lines[1:] if line.strip(" \t\r")), default=0)
+    return "\n".join([lines[0], *(line[shared:] for line in lines[1:])])
 
 
 def plural_hits(count: int) -> str:

@@ -226,7 +226,7 @@ TOOLS: tuple[ToolSpec, ...] = (
             "Example: search_large_output(pattern='timeout|refused', handle='out_…', context_lines=2) → "
             "'4812: … connection refused …'\n"
             "Example: search_large_output(pattern='ord-1234', handle='out_…', literal=true, scope='record') → the "
-            "match at .orders[57].id and that whole order.\n"
+            "whole order holding it, at .orders[57].\n"
             "Example: search_large_output(pattern='why did payments time out?', ranked=true) → the best passages."
         ),
         args=SearchArgs,

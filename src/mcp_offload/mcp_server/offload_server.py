@@ -33,15 +33,11 @@ from mcp_offload.version import __version__
 
 __all__ = ["OffloadServer", "build_server"]
 
+# What a client puts in its system prompt (Claude Code: in the history, under a heading of its own), paid on every turn
+# of every conversation: only what no tool description says, that a stored result is worked on by its handle; each
+# tool's own description says how, and each reference names the tools that work on it.
 INSTRUCTIONS = """\
-This server keeps large outputs out of the conversation, losslessly.
-- When a text is large (more than a few thousand tokens: a big tool result, file, log or JSON), store it with \
-offload and work from the handle and preview it returns.
-- Pull back only what you need: search_large_output (regex or literal, one output or all) to find lines, \
-read_large_output (character or line ranges, ~5,000 tokens per call) to read them, query_large_output (jq) to \
-extract from JSON. list_outputs shows what is stored in this session.
-- Results wrapped as "Stored as out_…" came from a large tool result that was offloaded automatically: use the \
-same tools on that handle."""
+A large result comes back as "Stored as out_…" with a preview: search, read or query it by that handle, losslessly."""
 
 
 @dataclass(slots=True)

@@ -41,7 +41,7 @@ def resource_of(meta: OutputMeta) -> types.Resource:
     )
 
 
-def resource_link_of(facts: OutputFacts, description: str) -> types.ResourceLink:
+def resource_link_of(facts: OutputFacts, description: str | None = None) -> types.ResourceLink:
     """A link to an output, for a tool result that stored it."""
     return types.ResourceLink(
         type="resource_link",

@@ -29,7 +29,7 @@ import orjson
 
 from mcp_offload.core import outputs
 from mcp_offload.core.encoded_bytes import decode_base64
-from mcp_offload.core.render import describe_size, render_reference
+from mcp_offload.core.render import render_reference
 from mcp_offload.core.results import OffloadOutput, OutputFacts
 from mcp_offload.core.services import Services
 from mcp_offload.errors import OffloadError, TooLarge
@@ -252,11 +252,11 @@ class OffloadPolicy:
                 )
                 tokens_original += offloaded.tokens
             stored.append((part, offloaded))
-        reply = _render(public_name, threshold, stored)
+        reply = _render(threshold, stored)
         content: list[types.ContentBlock] = [types.TextContent(type="text", text=reply)]
         for part in inline:
             content += part.blocks
-        content += [_link(offloaded, part.label) for part, offloaded in stored]
+        content += [_link(offloaded) for _, offloaded in stored]
         content += [block for block in result.content if isinstance(block, types.ResourceLink)]
         structured = next((result.structured_content for part in inline if part.kind == "structured"), None)
         decision = ResultHandling(
@@ -278,20 +278,20 @@ def _label(public_name: str, arguments: dict[str, Any] | None) -> str:
     return f"{public_name} {args}"
 
 
-def _render(public_name: str, threshold: int, stored: list[tuple[_Part, OffloadOutput]]) -> str:
-    total = sum(o.bytes for _, o in stored)
-    head = (
-        f"[mcp-offload] The result of {public_name} ({total:,} bytes) is over this proxy's {threshold:,}-token "
-        "limit, so it was stored instead of shown."
-    )
+def _render(threshold: int, stored: list[tuple[_Part, OffloadOutput]]) -> str:
+    # Every token here is paid on every later turn: the sizes are in the reference, and the tool, its arguments and
+    # so the output's name are what the model just wrote, so none is said twice.
+    head = f"[mcp-offload] This result is over the proxy's {threshold:,}-token limit: stored, not shown"
     if len(stored) == 1:
         part, offloaded = stored[0]
         what = "" if part.kind == "text" else f" ({part.label})"
-        return f"{head}{what}\n{render_reference(offloaded)}"
-    lines = [f"{head} Stored parts:"]
-    lines += [f"{i}. {part.label}: {render_reference(o)}" for i, (part, o) in enumerate(stored, 1)]
+        return f"{head}{what}.\n{render_reference(offloaded, named=False)}"
+    lines = [f"{head}. Stored parts:"]
+    lines += [f"{i}. {part.label}: {render_reference(o, named=False)}" for i, (part, o) in enumerate(stored, 1)]
     return "\n".join(lines)
 
 
-def _link(offloaded: OutputFacts, what: str) -> types.ResourceLink:
-    return resource_link_of(offloaded, f"Stored {what} ({describe_size(offloaded)})")
+def _link(offloaded: OutputFacts) -> types.ResourceLink:
+    """A link to the stored output, without a description: clients show the model a link as its text ("[Resource
+    link: NAME] URI (DESCRIPTION)" in Claude Code), and the reply already says what it is."""
+    return resource_link_of(offloaded)
