@@ -11,7 +11,7 @@ real SDK `Client` of this venv (mcp 2.3), and every client and server is a separ
 
   direct             Client → stdio → upstream (no proxy; the yardstick for overhead)
   mcp-offload        Client → stdio → `python -m mcp_offload --config servers.json` → stdio → upstreams;
-                     once per client era: the 2025-11-25 handshake (`mode="legacy"`) and 2026-07-28 (`mode="auto"`)
+                     once per client era: the 2025-11-25 handshake (`mode="legacy"`) and 2026-07-28 (pinned)
   mcp-offload http   Client → streamable HTTP (loopback) → `mcp_offload --config … --transport http` → stdio → …
                      (and once more with `--json-response`: plain JSON answers instead of an SSE stream per POST)
   mcp-proxy 0.13.0   Client → streamable HTTP (loopback) → `mcp-proxy --named-server every '<cmd>' --named-server
@@ -44,6 +44,11 @@ is always a 2025-11-25 call: the 2026-07-28 row's overhead includes what that er
     python bench/proxy.py [--small 200] [--large 10]
         [--targets direct,ours,ours-modern,ours-http,ours-http-json,mcp-proxy,jmunch,fastmcp] [--cases …]
     MCP_OFFLOAD_BENCH_OURS="/path/to/candidate-mcp-offload" python bench/proxy.py   # another build in ours' place
+    MCP_OFFLOAD_BENCH_BASE="env PYTHONPATH=/tmp/base/src python -m mcp_offload" python bench/proxy.py \
+        --targets direct,ours,base,ours-modern,base-modern,jmunch   # before/after: a baseline build in the same run
+
+The `base` and `base-modern` targets are mcp-offload again, run by the command in MCP_OFFLOAD_BENCH_BASE (e.g. main's
+sources, `git archive main src | tar -x -C /tmp/base`), so a change is measured against what it changes in one run.
 """
 
 from __future__ import annotations
@@ -61,7 +66,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import AsyncExitStack, contextmanager
+from contextlib import AsyncExitStack, contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -220,6 +225,8 @@ class Target:
     calls: dict[str, Call] = field(default_factory=dict)  # by case: small, large, log, csv, json
     times: dict[str, list[float]] = field(default_factory=dict)
     wire_bytes: dict[str, int] = field(default_factory=dict)
+    pid: int | None = None  # the proxy process the small call goes through (a stdio child of this process)
+    cpu_ms: dict[str, float] = field(default_factory=dict)  # by case: that process's CPU time per timed call
 
     def set_calls(self, small: Call, read: Call, up: Upstreams) -> None:
         """echo for `small`; `read` (a read_text_file call) of the large file and of each first-answer file."""
@@ -227,6 +234,26 @@ class Target:
         self.calls["large"] = read
         for case, path in up.files.items():
             self.calls[case] = Call(read.client, read.tool, {"path": str(path)})
+
+
+def child_pids() -> set[int]:
+    """This process's children (Linux /proc; empty elsewhere: then no CPU figures)."""
+    pids: set[int] = set()
+    for task in Path("/proc/self/task").glob("*"):
+        with suppress(OSError, ValueError):
+            pids.update(int(p) for p in (task / "children").read_text().split())
+    return pids
+
+
+def cpu_ms(pid: int | None) -> float | None:
+    """CPU time (user + system) a process has used so far, from /proc/<pid>/stat; None when unknown."""
+    if pid is None:
+        return None
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
 
 
 def free_port() -> int:
@@ -267,9 +294,15 @@ def http_server(argv: list[str], port: int, log: Path) -> Iterator[str]:
                 process.wait()
 
 
-def ours_argv(config: Path, store: Path) -> list[str]:
-    """`python -m mcp_offload …`, or the command in MCP_OFFLOAD_BENCH_OURS (to measure a candidate build)."""
-    command = shlex.split(os.environ.get("MCP_OFFLOAD_BENCH_OURS", "")) or [sys.executable, "-m", "mcp_offload"]
+def ours_argv(config: Path, store: Path, *, base: bool = False) -> list[str]:
+    """`python -m mcp_offload …`, or the command in MCP_OFFLOAD_BENCH_OURS (to measure a candidate build); with
+    `base`, the command in MCP_OFFLOAD_BENCH_BASE (the baseline build; Skip when it is not set)."""
+    if base:
+        command = shlex.split(os.environ.get("MCP_OFFLOAD_BENCH_BASE", ""))
+        if not command:
+            raise Skip("SKIPPED: set MCP_OFFLOAD_BENCH_BASE to the baseline build's command")
+    else:
+        command = shlex.split(os.environ.get("MCP_OFFLOAD_BENCH_OURS", "")) or [sys.executable, "-m", "mcp_offload"]
     return [*command, "--config", str(config), "--store", str(store)]
 
 
@@ -279,13 +312,25 @@ def stdio(argv: list[str]) -> StdioServerParameters:
 
 async def open_target(key: str, up: Upstreams, workdir: Path, stack: AsyncExitStack) -> Target:
     """Connect every client of target `key` (inside `stack`); raises Skip when the target cannot run here."""
+    spawned: list[int] = []  # the stdio children started for this target, in order (the first serves `small`)
+
+    async def client(transport: Any, mode: str) -> Client:
+        before = child_pids()
+        c = await stack.enter_async_context(Client(transport, mode=mode, read_timeout_seconds=CALL_TIMEOUT_S))
+        spawned.extend(sorted(child_pids() - before))
+        return c
+
+    t = await _open_target(key, up, workdir, stack, client)
+    if key != "direct" and spawned:
+        t.pid = spawned[0]  # a stdio proxy: its CPU per small call is measured (the loaded machine's robust figure)
+    return t
+
+
+async def _open_target(key: str, up: Upstreams, workdir: Path, stack: AsyncExitStack, client: Any) -> Target:
     echo_args = ECHO_ARGS
     read_args = {"path": str(up.large_file)}
     config = workdir / "servers.json"
     config.write_text(json.dumps(up.config()))
-
-    async def client(transport: Any, mode: str) -> Client:
-        return await stack.enter_async_context(Client(transport, mode=mode, read_timeout_seconds=CALL_TIMEOUT_S))
 
     if key == "direct":
         t = Target(key, "direct stdio")
@@ -294,11 +339,14 @@ async def open_target(key: str, up: Upstreams, workdir: Path, stack: AsyncExitSt
             small, Call(await client(stdio([up.node, *up.filesystem]), "legacy"), "read_text_file", read_args), up
         )
         return t
-    if key in ("ours", "ours-modern"):
-        mode = "legacy" if key == "ours" else "auto"
-        c = await client(stdio(ours_argv(config, workdir / f"store-{key}")), mode)
+    if key in ("ours", "ours-modern", "base", "base-modern"):
+        # 2026-07-28 pinned, not "auto": under load a slow start can time out the discover probe, and then "auto"
+        # falls back to the handshake (a base-modern row once measured 2025-11-25)
+        mode = "2026-07-28" if key.endswith("-modern") else "legacy"
+        baseline = key.startswith("base")
+        c = await client(stdio(ours_argv(config, workdir / f"store-{key}", base=baseline)), mode)
         era = c.protocol_version
-        t = Target(key, f"mcp-offload stdio {era}")
+        t = Target(key, f"mcp-offload{' (base)' if baseline else ''} stdio {era}")
         t.set_calls(Call(c, "every__echo", echo_args), Call(c, "fs__read_text_file", read_args), up)
         return t
     if key in ("ours-http", "ours-http-json"):
@@ -378,7 +426,7 @@ def check(target: Target, case: str, result: Any, reference: Any | None) -> None
             raise AssertionError(f"{target.label}: echo differs from direct: {got} != {want}")
         return
     size = LARGE_BYTES if case == "large" else FIRST_ANSWER[case][1]
-    if target.key.startswith("ours"):
+    if target.key.startswith(("ours", "base")):
         links = [b for b in result.content if getattr(b, "type", "") == "resource_link"]
         if not links or "Stored as" not in _text(result):
             raise AssertionError(f"{target.label}: {case} read was not offloaded: {_text(result)[:300]!r}")
@@ -400,6 +448,7 @@ async def measure(targets: list[Target], case: str, calls: int, warmup: int) -> 
         check(target, case, result, reference)
         target.wire_bytes[case] = len(result.model_dump_json(by_alias=True, exclude_none=True))
     n = len(targets)
+    cpu_before = {target.key: cpu_ms(target.pid) for target in targets}
     for i in range(calls):
         order = targets[i % n :] + targets[: i % n]
         if (i // n) % 2:
@@ -411,6 +460,10 @@ async def measure(targets: list[Target], case: str, calls: int, warmup: int) -> 
             target.times.setdefault(case, []).append((time.perf_counter() - start) * 1000)
             if result.is_error:
                 raise AssertionError(f"{target.label} {case}: error result {_text(result)[:300]!r}")
+    for target in targets:
+        before, after = cpu_before[target.key], cpu_ms(target.pid)
+        if before is not None and after is not None:
+            target.cpu_ms[case] = (after - before) / calls
 
 
 def p90(values: list[float]) -> float:
@@ -433,6 +486,10 @@ PEER_PAIRS = [
     ("ours", "fastmcp"),
     ("ours", "jmunch"),
     ("ours-modern", "jmunch"),
+    ("base", "jmunch"),
+    ("base-modern", "jmunch"),
+    ("ours", "base"),  # a change against its baseline build (MCP_OFFLOAD_BENCH_BASE)
+    ("ours-modern", "base-modern"),
 ]
 
 
@@ -458,12 +515,15 @@ def rows_for(targets: list[Target], skipped: dict[str, str], case: str) -> list[
             "wire_bytes": t.wire_bytes.get(case),
         }
         note = f"p90 {high:.2f} ms, n={len(t.times[case])}, reply {t.wire_bytes.get(case, 0):,} B"
+        if case in t.cpu_ms:  # the proxy process's own CPU per call: what a loaded machine multiplies into latency
+            row["cpu_ms_per_call"] = round(t.cpu_ms[case], 3)
+            note += f", proxy CPU {t.cpu_ms[case]:.2f} ms/call"
         if direct_med and t.key != "direct":
             overhead = med - direct_med
             row.update(yardstick="direct", yardstick_ms=round(direct_med, 3), ratio=round(med / direct_med, 2))
             row["overhead_ms"] = round(overhead, 3)
             note = f"overhead {overhead:+.2f} ms; " + note
-            if case == "small" and t.key.startswith("ours"):
+            if case == "small" and t.key.startswith(("ours", "base")):
                 note += "; target <2 ms overhead"
         elif t.key == "direct":
             note = "the yardstick; " + note
@@ -476,7 +536,7 @@ def rows_for(targets: list[Target], skipped: dict[str, str], case: str) -> list[
         o_med, p_med = stats(ours)[0], stats(peer)[0]
         row = {
             "suite": "proxy",
-            "case": f"{ours.label} vs {peer.label.split()[0]}",
+            "case": f"{ours.label} vs {'base' if peer_key.startswith('base') else peer.label.split()[0]}",
             "size": size,
             "ours_ms": round(o_med, 3),
             "yardstick": peer.label,
@@ -492,6 +552,10 @@ def rows_for(targets: list[Target], skipped: dict[str, str], case: str) -> list[
                 row["note"] += f" (x{row['overhead_ratio']:.2f})"
             if case == "small":
                 row["note"] += "; target: ours lower"
+        if case in ours.cpu_ms and case in peer.cpu_ms and peer.cpu_ms[case] > 0:
+            row["cpu_ratio"] = round(ours.cpu_ms[case] / peer.cpu_ms[case], 2)
+            cpu = f"ours {ours.cpu_ms[case]:.2f} ms, peer {peer.cpu_ms[case]:.2f} ms (x{row['cpu_ratio']:.2f})"
+            row["note"] = row.get("note", "") + f"; proxy CPU/call {cpu}"
         rows.append(row)
     for key, why in skipped.items():
         rows.append({"suite": "proxy", "case": key, "size": size, "ours_ms": None, "note": why})

@@ -30,10 +30,12 @@ import httpx2
 import mcp.types as types
 from mcp import Client, MCPError
 from mcp.shared.dispatcher import ProgressFnT
-from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
+from pydantic import ValidationError
 
 from mcp_offload.proxy.config import UpstreamSpec
 from mcp_offload.proxy.transports import Link, UpstreamUnavailable, transport_for
+from mcp_offload.proxy.transports.raw_channel import ChannelClosed, ProgressFn, RawChannel
 from mcp_offload.version import __version__
 
 __all__ = ["Catalog", "Upstream", "UpstreamStatus"]
@@ -101,6 +103,8 @@ class Upstream:
         self.protocol_version: str | None = None
         self._on_catalog_changed = on_catalog_changed
         self._client: Client | None = None
+        self._raw: RawChannel | None = None  # the connection's JSON-lines channel for tool calls (stdio), if any
+        self._modern = False  # the connection speaks 2026-07-28 (each raw request carries the envelope)
         self._lost = anyio.Event()  # set when the current connection is known to be dead
         self._transition = anyio.Event()  # set (and replaced) on every state change
         self._idle = False  # the supervisor waits for a call to ask for a restart
@@ -148,6 +152,7 @@ class Upstream:
                     catalog = await self._load_catalog(client)
                     scope.deadline = math.inf  # started: from now on only a lost connection or stop() ends it
                     self._client, ready = client, True
+                    self._raw, self._modern = link.raw, client.protocol_version in MODERN_PROTOCOL_VERSIONS
                     self.protocol_version = client.protocol_version
                     self.last_error = None
                     await self._install(catalog)
@@ -170,6 +175,7 @@ class Upstream:
             self._fail(_describe(exc), was_ready=ready, exc=exc)
         finally:
             self._client = None
+            self._raw = None
 
     def _fail(self, reason: str, *, was_ready: bool, exc: BaseException | None = None) -> None:
         detail = reason
@@ -309,29 +315,95 @@ class Upstream:
         own JSON-RPC error, to pass through)."""
         client = await self._connected()
         timeout = self.call_timeout_s if timeout_s is None else timeout_s
+        raw = self._raw
+        if raw is not None:
+            return await self._call_raw(client, raw, name, arguments, progress, timeout)
         try:
             result = await client.call_tool(name, arguments, read_timeout_seconds=timeout, progress_callback=progress)
         except MCPError as exc:
             if exc.code == types.CONNECTION_CLOSED:
                 self._lose(client)
-                raise UpstreamUnavailable(
-                    f"MCP server {self.name!r} closed the connection during the call to {name!r} (it may have "
-                    "crashed); the call may or may not have taken effect. It will be restarted on the next call."
-                ) from None
+                raise self._closed_during(name) from None
             if exc.code == types.REQUEST_TIMEOUT:
-                raise UpstreamUnavailable(
-                    f"MCP server {self.name!r} did not answer the call to {name!r} within {timeout:g} s; the call "
-                    "was cancelled. Retry with smaller arguments, or later."
-                ) from None
+                raise self._timed_out(name, timeout) from None
             raise
         except RuntimeError as exc:  # the SDK's outputSchema check of the upstream's own result
-            raise UpstreamUnavailable(
-                f"MCP server {self.name!r} returned an invalid result for {name!r}: {exc}"
-            ) from None
+            raise self._invalid_result(name, exc) from None
         self._failures = 0
         if not isinstance(result, types.CallToolResult):
             raise UpstreamUnavailable(f"MCP server {self.name!r} answered {name!r} with an unsupported result type.")
         return result
+
+    async def _call_raw(
+        self,
+        client: Client,
+        raw: RawChannel,
+        name: str,
+        arguments: dict[str, Any] | None,
+        progress: ProgressFn | None,
+        timeout: float,  # noqa: ASYNC109 - the raw channel applies it (and tells the upstream to cancel)
+    ) -> types.CallToolResult:
+        """`call_tool` over the raw channel: the same answers, errors and checks as the SDK client's call."""
+        params: dict[str, Any] = {"name": name}
+        if arguments is not None:
+            params["arguments"] = arguments
+        try:
+            answer = await raw.request("tools/call", params, timeout_s=timeout, modern=self._modern, progress=progress)
+        except ChannelClosed:
+            self._lose(client)
+            raise self._closed_during(name) from None
+        except TimeoutError:
+            raise self._timed_out(name, timeout) from None
+        result = self._tool_result(name, answer)
+        if not result.is_error:  # the SDK's outputSchema check, on what its call checks
+            try:
+                await client.session.validate_tool_result(name, result)
+            except RuntimeError as exc:
+                raise self._invalid_result(name, exc) from None
+        self._failures = 0
+        return result
+
+    def _tool_result(self, name: str, answer: dict[str, Any]) -> types.CallToolResult:
+        """The `tools/call` answer message as a result. Raises `MCPError` (the upstream's JSON-RPC error, passed
+        through as the SDK client raises it) or `UpstreamUnavailable` (an answer that is no tool result)."""
+        error = answer.get("error")
+        if error is not None:
+            try:
+                data = types.ErrorData.model_validate(error)
+            except ValidationError:
+                malformed = f"MCP server {self.name!r} answered {name!r} with a malformed error."
+                raise UpstreamUnavailable(malformed) from None
+            raise MCPError.from_error_data(data)
+        result = answer.get("result")
+        kind = result.get("resultType") if isinstance(result, dict) and self._modern else None
+        if kind not in (None, "complete"):
+            raise UpstreamUnavailable(
+                f"MCP server {self.name!r} answered {name!r} with a {str(kind)[:40]!r} result (it asks the client for "
+                "input), which this proxy cannot relay."
+            )
+        try:
+            return types.CallToolResult.model_validate(result, by_name=False)
+        except ValidationError as exc:
+            raise self._invalid_result(name, exc) from None
+
+    def _closed_during(self, name: str) -> UpstreamUnavailable:
+        return UpstreamUnavailable(
+            f"MCP server {self.name!r} closed the connection during the call to {name!r} (it may have "
+            "crashed); the call may or may not have taken effect. It will be restarted on the next call."
+        )
+
+    def _timed_out(self, name: str, timeout: float) -> UpstreamUnavailable:
+        return UpstreamUnavailable(
+            f"MCP server {self.name!r} did not answer the call to {name!r} within {timeout:g} s; the call "
+            "was cancelled. Retry with smaller arguments, or later."
+        )
+
+    def _invalid_result(self, name: str, exc: Exception) -> UpstreamUnavailable:
+        if isinstance(exc, ValidationError):  # one line: where and what, not pydantic's whole report
+            first = exc.errors()[0] if exc.errors() else {"loc": (), "msg": str(exc)}
+            where = ".".join(str(part) for part in first["loc"]) or "the result"
+            exc = RuntimeError(f"{where}: {first['msg']}"[:300])
+        return UpstreamUnavailable(f"MCP server {self.name!r} returned an invalid result for {name!r}: {exc}")
 
     async def read_resource(self, uri: str) -> types.ReadResourceResult:
         client = await self._connected()

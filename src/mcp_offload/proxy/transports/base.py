@@ -16,6 +16,8 @@ from typing import Any
 import anyio
 from mcp import Client
 
+from mcp_offload.proxy.transports.raw_channel import RawChannel
+
 
 class UpstreamUnavailable(Exception):
     """The upstream cannot answer this call (down, crashed, timed out). The message is written for the model."""
@@ -33,6 +35,7 @@ class Link:
     lost: anyio.Event  # set it when this connection is known to be dead (e.g. a stdio child's stderr hit EOF)
     stderr: deque[str]  # the child's last stderr lines, if it has a stderr (for errors and the status tool)
     stderr_done: anyio.Event | None = None  # set by the transport once every stderr line has been read
+    raw: RawChannel | None = None  # set by a transport whose connection also takes requests as JSON lines
 
 
 class UpstreamTransport:

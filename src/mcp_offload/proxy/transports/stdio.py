@@ -26,10 +26,12 @@ import anyio
 import anyio.from_thread
 import anyio.lowlevel
 from mcp import Client, StdioServerParameters
+from mcp.client._transport import TransportStreams
 from mcp.client.stdio import stdio_client
 
 from mcp_offload.proxy.config import StdioTarget
 from mcp_offload.proxy.transports.base import Link, UpstreamTransport, UpstreamUnavailable
+from mcp_offload.proxy.transports.stdio_pipes import stdio_pipes
 from mcp_offload.proxy.upstream_env import upstream_environment
 
 stderr_log = logging.getLogger("mcp_offload.upstream")  # each stderr line of a child, as an INFO record
@@ -72,6 +74,19 @@ class _StderrTail:
             self.writer.close()
 
 
+class _Opened:
+    """Streams already open, as the SDK `Client` takes a transport: an async context manager yielding them."""
+
+    def __init__(self, streams: TransportStreams) -> None:
+        self._streams = streams
+
+    async def __aenter__(self) -> TransportStreams:
+        return self._streams
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None
+
+
 class StdioTransport(UpstreamTransport):
     def __init__(self, target: StdioTarget, *, call_timeout_s: float) -> None:
         self.target = target
@@ -84,8 +99,12 @@ class StdioTransport(UpstreamTransport):
             tail = _StderrTail(link.name, link.stderr, on_eof=lost.set if REAPED else lambda: None)
             link.stderr_done = tail.done
             stack.callback(tail.close_writer)
-            client = link.client_for(stdio_client(params, errlog=tail.writer))
             try:
+                if REAPED:  # our own pipes: the SDK client's streams plus the raw channel for tool calls
+                    streams, link.raw = await stack.enter_async_context(stdio_pipes(params, tail.writer))
+                    client = link.client_for(_Opened(streams))
+                else:  # pragma: no cover - Windows: the SDK's transport (its job objects), SDK calls only
+                    client = link.client_for(stdio_client(params, errlog=tail.writer))
                 await stack.enter_async_context(client)
             finally:
                 tail.close_writer()
