@@ -88,8 +88,17 @@ class Settings:
     # the gateway adds Anthropic cache breakpoints (system end, previous turn's end, last message) to Messages
     # requests that set no cache_control at all, so plain SDK apps get prompt caching; false: forward them unmarked
     gateway_cache_breakpoints: bool = True
+    # API calls with a large body (512 KiB or more) in progress at once on the gateway: as many as there are ingest
+    # workers run, the others wait for one; one more is refused at once with the API's own "overloaded" answer
+    # (Anthropic 529, OpenAI 503, Gemini 503 UNAVAILABLE) and Retry-After, so a burst never piles up without end
+    gateway_max_big_turns: int = 8
 
     def __post_init__(self) -> None:
+        if self.gateway_max_big_turns < 1:
+            raise SettingsError(
+                f"gateway_max_big_turns (--gateway-max-big-turns, MCP_OFFLOAD_GATEWAY_MAX_BIG_TURNS) is "
+                f"{self.gateway_max_big_turns}: it is 1 or more"
+            )
         if self.store_tls_cert_reqs not in TLS_CERT_REQS:
             raise SettingsError(
                 f"store_tls_cert_reqs (--store-tls-cert-reqs, MCP_OFFLOAD_STORE_TLS_CERT_REQS) is "

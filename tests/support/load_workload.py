@@ -37,7 +37,7 @@ from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
 from mcp_offload.mcp_server.tools import result_of
-from support import free_port
+from support import HANG_TIMEOUT_S, free_port
 
 TOOLS = ("offload", "read_large_output", "search_large_output", "query_large_output")
 ONE_MB_SHARE = 0.9  # outputs at least this share of max_bytes count as "1 MB outputs"
@@ -358,7 +358,9 @@ class RunningServer:
         return self.process.returncode
 
 
-def wait_until_up(url: str, process: subprocess.Popen[bytes], stderr_path: Path, timeout: float = 30.0) -> None:
+def wait_until_up(
+    url: str, process: subprocess.Popen[bytes], stderr_path: Path, timeout: float = HANG_TIMEOUT_S
+) -> None:
     """Poll `url` until it answers at all; a server that exits or stays silent for `timeout` raises with its log."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

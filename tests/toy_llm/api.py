@@ -43,6 +43,7 @@ class ToyApi:
     aliases: tuple[str, ...] = ("toy-chat",)
     title = "Toy Chat"
     relays_unreadable = False
+    overloaded_status = 503
     litellm_call_types: tuple[str, ...] = ()
     answer_field = "toy_answer"
 

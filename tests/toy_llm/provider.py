@@ -61,6 +61,9 @@ class ToyProvider:
         headers.append(("x-toy-signature", signature(outgoing.content)))
         return OutgoingRequest(outgoing.method, outgoing.url, headers, outgoing.content)
 
+    def overloaded_status(self, api: LlmApi) -> int:
+        return 503
+
     def error_answer(self, api: LlmApi | None, status: int, code: str, message: str) -> ErrorAnswer:
         body = orjson.dumps(TOY.error_document(status, code, message))
         return ErrorAnswer(status, body, (("content-type", "application/json"), ("x-toy-error", code)))

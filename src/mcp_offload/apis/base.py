@@ -42,6 +42,9 @@ class LlmApi(Protocol):
     aliases: tuple[str, ...]  # other words callers may use for it ("openai", "chat"); resolved at the boundary only
     title: str  # its name in messages to people ("OpenAI Chat Completions")
     relays_unreadable: bool  # a body that is not a JSON object goes upstream as is (else: a 400 of our own)
+    # the status of the API's own "overloaded, retry later" answer, which its SDKs raise as their overload error
+    # (and retry, honouring Retry-After): what the gateway answers when it sheds a turn it has no room for
+    overloaded_status: int
     # LiteLLM's call types for a request of this API (its guardrail's `call_type`; empty: LiteLLM's guardrail hooks
     # do not serve it), and the field whose list marks one of its answers among LiteLLM's response objects
     litellm_call_types: tuple[str, ...]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, Protocol, TypeAlias
 
 Message = dict[str, Any]
 
@@ -42,6 +42,14 @@ class ToolCallRef:
     arguments: str = ""  # the call's arguments as sent (JSON text; a custom tool's raw input)
 
 
+Line: TypeAlias = "str | tuple[str, ...]"  # a line of a message's plain text, or the pieces it is made of
+
+
+def result_line(call_id: str, text: str) -> tuple[str, ...]:
+    """The line of a tool result in a message's plain text, `[result ID] TEXT`, in pieces (not copied until asked)."""
+    return ("[result ", call_id, "] ", text)
+
+
 @dataclass(frozen=True, slots=True)
 class MessageView:
     """What the compactor needs to know about one message."""
@@ -50,9 +58,16 @@ class MessageView:
     opens_turn: bool  # the user speaking (not only handing back tool results): a turn boundary
     calls: tuple[ToolCallRef, ...] = ()
     results: tuple[ToolResult, ...] = ()
-    text: str = ""  # the message's plain text, for transcripts and summaries
+    # the message's plain text, line by line (`text` joins them): a view is made of every message of every request
+    # the gateway rewrites, which needs no text; joined there, a 4 MB tool result would be copied twice each time
+    lines: tuple[Line, ...] = ()
     pinned: bool = False  # never moved into a transcript (system / developer instructions)
     images: int = field(default=0)  # image parts anywhere in the message (counted at a flat token cost)
+
+    @property
+    def text(self) -> str:
+        """The message's plain text, for transcripts and summaries."""
+        return "\n".join(line if isinstance(line, str) else "".join(line) for line in self.lines)
 
 
 @dataclass(slots=True)
@@ -63,14 +78,14 @@ class BlocksRead:
 
     calls: list[ToolCallRef] = field(default_factory=list)
     results: list[ToolResult] = field(default_factory=list)
-    texts: list[str] = field(default_factory=list)
+    texts: list[Line] = field(default_factory=list)
     images: int = 0
 
     def result(self, slot: int, call_id: str, parts: tuple[Part, ...]) -> None:
         """A tool result block: its parts, its images, and a `[result id]` line per text part."""
         self.images += sum(1 for p in parts if p.image is not None)
         self.results.append(ToolResult(slot, call_id, parts))
-        self.texts.extend(f"[result {call_id}] {p.text}" for p in parts if p.text is not None)
+        self.texts.extend(result_line(call_id, p.text) for p in parts if p.text is not None)
 
     def view(self, role: str, *, user: bool) -> MessageView:
         """The view of the message (`user`: its role is the user's; it opens a turn unless it hands back results)."""
@@ -79,7 +94,7 @@ class BlocksRead:
             opens_turn=user and not self.results,
             calls=tuple(self.calls),
             results=tuple(self.results),
-            text="\n".join(self.texts),
+            lines=tuple(self.texts),
             images=self.images,
         )
 

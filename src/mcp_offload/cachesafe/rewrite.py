@@ -72,6 +72,7 @@ from mcp_offload.cachesafe.tool_text import is_retrieval_tool
 from mcp_offload.core import outputs as core
 from mcp_offload.core.render import render_reference
 from mcp_offload.core.services import Services
+from mcp_offload.core.slices import in_slices
 from mcp_offload.errors import InvalidContent, StoreError, TooLarge
 from mcp_offload.providers.base import Provider
 from mcp_offload.providers.prices import CachePrices
@@ -85,6 +86,7 @@ CHARS_PER_TOKEN = 4  # the estimate used for positions and window pressure (exac
 REFERENCE_PREFIX = "Stored as " + PREFIX
 MAX_REFERENCE_SHARE = 0.9  # a reference must save at least 10 % of the tokens it stands for, or the text stays inline
 PASTE_CALL_ID = "user-text"  # the "call id" of a user's own text offloaded under offload_user_pastes_tokens
+DIGESTS_IN_THREAD_CHARS = 1 << 20  # texts this big are hashed in a thread (SHA-256: ~2 ms a MB, without the GIL)
 
 
 @dataclass(slots=True)
@@ -135,7 +137,7 @@ async def rewrite_messages(
     (`StoreUnavailable`, `StoreFull`) when the record or the store fails (nothing recorded). The gateway
     (`rewrite_request`) and the `Compactor` share it."""
     history = api.history
-    views = [history.view(m, i) for i, m in enumerate(messages)]
+    views = await in_slices(lambda i: history.view(messages[i], i), len(messages))  # big messages: the loop goes on
     scope = _Scope(tail, eligible, pressure, source, keep_inline_on_store_failure)
     priced = _Priced(api, provider, model if isinstance(model, str) else "")
     return await _Turn(services, api, history, session, policy, messages, views, priced, head_chars, scope).run()
@@ -208,7 +210,7 @@ class _Turn:
 
     async def run(self) -> MessagesRewrite:
         history, session, policy = self.history, self.session, self.policy
-        parts = self._parts(self.messages, self.views)
+        parts = await self._parts(self.messages, self.views)
         state = await self.record.state(session, [p.digest for p in parts])
         unchanged = MessagesRewrite(messages=self.messages, changed=False, tools_on=False)
         if state.bypass is not None:
@@ -218,8 +220,9 @@ class _Turn:
         if state.expanded:
             messages, restored = await self._restore(messages)
             if restored:
-                views = [history.view(m, i) for i, m in enumerate(messages)]
-                parts = self._parts(messages, views)
+                restored_messages = messages
+                views = await in_slices(lambda i: history.view(restored_messages[i], i), len(restored_messages))
+                parts = await self._parts(messages, views)
         for p in parts:
             p.decision = state.decisions.get(p.digest)
 
@@ -302,13 +305,11 @@ class _Turn:
                 return i + 1
         return 0
 
-    def _parts(self, messages: list[Message], views: Sequence[MessageView]) -> list[_Part]:
+    async def _parts(self, messages: list[Message], views: Sequence[MessageView]) -> list[_Part]:
         """Every tool result text part, then (with `offload_user_pastes_tokens`) every large user text but those of
-        the last user turn, each with its digest."""
-        parts = [
-            _Part(p, part_digest(p.result.call_id, p.part.index, p.text))
-            for p in self.history.result_parts(messages, views)
-        ]
+        the last user turn, each with its digest (in a thread when the texts are big: SHA-256 runs there without the
+        GIL, and the event loop goes on meanwhile)."""
+        sites = [(p, p.result.call_id, p.part.index, p.text, False) for p in self.history.result_parts(messages, views)]
         paste_tokens = self.policy.offload_user_pastes_tokens
         if paste_tokens is not None:
             last_turn = max((i for i, v in enumerate(views) if v.opens_turn), default=-1)
@@ -317,8 +318,19 @@ class _Turn:
                     continue  # the last user turn is never touched
                 part = Part(0, text=found.text)
                 site = ResultPart(found.message, ToolResult(found.slot, PASTE_CALL_ID, (part,)), part, None)
-                parts.append(_Part(site, part_digest(PASTE_CALL_ID, found.slot, found.text), paste=True))
-        return parts
+                sites.append((site, PASTE_CALL_ID, found.slot, found.text, True))
+
+        def digests() -> list[str]:
+            return [part_digest(call_id, index, text) for _, call_id, index, text, _ in sites]
+
+        if sum(len(site[3]) for site in sites) >= DIGESTS_IN_THREAD_CHARS:
+            found_digests = await anyio.to_thread.run_sync(digests)
+        else:
+            found_digests = digests()
+        return [
+            _Part(site, digest, paste=paste)
+            for (site, _, _, _, paste), digest in zip(sites, found_digests, strict=True)
+        ]
 
     def _offloadable(self, part: ResultPart) -> bool:
         return not is_retrieval_tool(part.tool) and not part.text.startswith(REFERENCE_PREFIX)

@@ -129,6 +129,14 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:  # argparse's _SubPa
         default=1,
         help="processes serving the port over the shared store (default 1; up to one per core: see docs/gateway.md)",
     )
+    parser.add_argument(
+        "--gateway-max-big-turns",
+        type=int,
+        default=None,
+        metavar="N",
+        help="requests with a body of 512 KiB or more in progress at once; one more is refused with the API's "
+        "overloaded error and Retry-After (default 8; env MCP_OFFLOAD_GATEWAY_MAX_BIG_TURNS)",
+    )
     parser.add_argument("--log-level", default="INFO", help="stderr log level (default INFO: one line per request)")
     parser.set_defaults(run=run, command_line=None)
     return parser
@@ -158,7 +166,10 @@ def options_from_args(args: argparse.Namespace, environ: dict[str, str] | None =
 def settings_from_args(args: argparse.Namespace, environ: dict[str, str] | None = None) -> Settings:
     """The environment's settings with what the flags set (a flag left out keeps the environment's value)."""
     return Settings.from_env(environ).with_overrides(
-        store=args.store, gateway_cache_breakpoints=args.gateway_cache_breakpoints, **redis_store_overrides(args)
+        store=args.store,
+        gateway_cache_breakpoints=args.gateway_cache_breakpoints,
+        gateway_max_big_turns=args.gateway_max_big_turns,
+        **redis_store_overrides(args),
     )
 
 

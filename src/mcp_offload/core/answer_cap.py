@@ -41,6 +41,9 @@ class AnswerCap:
     # read it too)
     raw_json: bool = False
     max_lines: int | None = None  # opencode keeps the first 2,000 lines and saves the whole to a file
+    # the client shows its model a result's resource link as text of its own ("[Resource link: NAME] URI" in Claude
+    # Code): where the reply already names the handle, the proxy adds no link (it would be paid for on every turn)
+    resource_links: bool = True
 
     @property
     def limited(self) -> bool:

@@ -199,7 +199,10 @@ async def ingest_text(
     if is_tabular(meta.kind, ingested.preview.data):
         services.sql.prestart()  # in the background, once per process: the first SQL query skips DuckDB's start
     # in the background too: the passage index of ranked questions, kept with the output where the store can
-    warm_index((meta.handle, meta.created, meta.size), data, services.store.sidecar(scope, meta.handle, SIDECAR))
+    # (in an ingest worker process when there are any)
+    remote = services.ingest.passage_index if services.ingest.workers else None
+    key = (meta.handle, meta.created, meta.size)
+    warm_index(key, data, services.store.sidecar(scope, meta.handle, SIDECAR), remote)
     return ingested
 
 

@@ -16,6 +16,16 @@ waits for a free one rather than taking the GIL here. A worker that dies mid-cal
 replaced; that call is prepared in a thread instead, and the dead worker had stored nothing (the store is written
 by the serving process, after).
 
+The workers also parse big JSON documents (`parse_json`, the gateway's request bodies of `PARSE_MIN_BYTES` or
+more): `orjson.loads` of a 20 MB body holds the GIL for 50-100 ms, and the serving process would stall every other
+client as long. The parsed value comes back in pieces (each item of a top-level list on its own) unpickled one at a
+time in a thread, so no piece holds the GIL for more than a few milliseconds (a 4 MB string: ~2 ms); it is the value
+`orjson.loads` gives here, equal in every key, order and string, so what is built from it is byte-identical.
+
+A big output's passage index (`retrieve.ranked`: the background build after it is stored) is built in a worker too
+(`passage_index`, called by the one background builder thread, so it takes one worker at a time): built in a thread,
+its tokenizing holds this process's GIL for most of a second per 4 MB output.
+
 The preview, kind and token count are the same functions with the same settings and tokenizer in either place,
 so the result is byte-identical wherever it ran (the gateway's cache safety relies on it).
 """
@@ -29,23 +39,42 @@ import queue
 import subprocess
 import sys
 import threading
+from collections.abc import Sequence
 from contextlib import suppress
 from pathlib import Path
 from typing import IO
 
 import anyio
 
+try:
+    import fcntl
+except ImportError:  # Windows
+    fcntl = None  # type: ignore[assignment]
+
 from mcp_offload.core import ingest_wire
 from mcp_offload.settings import Settings
+from mcp_offload.store.content_index import Buffer
 
 log = logging.getLogger(__name__)
 
 POOL_MIN_CHARS = 256 * 1024  # smaller outputs take a few ms: a thread costs less than copying to a process
+PARSE_MIN_BYTES = 512 * 1024  # smaller documents parse in a few ms: here costs less than the copies to a worker
+PIPE_BYTES = 1 << 20  # the pipes' buffer, where the system allows it
 START_TIMEOUT_S = 60.0  # a worker that has not loaded within this long is given up (its calls run in threads)
 
 
 class WorkerDied(Exception):
     """The worker process went away mid-call (killed, out of memory)."""
+
+
+class JsonInvalid(ValueError):
+    """A document `IngestPool.parse_json` was given is not JSON; `reason` says why (orjson's message, as a clause);
+    `document`: its bytes."""
+
+    def __init__(self, reason: str, document: bytes) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.document = document
 
 
 class _Worker:
@@ -63,6 +92,8 @@ class _Worker:
             close_fds=True,
         )
         assert self.process.stdin is not None and self.process.stdout is not None
+        for pipe in (self.process.stdin, self.process.stdout):
+            _widen(pipe)
         self._in: IO[bytes] = self.process.stdin
         self._out: IO[bytes] = self.process.stdout
         ingest_wire.send(self._in, pickle.dumps(settings))
@@ -71,11 +102,16 @@ class _Worker:
         """Block until the worker has loaded (it answers its settings with an empty frame)."""
         self._receive()
 
-    def call(self, request: bytes) -> bytes:
+    def call(self, *request: bytes | bytearray | memoryview) -> bytes:
+        """Send one request frame (its pieces) and receive the first frame of the answer."""
         try:
-            ingest_wire.send(self._in, request)
+            ingest_wire.send(self._in, *request)
         except OSError as exc:
             raise WorkerDied(str(exc)) from None
+        return self._receive()
+
+    def receive(self) -> bytes:
+        """The next frame of a many-frame answer."""
         return self._receive()
 
     def _receive(self) -> bytes:
@@ -169,22 +205,13 @@ class IngestPool:
         return await anyio.to_thread.run_sync(self._call, request, abandon_on_cancel=True)
 
     def _call(self, request: tuple[str, str | None, str | None, str | None]) -> object | None:
-        while True:  # wait for a free worker: the work does not fall back onto this process's GIL while any run
-            try:
-                worker = self._idle.get(timeout=0.5)
-                break
-            except queue.Empty:
-                if not self.ready:  # every worker died meanwhile
-                    return None
+        worker = self._free_worker()
+        if worker is None:
+            return None
         try:
-            reply = worker.call(pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL))
+            reply = worker.call(ingest_wire.PREPARE, pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL))
         except WorkerDied as exc:
-            log.warning("an ingest worker process died (%s); this output is prepared in a thread, it restarts", exc)
-            with self._lock:
-                self._live -= 1
-                self._all.discard(worker)
-            worker.stop()
-            self.start()
+            self._died(worker, exc, "this output is prepared in a thread")
             return None
         self._idle.put(worker)
         ok, value = pickle.loads(reply)
@@ -192,6 +219,76 @@ class IngestPool:
             raise value
         prepared: object = value
         return prepared
+
+    async def parse_json(self, pieces: Sequence[bytes]) -> tuple[object, bytes] | None:
+        """The JSON document `pieces` make, parsed as `orjson.loads` parses it, in a worker process: `(value,
+        document)`, the document's bytes joined there; None when the caller should join and parse it itself (under
+        `PARSE_MIN_BYTES`, no workers configured or started yet, or the worker died mid-call). Raises `JsonInvalid`
+        (with the document's bytes) when it is not JSON."""
+        if not self._workers or sum(len(piece) for piece in pieces) < PARSE_MIN_BYTES:
+            return None
+        self.start()
+        if not self.ready:
+            return None
+        return await anyio.to_thread.run_sync(self._parse, pieces, abandon_on_cancel=True)
+
+    def _parse(self, pieces: Sequence[bytes]) -> tuple[object, bytes] | None:
+        worker = self._free_worker()
+        if worker is None:
+            return None
+        try:  # every frame is read, whatever the answer, so the next call starts at a frame boundary
+            ok, layout = pickle.loads(worker.call(ingest_wire.PARSE, *pieces))
+            if ok:
+                value = pickle.loads(worker.receive()) if layout is None else _object(worker, layout)
+            document = worker.receive()
+        except WorkerDied as exc:
+            self._died(worker, exc, "this document is parsed here")
+            return None
+        self._idle.put(worker)
+        if not ok:
+            raise JsonInvalid(str(layout), document)
+        return value, document
+
+    def passage_index(self, data: Buffer, key: tuple[str, float, int]) -> bytes | None:
+        """The passage index file (`index_file.dump_index`) of the output `key` names, built from `data` in a worker;
+        None when it should be built here (no worker started, it died, or the build failed there: logged). Blocking:
+        for the background builder's thread."""
+        if not self._workers or not self.ready:
+            return None
+        worker = self._free_worker()
+        if worker is None:
+            return None
+        pickled = pickle.dumps(key, protocol=pickle.HIGHEST_PROTOCOL)
+        try:
+            ok, reason = pickle.loads(
+                worker.call(ingest_wire.PASSAGES, len(pickled).to_bytes(8, "big"), pickled, memoryview(data))
+            )
+            payload = worker.receive() if ok else None
+        except WorkerDied as exc:
+            self._died(worker, exc, "this passage index is built in a thread")
+            return None
+        self._idle.put(worker)
+        if payload is None:
+            log.warning("an ingest worker could not build a passage index (%s); it is built in a thread", reason)
+        return payload
+
+    def _free_worker(self) -> _Worker | None:
+        """An idle worker, waited for: the work does not fall back onto this process's GIL while any run (None:
+        every worker died meanwhile)."""
+        while True:
+            try:
+                return self._idle.get(timeout=0.5)
+            except queue.Empty:
+                if not self.ready:
+                    return None
+
+    def _died(self, worker: _Worker, exc: WorkerDied, instead: str) -> None:
+        log.warning("an ingest worker process died (%s); %s, it restarts", exc, instead)
+        with self._lock:
+            self._live -= 1
+            self._all.discard(worker)
+        worker.stop()
+        self.start()
 
     async def aclose(self) -> None:
         """Stop every worker, the ones still loading included (a loading worker ends when it finds its pipes closed)."""
@@ -201,6 +298,26 @@ class IngestPool:
             self._live = 0
         if workers:
             await anyio.to_thread.run_sync(_stop_all, workers)
+
+
+def _widen(pipe: IO[bytes]) -> None:
+    """A 1 MiB pipe buffer instead of 64 KiB where the system allows it (Linux): a big frame then takes 16 times
+    fewer reads and writes, each of which releases and takes back the GIL."""
+    set_size = getattr(fcntl, "F_SETPIPE_SZ", None) if fcntl is not None else None
+    if set_size is not None:
+        with suppress(OSError):
+            fcntl.fcntl(pipe.fileno(), set_size, PIPE_BYTES)
+
+
+def _object(worker: _Worker, layout: list[tuple[str, int]]) -> dict[str, object]:
+    """A parsed object from its pieces (`ingest_worker`'s layout): one frame per value, or per item of a list."""
+    value: dict[str, object] = {}
+    for key, count in layout:
+        if count < 0:
+            value[key] = pickle.loads(worker.receive())
+        else:
+            value[key] = [pickle.loads(worker.receive()) for _ in range(count)]
+    return value
 
 
 def _stop_all(workers: list[_Worker]) -> None:

@@ -1,17 +1,24 @@
 """The frames between the serving process and an ingest worker (`ingest_pool`, `ingest_worker`): an 8-byte
-big-endian length, then that many bytes (a pickle). Both ends are our own code in the same installation; the pipes
-are private to the two processes."""
+big-endian length, then that many bytes. A request's first byte says what it asks (`PREPARE`: a pickle of the output to
+prepare follows; `PARSE`: a JSON document's bytes follow; `PASSAGES`: an output whose passage index to build);
+answers are pickles, some followed by more frames (`ingest_worker`). Both ends are our own code in the same
+installation; the pipes are private to the two processes."""
 
 from __future__ import annotations
 
 from typing import IO
 
 HEADER = 8
+PREPARE = b"P"  # prepare one output: a pickle of (text, name, source, handle) follows
+PARSE = b"J"  # parse one JSON document: its bytes follow
+PASSAGES = b"I"  # build one output's passage index: an 8-byte length, a pickle of its key, then the output's bytes
 
 
-def send(pipe: IO[bytes], payload: bytes) -> None:
-    pipe.write(len(payload).to_bytes(HEADER, "big"))
-    pipe.write(payload)
+def send(pipe: IO[bytes], *pieces: bytes | bytearray | memoryview) -> None:
+    """One frame of the pieces' bytes, written one after the other (a big body is not joined into a copy first)."""
+    pipe.write(sum(len(piece) for piece in pieces).to_bytes(HEADER, "big"))
+    for piece in pieces:
+        pipe.write(piece)
     pipe.flush()
 
 

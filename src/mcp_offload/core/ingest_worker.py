@@ -1,8 +1,21 @@
 """An ingest worker process (`python -m mcp_offload.core.ingest_worker`; started by `ingest_pool`, never by hand).
 
-Reads its settings (one frame), loads the tokenizer, answers with an empty frame, then prepares one output per
-request frame, `(text, name, source, handle)`, answering `(True, Prepared)` or `(False, exception)` until its input
-closes. stdout carries only frames: logging goes to stderr.
+Reads its settings (one frame), loads the tokenizer, answers with an empty frame, then answers one request frame at
+a time until its input closes (`ingest_wire`):
+
+- `PREPARE`, `(text, name, source, handle)`: prepares one output, answering `(True, Prepared)` or
+  `(False, exception)`;
+- `PARSE`, a JSON document's bytes (a big request body of the gateway, sent in its pieces as they arrived):
+  `(False, reason)` when it is not JSON, else `(True, layout)` and then the value in pieces, one frame each, so that
+  the serving process unpickles it a piece at a time (no piece holds its GIL for long): for an object, `layout`
+  lists its keys in order, each with the number of frames of its value (-1: one frame, the whole value; n >= 0: a
+  list, one frame per item); for anything else `layout` is None and one frame follows. Last, either way, the
+  document's bytes, whole: reading them from the pipe, the serving process gets them in one piece without joining
+  its pieces under its GIL (a 20 MB join holds it for 5-50 ms);
+- `PASSAGES`, an output's key and bytes: builds its passage index (`retrieve.ranked`, one thread), answering
+  `(True, None)` and then the index file's bytes in one frame (`index_file.dump_index`), or `(False, reason)`.
+
+stdout carries only frames: logging goes to stderr.
 """
 
 from __future__ import annotations
@@ -37,7 +50,17 @@ def _serve(stdin: IO[bytes], stdout: IO[bytes]) -> None:
     tokens = load_counter(settings.encoding)
     ingest_wire.send(stdout, b"")
     while True:
-        text, name, source, handle = pickle.loads(ingest_wire.receive(stdin))
+        frame = memoryview(ingest_wire.receive(stdin))
+        if frame[:1] == ingest_wire.PARSE:
+            _parse(frame[1:], stdout)
+            del frame
+            continue
+        if frame[:1] == ingest_wire.PASSAGES:
+            _passages(frame[1:], stdout)
+            del frame
+            continue
+        text, name, source, handle = pickle.loads(frame[1:])
+        del frame
         try:
             reply = pickle.dumps((True, prepare_text(settings, tokens, text, name, source, handle)), protocol=5)
         except Exception as exc:  # the caller raises it as if prepared in its own thread
@@ -47,6 +70,49 @@ def _serve(stdin: IO[bytes], stdout: IO[bytes]) -> None:
                 reply = pickle.dumps((False, RuntimeError(f"{type(exc).__name__}: {exc}")), protocol=5)
         del text
         ingest_wire.send(stdout, reply)
+
+
+def _parse(document: memoryview, stdout: IO[bytes]) -> None:
+    import orjson
+
+    from mcp_offload.errors import reason_of
+
+    try:
+        value = orjson.loads(document)
+    except orjson.JSONDecodeError as exc:
+        ingest_wire.send(stdout, pickle.dumps((False, reason_of(exc)), protocol=5))
+    else:
+        if isinstance(value, dict):
+            layout: list[tuple[str, int]] | None = [
+                (key, len(item) if isinstance(item, list) else -1) for key, item in value.items()
+            ]
+            pieces = [piece for item in value.values() for piece in (item if isinstance(item, list) else (item,))]
+        else:
+            layout, pieces = None, [value]
+        del value
+        ingest_wire.send(stdout, pickle.dumps((True, layout), protocol=5))
+        for piece in pieces:
+            ingest_wire.send(stdout, pickle.dumps(piece, protocol=5))
+    ingest_wire.send(stdout, document)
+
+
+def _passages(request: memoryview, stdout: IO[bytes]) -> None:
+    from mcp_offload.retrieve.ranked.fts_index import build_index
+    from mcp_offload.retrieve.ranked.index_file import dump_index
+
+    length = int.from_bytes(request[:8], "big")
+    key = pickle.loads(request[8 : 8 + length])
+    try:
+        index = build_index(request[8 + length :], builders=1)
+        try:
+            payload = b"".join(dump_index(index, key))
+        finally:
+            index.close()
+    except Exception as exc:  # e.g. MemoryError: the serving process builds it in its thread instead
+        ingest_wire.send(stdout, pickle.dumps((False, f"{type(exc).__name__}: {exc}"), protocol=5))
+        return
+    ingest_wire.send(stdout, pickle.dumps((True, None), protocol=5))
+    ingest_wire.send(stdout, payload)
 
 
 if __name__ == "__main__":

@@ -31,6 +31,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mcp_offload.core.services import Services
 from mcp_offload.gateway.access import guarded
+from mcp_offload.gateway.admission import BigTurns
 from mcp_offload.gateway.api_route import ApiCallRoute
 from mcp_offload.gateway.compress_api import CompressApi, CompressEndpoint
 from mcp_offload.gateway.endpoint import ExchangeEndpoint
@@ -53,7 +54,8 @@ class GatewayApp:
         self.options = options
         self.upstream = upstream or ProviderClient(options.upstream)
         self.drain = Drain()  # closed and waited on by the server at shutdown (web/server.py)
-        self.turns = TurnContext(services, options, self.upstream)  # what every API call's turn uses
+        big_turns = BigTurns(services.settings.gateway_max_big_turns, services.ingest.workers)
+        self.turns = TurnContext(services, options, self.upstream, big_turns)  # what every API call's turn uses
         self.compress_api = CompressApi(services, options.policy)  # Headroom's contract
         self._app = self._build()
 
@@ -73,8 +75,14 @@ class GatewayApp:
         exchange = ExchangeEndpoint(self.turns, options.max_body_bytes)
         compress = CompressEndpoint(self.compress_api, options.max_body_bytes)
         status = status_endpoint(self.services)
+        turns = self.turns
         health = health_endpoint(
-            self.drain, lambda: {"service": "gateway", "fail_open_events": self.turns.fail_open_events}
+            self.drain,
+            lambda: {
+                "service": "gateway",
+                "fail_open_events": turns.fail_open_events,
+                "big_turns": {"in_progress": turns.big_turns.in_progress, "shed": turns.big_turns.shed},
+            },
         )
         routes: list[BaseRoute] = [
             Route("/healthz", health, methods=["GET"]),

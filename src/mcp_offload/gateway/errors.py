@@ -32,6 +32,9 @@ def error_response(
     """(status, ASGI headers, body) of `error` as `provider`'s clients of `api` (None: a relayed request) read it."""
     answer = provider.error_answer(api, error.status, error.code, error.message)
     headers = [(name.encode("latin-1"), value.encode("latin-1")) for name, value in answer.headers]
+    retry_after = getattr(error, "retry_after_s", None)
+    if retry_after is not None:  # a shed turn (admission.py): when to try again, which the SDKs' retries honour
+        headers.append((b"retry-after", str(retry_after).encode()))
     return answer.status, headers, answer.body
 
 

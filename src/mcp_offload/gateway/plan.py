@@ -21,7 +21,7 @@ from mcp_offload.cachesafe.session import CacheSafeSession, derive_session
 from mcp_offload.errors import StoreError
 from mcp_offload.gateway.errors import GatewayError
 from mcp_offload.gateway.exchange import Exchange
-from mcp_offload.gateway.request_body import parse_json
+from mcp_offload.gateway.request_body import Unreadable, parse_json
 from mcp_offload.gateway.session_retriever import SessionRetriever
 from mcp_offload.gateway.turn import Asked, Plan, Turn, TurnContext
 from mcp_offload.gateway.upstream import request_headers
@@ -30,15 +30,17 @@ from mcp_offload.providers.base import ApiCall, IncomingRequest
 log = logging.getLogger("mcp_offload.gateway")
 
 
-def read_request(call: ApiCall, incoming: IncomingRequest, raw: bytes) -> dict[str, Any] | None:
-    """The body as a JSON object; None when the API relays a body it cannot read (`GatewayError` 415/400
-    otherwise)."""
+async def read_request(
+    context: TurnContext, call: ApiCall, incoming: IncomingRequest, chunks: list[bytes]
+) -> tuple[dict[str, Any] | None, bytes]:
+    """The body (as it arrived, in `chunks`) as a JSON object, and its bytes; None for the object when the API relays
+    a body it cannot read (`GatewayError` 415/400 otherwise)."""
     try:
-        return parse_json(incoming.headers, raw)
-    except GatewayError:
+        return await parse_json(context.services.ingest, incoming.headers, chunks)
+    except Unreadable as exc:
         if not call.api.relays_unreadable:
-            raise
-        return None
+            raise exc.error from None
+        return None, exc.raw
 
 
 async def plan_turn(context: TurnContext, asked: Asked, exchange: Exchange) -> Turn:

@@ -27,6 +27,7 @@ from mcp_offload.apis.base import LlmApi
 from mcp_offload.apis.dialect import Answer, Dialect, ModelToolCall
 from mcp_offload.cachesafe.request_rewrite import Rewrite
 from mcp_offload.core.services import Services
+from mcp_offload.gateway.admission import BigTurns
 from mcp_offload.gateway.exchange import Exchange
 from mcp_offload.gateway.options import GatewayOptions, LoopLimits
 from mcp_offload.gateway.upstream import ProviderClient
@@ -36,12 +37,13 @@ from mcp_offload.providers.framing import Framing
 
 @dataclass(slots=True)
 class TurnContext:
-    """What every turn of one gateway uses: its services, options and upstream client, and the fail-open events
-    since it started (on /healthz)."""
+    """What every turn of one gateway uses: its services, options and upstream client, the big turns in progress
+    (admission.py), and the fail-open events since it started (on /healthz)."""
 
     services: Services
     options: GatewayOptions
     client: ProviderClient
+    big_turns: BigTurns
     fail_open_events: int = 0
 
 

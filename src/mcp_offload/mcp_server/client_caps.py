@@ -11,7 +11,9 @@ measured or documented, with room below each client's own cut:
   (`anthropic/maxResultSizeChars`, read from 2.1.328's bundle: a result of up to that many characters, at most 500,000,
   stays inline, and the token cut is skipped). Ours declare RESULT_SIZE_HINT_CHARS (`TOOL_META`, tools.tool_of), so
   from 2.1.328 on (clientInfo version) the cap is 95,000 bytes (a byte is never fewer than a UTF-16 code unit, which
-  Claude Code counts): measured, a 98 KB answer stays inline. Before 2.1.328: 48,000 bytes and 25,000 tokens.
+  Claude Code counts): measured, a 98 KB answer stays inline. Before 2.1.328: 48,000 bytes and 25,000 tokens. It
+  shows its model a resource link as `[Resource link: NAME] URI` (about 47 tokens for one stored output, measured),
+  which the proxy's reply already says by its handle: the proxy adds no link for it (`AnswerCap.resource_links`).
 - `gemini-cli-mcp-client`, Gemini CLI (0.61.0, handshake protocol 2025-06-18): keeps the first 8,000 and last 32,000
   characters of a result over 40,000 and saves the whole to a file (measured). Cap: 38,000 bytes.
 - `copilot-cli`, GitHub Copilot CLI (1.0.102, which probes `server/discover` and then opens the 2025-11-25 handshake:
@@ -58,7 +60,7 @@ TOOL_META: dict[str, Any] = {"anthropic/maxResultSizeChars": RESULT_SIZE_HINT_CH
 
 KNOWN_CLIENTS: dict[str, AnswerCap] = {
     "codex-mcp-client": AnswerCap(max_bytes=10_000, whose="Codex's"),
-    "claude-code": AnswerCap(max_bytes=48_000, max_tokens=25_000, whose="Claude Code's"),
+    "claude-code": AnswerCap(max_bytes=48_000, max_tokens=25_000, whose="Claude Code's", resource_links=False),
     "gemini-cli-mcp-client": AnswerCap(max_bytes=38_000, whose="Gemini CLI's"),
     "copilot-cli": AnswerCap(max_bytes=20_000, whose="Copilot CLI's"),
     "@cline/core": AnswerCap(max_bytes=7_500, whose="Cline's", raw_json=True),
@@ -67,7 +69,8 @@ KNOWN_CLIENTS: dict[str, AnswerCap] = {
 }
 # clients whose cap changed with a version (clientInfo version): from that version on, this cap
 FROM_VERSION: dict[str, tuple[tuple[int, ...], AnswerCap]] = {
-    "claude-code": ((2, 1, 328), AnswerCap(max_bytes=95_000, whose="Claude Code's")),  # reads TOOL_META's hint
+    # reads TOOL_META's hint
+    "claude-code": ((2, 1, 328), AnswerCap(max_bytes=95_000, whose="Claude Code's", resource_links=False)),
 }
 # clients whose clientInfo name carries more than the client (Qwen Code adds the server's name): matched by prefix
 KNOWN_PREFIXES: dict[str, AnswerCap] = {
@@ -82,7 +85,8 @@ class ClientCaps:
         configured = parse_client_caps(spec)  # SettingsError (at start) for a bad or too small cap
         for name, cap in configured.items():  # a size set for a known client keeps how that client shows results
             if name in KNOWN_CLIENTS:
-                configured[name] = replace(cap, raw_json=KNOWN_CLIENTS[name].raw_json)
+                known = KNOWN_CLIENTS[name]
+                configured[name] = replace(cap, raw_json=known.raw_json, resource_links=known.resource_links)
         self.default = configured.pop(ANY_CLIENT, UNCAPPED)
         self.by_name = {**KNOWN_CLIENTS, **configured}
 

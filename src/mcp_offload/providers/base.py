@@ -146,6 +146,11 @@ class Provider(Protocol):
         """A failure the gateway answers itself, for a call of `api` (None: a relayed request)."""
         ...
 
+    def overloaded_status(self, api: LlmApi) -> int:
+        """The status of this provider's "overloaded, retry later" answer to a call of `api` (its `error_answer`
+        writes the document): what the gateway sheds a turn with when it has no room for it."""
+        ...
+
     def cache_prices(self, api: LlmApi, model: str) -> CachePrices:
         """This provider's prompt-cache prices for `model` served through `api` (cite the source beside them)."""
         ...

@@ -27,6 +27,9 @@ class VendorProvider:
     async def prepare(self, outgoing: OutgoingRequest) -> OutgoingRequest:
         return outgoing
 
+    def overloaded_status(self, api: LlmApi) -> int:
+        return api.overloaded_status  # the vendor's own API: its own answer
+
     def error_answer(self, api: LlmApi | None, status: int, code: str, message: str) -> ErrorAnswer:
         document = (api or self.apis[0]).error_document(status, code, message)
         return ErrorAnswer(status, orjson.dumps(document))

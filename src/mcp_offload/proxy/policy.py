@@ -195,7 +195,10 @@ class OffloadPolicy:
         arguments: dict[str, Any] | None,
         threshold: int,
         always: bool = False,
+        links: bool = True,
     ) -> tuple[types.CallToolResult, ResultHandling]:
+        """`links`: add a resource link per stored output (off for a client that shows its model a link as text of
+        its own, where the reply's handle says the same)."""
         result.meta = None
         if result.is_error:
             return result, PASSED
@@ -209,7 +212,9 @@ class OffloadPolicy:
         try:
             source = f"proxy:{server}/{tool}"
             inline_budget = 0 if always else min(INLINE_TOKENS, threshold // 4)
-            return await self._offload(result, parts, scope, source, public_name, arguments, threshold, inline_budget)
+            return await self._offload(
+                result, parts, scope, source, public_name, arguments, threshold, inline_budget, links
+            )
         except OffloadError as exc:  # store full / unavailable / over the size cap: never lose the result
             log.warning("could not offload the result of %s: %s", public_name, exc)
             reason = exc.reason if isinstance(exc, TooLarge) else str(exc)  # not the advice to split: it is not ours
@@ -225,6 +230,7 @@ class OffloadPolicy:
         arguments: dict[str, Any] | None,
         threshold: int,
         budget: int,
+        links: bool,
     ) -> tuple[types.CallToolResult, ResultHandling]:
         services = self.services
         label = _label(public_name, arguments)
@@ -256,7 +262,8 @@ class OffloadPolicy:
         content: list[types.ContentBlock] = [types.TextContent(type="text", text=reply)]
         for part in inline:
             content += part.blocks
-        content += [_link(offloaded) for _, offloaded in stored]
+        if links:
+            content += [_link(offloaded) for _, offloaded in stored]
         content += [block for block in result.content if isinstance(block, types.ResourceLink)]
         structured = next((result.structured_content for part in inline if part.kind == "structured"), None)
         decision = ResultHandling(

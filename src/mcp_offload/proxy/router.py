@@ -33,6 +33,7 @@ from mcp_offload.core.services import Services
 from mcp_offload.core.tools import READ_BACK_TOOLS, TOOLS_BY_NAME, CallContext
 from mcp_offload.errors import OffloadError
 from mcp_offload.mcp_server.change_notifier import ListChanged
+from mcp_offload.mcp_server.client_caps import ClientCaps
 from mcp_offload.mcp_server.extension import Extension, NextTool
 from mcp_offload.mcp_server.savings_tap import count_text
 from mcp_offload.mcp_server.tools import RESULT_META, error_result, result_to_mcp
@@ -91,6 +92,7 @@ class ProxyRouter(Extension):
         self.config = config
         self.services = services
         self.policy = OffloadPolicy(services)
+        self.caps = ClientCaps(services.settings.client_caps)  # how each client shows its model a result
         self.stats = stats or SavingsStats()
         self.upstreams = [self._new_upstream(spec, config) for spec in config.enabled]
         self._tg: anyio.abc.TaskGroup | None = None
@@ -277,6 +279,7 @@ class ProxyRouter(Extension):
             arguments=arguments,
             threshold=self.config.threshold_for(spec),
             always=route.name in spec.options.always,
+            links=self.caps.for_request(ctx).resource_links,
         )
         await self._account(call, spec.name, route.name, decision, passed)
         return result

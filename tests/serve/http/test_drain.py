@@ -26,7 +26,7 @@ from mcp_offload.serve.http.shutdown_gate import ShutdownGate
 from mcp_offload.store.fs import FilesystemStore
 from mcp_offload.store.handles import scope_key
 from mcp_offload.web.token_check import principal_id
-from support import alive, descendants, free_port
+from support import HANG_TIMEOUT_S, alive, descendants, free_port
 from support.http_transport import (
     TOKEN_A,
     TOKEN_B,
@@ -69,7 +69,7 @@ async def test_sigterm_during_load_is_graceful(tmp_path: Path) -> None:
             await anyio.sleep(2.0)
             children = descendants(process.pid)
             process.send_signal(signal.SIGTERM)
-            with anyio.fail_after(30):
+            with anyio.fail_after(HANG_TIMEOUT_S):
                 await process.wait()
             stop.set()
             # the server is gone: a client still waiting on it (the SDK may wait for an answer forever once its

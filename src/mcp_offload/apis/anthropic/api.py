@@ -21,6 +21,9 @@ class AnthropicApi(ApiDefaults):
     title = "Anthropic Messages"
     litellm_call_types: tuple[str, ...] = ("anthropic_messages", "aanthropic_messages")
     answer_field = "content"
+    # 529 overloaded_error: "the API is temporarily overloaded" (docs.anthropic.com/en/api/errors); the SDKs raise
+    # OverloadedError (anthropic >= 0.50) and retry it
+    overloaded_status = 529
 
     messages: MessageFormat
     history: History

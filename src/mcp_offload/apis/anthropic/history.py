@@ -15,7 +15,7 @@ from typing import Any
 
 from mcp_offload.apis.anthropic.messages import ROLES, AnthropicFormat
 from mcp_offload.apis.history import OPAQUE, History, normalized
-from mcp_offload.apis.message import Message, MessageView, ToolCallRef, ToolResult
+from mcp_offload.apis.message import Line, Message, MessageView, ToolCallRef, ToolResult
 
 
 def _blocks(content: Any) -> list[Any]:
@@ -62,7 +62,7 @@ class AnthropicHistory(History):
             return OPAQUE
         calls: list[ToolCallRef] = []
         results: list[ToolResult] = []
-        texts: list[str] = []
+        lines: list[Line] = []
         images = 0
         for slot, block in enumerate(content):
             try:
@@ -71,7 +71,8 @@ class AnthropicHistory(History):
                 continue
             calls.extend(view.calls)
             results.extend(dataclasses.replace(r, slot=slot) for r in view.results)
-            texts.append(view.text)
+            if view.lines not in ((), ("",)):  # a block with text (as `view.text != ""`, without joining it)
+                lines.extend(view.lines)
             images += view.images
         has_results = any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
         return MessageView(
@@ -79,7 +80,7 @@ class AnthropicHistory(History):
             opens_turn=role == "user" and not has_results,
             calls=tuple(calls),
             results=tuple(results),
-            text="\n".join(t for t in texts if t),
+            lines=tuple(lines),
             images=images,
         )
 

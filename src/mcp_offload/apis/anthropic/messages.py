@@ -54,7 +54,7 @@ class AnthropicFormat(UserTextNotes):
             raise bad(index, f"unknown role {role!r} for the Anthropic Messages API (user or assistant)")
         content = message.get("content")
         if isinstance(content, str):
-            return MessageView(role=role, opens_turn=role == "user", text=content)
+            return MessageView(role=role, opens_turn=role == "user", lines=(content,))
         if not isinstance(content, list):
             raise bad(index, "content must be a string or a list of blocks")
         read = BlocksRead()

@@ -16,6 +16,9 @@ from mcp_offload.apis.names import ApiName
 
 
 class ConverseApi(ApiDefaults):
+    # 503 ServiceUnavailableException ("The service isn't currently available. Try again later.", the Converse API
+    # reference's errors; 429 ThrottlingException is the account's quota); botocore raises it by that name
+    overloaded_status = 503
     name: ApiName = "converse"
     aliases: tuple[str, ...] = ("bedrock-converse", "bedrock_converse")
     title = "Amazon Bedrock Converse"

@@ -22,6 +22,9 @@ class GeminiApi:
     aliases: tuple[str, ...] = ()
     title = "Gemini API"
     relays_unreadable = True  # a body the gateway cannot read: the upstream answers it
+    # 503 UNAVAILABLE "The model is overloaded. Please try again later." (ai.google.dev/gemini-api/docs/troubleshooting;
+    # 429 RESOURCE_EXHAUSTED is the caller's quota); google-genai raises errors.ServerError
+    overloaded_status = 503
     litellm_call_types: tuple[str, ...] = ()  # LiteLLM's guardrail hooks do not serve generateContent
     answer_field = "candidates"
 

@@ -21,6 +21,9 @@ class OpenAIChatApi(ApiDefaults):
     title = "OpenAI Chat Completions"
     litellm_call_types: tuple[str, ...] = ("completion", "acompletion")
     answer_field = "choices"
+    # 503 "The engine is currently overloaded, please try again later" (platform.openai.com/docs/guides/error-codes;
+    # 429 is for the caller's own rate limits and quota); the SDKs raise InternalServerError and retry it
+    overloaded_status = 503
 
     messages: MessageFormat
     history: History

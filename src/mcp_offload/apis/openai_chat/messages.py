@@ -23,6 +23,7 @@ from mcp_offload.apis.message import (
     dump,
     part_types,
     require_str,
+    result_line,
     with_text_parts,
 )
 
@@ -74,8 +75,8 @@ class OpenAIChatFormat(UserTextNotes):
                 )
             else:
                 raise bad(index, "a tool message's content must be a string or a list of text parts")
-            text = "\n".join(f"[result {call_id}] {p.text}" for p in parts)
-            return MessageView(role="tool", opens_turn=False, results=(ToolResult(0, call_id, parts),), text=text)
+            lines = tuple(result_line(call_id, str(p.text)) for p in parts)
+            return MessageView(role="tool", opens_turn=False, results=(ToolResult(0, call_id, parts),), lines=lines)
         text = _text_of(content, index)
         calls: list[ToolCallRef] = []
         if role == "assistant":
@@ -104,7 +105,7 @@ class OpenAIChatFormat(UserTextNotes):
             role=role if role in ("user", "assistant") else ("system" if role in ("system", "developer") else "other"),
             opens_turn=role == "user",
             calls=tuple(calls),
-            text=text,
+            lines=(text,),
             pinned=role in ("system", "developer"),
             images=images,
         )

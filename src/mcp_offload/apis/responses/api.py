@@ -21,6 +21,7 @@ class ResponsesApi(ApiDefaults):
     title = "OpenAI Responses"
     litellm_call_types: tuple[str, ...] = ("responses", "aresponses")
     answer_field = "output"
+    overloaded_status = 503  # OpenAI's overloaded answer, as for Chat Completions (openai_chat/api.py)
 
     messages: MessageFormat
     history: History

@@ -26,6 +26,7 @@ from mcp_offload.apis.message import (
     is_typed_item,
     part_types,
     require_str,
+    result_line,
     with_text_parts,
 )
 from mcp_offload.core.encoded_bytes import decode_data_url
@@ -57,7 +58,7 @@ class ResponsesFormat(UserTextNotes):
                 role="assistant",
                 opens_turn=False,
                 calls=(ToolCallRef(call_id, name, arguments if isinstance(arguments, str) else ""),),
-                text=f"[called {name} {arguments}]",
+                lines=(f"[called {name} {arguments}]",),
             )
         if kind in ("function_call_output", "custom_tool_call_output"):
             call_id = require_str(message.get("call_id"), index, f"{kind} call_id")
@@ -78,10 +79,10 @@ class ResponsesFormat(UserTextNotes):
                 parts = tuple(found)
             else:
                 raise bad(index, f"{kind} output must be a string or a list of parts")
-            text = "\n".join(f"[result {call_id}] {p.text}" for p in parts if p.text is not None)
+            lines = tuple(result_line(call_id, p.text) for p in parts if p.text is not None)
             images = sum(1 for p in parts if p.image is not None)
             return MessageView(
-                role="tool", opens_turn=False, results=(ToolResult(0, call_id, parts),), text=text, images=images
+                role="tool", opens_turn=False, results=(ToolResult(0, call_id, parts),), lines=lines, images=images
             )
         if kind not in (None, "message"):
             return MessageView(role="other", opens_turn=False)  # reasoning, built-in tool calls: passed through
@@ -98,7 +99,7 @@ class ResponsesFormat(UserTextNotes):
         return MessageView(
             role=role if role in ("user", "assistant") else "system",
             opens_turn=role == "user",
-            text=text,
+            lines=(text,),
             pinned=role in ("system", "developer"),
         )
 

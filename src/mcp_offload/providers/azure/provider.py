@@ -90,6 +90,10 @@ class AzureProvider:
     async def prepare(self, outgoing: OutgoingRequest) -> OutgoingRequest:
         return outgoing
 
+    def overloaded_status(self, api: LlmApi) -> int:
+        # 503 ServiceUnavailable, as OpenAI's own (429 is the deployment's quota: "exceeded token rate limit")
+        return 503
+
     def error_answer(self, api: LlmApi | None, status: int, code: str, message: str) -> ErrorAnswer:
         document = {"error": {"code": _CODES.get(status, str(status)), "message": message}}
         return ErrorAnswer(status, orjson.dumps(document))

@@ -121,6 +121,10 @@ class BedrockProvider:
             return outgoing  # no credentials of our own: relayed as the client signed it
         return OutgoingRequest(outgoing.method, outgoing.url, signed, outgoing.content)
 
+    def overloaded_status(self, api: LlmApi) -> int:
+        # ServiceUnavailableException, for Converse and InvokeModel alike (Bedrock's errors, not the model's API's)
+        return 503
+
     def error_answer(self, api: LlmApi | None, status: int, code: str, message: str) -> ErrorAnswer:
         return ErrorAnswer(status, orjson.dumps({"message": message}), error_headers(status))
 

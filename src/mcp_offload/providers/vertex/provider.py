@@ -62,7 +62,7 @@ _CALLS = {
 }
 _STATUS = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND",
            429: "RESOURCE_EXHAUSTED", 499: "CANCELLED", 500: "INTERNAL", 501: "UNIMPLEMENTED", 502: "UNAVAILABLE",
-           503: "UNAVAILABLE", 504: "DEADLINE_EXCEEDED"}  # fmt: skip
+           503: "UNAVAILABLE", 504: "DEADLINE_EXCEEDED", 529: "UNAVAILABLE"}  # fmt: skip
 
 
 def location_base(location: str) -> str:
@@ -113,6 +113,11 @@ class VertexProvider:
 
     async def prepare(self, outgoing: OutgoingRequest) -> OutgoingRequest:
         return outgoing
+
+    def overloaded_status(self, api: LlmApi) -> int:
+        # Claude on Vertex answers 529 overloaded (the AnthropicVertex client raises OverloadedError); Gemini 503
+        # UNAVAILABLE, as the Gemini API does
+        return api.overloaded_status
 
     def error_answer(self, api: LlmApi | None, status: int, code: str, message: str) -> ErrorAnswer:
         document = {"error": {"code": status, "message": message, "status": _STATUS.get(status, "UNKNOWN")}}

@@ -15,12 +15,14 @@ Where an index comes from, first found first:
    when the store's byte quotas have room for it (it counts in them with its output); otherwise it stays in memory.
 
 Background builds (`warm`): an output of `WARM_MIN` bytes or more starts building when it is stored, so the model's
-first ranked question (seconds later) finds it ready. One background builder, on one thread, at most `WARM_QUEUE`
-outputs waiting and `WARM_QUEUE_BYTES` of their bytes held (each job holds its output's bytes); more are left to the
-first question. While an offload is in progress a background build pauses between batches (up to `YIELD_S` each), so
-it does not slow the offload down on the same cores. A build whose output is gone (deleted, expired) before or while
-it runs stops and keeps nothing. A failed build is logged (structured, to stderr) and the first question builds it
-again and reports what goes wrong.
+first ranked question (seconds later) finds it ready. With a `remote` builder (the ingest worker processes:
+`IngestPool.passage_index`), the build runs there and this process only loads the file it answers: built here, the
+tokenizing would hold this process's GIL, and stall a shared server's other clients, for most of a second per 4 MB.
+One background builder, on one thread, at most `WARM_QUEUE` outputs waiting and `WARM_QUEUE_BYTES` of their bytes
+held (each job holds its output's bytes); more are left to the first question. While an offload is in progress a
+background build pauses between batches (up to `YIELD_S` each), so it does not slow the offload down on the same
+cores. A build whose output is gone (deleted, expired) before or while it runs stops and keeps nothing. A failed
+build is logged (structured, to stderr) and the first question builds it again and reports what goes wrong.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import logging
 import queue
 import threading
 from collections.abc import Callable, Iterator
+from typing import TypeAlias
 
 from mcp_offload.retrieve.build_once_cache import BuildOnceCache, OutputKey
 from mcp_offload.retrieve.ranked.fts_index import BuildCancelled, PassageIndex, build_index
@@ -38,6 +41,8 @@ from mcp_offload.store.base import OutputSidecar, SidecarOverQuota
 from mcp_offload.store.content_index import Buffer
 
 log = logging.getLogger(__name__)
+
+RemoteBuild: TypeAlias = Callable[[Buffer, OutputKey], "bytes | None"]  # an index file built elsewhere, or None
 
 DEFAULT_BUDGET = 512 << 20
 SIDECAR = "passages"  # the sidecar's name in the store
@@ -60,7 +65,9 @@ class IndexCache(BuildOnceCache[PassageIndex]):
         self.offloads = 0  # offloads in progress (`offloading`): background builds give way to them
         self.asking = 0  # questions getting an index: background builds do not give way then (one may wait on it)
         self._idle = threading.Condition(self.lock)
-        self._jobs: queue.SimpleQueue[tuple[OutputKey, Buffer, OutputSidecar | None]] = queue.SimpleQueue()
+        self._jobs: queue.SimpleQueue[tuple[OutputKey, Buffer, OutputSidecar | None, RemoteBuild | None]] = (
+            queue.SimpleQueue()
+        )
         self._worker: threading.Thread | None = None
 
     def get(self, key: OutputKey, load: Callable[[], Buffer], sidecar: OutputSidecar | None = None) -> PassageIndex:
@@ -75,9 +82,11 @@ class IndexCache(BuildOnceCache[PassageIndex]):
             with self._idle:
                 self.asking -= 1
 
-    def warm(self, key: OutputKey, data: Buffer, sidecar: OutputSidecar | None = None) -> bool:
+    def warm(
+        self, key: OutputKey, data: Buffer, sidecar: OutputSidecar | None = None, remote: RemoteBuild | None = None
+    ) -> bool:
         """Start building the index of a just-stored output in the background (False: skipped, too small, cached,
-        being built or the queue is full)."""
+        being built or the queue is full); by `remote` when it is given and can (else here)."""
         if key[2] < WARM_MIN:
             return False
         with self.lock:
@@ -92,7 +101,7 @@ class IndexCache(BuildOnceCache[PassageIndex]):
                 # rename, so an interrupted write leaves no sidecar, only a temp file removed with the output)
                 self._worker = threading.Thread(target=self._work, name="passage-index", daemon=True)
                 self._worker.start()
-        self._jobs.put((key, data, sidecar))
+        self._jobs.put((key, data, sidecar, remote))
         return True
 
     def _work(self) -> None:
@@ -104,11 +113,15 @@ class IndexCache(BuildOnceCache[PassageIndex]):
         with self._idle:
             return self._idle.wait_for(lambda: self.warming == 0, timeout)
 
-    def _warm(self, key: OutputKey, data: Buffer, sidecar: OutputSidecar | None) -> None:
+    def _warm(
+        self, key: OutputKey, data: Buffer, sidecar: OutputSidecar | None, remote: RemoteBuild | None = None
+    ) -> None:
         try:
             if sidecar is not None and not sidecar.output_exists():
                 return  # deleted or expired while it waited
-            self.get_or_build(key, lambda: self._load_or_build(key, lambda: data, sidecar, background=True))
+            self.get_or_build(
+                key, lambda: self._load_or_build(key, lambda: data, sidecar, background=True, remote=remote)
+            )
         except BuildCancelled:
             log.info("passage index build stopped: the output is gone", extra={"fields": {"handle": key[0]}})
         except Exception as exc:  # e.g. MemoryError: the first question builds it and reports what goes wrong
@@ -126,18 +139,47 @@ class IndexCache(BuildOnceCache[PassageIndex]):
             self._idle.notify_all()
 
     def _load_or_build(
-        self, key: OutputKey, load: Callable[[], Buffer], sidecar: OutputSidecar | None, *, background: bool
+        self,
+        key: OutputKey,
+        load: Callable[[], Buffer],
+        sidecar: OutputSidecar | None,
+        *,
+        background: bool,
+        remote: RemoteBuild | None = None,
     ) -> PassageIndex:
         if sidecar is not None and key[2] >= PERSIST_MIN:
             found = self._from_sidecar(key, sidecar)
             if found is not None:
                 return found
+        if remote is not None:
+            built = self._built_elsewhere(key, load(), sidecar, remote)
+            if built is not None:
+                return built
         # one thread in the background (the other core stays with the server's calls); a waiting question: all
         checkpoint = (lambda: self._between_batches(sidecar)) if background else None
         index = build_index(load(), builders=1 if background else None, checkpoint=checkpoint)
         with self.lock:
             self.builds += 1
         if sidecar is not None and key[2] >= PERSIST_MIN and not self._persist(key, index, sidecar) and background:
+            index.close()
+            raise BuildCancelled  # the output went away while it was being built: keep nothing
+        return index
+
+    def _built_elsewhere(
+        self, key: OutputKey, data: Buffer, sidecar: OutputSidecar | None, remote: RemoteBuild
+    ) -> PassageIndex | None:
+        """The index `remote` built (None: build it here), kept with its output as a local build is."""
+        payload = remote(data, key)
+        if payload is None:
+            return None
+        try:
+            index = load_index(payload, key)
+        except IndexFileInvalid as exc:  # not expected (the same code wrote it): build it here
+            log.warning("a passage index built elsewhere failed its checks", extra={"fields": {"error": str(exc)}})
+            return None
+        with self.lock:
+            self.builds += 1
+        if sidecar is not None and key[2] >= PERSIST_MIN and not self._persist(key, index, sidecar, payload):
             index.close()
             raise BuildCancelled  # the output went away while it was being built: keep nothing
         return index
@@ -178,11 +220,14 @@ class IndexCache(BuildOnceCache[PassageIndex]):
             self.loads += 1
         return index
 
-    def _persist(self, key: OutputKey, index: PassageIndex, sidecar: OutputSidecar) -> bool:
-        """Keep the index with its output (False: the output is gone). A failure to write costs only a rebuild
-        after a restart; so does an index the store's quotas have no room for: outputs are never evicted for it."""
+    def _persist(
+        self, key: OutputKey, index: PassageIndex, sidecar: OutputSidecar, payload: bytes | None = None
+    ) -> bool:
+        """Keep the index with its output (False: the output is gone); `payload`: its file, when already made. A
+        failure to write costs only a rebuild after a restart; so does an index the store's quotas have no room for:
+        outputs are never evicted for it."""
         try:
-            return sidecar.write(dump_index(index, key))
+            return sidecar.write([payload] if payload is not None else dump_index(index, key))
         except SidecarOverQuota as exc:
             log.info(
                 "the passage index is kept in memory only: the store's size limits leave no room for it",
@@ -200,10 +245,10 @@ class IndexCache(BuildOnceCache[PassageIndex]):
 INDEXES = IndexCache()
 
 
-def warm_index(key: OutputKey, data: Buffer, sidecar: OutputSidecar | None) -> bool:
+def warm_index(key: OutputKey, data: Buffer, sidecar: OutputSidecar | None, remote: RemoteBuild | None = None) -> bool:
     """Start building the passage index of a just-stored text output (`data`: its bytes in memory) when it is large
-    enough for the first ranked question to notice; True when started."""
-    return INDEXES.warm(key, data, sidecar)
+    enough for the first ranked question to notice, by `remote` when given; True when started."""
+    return INDEXES.warm(key, data, sidecar, remote)
 
 
 def offload_in_progress() -> contextlib.AbstractContextManager[None]:

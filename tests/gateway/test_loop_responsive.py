@@ -1,0 +1,102 @@
+"""A big turn never holds the gateway's event loop: while a turn carrying a fresh 12 MB tool result is parsed,
+rewritten and ingested, a 1 ms timer on the gateway's own loop keeps firing and another agent's small turns keep
+being answered. The bounds are relative to a yardstick measured in the same test (never an absolute wall time a loaded
+machine breaks): parsing that body here with `orjson.loads` (what the gateway did on its loop). Done on the loop, the
+parse alone stalls the timer and a small turn for at least that long (with the joins, digests and views that went with
+it: 4x that, 287 ms against a 68 ms parse); the bound is that parse time (and at least 100 ms, far above scheduling
+noise; under a load average of 20, the loop's worst stall was about half of it). The benchmark (bench/isolation.py)
+measures the real figures."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import statistics
+import threading
+import time
+from typing import Any
+
+import httpx2
+import orjson
+
+from llm_upstream import UpstreamServer
+from llm_upstream.script import reply
+from support import HANG_TIMEOUT_S
+from support.gateway_server import GatewayServer, StartGateway
+from support.llm_conversations import BASH_ANTHROPIC, anthropic_messages
+
+MODEL = "claude-sonnet-4-6"
+HEADERS = {"content-type": "application/json", "anthropic-version": "2023-06-01"}
+
+
+def _big_body() -> bytes:
+    lines = [f"2026-11-21T10:{i // 60 % 60:02d}:{i % 60:02d}Z INFO api: request {i} handled by worker {i % 7} ok"
+             for i in range(160_000)]  # fmt: skip
+    return json.dumps({"model": MODEL, "max_tokens": 64, "messages": anthropic_messages("\n".join(lines)),
+                       "tools": [BASH_ANTHROPIC]}).encode()  # fmt: skip
+
+
+def _small_turn(http: httpx2.Client, gateway: GatewayServer, i: int) -> float:
+    body = {"model": MODEL, "max_tokens": 64, "messages": [{"role": "user", "content": f"small turn {i}"}]}
+    started = time.perf_counter()
+    answer = http.post(gateway.base_url + "/v1/messages", json=body, headers={**HEADERS, "x-api-key": "sk-ant-x"})
+    assert answer.status_code == 200, answer.text
+    return time.perf_counter() - started
+
+
+def _ready(gateway: GatewayServer) -> None:
+    assert gateway.app is not None
+    pool = gateway.app.services.ingest
+    pool.start()
+    deadline = time.monotonic() + HANG_TIMEOUT_S
+    while not pool.ready:  # the workers load (seconds on a loaded machine): until then big bodies parse here
+        assert time.monotonic() < deadline, "the ingest workers did not start"
+        time.sleep(0.05)
+
+
+def test_a_big_turn_does_not_hold_the_loop(upstream: UpstreamServer, start_gateway: StartGateway) -> None:
+    upstream.use(lambda turn: reply("done"))
+    gateway = start_gateway(upstream)
+    _ready(gateway)
+    body = _big_body()
+    started = time.perf_counter()
+    orjson.loads(body)
+    parse_s = time.perf_counter() - started
+    bound = max(0.1, parse_s)
+
+    with httpx2.Client(timeout=600) as http:
+        alone = [_small_turn(http, gateway, i) for i in range(20)]  # the small turns' own time, and warm-up
+        stop = threading.Event()
+        lags: list[float] = []
+
+        async def ticker() -> None:
+            while not stop.is_set():
+                tick = time.perf_counter()
+                await asyncio.sleep(0.001)
+                lags.append(time.perf_counter() - tick - 0.001)
+
+        assert gateway.loop is not None
+        ticking = asyncio.run_coroutine_threadsafe(ticker(), gateway.loop)
+        small: list[float] = []
+
+        def agent_x() -> None:
+            with httpx2.Client(timeout=600) as x_http:
+                while not stop.is_set():
+                    small.append(_small_turn(x_http, gateway, len(small)))
+
+        x = threading.Thread(target=agent_x)
+        x.start()
+        big: Any = http.post(gateway.base_url + "/v1/messages", content=body,
+                             headers={**HEADERS, "x-api-key": "sk-ant-y"})  # fmt: skip
+        stop.set()
+        x.join(HANG_TIMEOUT_S)
+        ticking.result(HANG_TIMEOUT_S)
+    assert big.status_code == 200, big.text
+    sent = [r.body for r in upstream.received("anthropic", ok_only=True) if r.body and len(r.body["messages"]) == 3]
+    assert len(sent) == 1 and "Stored as out_" in json.dumps(sent[0]["messages"][2])  # Y's turn: offloaded
+    report = (f"loop stalled up to {max(lags) * 1000:.0f} ms, small turns up to {max(small) * 1000:.0f} ms "
+              f"(alone: median {statistics.median(alone) * 1000:.0f} ms, max {max(alone) * 1000:.0f} ms; "
+              f"parsing the body: {parse_s * 1000:.0f} ms; bound {bound * 1000:.0f} ms)")  # fmt: skip
+    print(report)
+    assert lags and max(lags) < bound, report
+    assert small and max(small) < max(alone) + bound, report
