@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import hypothesis
 import pytest
 
 from mcp_offload.core.services import Services, build_services
@@ -28,6 +29,13 @@ pytest_plugins = [
     "support.litellm_proxy",
     "support.litellm_stack",
 ]
+
+# Generation speed is the machine's, not the code's: on a loaded 2-core machine running the suite in parallel,
+# Hypothesis's "too slow" health check failed tests that found nothing wrong. Per-test settings add their own.
+hypothesis.settings.register_profile(
+    "mcp-offload", suppress_health_check=[hypothesis.HealthCheck.too_slow], deadline=None
+)
+hypothesis.settings.load_profile("mcp-offload")
 
 
 @pytest.fixture

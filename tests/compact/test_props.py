@@ -57,7 +57,9 @@ def _read_all(c: Compactor, handle: str) -> str:
     return result
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 @given(
     fmt=st.sampled_from(sorted(TURNS)),
     results=st.lists(st.tuples(TEXT, st.integers(0, 400)), min_size=1, max_size=6),
@@ -117,7 +119,9 @@ async def test_stdio_server_shares_the_compactors_session(tmp_path: Path) -> Non
 SIZES = st.sampled_from([0, 1, 50, 400, 3000])  # lines of ~8 tokens: nothing, a line, small, over, huge
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 @given(
     fmt=st.sampled_from(sorted(TURNS)),
     turns=st.lists(st.tuples(SIZES, SIZES, SIZES), min_size=1, max_size=5),  # (user text, call args, result)

@@ -49,7 +49,9 @@ async def follow_reads(services: Services, scope: outputs.SessionScope, cap: Ans
         args = following
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 @given(
     pieces=st.lists(PIECES, min_size=1, max_size=400),
     repeat=st.integers(1, 60),
@@ -84,7 +86,9 @@ def _lines(text: str) -> list[str]:
     return [p + "\n" for p in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 @given(
     lines=st.lists(st.lists(PIECES, max_size=40).map("".join), min_size=1, max_size=300),
     repeat=st.integers(1, 20),

@@ -116,7 +116,9 @@ async def simulate(api: ApiName, seed: int, store: Path, loop_every: int) -> lis
 
 
 @pytest.mark.parametrize("api", APIS)
-@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=3, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 @given(seed=st.integers(0, 2**31), loop_every=st.integers(1, 4))
 def test_every_upstream_request_extends_the_previous_one_through_loops(
     api: ApiName, seed: int, loop_every: int

@@ -105,7 +105,9 @@ conversations = st.builds(
 
 
 @pytest.mark.parametrize("api", APIS)
-@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 @given(shape=conversations)
 def test_turn_n_plus_1_extends_turn_n_byte_for_byte_across_a_restart(api: ApiName, shape: ConversationShape) -> None:
     async def main() -> None:

@@ -120,7 +120,9 @@ def shrink(
     monkeypatch.setattr(scan_module, "worth_skipping", lambda rare, first, case_sensitive: True)
 
 
-@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=600, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 @given(
     text=TEXTS,
     pattern=st.sampled_from(PATTERNS),
@@ -148,7 +150,9 @@ def test_scan_equals_re2_on_the_whole_text(
     assert scanned(data, compiled) == oracle(data, compiled)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 @given(
     text=TEXTS,
     needle=st.lists(PIECES, min_size=1, max_size=3).map("".join),

@@ -102,7 +102,9 @@ SPARSE_PIECES = st.sampled_from(["x", "xx", "xxx", "xxxx", "a", "b", "é", "\n",
 SPARSE = st.lists(SPARSE_PIECES, max_size=80).map("".join)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 @given(
     text=st.one_of(SPARSE, TEXTS),
     pattern=st.sampled_from(["^a", "b$", "[ab]{1,3}", "é\\n?a", "a\\s+b", "😀+", "x\\b", "\\Bb"]),
@@ -114,7 +116,9 @@ def test_small_windows_find_the_same_matches(monkeypatch: pytest.MonkeyPatch, te
     assert spans(text, regex(pattern)) == expected(text, pattern, re.MULTILINE | re.ASCII)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 @given(text=st.one_of(SPARSE, TEXTS), needle=NEEDLES, block=st.sampled_from([1, 2, 3, 5, 8]))
 def test_positions_from_index_checkpoints(monkeypatch: pytest.MonkeyPatch, text: str, needle: str, block: int) -> None:
     """Tiny index blocks: positions are counted from the nearer of the previous match and the checkpoint before
@@ -136,7 +140,9 @@ def force_skip(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(scan_module, "worth_skipping", lambda rare, first, case_sensitive: True)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 @given(text=st.one_of(SPARSE, TEXTS), needle=NEEDLES, case_sensitive=st.booleans())
 def test_skip_ahead_finds_the_same_literal_matches(
     monkeypatch: pytest.MonkeyPatch, text: str, needle: str, case_sensitive: bool
@@ -148,7 +154,9 @@ def test_skip_ahead_finds_the_same_literal_matches(
     assert spans(text, literal(needle, case_sensitive=case_sensitive)) == expected(text, re.escape(needle), flags)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 @given(
     text=st.one_of(SPARSE, TEXTS),
     pattern=st.sampled_from(["^ab", "a b+", "é\\n", "x😀?", "b a\\b", "\\ a", " a\\s*é", "xa\\d"]),
