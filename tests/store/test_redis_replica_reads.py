@@ -79,15 +79,19 @@ async def test_ranges_come_from_the_replica_not_the_master(replica_store: RedisS
     scope, data = scope_key("replica-reads"), os.urandom(BIG)
     handle = await put_bytes(replica_store, scope, data)  # returned: the replica acknowledged it (WAIT)
     master, replica = _nodes_of(cluster_url, replica_store._key("d", scope, handle))
+    # read through a store whose client loads the slot map now that it lists the replica: a client that loaded it
+    # before (the writer's, a moment after the cluster formed) reads from the master until it refreshes the map
+    reader = RedisStore(cluster_url, prefix=replica_store.prefix, read_from_replicas=True)
     try:
         before = _getranges(master), _getranges(replica)
-        async with replica_store.open(scope, handle) as out:
+        async with reader.open(scope, handle) as out:
             assert isinstance(out.data, RedisBuffer)
             assert await anyio.to_thread.run_sync(out.contiguous) == data
             assert out.data.from_master == 0
         assert _getranges(master) == before[0]  # not one range from the master
         assert _getranges(replica) - before[1] >= BIG // (1024 * 1024)
     finally:
+        await reader.aclose()
         master.close()
         replica.close()
 

@@ -199,7 +199,7 @@ class Publishing(Ledger):
         member = f"{out.scope}:{out.handle}"
         reserved = await self._reserve(member, out.size)
         if reserved == b"exists":
-            if await self._client.exists(self._key("m", out.scope, out.handle)):
+            if await self._out_soon(out):
                 return b"exists"
             await self._unbook([member])  # a booking left by an output already gone: drop it, plan again
             return b"over"
@@ -216,6 +216,19 @@ class Publishing(Ledger):
                 else:
                     await self._unbook([member])
         return result
+
+    async def _out_soon(self, out: _Publication) -> bool:
+        """Whether the output a store-wide booking holds is out, or comes out while the writer that booked it is still
+        publishing: two instances storing one result under its derived handle race here, and the second must not
+        take the first one's booking, still in flight, for a leftover (that failed the second's offload). Waited for
+        up to the replica-ack timeout and a second; a booking whose output never comes out is a leftover."""
+        key = self._key("m", out.scope, out.handle)
+        deadline = anyio.current_time() + self._acks.timeout_ms / 1000 + 1.0
+        while not await self._client.exists(key):
+            if anyio.current_time() >= deadline:
+                return False
+            await anyio.sleep(0.05)
+        return True
 
     async def _plan(
         self, scope: str, size: int, scope_usage: StoreUsage, total_usage: StoreUsage
