@@ -18,10 +18,11 @@ AIDER_VERSION=0.86.2
 prefix=${PREFIX:-${XDG_CACHE_HOME:-$HOME/.cache}/mcp-offload/aider-venv}
 python=${PYTHON:-python3}
 
-[ -x "$prefix/bin/python" ] || "$python" -m venv "$prefix"
-installed=$("$prefix/bin/python" -m pip show aider-chat 2>/dev/null | awk '/^Version:/ {print $2}' || true)  # none yet: empty
+source "$(dirname "$0")/pip.sh"  # make_venv, pip_install, pip_version: through uv when it is on PATH
+make_venv "$prefix" "$python"
+installed=$(pip_version "$prefix/bin/python" aider-chat)  # none yet: empty
 if [ "$installed" != "$AIDER_VERSION" ] || [ ! -x "$prefix/bin/aider" ]; then
-  "$prefix/bin/python" -m pip install --quiet --disable-pip-version-check "aider-chat==$AIDER_VERSION" >&2
+  pip_install "$prefix/bin/python" "aider-chat==$AIDER_VERSION"
 fi
-echo "aider-deps: aider-chat $("$prefix/bin/python" -m pip show aider-chat | awk '/^Version:/ {print $2}') in $prefix" >&2
+echo "aider-deps: aider-chat $(pip_version "$prefix/bin/python" aider-chat) in $prefix" >&2
 echo "MCP_OFFLOAD_TEST_AIDER=$prefix/bin/aider"

@@ -23,12 +23,14 @@ LITELLM_VERSION=1.108.5
 prefix=${PREFIX:-${XDG_CACHE_HOME:-$HOME/.cache}/mcp-offload/litellm-venv}
 python=${PYTHON:-python3}
 
-[ -x "$prefix/bin/python" ] || "$python" -m venv "$prefix"
-installed=$("$prefix/bin/python" -m pip show litellm 2>/dev/null | awk '/^Version:/ {print $2}' || true)  # not installed yet: empty
+source "$(dirname "$0")/pip.sh"  # make_venv, pip_install, pip_version: through uv when it is on PATH
+make_venv "$prefix" "$python"
+installed=$(pip_version "$prefix/bin/python" litellm)  # not installed yet: empty
 if [ "$installed" != "$LITELLM_VERSION" ] || [ ! -x "$prefix/bin/litellm" ]; then
-  "$prefix/bin/python" -m pip install --quiet --disable-pip-version-check "litellm[proxy]==$LITELLM_VERSION" >&2
+  pip_install "$prefix/bin/python" "litellm[proxy]==$LITELLM_VERSION"
 fi
 root="$(cd "$(dirname "$0")/.." && pwd)"
-"$prefix/bin/python" -m pip install --quiet --disable-pip-version-check "$root" >&2
-echo "litellm-deps: litellm $("$prefix/bin/python" -m pip show litellm | awk '/^Version:/ {print $2}') in $prefix" >&2
+# pip reinstalls a local directory every time; uv only when told (a dependency added since the last run comes too)
+if have_uv; then pip_install "$prefix/bin/python" --reinstall-package mcp-offload "$root"; else pip_install "$prefix/bin/python" "$root"; fi
+echo "litellm-deps: litellm $(pip_version "$prefix/bin/python" litellm) in $prefix" >&2
 echo "MCP_OFFLOAD_TEST_LITELLM=$prefix/bin/litellm"

@@ -33,7 +33,8 @@ npm install --prefix "$prefix" --no-audit --no-fund --loglevel=error --save-exac
   "@modelcontextprotocol/server-everything@$NPM_EVERYTHING_VERSION" \
   "@modelcontextprotocol/server-memory@$NPM_MEMORY_VERSION" >&2
 
-"$python" -m pip install --quiet "mcp-server-git==$PIP_GIT_VERSION" "mcp-server-time==$PIP_TIME_VERSION" >&2
+source "$(dirname "$0")/pip.sh"  # pip_install, pip_version: through uv when it is on PATH
+pip_install "$python" "mcp-server-git==$PIP_GIT_VERSION" "mcp-server-time==$PIP_TIME_VERSION"
 
 export MCP_OFFLOAD_TEST_NODE_MODULES="$prefix/node_modules"
 echo "proxy-deps: npm servers in $MCP_OFFLOAD_TEST_NODE_MODULES" >&2
@@ -41,6 +42,6 @@ for pkg in server-filesystem server-everything server-memory; do
   version=$(node -p "require('$MCP_OFFLOAD_TEST_NODE_MODULES/@modelcontextprotocol/$pkg/package.json').version")
   echo "proxy-deps:   @modelcontextprotocol/$pkg $version" >&2
 done
-echo "proxy-deps: python servers: $("$python" -m pip show mcp-server-git mcp-server-time 2>/dev/null \
-  | awk '/^(Name|Version):/ {printf "%s ", $2}')in $("$python" -c 'import sys; print(sys.prefix)')" >&2
+echo "proxy-deps: python servers: mcp-server-git $(pip_version "$python" mcp-server-git)," \
+  "mcp-server-time $(pip_version "$python" mcp-server-time) in $("$python" -c 'import sys; print(sys.prefix)')" >&2
 echo "MCP_OFFLOAD_TEST_NODE_MODULES=$MCP_OFFLOAD_TEST_NODE_MODULES"

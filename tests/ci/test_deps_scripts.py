@@ -44,6 +44,12 @@ def test_empty_cache_and_no_registry_fails_loudly_or_prints_the_line(script: str
         "PIP_TIMEOUT": "2",
         "PIP_NO_CACHE_DIR": "1",
         "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+        # the scripts install through uv when it is on PATH (.ci/pip.sh): the same dead registry for it
+        "UV_DEFAULT_INDEX": dead,
+        "UV_HTTP_TIMEOUT": "2",
+        "UV_HTTP_RETRIES": "0",
+        "UV_CACHE_DIR": str(tmp_path / "uv-cache"),
+        "UV_PYTHON_DOWNLOADS": "never",
         "npm_config_registry": dead,
         "npm_config_fetch_retries": "0",
         "npm_config_cache": str(tmp_path / "npm-cache"),

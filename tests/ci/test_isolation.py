@@ -109,6 +109,7 @@ def test_a_test_starting_a_real_agent_must_be_marked(pytester: pytest.Pytester) 
 def test_workers_get_disjoint_port_slices_below_the_ephemeral_range(
     monkeypatch: pytest.MonkeyPatch, worker: str, count: str
 ) -> None:
+    monkeypatch.delenv(ports.SLOTS_VARIABLE, raising=False)
     monkeypatch.setenv("PYTEST_XDIST_WORKER", worker)
     monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", count)
     mine = ports._slice()
@@ -116,6 +117,22 @@ def test_workers_get_disjoint_port_slices_below_the_ephemeral_range(
     assert all(set(mine).isdisjoint(other) for other in others)
     assert mine.start >= ports.LOW and mine.stop + ports.BUS_OFFSET <= 32768  # bus ports too, below Linux's range
     assert len(mine) >= 3000
+
+
+def test_two_sessions_at_once_get_disjoint_slices_and_databases(monkeypatch: pytest.MonkeyPatch) -> None:
+    """.ci/run's two sessions (3 workers as slots 0-2 of 5, the real agents' 2 as slots 3 and 4) share no port slice
+    and no Redis database."""
+    seen: list[tuple[range, str]] = []
+    for slots, count in (("0/5", "3"), ("3/5", "2")):
+        monkeypatch.setenv(ports.SLOTS_VARIABLE, slots)
+        monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", count)
+        for n in range(int(count)):
+            monkeypatch.setenv("PYTEST_XDIST_WORKER", f"gw{n}")
+            seen.append((ports._slice(), worker_redis_url("redis://127.0.0.1:6379/0")))
+    assert len({url for _, url in seen}) == 5
+    for i, (mine, _) in enumerate(seen):
+        assert all(set(mine).isdisjoint(other) for j, (other, _) in enumerate(seen) if j != i)
+        assert mine.start >= ports.LOW and mine.stop + ports.BUS_OFFSET <= 32768
 
 
 def test_free_ports_are_free_distinct_and_have_a_free_bus_port() -> None:
@@ -137,5 +154,6 @@ def test_free_ports_are_free_distinct_and_have_a_free_bus_port() -> None:
 def test_each_worker_has_its_own_redis_database(
     monkeypatch: pytest.MonkeyPatch, url: str, worker: str, expected: str
 ) -> None:
+    monkeypatch.delenv(ports.SLOTS_VARIABLE, raising=False)
     monkeypatch.setenv("PYTEST_XDIST_WORKER", worker)
     assert worker_redis_url(url) == expected

@@ -24,7 +24,8 @@ The rules for a test author (the fixtures above do the rest):
 - Wall-clock limits are bounds against hangs, not measurements: time a CPU-bound step in CPU time
   (`time.process_time()`), and give a child process a generous timeout (it shares two cores with other workers).
 - A test that runs a real coding agent, client or proxy (npm/PyPI) is marked `real_agent` (module-level
-  `pytestmark`): `.ci/run` runs those in a stage of their own. `support.agents.need`, `client_binary` and
+  `pytestmark`): `.ci/run` runs those in a pytest session of their own, beside the rest (`MCP_OFFLOAD_TEST_SLOTS`
+  keeps the two sessions' ports and Redis databases apart: support/ports.py). `support.agents.need`, `client_binary` and
   `start_litellm` fail an unmarked test. A test that must not run beside some other test names a shared
   `@pytest.mark.xdist_group("…")` (`--dist loadgroup` runs a group on one worker).
 """
@@ -83,11 +84,11 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 def require_marker(name: str, what: str) -> None:
     """Fail the running test unless it is marked `name`: the helpers that start `what` (a real agent, the LiteLLM
-    proxy) call this, so a new test that runs one lands in the stage .ci/run gives those tests."""
+    proxy) call this, so a new test that runs one lands in the session .ci/run gives those tests."""
     if _current and _current[0].get_closest_marker(name) is None:
         pytest.fail(
             f"{_current[0].nodeid} runs {what}: mark it `@pytest.mark.{name}` (or `pytestmark = pytest.mark.{name}` "
-            "for the module), which .ci/run runs in a stage of its own",
+            "for the module), which .ci/run runs in a pytest session of its own, once the agents are installed",
             pytrace=False,
         )
 

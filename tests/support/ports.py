@@ -23,15 +23,29 @@ LOW, HIGH = 10_000, 20_000  # bus ports of Redis Cluster nodes (+10000) stay bel
 BUS_OFFSET = 10_000
 
 
+SLOTS_VARIABLE = "MCP_OFFLOAD_TEST_SLOTS"  # "FIRST/TOTAL": this run's workers are slots FIRST… of TOTAL (see below)
+
+
+def _slots() -> tuple[int, int]:
+    """(first, total) from `MCP_OFFLOAD_TEST_SLOTS`, (0, 0) without it. `.ci/run` runs two pytest sessions at once
+    (the real agents' beside the rest): the second's gw0, gw1, … are slots 3, 4, … of 5, so no two workers of the two
+    sessions share a port slice or a Redis database."""
+    first, _, total = os.environ.get(SLOTS_VARIABLE, "").partition("/")
+    if not (first.isdigit() and total.isdigit()):
+        return 0, 0
+    return int(first), int(total)
+
+
 def worker_index() -> int:
-    """0 for gw0 and for a run without xdist, n for gwN."""
+    """0 for gw0 and for a run without xdist, n for gwN (plus the session's first slot, see `_slots`)."""
     worker = os.environ.get("PYTEST_XDIST_WORKER", "")
-    return int(worker[2:]) if worker.startswith("gw") and worker[2:].isdigit() else 0
+    return _slots()[0] + (int(worker[2:]) if worker.startswith("gw") and worker[2:].isdigit() else 0)
 
 
 def worker_count() -> int:
     count = os.environ.get("PYTEST_XDIST_WORKER_COUNT", "")
-    return int(count) if count.isdigit() and int(count) > 0 else 1
+    first, total = _slots()
+    return max(total, first + (int(count) if count.isdigit() and int(count) > 0 else 1))
 
 
 def _slice_of(index: int, count: int) -> range:
