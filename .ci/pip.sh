@@ -37,7 +37,7 @@ pip_install() {
 pip_version() {
   local python=$1 package=$2
   if have_uv; then
-    uv pip show --quiet --python "$python" "$package" 2>/dev/null | awk '/^Version:/ {print $2}' || true
+    uv pip show --python "$python" "$package" 2>/dev/null | awk '/^Version:/ {print $2}' || true
   else
     "$python" -m pip show "$package" 2>/dev/null | awk '/^Version:/ {print $2}' || true
   fi
