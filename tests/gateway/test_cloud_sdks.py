@@ -7,13 +7,14 @@ api-version):
 - a big tool result is offloaded, the model finds the planted fact through the gateway's retrieval tool, and the
   client gets one ordinary answer (spliced streams included) while every upstream request is valid. The Bedrock
   client signs with a key the scripted Bedrock does not know: the gateway signs with its own (the environment's);
-- a 40-turn agent session keeps every upstream prompt a byte-for-byte extension of the one before (the simulated
-  cache sees at most the one break where the retrieval tools are appended) and costs less at the cloud's cache
-  prices than going direct.
+- a long agent session (16 turns; bench/gateway_clouds.py runs 40) keeps every upstream prompt a byte-for-byte
+  extension of the one before (the simulated cache sees at most the one break where the retrieval tools are
+  appended) and costs less at the cloud's cache prices than going direct (33-39 % at 16 turns).
 """
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Iterator
 
@@ -24,7 +25,7 @@ from llm_upstream.script import Step
 from mcp_offload.apis.registry import api_named
 from mcp_offload.providers.registry import PROVIDERS
 from support.cloud_flows import FLOWS, flow, tool_result_texts
-from support.cloud_sessions import SESSION_FLOWS, TURNS, run_session, session_cost, session_script
+from support.cloud_sessions import SESSION_FLOWS, TESTED_TURNS, run_session, session_cost, session_script
 from support.gateway_process import gateway_process
 from support.llm_conversations import NEEDLE, build_log, handles_in
 
@@ -88,22 +89,21 @@ def test_offloaded_valid_and_retrieved_through_the_gateway(clouds: tuple[Upstrea
         assert "Credential=AKIDEXAMPLE/" in sent[1].headers["authorization"]  # for it, AKIDEXAMPLE is the client's)
 
 
-# -- a 40-turn session: golden bytes and cost ----------------------------------------------------------------------
+# -- a long session: golden bytes and cost ------------------------------------------------------------------------
 @pytest.mark.parametrize("name", SESSION_FLOWS)
-def test_a_40_turn_session_is_byte_stable_and_cheaper_than_direct(
-    clouds: tuple[UpstreamServer, str], name: str
-) -> None:
+def test_a_long_session_is_byte_stable_and_cheaper_than_direct(clouds: tuple[UpstreamServer, str], name: str) -> None:
     upstream, gateway = clouds
     upstream.reset()
-    upstream.use(session_script)
+    upstream.use(functools.partial(session_script, turns=TESTED_TURNS))
     api, cloud = flow(name).api, flow(name).cloud
-    run_session(name, upstream.base_url, "direct")
+    run_session(name, upstream.base_url, "direct", TESTED_TURNS)
     direct = upstream.received(api, cloud=cloud)
     upstream.reset()
-    run_session(name, gateway, "gateway")
+    run_session(name, gateway, "gateway", TESTED_TURNS)
     through = upstream.received(api, cloud=cloud)
     assert all(r.status == 200 for r in direct + through), [r.error for r in through if r.status != 200]
-    assert len(direct) == TURNS + 1 and len(through) > TURNS + 1  # the gateway's loops add follow-up calls
+    # the gateway's loops add follow-up calls
+    assert len(direct) == TESTED_TURNS + 1 and len(through) > TESTED_TURNS + 1
     breaks = [i for i, r in enumerate(through) if r.usage is not None and not r.usage.extends_previous]
     assert len(breaks) <= 1, breaks  # only where the retrieval tools were appended
     provider = PROVIDERS[cloud]

@@ -4,7 +4,6 @@ real `mcp-offload` process, with the request id when it can be recovered; the se
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -44,9 +43,11 @@ BAD_LINES = [  # (line, expected code, expected id)
 ]
 
 
-@pytest.fixture
-def pipe(tmp_path: Path) -> Any:
-    raw = RawPipe(tmp_path / "store")
+@pytest.fixture(scope="module")
+def pipe(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """One server for the module's tests (each reads exactly its replies): it has to survive every bad line before
+    the next test's, which is the point, and a server start costs ~2 s of CPU."""
+    raw = RawPipe(tmp_path_factory.mktemp("rejects") / "store")
     raw.send(json.dumps(INIT))
     assert raw.receive()["id"] == 0
     raw.send('{"jsonrpc":"2.0","method":"notifications/initialized"}')

@@ -1,7 +1,7 @@
-"""A 40-turn agent session through a cloud with its real SDK (support/cloud_flows.py), for the tests and bench/: the
-model runs one build step per turn (a seeded tool output: every other step a ~3,000-token log) and now and then
-searches an offloaded output (answered by the gateway's loop, unseen by the client); `session_cost` prices what the
-upstream received at the cloud's cache prices."""
+"""A long agent session (`TURNS` turns; the tests run `TESTED_TURNS`) through a cloud with its real SDK
+(support/cloud_flows.py), for the tests and bench/: the model runs one build step per turn (a seeded tool output: every
+other step a ~3,000-token log) and now and then searches an offloaded output (answered by the gateway's loop, unseen by
+the client); `session_cost` prices what the upstream received at the cloud's cache prices."""
 
 from __future__ import annotations
 
@@ -13,17 +13,18 @@ from llm_upstream.script import Step
 from support.cloud_flows import flow
 from support.llm_conversations import handles_in
 
-TURNS = 40
+TURNS = 40  # bench/gateway_clouds.py's session
+TESTED_TURNS = 16  # the tests': a search every sixth step comes twice, the cost already well under direct's
 SESSION_FLOWS = ("bedrock-converse-stream", "bedrock-anthropic", "vertex-anthropic", "vertex-gemini", "azure-chat",
                  "azure-responses")  # fmt: skip
 OUTPUT_PRICE = 5.0  # output tokens in base-input units (Claude Sonnet's 5x; the ratio is what is compared)
 
 
-def session_script(turn: Turn) -> Step:
-    """The upstream's side (see the module docstring); after `TURNS` steps it answers."""
+def session_script(turn: Turn, turns: int = TURNS) -> Step:
+    """The upstream's side (see the module docstring); after `turns` steps it answers."""
     exchanges = turn.exchanges()
     steps = sum(1 for e in exchanges if e.name == "Bash")
-    if steps >= TURNS:
+    if steps >= turns:
         return reply("All steps done.")
     handles = handles_in(turn)
     last = exchanges[-1].name if exchanges else None
@@ -42,11 +43,12 @@ def step_output(n: int) -> str:
                      for i in range(220))  # fmt: skip
 
 
-def run_session(name: str, base_url: str, label: str) -> None:
-    """The client's side of the session with flow `name` against `base_url` (`label` keeps runs' prompts apart)."""
+def run_session(name: str, base_url: str, label: str, turns: int = TURNS) -> None:
+    """The client's side of the session with flow `name` against `base_url` (`label` keeps runs' prompts apart), for
+    an upstream scripted with `session_script` of as many `turns`."""
     client = flow(name, system=f"[{label}] You are a careful build engineer. " + "Read every log in full. " * 120)
     client.user(f"Work through all the build steps ({name}, {label}).")
-    for n in range(TURNS + 1):
+    for n in range(turns + 1):
         _, calls = client.turn(base_url)
         if not calls:
             return
