@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import gzip
 import hashlib
 import logging
@@ -55,6 +56,20 @@ def test_bundled_vocabularies_load_offline_with_verified_hash(
     assert c.count("hello world") == 2
     assert no_network == []
     assert capsys.readouterr().out == ""
+
+
+@pytest.mark.parametrize("name", ENCODINGS)
+def test_the_fast_loader_builds_tiktokens_own_ranks(name: str, tmp_path: Path) -> None:
+    """Our loader decodes the vocabulary's tokens with `binascii.a2b_base64` (vocab._FastBase64), not tiktoken's
+    `base64.b64decode` wrapper: every token and rank equals what tiktoken's own loader builds from the same file."""
+    files = vocab._OfflineFiles(str(tmp_path), bundled_data_dir())
+    ours = vocab._offline_constructor(name, files)()["mergeable_ranks"]
+    data_dir = bundled_data_dir()
+    assert data_dir is not None
+    packed = data_dir / f"{name}.tiktoken.gz"
+    bundled = gzip.decompress(packed.read_bytes()) if packed.exists() else (data_dir / f"{name}.tiktoken").read_bytes()
+    theirs = {base64.b64decode(token): int(rank) for token, rank in (line.split() for line in bundled.splitlines())}
+    assert len(ours) > 100_000 and ours == theirs
 
 
 def test_shared_counter_is_exact_and_cached(no_network: list[object]) -> None:

@@ -10,6 +10,7 @@ fall back to an estimate (UTF-8 bytes / 4), flagged as `estimated` on every coun
 
 from __future__ import annotations
 
+import binascii
 import gzip
 import hashlib
 import importlib.util
@@ -119,6 +120,15 @@ def _read_verified(path: Path, expected_hash: str, *, gz: bool) -> bytes | None:
     return data
 
 
+class _FastBase64:
+    """`base64` for tiktoken's loader: its `b64decode(token)` on each of the vocabulary's 200,000 lines is a wrapper
+    that checks its argument's type before `binascii.a2b_base64`; the tokens are bytes of a file whose sha256 was
+    checked, so the same call without the wrapper gives the same bytes. 0.15 s less of every process's start here
+    (0.58 -> 0.43 s of CPU for o200k_base): every server, gateway and ingest worker loads the vocabulary."""
+
+    b64decode = staticmethod(binascii.a2b_base64)
+
+
 def _rebind(fn: Callable[..., Any], namespace: dict[str, Any]) -> Callable[..., Any]:
     """`fn` resolving its globals in `namespace`: tiktoken's code, with our file reader, no global patching."""
     new = types.FunctionType(fn.__code__, namespace, fn.__name__, fn.__defaults__, fn.__closure__)
@@ -135,7 +145,9 @@ def _offline_constructor(name: str, files: _OfflineFiles) -> Callable[[], dict[s
     loaders = (tiktoken.load.load_tiktoken_bpe, tiktoken.load.data_gym_to_mergeable_bpe_ranks)
     if not all("read_file_cached" in f.__code__.co_names for f in loaders):
         raise _Unavailable("tiktoken's loader has changed shape; not loading it offline")
-    load_ns = dict(vars(tiktoken.load), read_file_cached=files.read_file_cached, read_file=files.read_file)
+    load_ns = dict(
+        vars(tiktoken.load), read_file_cached=files.read_file_cached, read_file=files.read_file, base64=_FastBase64
+    )
     public_ns = dict(vars(openai_public))
     public_ns.update({f.__name__: _rebind(f, load_ns) for f in loaders})
     for ctor in openai_public.ENCODING_CONSTRUCTORS.values():  # o200k_harmony calls o200k_base by name
