@@ -200,7 +200,8 @@ class StdioShortcut:
         (its check costs a fifth of this whole module's work per call, so the accepting case is checked here)."""
         if type(meta) is not dict or type(meta.get(CLIENT_CAPABILITIES_META_KEY)) is not dict:
             return None
-        if meta.get(PROTOCOL_VERSION_META_KEY) not in MODERN_PROTOCOL_VERSIONS:
+        version = meta.get(PROTOCOL_VERSION_META_KEY)
+        if type(version) is not str or version not in MODERN_PROTOCOL_VERSIONS:
             return None
         info = meta.get(CLIENT_INFO_META_KEY)
         if info is None:
