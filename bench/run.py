@@ -26,6 +26,7 @@ SUITES = [
     "cluster_scale",
     "compact",
     "previews",
+    "first_answer",
     "ranked",
     "sql",
     "gateway",

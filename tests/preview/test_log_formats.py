@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mcp_offload.preview import build_preview
+from mcp_offload.store.content_index import ContentIndex
 from support.preview import len4
 
 
@@ -61,3 +66,38 @@ def test_server_log_formats(name: str, text: str, levels: dict[str, int], span: 
     if "ERROR" in levels:
         line = preview.data["first_error"]["line"]
         assert "error" in text.split("\n")[line - 1].lower()
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 2**32), st.sampled_from([2_000, 60_000, 300_000]), st.booleans())
+def test_a_logs_preview_is_the_same_with_the_content_index_line_numbers(seed: int, size: int, accents: bool) -> None:
+    """Stored outputs hand the preview their content index's newline counts (no count of the text's newlines of its
+    own): the preview is byte for byte the one counting them gives (line numbers of templates and errors included),
+    on sampled logs, non-ASCII ones and ones without a final newline."""
+    rng = random.Random(seed)
+    lines, total, i = [], 0, 0
+    while total < size:
+        word = rng.choice(["ok", "miss", "héllo", "ünï"] if accents else ["ok", "miss", "hit", "x"])
+        level = rng.choice(["INFO", "INFO", "WARN", "ERROR"])
+        phase = total * 10 // size  # a message of its own length each tenth: first seen all along the log
+        message = " ".join([word] * (phase + 1))
+        line = f"2026-11-21T10:{i % 60:02d}:00Z {level} api: {message} id={rng.randint(0, 9)}"
+        if rng.random() < 0.05:
+            line = ""
+        lines.append(line)
+        total += len(line) + 1
+        i += 1
+    text = "\n".join(lines) + rng.choice(["", "\n"])
+    data = text.encode()
+    index = ContentIndex.build(data)
+    counted = build_preview(text, "text", budget_tokens=400, count_tokens=len4, total_lines=index.lines)
+    indexed = build_preview(
+        text,
+        "text",
+        budget_tokens=400,
+        count_tokens=len4,
+        total_lines=index.lines,
+        newlines_before=lambda pos: index.newlines_before_char(data, pos),
+    )
+    assert counted.data.get("type") == "log"
+    assert (indexed.text, indexed.data) == (counted.text, counted.data)

@@ -36,6 +36,11 @@ class RawPipe:
         self.proc.stdin.flush()
 
     def receive(self, timeout: float = HANG_TIMEOUT_S) -> dict[str, Any]:
+        message: dict[str, Any] = json.loads(self.receive_line(timeout))
+        return message
+
+    def receive_line(self, timeout: float = HANG_TIMEOUT_S) -> bytes:
+        """The next line the server wrote, as its bytes (without the newline)."""
         assert self.proc.stdout is not None
         while b"\n" not in self._buffer:
             if not self._selector.select(timeout):
@@ -45,8 +50,7 @@ class RawPipe:
                 raise AssertionError("the server closed stdout")
             self._buffer += chunk
         line, self._buffer = self._buffer.split(b"\n", 1)
-        message: dict[str, Any] = json.loads(line)
-        return message
+        return line
 
     def close(self) -> None:
         assert self.proc.stdin is not None

@@ -212,6 +212,7 @@ async def serve_stdio(settings: Settings, proxy: ProxyConfig | None = None, sess
     from mcp_offload.mcp_server.offload_server import build_server
     from mcp_offload.serve.stdio import stdio_streams
     from mcp_offload.serve.stdio_eras import serve_eras
+    from mcp_offload.serve.stdio_shortcut import stdio_shortcut_for
 
     services = build_services(settings)
     if proxy is not None:  # upstream results are often big: their first one is prepared in a worker process too
@@ -219,7 +220,7 @@ async def serve_stdio(settings: Settings, proxy: ProxyConfig | None = None, sess
     try:
         async with open_proxy(services, proxy) as extensions:
             server = build_server(services, extensions=extensions, session=session)
-            async with stdio_streams() as (read, write):
+            async with stdio_streams(tap=stdio_shortcut_for(server, extensions)) as (read, write):
                 await serve_eras(server, read, write, server.create_initialization_options())
     finally:
         await services.aclose()

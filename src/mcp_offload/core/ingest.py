@@ -61,8 +61,10 @@ def model_preview(
     count_tokens: Callable[[str], int],
     total_lines: int,
     parsed: object | None = None,
+    newlines_before: Callable[[int], int] | None = None,
 ) -> Preview:
-    """The preview the model sees of a text output: the reference's budget (`preview_tokens`) less its frame."""
+    """The preview the model sees of a text output: the reference's budget (`preview_tokens`) less its frame.
+    `newlines_before`: from the output's content index when at hand (the same preview, sooner)."""
     return build_preview(
         text,
         kind,
@@ -70,6 +72,7 @@ def model_preview(
         budget_tokens=max(100, settings.preview_tokens - FRAME_TOKENS),
         count_tokens=count_tokens,
         total_lines=total_lines,
+        newlines_before=newlines_before,
     )
 
 
@@ -134,7 +137,13 @@ def prepare_text(
     with gc_paused():
         kind, parsed = detect_kind(text, data)
         preview = model_preview(
-            text, kind, settings=settings, count_tokens=tokens.count, total_lines=index.lines, parsed=parsed
+            text,
+            kind,
+            settings=settings,
+            count_tokens=tokens.count,
+            total_lines=index.lines,
+            parsed=parsed,
+            newlines_before=lambda pos: index.newlines_before_char(data, pos),
         )
         del parsed
     if "\x00" in text and kind == "text":

@@ -6,7 +6,7 @@ time; our own tools validate their arguments with pydantic in `server/tools.py`.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,7 +31,7 @@ from mcp_offload.mcp_server.scoping import RunScope, ScopePolicy, new_scope
 from mcp_offload.mcp_server.tools import call_tool, error_result, tool_of
 from mcp_offload.version import __version__
 
-__all__ = ["OffloadServer", "build_server"]
+__all__ = ["OffloadServer", "RequestWatcher", "build_server"]
 
 # What a client puts in its system prompt (Claude Code: in the history, under a heading of its own), paid on every turn
 # of every conversation: only what no tool description says, that a stored result is worked on by its handle; each
@@ -49,8 +49,15 @@ class RunState:
     extension: Extension = field(default_factory=Extension)
 
 
+RequestWatcher = Callable[[ServerRequestContext[RunState], CallContext], None]
+"""Told of every tools/list and tools/call the server answers, with the call context it built for it (the stdio
+front's shortcut learns the connection's era and client from it: serve/stdio_shortcut.py)."""
+
+
 class OffloadServer(Server[RunState]):
     """Advertise list_changed for tools on every transport (the proxy relays upstream catalog changes)."""
+
+    request_watchers: list[RequestWatcher]
 
     def create_initialization_options(
         self,
@@ -85,6 +92,7 @@ def build_server(
     ext = Extensions([*extensions, SavingsTap(services.savings, services.tokens)])  # the tap innermost
     notifier = ChangeNotifier()
     ext.bind(notifier)
+    watchers: list[RequestWatcher] = []
 
     @asynccontextmanager
     async def lifespan(_: Server[RunState]) -> AsyncIterator[RunState]:
@@ -109,6 +117,10 @@ def build_server(
         ctx: ServerRequestContext[RunState], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         notifier.track(ctx)
+        if watchers:
+            call = tool_call(ctx)
+            for watcher in watchers:
+                watcher(ctx, call)
         return types.ListToolsResult(tools=[*own_tools, *await ext.list_tools()])
 
     async def handle_call(
@@ -116,6 +128,8 @@ def build_server(
     ) -> types.CallToolResult:
         notifier.track(ctx)
         call = tool_call(ctx)
+        for watcher in watchers:
+            watcher(ctx, call)
         spec = TOOLS_BY_NAME.get(params.name)
         if spec is not None:
             own = spec
@@ -177,7 +191,7 @@ def build_server(
             return own_schemas[tool_name]
         return ext.input_schema(tool_name)
 
-    return OffloadServer(
+    server = OffloadServer(
         name,
         version=__version__,
         instructions=INSTRUCTIONS,
@@ -192,3 +206,5 @@ def build_server(
         on_get_prompt=get_prompt,
         on_subscriptions_listen=ListenHandler(notifier.bus),
     )
+    server.request_watchers = watchers
+    return server

@@ -53,11 +53,14 @@ def build_preview(
     budget_tokens: int = 500,
     count_tokens: Callable[[str], int] = estimate_tokens,
     total_lines: int | None = None,
+    newlines_before: Callable[[int], int] | None = None,
 ) -> Preview:
     """Render the preview of `text` (of `kind`, as `detect_kind` said) in at most `budget_tokens` tokens.
 
     `parsed` is what `detect_kind` returned alongside the kind (parsed again when missing). A text that turns out
-    not to be what `kind` says gets a text preview.
+    not to be what `kind` says gets a text preview. `newlines_before(pos)`, when given, is how many newlines
+    `text[:pos]` holds (from the stored output's content index: the preview then need not count them itself); the
+    preview is the same with it or without.
     """
     budget = max(0, budget_tokens)
     if kind == "json":
@@ -76,7 +79,7 @@ def build_preview(
         kind = "text"
     if kind == "text":
         line_count = count_lines(text) if total_lines is None else total_lines
-        described = text_kind_preview(text, budget, count_tokens, line_count)
+        described = text_kind_preview(text, budget, count_tokens, line_count, newlines_before)
         if described is not None:
             return _finish(kind, *described, budget, count_tokens)
     rendered, data = text_preview(text, budget, count_tokens, total_lines)

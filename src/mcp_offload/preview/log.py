@@ -155,16 +155,22 @@ def _chunks(text: str) -> Iterator[tuple[int, int]]:
         yield start, end
 
 
-def _mine(text: str) -> tuple[_Mined, bool]:
+def _mine(text: str, newlines_before: Callable[[int], int] | None) -> tuple[_Mined, bool]:
     mined = _Mined(TemplateMiner(), Counter(), Counter())
     line_number, pos = 1, 0
     sampled = False
     for start, end in _chunks(text):
         if start > pos:
-            line_number += text.count("\n", pos, start)
+            line_number = (
+                line_number + text.count("\n", pos, start) if newlines_before is None else newlines_before(start) + 1
+            )
             sampled = True
         pos = start
-        for line in text[start:end].split("\n"):
+        chunk = text[start:end]
+        # what no line of the chunk can hold is not looked for line by line (the same answers, sooner)
+        binary = _BINARY.search(chunk) is not None
+        requests = "HTTP/" in chunk
+        for line in chunk.split("\n"):
             if pos + len(line) >= end and not line:
                 break
             pos += len(line) + 1
@@ -172,14 +178,14 @@ def _mine(text: str) -> tuple[_Mined, bool]:
             if not line.strip():
                 continue
             mined.lines += 1
-            if _BINARY.search(line):
+            if binary and _BINARY.search(line):
                 mined.unreadable += 1
                 continue
             head = line[:_HEAD_CHARS]
             level = _level_of(head)
             if level is not None:
                 mined.levels[level[0]] += 1
-            access = _ACCESS.search(line)
+            access = _ACCESS.search(line) if requests else None
             if access is not None:
                 mined.statuses[access.group(1)[0] + "xx"] += 1
             stamp = _TIMESTAMP.search(head)
@@ -231,7 +237,9 @@ def _find_error(text: str, lo: int, hi: int, *, last: bool, line_of: Callable[[i
     return None
 
 
-def _line_counter(text: str, total_lines: int) -> Callable[[int], int]:
+def _line_counter(text: str, total_lines: int, newlines_before: Callable[[int], int] | None) -> Callable[[int], int]:
+    if newlines_before is not None:
+        return lambda pos: newlines_before(pos) + 1
     newlines = total_lines - (1 if text and not text.endswith("\n") else 0)
 
     def line_of(pos: int) -> int:
@@ -285,15 +293,22 @@ def _levels_line(mined: _Mined, approx: str) -> str | None:
 
 
 def log_preview(
-    text: str, budget: int, count: Callable[[str], int], total_lines: int
+    text: str,
+    budget: int,
+    count: Callable[[str], int],
+    total_lines: int,
+    newlines_before: Callable[[int], int] | None = None,
 ) -> tuple[str, dict[str, Any]] | None:
-    """(rendered, summary for the result's `shape`), or None when too little of `text` reads as a log."""
-    mined, sampled = _mine(text)
+    """(rendered, summary for the result's `shape`), or None when too little of `text` reads as a log.
+
+    `newlines_before(pos)`: how many newlines `text[:pos]` holds, from an index of the text when there is one (else
+    they are counted here: ~2 ms a 4 MB log, a third of its preview)."""
+    mined, sampled = _mine(text, newlines_before)
     if mined.lines == 0 or mined.unreadable * 10 > mined.lines:
         return None
     approx = "~" if sampled else ""
     scale = total_lines / max(1, mined.lines) if sampled else 1.0
-    line_of = _line_counter(text, total_lines)
+    line_of = _line_counter(text, total_lines, newlines_before)
     window = min(len(text), _ERROR_WINDOW)
     first_error = _find_error(text, 0, window, last=False, line_of=line_of)
     last_error = None

@@ -23,15 +23,20 @@ __all__ = ["text_kind_preview"]
 
 
 def text_kind_preview(
-    text: str, budget: int, count: Callable[[str], int], total_lines: int
+    text: str,
+    budget: int,
+    count: Callable[[str], int],
+    total_lines: int,
+    newlines_before: Callable[[int], int] | None = None,
 ) -> tuple[str, dict[str, Any]] | None:
-    """(rendered, structuredContent summary) for a text of a known kind, else None (plain text, or it failed)."""
+    """(rendered, structuredContent summary) for a text of a known kind, else None (plain text, or it failed).
+    `newlines_before`: as for `log_preview` (a log's line numbers, from an index of the text)."""
     sniffed = sniff_text_kind(text)
     if sniffed is None:
         return None
     try:
         if sniffed.kind == "log":
-            return log_preview(text, budget, count, total_lines)
+            return log_preview(text, budget, count, total_lines, newlines_before)
         if sniffed.kind == "table" and sniffed.detail is not None:
             return table_preview(text, sniffed.detail, budget, count, total_lines)
         if sniffed.kind == "code" and sniffed.detail is not None:

@@ -160,7 +160,7 @@ class LazyTools(Extension):
                 route = await self._route(args.name)
                 if isinstance(route, types.CallToolResult):
                     return route
-                return await self.router.forward(ctx, call, route, args.arguments)
+                return await self.router.forward(call, route, args.arguments)
 
             return await self._run(SPECS[CALL], call, arguments, forward)
         return await self.router.call_tool(ctx, call, name, arguments)

@@ -33,7 +33,6 @@ from mcp_offload.core.services import Services
 from mcp_offload.core.tools import READ_BACK_TOOLS, TOOLS_BY_NAME, CallContext
 from mcp_offload.errors import OffloadError
 from mcp_offload.mcp_server.change_notifier import ListChanged
-from mcp_offload.mcp_server.client_caps import ClientCaps
 from mcp_offload.mcp_server.extension import Extension, NextTool
 from mcp_offload.mcp_server.savings_tap import count_text
 from mcp_offload.mcp_server.tools import RESULT_META, error_result, result_to_mcp
@@ -92,7 +91,6 @@ class ProxyRouter(Extension):
         self.config = config
         self.services = services
         self.policy = OffloadPolicy(services)
-        self.caps = ClientCaps(services.settings.client_caps)  # how each client shows its model a result
         self.stats = stats or SavingsStats()
         self.upstreams = [self._new_upstream(spec, config) for spec in config.enabled]
         self._tg: anyio.abc.TaskGroup | None = None
@@ -102,6 +100,7 @@ class ProxyRouter(Extension):
         self._table_key: tuple[int, ...] | None = None
         self._generation = 0  # bumped by reconfigure: the upstream list changed
         self._reserved = set(TOOLS_BY_NAME) | {STATUS_TOOL} | reserved
+        self.shortcut_calls = 0  # calls the stdio front answered from their line (serve/stdio_shortcut.py)
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[ProxyRouter]:
@@ -234,16 +233,26 @@ class ProxyRouter(Extension):
             route = self.table().tools.get(name)
         if route is None:
             return self.unavailable_error(name)
-        return await self.forward(ctx, call, route, arguments)
+        return await self.forward(call, route, arguments)
 
-    async def forward(
-        self, ctx: ServerRequestContext[Any], call: CallContext, route: Route, arguments: dict[str, Any] | None
-    ) -> types.CallToolResult:
-        """Call the upstream tool, relaying progress, and pass the result through the offload policy."""
+    def ready_route(self, name: str) -> Route | None:
+        """The route of `name` when a call of it needs nothing but `forward` now: a listed upstream tool whose
+        upstream is ready and takes tool calls as JSON lines (a stdio child). None otherwise (the stdio front's
+        shortcut then leaves the call to the full path, serve/stdio_shortcut.py)."""
+        route = self.table().tools.get(name)
+        if route is None or not route.upstream.takes_raw_calls:
+            return None
+        return route
+
+    async def forward(self, call: CallContext, route: Route, arguments: dict[str, Any] | None) -> types.CallToolResult:
+        """Call the upstream tool, relaying progress to `call.progress`, and pass the result through the offload
+        policy (resource links as `call.cap` wants them)."""
         spec = route.upstream.spec
+        report = call.progress
 
         async def relay(progress: float, total: float | None, message: str | None) -> None:
-            await ctx.session.report_progress(progress, total, message)
+            if report is not None:
+                await report(progress, total, message)
 
         try:
             substitution = await substitute_outputs(
@@ -279,7 +288,7 @@ class ProxyRouter(Extension):
             arguments=arguments,
             threshold=self.config.threshold_for(spec),
             always=route.name in spec.options.always,
-            links=self.caps.for_request(ctx).resource_links,
+            links=call.cap.resource_links,
         )
         await self._account(call, spec.name, route.name, decision, passed)
         return result
@@ -427,6 +436,7 @@ class ProxyRouter(Extension):
                 for s in statuses
             ],
             "savings": self.stats.session(call.session.key).as_dict(),
+            "shortcut_calls": self.shortcut_calls,
         }
         return types.CallToolResult(
             content=[types.TextContent(type="text", text="\n".join(lines))], _meta={RESULT_META: status}

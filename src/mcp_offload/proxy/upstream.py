@@ -299,6 +299,11 @@ class Upstream:
                 requested = True
             await self._transition.wait()
 
+    @property
+    def takes_raw_calls(self) -> bool:
+        """Ready, and its connection takes `tools/call` as JSON lines (a stdio child: the raw channel)."""
+        return self.state == "ready" and self._raw is not None and self._client is not None and not self._lost.is_set()
+
     def _lose(self, client: Client) -> None:
         if self._client is client:
             self._lost.set()

@@ -17,6 +17,7 @@ store location. `summarize` turns rows into the figures every front end shows.
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -77,7 +78,12 @@ class SavingsRow:
 
 
 def utc_day(now: float) -> str:
-    return datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%d")
+    return _day_name(int(now // 86_400))  # Unix time has exactly 86,400 s a day; counted on every tool call
+
+
+@functools.lru_cache(maxsize=4)
+def _day_name(day: int) -> str:
+    return datetime.fromtimestamp(day * 86_400, UTC).strftime("%Y-%m-%d")
 
 
 def last_days(days: int, now: float) -> list[str]:

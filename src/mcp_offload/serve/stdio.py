@@ -11,17 +11,29 @@ import asyncio
 import os
 import stat
 import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager, suppress
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager, suppress
+from typing import Any, Protocol
 
 from mcp.server.stdio import stdio_server
 
 from mcp_offload.serve.stdio_rejects import AnsweringReadStream
 
 
+class LineTap(Protocol):
+    """Offered every line read before the SDK parses it (the proxy's shortcut: serve/stdio_shortcut.py)."""
+
+    def take(self, line: bytes) -> bool:
+        """Whether the line is answered by the tap (the SDK never sees it)."""
+        ...
+
+    def serving(self, write: Callable[[bytes], Awaitable[None]]) -> AbstractAsyncContextManager[None]:
+        """Answer lines while inside; `write` puts one whole line on the wire."""
+        ...
+
+
 @asynccontextmanager
-async def stdio_streams() -> AsyncIterator[tuple[Any, Any]]:
+async def stdio_streams(tap: LineTap | None = None) -> AsyncIterator[tuple[Any, Any]]:
     """`(read, write)` for `Server.run` over this process's stdin/stdout: the SDK's `stdio_server()`, fed by the
     event loop's own non-blocking pipes instead of worker threads.
 
@@ -35,7 +47,8 @@ async def stdio_streams() -> AsyncIterator[tuple[Any, Any]]:
     are restored on exit. Used only when stdin and stdout are pipes or sockets: a terminal or a file is left to the
     SDK, because making it non-blocking would change it for every process sharing it (and asyncio cannot poll
     files). Lines of any length are read (an `offload` call may carry megabytes). A line that is not a JSON-RPC
-    message gets a JSON-RPC error back (stdio_rejects.py), not silence.
+    message gets a JSON-RPC error back (stdio_rejects.py), not silence. `tap` (on the pipes only) is offered every
+    line first and may answer it itself, one whole line per write beside the SDK's.
     """
     try:
         loop = asyncio.get_running_loop()
@@ -66,9 +79,12 @@ async def stdio_streams() -> AsyncIterator[tuple[Any, Any]]:
         )
         write_transport.set_write_buffer_limits(high=0)  # flush = everything is in the pipe
         # stdio_server is typed for anyio's file wrappers; ours have the same async read/write/iteration surface
-        wire_in_lines, wire_out_writer = _WireLines(reader), _WireOut(write_transport, protocol)
-        async with stdio_server(stdin=wire_in_lines, stdout=wire_out_writer) as (read, write):  # type: ignore[arg-type]
-            yield AnsweringReadStream(read, write), write
+        wire_in_lines, wire_out_writer = _WireLines(reader, tap), _WireOut(write_transport, protocol)
+        async with AsyncExitStack() as stack:
+            if tap is not None:
+                await stack.enter_async_context(tap.serving(wire_out_writer.write_line))
+            async with stdio_server(stdin=wire_in_lines, stdout=wire_out_writer) as (read, write):  # type: ignore[arg-type]
+                yield AnsweringReadStream(read, write), write
     finally:
         if read_transport is not None:
             read_transport.close()
@@ -102,17 +118,20 @@ def _divert(fd: int, to: int) -> None:
 class _WireLines:
     """`async for line in stdin`, as the SDK's reader loop wants it (UTF-8, undecodable bytes replaced)."""
 
-    def __init__(self, reader: asyncio.StreamReader) -> None:
+    def __init__(self, reader: asyncio.StreamReader, tap: LineTap | None = None) -> None:
         self._reader = reader
+        self._tap = tap
 
     def __aiter__(self) -> _WireLines:
         return self
 
     async def __anext__(self) -> str:
-        line = await self._reader.readline()
-        if not line:
-            raise StopAsyncIteration
-        return line.decode("utf-8", "replace")
+        while True:
+            line = await self._reader.readline()
+            if not line:
+                raise StopAsyncIteration
+            if self._tap is None or not self._tap.take(line):
+                return line.decode("utf-8", "replace")
 
 
 class _WireOut:
@@ -127,6 +146,12 @@ class _WireOut:
         self._transport.write(text.encode("utf-8"))
 
     async def flush(self) -> None:
+        await self._protocol.drained()
+
+    async def write_line(self, line: bytes) -> None:
+        """One whole line from a tap, beside the SDK's (each write is one line, so none interleave)."""
+        self._protocol.check()
+        self._transport.write(line)
         await self._protocol.drained()
 
 

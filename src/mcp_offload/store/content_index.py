@@ -148,6 +148,10 @@ class ContentIndex:
         start = k * BLOCK
         return start, self.line_starts[k], start if self.ascii else self.char_starts[k]
 
+    def newlines_before_char(self, data: ByteSource, char: int) -> int:
+        """Newlines among the first `char` characters (0-based character offset `char`)."""
+        return self.line_of_byte(data, char if self.ascii else self.byte_of_char(data, char)) - 1
+
     def line_of_byte(self, data: ByteSource, pos: int) -> int:
         """1-based line number that contains byte offset `pos`."""
         if pos <= 0:
