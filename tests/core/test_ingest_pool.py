@@ -113,6 +113,23 @@ async def test_a_worker_killed_mid_call_loses_nothing(pooled: Services) -> None:
     assert await pool.prepare(_log(POOL_MIN_CHARS * 2), None, None, None) is not None
 
 
+async def test_closing_while_workers_load_kills_them_at_once(tmp_path: Path) -> None:
+    """A server stopped right after it started: its workers, still loading (importing, reading the vocabulary),
+    would see their closed input only once loaded; they hold nothing yet, so they are killed at once rather than
+    waited for, one after the other (a worker of `--workers` outlived its supervisor's grace period that way)."""
+    pool = IngestPool(Settings(store=str(tmp_path / "store")), 2)
+    pool.start()
+    with anyio.fail_after(60):
+        while len(pool._all) < 2:  # noqa: ASYNC110  (both processes spawned, neither has loaded yet)
+            await anyio.sleep(0.001)
+    processes = [worker.process for worker in pool._all]
+    assert not any(worker.loaded for worker in pool._all)
+    started = time.monotonic()
+    await pool.aclose()
+    assert time.monotonic() - started < 2.0  # not the 5 s grace, nor 5 s each
+    assert [process.returncode for process in processes] == [-signal.SIGKILL] * 2  # not waited for (that ends 0)
+
+
 async def test_a_big_ingest_does_not_hold_the_event_loop(pooled: Services) -> None:
     """While a big JSON output is stored, a 1 ms timer on the same event loop keeps firing. Prepared in a thread of
     this process instead, the whole-document parse alone holds the GIL (and so the loop) for about as long as

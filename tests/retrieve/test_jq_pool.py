@@ -25,7 +25,9 @@ async def test_runaway_program_is_stopped_at_the_deadline(fast_runner: JqRunner,
     started = time.monotonic()
     with pytest.raises(QueryError, match=r"ran longer than 1.5 s|ran out of memory"):
         await fast_runner.run(make_output(b"{}"), program)
-    assert time.monotonic() - started < 1.5 + 1.0
+    # a bound against running on (each program never ends), not a measurement: 1 s of slack was 2.8 s on a loaded
+    # machine filling memory for [range(1e12)]; the message above says the deadline or the memory limit stopped it
+    assert time.monotonic() - started < 1.5 + 5.0
     assert (await fast_runner.run(make_output(b'{"a": 1}'), ".a")).text == "1"  # a fresh worker took over
 
 

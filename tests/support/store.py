@@ -431,8 +431,9 @@ async def put_bytes(store: Store, scope: str, data: bytes, *, name: str | None =
 
 @pytest.fixture
 async def redis_offload_server(redis_url: str) -> AsyncIterator[OffloadServer]:
-    """The MCP server over the session's Redis store (one jq worker, a 3 s jq limit)."""
-    services = build_services(Settings(store=redis_url, jq_timeout_s=3.0, jq_workers=1))
+    """The MCP server over the session's Redis store (one jq worker; a 20 s query limit: its tests query megabytes
+    copied out of Redis, and 3 s was too short for one on a loaded machine; none of them tests the limit)."""
+    services = build_services(Settings(store=redis_url, jq_timeout_s=20.0, jq_workers=1))
     try:
         yield build_server(services)
     finally:

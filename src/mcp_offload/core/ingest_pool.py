@@ -39,6 +39,7 @@ import queue
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Sequence
 from contextlib import suppress
 from pathlib import Path
@@ -96,11 +97,13 @@ class _Worker:
             _widen(pipe)
         self._in: IO[bytes] = self.process.stdin
         self._out: IO[bytes] = self.process.stdout
+        self.loaded = False
         ingest_wire.send(self._in, pickle.dumps(settings))
 
     def wait_ready(self) -> None:
         """Block until the worker has loaded (it answers its settings with an empty frame)."""
         self._receive()
+        self.loaded = True
 
     def call(self, *request: bytes | bytearray | memoryview) -> bytes:
         """Send one request frame (its pieces) and receive the first frame of the answer."""
@@ -117,14 +120,27 @@ class _Worker:
     def _receive(self) -> bytes:
         try:
             return ingest_wire.receive(self._out)
-        except (OSError, EOFError) as exc:
+        except (OSError, EOFError, ValueError) as exc:  # ValueError: the pipe was closed (the pool closing) first
             raise WorkerDied(str(exc) or "end of its output") from None
 
     def stop(self, grace_s: float = 5.0) -> None:
         """Close its pipes (a worker ends at the end of its input) and wait for it; killed after `grace_s`."""
+        self.close_pipes()
+        self.wait_or_kill(grace_s)
+
+    def close_pipes(self) -> None:
+        """Close the pipes; a worker still loading is killed first. It would see its closed input only once loaded
+        (a second or more on a busy machine) and holds nothing yet; and closing the output pipe waits for the
+        thread blocked reading it (`wait_ready`), which only the worker's answer or its end releases."""
+        if not self.loaded:
+            with suppress(OSError):
+                self.process.kill()
         for pipe in (self._in, self._out):
             with suppress(OSError):
                 pipe.close()
+
+    def wait_or_kill(self, grace_s: float) -> None:
+        """Wait up to `grace_s` for it to end, then kill it."""
         try:
             self.process.wait(timeout=grace_s)
         except subprocess.TimeoutExpired:
@@ -320,6 +336,10 @@ def _object(worker: _Worker, layout: list[tuple[str, int]]) -> dict[str, object]
     return value
 
 
-def _stop_all(workers: list[_Worker]) -> None:
+def _stop_all(workers: list[_Worker], grace_s: float = 5.0) -> None:
+    """Stop `workers` together: all their pipes closed first, then one `grace_s` for them all (not one each)."""
     for worker in workers:
-        worker.stop()
+        worker.close_pipes()
+    deadline = time.monotonic() + grace_s
+    for worker in workers:
+        worker.wait_or_kill(max(0.0, deadline - time.monotonic()))

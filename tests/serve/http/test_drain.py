@@ -66,7 +66,9 @@ async def test_sigterm_during_load_is_graceful(tmp_path: Path) -> None:
         async with anyio.create_task_group() as tg:
             for n, (transport, mode) in enumerate([("http", "auto"), ("http", "legacy"), ("sse", "legacy")] * 2):
                 tg.start_soon(load, transport, mode, n)
-            await anyio.sleep(2.0)
+            with anyio.fail_after(HANG_TIMEOUT_S):  # the load runs (a fixed 2 s was not always enough under load)
+                while len(acknowledged) < 2:
+                    await anyio.sleep(0.05)
             children = descendants(process.pid)
             process.send_signal(signal.SIGTERM)
             with anyio.fail_after(HANG_TIMEOUT_S):
