@@ -134,6 +134,8 @@ async def settle() -> None:
     (a model's next call comes seconds later): measured rows never overlap it."""
     while STRUCTURES.warming:  # noqa: ASYNC110  (a counter of another thread: polled)
         await anyio.sleep(0.01)
+    while not gc.isenabled():  # noqa: ASYNC110  (a parsed document still being freed in the background)
+        await anyio.sleep(0.005)
 
 
 def _loads_gc_paused(text: str) -> None:

@@ -9,7 +9,10 @@ path). Rows give the median and range of wall time, this process's CPU (`time.pr
 workers' CPU (from /proc), and the median of the per-turn differences against plain text. Background builds started
 by an offload (passage and structure indexes) finish before the next one is timed.
 
-    python bench/run.py --only first_answer            # 4 MB log / 4 MB text / 2 MB CSV / 4 MB JSON, --repeat 5
+Last, offloading a JSON document of each `--sizes` size from 1 MB up against `orjson.loads` of the same text (the
+core suite's "offload JSON" row without the MCP client), in turns.
+
+    python bench/run.py --only first_answer --sizes 10M,100M   # 4 MB log / text / 2 MB CSV / 4 MB JSON, then JSON
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from typing import Any
 
 import anyio
 
-from bench.core import make_json, make_text, settle
+from bench.core import _loads_gc_paused, make_json, make_text, parse_size, settle
 from bench.proxy import make_csv, make_prose
 from mcp_offload.core import outputs
 from mcp_offload.core.services import Services, build_services
@@ -52,7 +55,7 @@ def _workers_cpu_s(services: Services) -> float:
 
 async def _quiet() -> None:
     """Wait for the background builds an offload started (they would run into the next measurement)."""
-    await settle()
+    await settle()  # the structure index's build, and the background freeing of a parsed document
     await anyio.to_thread.run_sync(INDEXES.wait_idle, 60.0)
 
 
@@ -127,10 +130,47 @@ async def _measure(mode: str, repeat: int, store: Path) -> list[dict[str, Any]]:
     return rows
 
 
+async def _json_vs_orjson(label: str, repeat: int, store: Path) -> dict[str, Any]:
+    """Offloading a JSON document (in a thread, as the core suite's in-memory server does) against `orjson.loads` of
+    the same text with the GC paused (as the offload parses), in turns."""
+    size = parse_size(label)
+    text = make_json(size, random.Random(size))
+    services = build_services(Settings(store=str(store), max_output_bytes=2 * size + 1_000_000, ingest_workers=0))
+    ours: list[float] = []
+    yard: list[float] = []
+    try:
+        for _ in range(repeat):
+            await _quiet()
+            t0 = time.perf_counter()
+            _loads_gc_paused(text)
+            yard.append((time.perf_counter() - t0) * 1000)
+            t0 = time.perf_counter()
+            await outputs.offload(services, outputs.SessionScope.new(), text)
+            ours.append((time.perf_counter() - t0) * 1000)
+        await _quiet()
+    finally:
+        await services.aclose()
+    ratios = [a / b for a, b in zip(ours, yard, strict=True)]
+    med, yard_med = statistics.median(ours), statistics.median(yard)
+    return {
+        "suite": "first_answer",
+        "case": "offload JSON (in process) vs orjson.loads",
+        "size": label,
+        "ours_ms": round(med, 1),
+        "yardstick": "orjson.loads, GC paused",
+        "yardstick_ms": round(yard_med, 1),
+        "ratio": round(med / yard_med, 2),
+        "note": f"ours {min(ours):.0f}-{max(ours):.0f} ms, orjson {min(yard):.0f}-{max(yard):.0f} ms, "
+        f"ratio per turn {min(ratios):.2f}-{max(ratios):.2f}",
+    }
+
+
 def run(args: Any) -> list[dict[str, Any]]:
     repeat = 3 if args.quick else max(3, args.repeat)
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="mcp-offload-bench-") as tmp:
         for mode in ("thread", "workers"):
             rows += anyio.run(_measure, mode, repeat, Path(tmp) / mode)
+        for label in [s for s in args.sizes.split(",") if s and parse_size(s) >= 1_000_000]:
+            rows.append(anyio.run(_json_vs_orjson, label, repeat, Path(tmp) / f"json-{label}"))
     return rows

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import gc
 import json
+import re
+import time
 from typing import Any
 
 import pytest
@@ -10,7 +13,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mcp_offload.preview import build_preview
-from mcp_offload.preview.kinds import JsonLines, as_json_lines, detect_kind, parse_document
+from mcp_offload.preview.kinds import (
+    JsonLines,
+    _has_digit_run,
+    as_json_lines,
+    detect_kind,
+    free_later,
+    gc_paused,
+    parse_document,
+)
 from support.cpu_time import cpu_spent
 from support.preview import len4
 
@@ -223,3 +234,34 @@ def test_big_integer_found_across_digit_scan_chunks(cut: int) -> None:
     assert kind == "json"
     assert isinstance(value, dict) and value["n"] == big
     assert detect_kind('{"n": 1.5}', b'{"n": 1.5}') == ("json", {"n": 1.5})
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.integers(0, 300),
+    st.integers(1, 30),
+    st.sampled_from([0, (1 << 20) - 40]),
+    st.text(alphabet='ab1",:.', max_size=60),
+)
+def test_the_word_filter_finds_every_run_of_19_digits(at: int, run: int, pad: int, filler: str) -> None:
+    """A chunk is scanned for a run of 19 digits only when one of its aligned 8-byte words is all digits: whatever
+    the run's length, offset and neighbours (digits too), near a 1 MiB chunk edge or not, the answer is a regex's."""
+    data = (b"a" * pad + filler.encode() * 5)[: pad + at] + b"7" * run + filler.encode()
+    assert _has_digit_run(data) == (re.search(rb"[0-9]{19}", data) is not None)
+
+
+def test_a_parsed_document_freed_in_the_background_keeps_the_gc_paused_until_it_is_gone() -> None:
+    """`free_later` frees off the answer's path; the GC comes back only when the last pause (a parse's, the
+    freeing's) has ended, in whichever thread."""
+    assert gc.isenabled()
+    with gc_paused():
+        _, value = detect_kind('{"a": [1, 2, 3]}')
+        with gc_paused():  # nested: the inner end does not turn the GC back on
+            pass
+        assert not gc.isenabled()
+        free_later(value)
+        del value
+    deadline = time.monotonic() + 30
+    while not gc.isenabled() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert gc.isenabled()

