@@ -47,7 +47,7 @@ async def test_sigterm_during_load_is_graceful(tmp_path: Path) -> None:
             [*argv, "--log-level", "INFO"], stdin=subprocess.DEVNULL, stderr=err, env=env
         )
     acknowledged: dict[str, str] = {}  # handle -> sha256 of the content, for 2026-07-28 clients (principal scope)
-    stop = anyio.Event()
+    stop, running = anyio.Event(), anyio.Event()  # running: two outputs acknowledged, the load is on
     try:
         await wait_healthy(base)
 
@@ -60,6 +60,8 @@ async def test_sigterm_during_load_is_graceful(tmp_path: Path) -> None:
                         r = await client.call_tool("offload", {"content": content})
                         if not r.is_error and mode == "auto":
                             acknowledged[result_of(r)["handle"]] = hashlib.sha256(content.encode()).hexdigest()
+                            if len(acknowledged) >= 2:
+                                running.set()
                         await client.call_tool("search_large_output", {"pattern": "#\\d+", "max_results": 5})
                         i += 1
 
@@ -67,8 +69,7 @@ async def test_sigterm_during_load_is_graceful(tmp_path: Path) -> None:
             for n, (transport, mode) in enumerate([("http", "auto"), ("http", "legacy"), ("sse", "legacy")] * 2):
                 tg.start_soon(load, transport, mode, n)
             with anyio.fail_after(HANG_TIMEOUT_S):  # the load runs (a fixed 2 s was not always enough under load)
-                while len(acknowledged) < 2:
-                    await anyio.sleep(0.05)
+                await running.wait()
             children = descendants(process.pid)
             process.send_signal(signal.SIGTERM)
             with anyio.fail_after(HANG_TIMEOUT_S):
