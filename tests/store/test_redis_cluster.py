@@ -127,18 +127,28 @@ async def test_quotas_refuse_on_the_cluster_and_the_store_wide_one_never_oversho
         return int(client.hget(f"{prefix}:g:{{g}}:tot", "n") or 0)
 
     try:
+        refused = 0
 
         async def put(i: int) -> None:
-            nonlocal worst
-            await put_bytes((a, b)[i % 2], scopes[i % 4], f"racing put {i} ".encode() * 100)
+            nonlocal worst, refused
+            try:
+                await put_bytes((a, b)[i % 2], scopes[i % 4], f"racing put {i} ".encode() * 100)
+            except StoreFull:  # every output that could make room was another put's victim right then: a clear
+                refused += 1  # refusal (retry in a moment), which a race may give; going over never
             worst = max(worst, store_wide())
 
         async with anyio.create_task_group() as tg:
             for i in range(40):
                 tg.start_soon(put, i)
-        assert worst <= 6 and store_wide() <= 6
+        assert worst <= 6 and store_wide() <= 6 and refused < 40
         per_scope = [len(await a.list(s)) for s in scopes]
         assert all(n <= 3 for n in per_scope) and sum(per_scope) == store_wide()
+        # a race may end below the limit (two puts that each evicted for the same room: fewer outputs, never more;
+        # seen under load), so fill the store up to it first: each of these puts has room and evicts nothing
+        for scope in scopes:
+            while store_wide() < 6 and len(await a.list(scope)) < 3:
+                await put_bytes(a, scope, b"topping up " * 50)  # alone now: nothing races it
+        assert store_wide() == 6
         # pin everything: no victim left, so a put is refused and the books stay as they are
         handles = [(s, m.handle) for s in scopes for m in await a.list(s)]
         async with contextlib.AsyncExitStack() as readers:
