@@ -16,8 +16,8 @@ from mcp_offload.cli.exit_status import CommandDeclined, exit_status
 from mcp_offload.core.services import build_services
 from mcp_offload.mcp_server.offload_server import build_server
 from mcp_offload.proxy.config import ConfigError
-from mcp_offload.serve.http.options import RefusedConfig
 from mcp_offload.settings import Settings
+from mcp_offload.web.exposure import RefusedConfig
 
 MODEL_FACING = [c for c in vars(errors).values() if isinstance(c, type) and issubclass(c, errors.OffloadError)]
 BRANCHES = [errors.OffloadError, errors.StoreError]  # drawn without a code: callers catch them, nothing raises them

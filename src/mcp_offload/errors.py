@@ -23,7 +23,7 @@ Exception
       ├── SettingsError             a setting that cannot work (bad number, unknown encoding, bad store location)
       ├── proxy.config.ConfigError  the proxied servers' config file
       ├── cli.client_config.ClientConfigError   an MCP client's config file
-      └── serve.http.options.RefusedConfig      an HTTP exposure the operator did not opt into
+      └── web.exposure.RefusedConfig            an HTTP exposure the operator did not opt into
 ```
 
 Model-facing errors are raised below the tools and translated once: into a tool answer (`core/pipeline.py`, whose

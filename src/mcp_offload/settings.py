@@ -51,7 +51,8 @@ class Settings:
     jq_memory_mb: int = 2048  # per worker process
     jq_workers: int = 2  # jq worker processes
     # worker processes for the CPU work of storing outputs of 256 KiB or more (tokenizing, indexing, previews), so that
-    # one client's big output never holds the event loop or the GIL of a shared server; 0: a thread of this process
+    # one client's big output never holds the event loop or the GIL of a shared server (the HTTP service and the gateway
+    # start them at launch, a stdio server at its first big output); 0: a thread of this process
     ingest_workers: int = 2
     # the libjq the jq workers load: "auto" = the -O2 build of jq.py's own libjq that .ci/build-libjq.sh caches, when
     # present (same version, ~3x faster parsing), else jq.py's bundled -O0 one; "" = always the bundled one; or a path

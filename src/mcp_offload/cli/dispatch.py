@@ -26,8 +26,6 @@ from mcp_offload.cli.client_config import user_servers_path
 from mcp_offload.cli.event_loop import loop_options
 from mcp_offload.cli.exit_status import exit_status
 from mcp_offload.cli.store_flags import add_redis_store_flags, redis_store_overrides
-from mcp_offload.core.answer_cap import parse_client_caps
-from mcp_offload.core.outputs import SessionScope
 from mcp_offload.errors import SettingsError
 from mcp_offload.logs import log_to_stderr, tag_worker
 from mcp_offload.proxy import ProxyConfig, add_proxy_flags, open_proxy, proxy_config_from_args
@@ -214,9 +212,10 @@ async def serve_stdio(settings: Settings, proxy: ProxyConfig | None = None, sess
     from mcp_offload.serve.stdio_eras import serve_eras
     from mcp_offload.serve.stdio_shortcut import stdio_shortcut_for
 
+    # One client: the ingest workers start at the first big output (prepared in a thread meanwhile), not at launch.
+    # A client starts every stdio server it knows when it starts, and two idle workers cost ~1 s of CPU and ~130 MB
+    # each (measured here) per server; a shared HTTP service or gateway starts them at once.
     services = build_services(settings)
-    if proxy is not None:  # upstream results are often big: their first one is prepared in a worker process too
-        services.ingest.start()
     try:
         async with open_proxy(services, proxy) as extensions:
             server = build_server(services, extensions=extensions, session=session)
@@ -242,6 +241,8 @@ def check_session(session: str | None, transport: str) -> None:
         return
     if transport != "stdio":
         raise SettingsError("--session is for the stdio transport; HTTP clients are scoped by session or token")
+    from mcp_offload.core.outputs import SessionScope
+
     try:
         SessionScope.named(session)
     except ValueError as exc:
@@ -264,6 +265,8 @@ def main(argv: list[str] | None = None) -> None:
 def run(args: argparse.Namespace) -> int | None:
     """Serve (stdio or HTTP). Operator errors (a refused network configuration, a bad config file
     or setting) and store errors propagate to `exit_status`."""
+    from mcp_offload.core.answer_cap import parse_client_caps
+
     settings = settings_from_args(args)
     parse_client_caps(settings.client_caps)  # a bad or too small cap: one line, exit 2, nothing started
     discover_config(args)

@@ -28,12 +28,11 @@ from mcp_offload.cli.event_loop import loop_options
 from mcp_offload.cli.own_parser import main_on_own_parser, own_parser
 from mcp_offload.cli.store_flags import add_redis_store_flags, redis_store_overrides
 from mcp_offload.gateway.options import DEFAULT_PORT, GatewayOptions, LoopLimits
-from mcp_offload.gateway.run import run_gateway
 from mcp_offload.gateway.upstream import ProviderConfig
 from mcp_offload.logs import log_to_stderr, tag_worker
 from mcp_offload.providers.registry import PROVIDERS
-from mcp_offload.serve.http.options import exposure_from_args
 from mcp_offload.settings import Settings
+from mcp_offload.web.exposure import exposure_from_args
 from mcp_offload.web.host_check import exposure_rules
 from mcp_offload.web.workers import supervise, worker_slot
 
@@ -184,6 +183,8 @@ def run(args: argparse.Namespace) -> int:
     elif args.workers > 1:  # the parent: it binds the port and runs the workers (web/workers.py)
         command = [sys.executable, "-m", "mcp_offload", *(args.command_line or sys.argv[1:])]
         return supervise(command, args.workers, options.host, options.port, options.shutdown_grace_s)
+    from mcp_offload.gateway.run import run_gateway  # the server itself: not imported for --help or a refusal
+
     anyio.run(run_gateway, settings, options, slot, backend_options=loop_options())
     return 0
 

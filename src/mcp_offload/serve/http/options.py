@@ -1,25 +1,28 @@
-"""How the server is exposed over HTTP: `HttpOptions` (from the CLI flags and MCP_OFFLOAD_TOKEN), the refusal to
-serve an open server beyond loopback, and the Host/Origin checks (DNS-rebinding protection) handed to the SDK.
+"""How the server is exposed over HTTP: `HttpOptions` (from the CLI flags and MCP_OFFLOAD_TOKEN), and the
+Host/Origin checks (DNS-rebinding protection) handed to the SDK. The exposure flags and the refusal to serve an open
+server beyond loopback are the HTTP base's, shared with the gateway (`web/exposure.py`).
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from mcp.server.transport_security import TransportSecuritySettings
 
-from mcp_offload.errors import OperatorError
-from mcp_offload.web.host_check import exposure_rules, is_loopback
-from mcp_offload.web.token_check import parse_tokens
+from mcp_offload.web.exposure import RefusedConfig, check_exposure, exposure_from_args
+from mcp_offload.web.host_check import exposure_rules
+
+__all__ = [
+    "HttpOptions",
+    "RefusedConfig",
+    "Transport",
+    "check_exposure",
+    "http_options_from_args",
+    "transport_security",
+]
 
 Transport = Literal["http", "sse", "both"]
-
-
-class RefusedConfig(OperatorError):
-    """A network configuration the server will not start with (the message says what to change)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,15 +63,6 @@ class HttpOptions:
             )
 
 
-def check_exposure(options: HttpOptions) -> None:
-    """Refuse to serve an open (tokenless) server beyond loopback unless the operator said so explicitly."""
-    if not is_loopback(options.host) and not options.tokens and not options.allow_open:
-        raise RefusedConfig(
-            f"refusing to listen on {options.host} without a token: anyone who can reach it could read every "
-            "output. Set --token (or MCP_OFFLOAD_TOKEN), or pass --allow-open if this network is trusted."
-        )
-
-
 def transport_security(options: HttpOptions) -> TransportSecuritySettings:
     """DNS-rebinding protection for the SDK's transports: the rules every route of the service is checked by
     (`web.host_check.exposure_rules`: loopback names always, the bound address, plus what the operator allows)."""
@@ -82,10 +76,14 @@ def transport_security(options: HttpOptions) -> TransportSecuritySettings:
 
 def http_options_from_args(args: Any, environ: dict[str, str] | None = None) -> HttpOptions:
     """HttpOptions from the CLI flags (cli/dispatch.py) and MCP_OFFLOAD_TOKEN (comma-separated tokens)."""
-    return exposure_from_args(
-        args,
-        "MCP_OFFLOAD_TOKEN",
-        environ,
+    exposure = exposure_from_args(args, "MCP_OFFLOAD_TOKEN", environ)
+    return HttpOptions(
+        host=exposure.host,
+        port=exposure.port,
+        tokens=exposure.tokens,
+        allow_open=exposure.allow_open,
+        allowed_hosts=exposure.allowed_hosts,
+        allowed_origins=exposure.allowed_origins,
         transport=args.transport,
         stateless=args.stateless,
         json_response=args.json_response,
@@ -94,29 +92,3 @@ def http_options_from_args(args: Any, environ: dict[str, str] | None = None) -> 
         session_idle_timeout=args.session_idle_timeout,
         workers=getattr(args, "workers", 1),
     )
-
-
-def exposure_from_args(args: Any, token_env: str, environ: Mapping[str, str] | None = None, **more: Any) -> HttpOptions:
-    """HttpOptions from the exposure flags every HTTP server of this package takes (--host, --port, --token,
-    --allow-open, --allowed-hosts, --allowed-origins) and the tokens in `token_env` (comma-separated), plus the
-    `more` fields; refused (RefusedConfig) when a token is malformed or the exposure is not opted into."""
-    env = os.environ if environ is None else environ
-    try:
-        tokens = parse_tokens([*args.token, env.get(token_env, "")])
-    except ValueError as exc:
-        raise RefusedConfig(str(exc)) from None
-    options = HttpOptions(
-        host=args.host,
-        port=args.port,
-        tokens=tokens,
-        allow_open=args.allow_open,
-        allowed_hosts=_split(args.allowed_hosts),
-        allowed_origins=_split(args.allowed_origins),
-        **more,
-    )
-    check_exposure(options)
-    return options
-
-
-def _split(value: str | None) -> tuple[str, ...]:
-    return tuple(v.strip() for v in (value or "").split(",") if v.strip())
