@@ -136,6 +136,13 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:  # argparse's _SubPa
         help="requests with a body of 512 KiB or more in progress at once; one more is refused with the API's "
         "overloaded error and Retry-After (default 8; env MCP_OFFLOAD_GATEWAY_MAX_BIG_TURNS)",
     )
+    parser.add_argument(
+        "--ingest-workers-at",
+        choices=["launch", "first-big-output"],
+        default="launch",
+        help="when the ingest worker processes start: at launch (default: no client's first big output is prepared "
+        "in the serving process) or at the first big output (one agent's own gateway: `wrap` starts it so)",
+    )
     parser.add_argument("--log-level", default="INFO", help="stderr log level (default INFO: one line per request)")
     parser.set_defaults(run=run, command_line=None)
     return parser
@@ -159,6 +166,7 @@ def options_from_args(args: argparse.Namespace, environ: dict[str, str] | None =
             threshold_tokens=args.threshold_tokens, retrieval=args.retrieval, fail_closed=args.fail_closed
         ),
         limits=LoopLimits(max_loops=args.max_loops, ping_interval_s=args.ping_interval),
+        ingest_workers_at_launch=args.ingest_workers_at == "launch",
     )
 
 

@@ -61,7 +61,8 @@ async def run_gateway(settings: Settings, options: GatewayOptions, slot: WorkerS
     services = build_services(settings)
     if slot is not None:  # every worker's counts in the store at once: whichever worker answers /stats counts them
         services.savings.flush_interval_s = 0.0
-    services.ingest.start()  # a shared service: big outputs are prepared in worker processes from the first one
+    if options.ingest_workers_at_launch:  # a shared service: big outputs are prepared in workers from the first one
+        services.ingest.start()
     app = GatewayApp(services, options)
     try:
         await serve_gateway(app, slot)

@@ -171,7 +171,7 @@ def gateway_for(args: argparse.Namespace, reuse: bool) -> Iterator[tuple[str, st
     log_path.parent.mkdir(parents=True, exist_ok=True)
     port_number = free_port()
     argv = [sys.executable, "-m", "mcp_offload", "gateway", "--host", HOST, "--port", str(port_number)]
-    argv += ["--store", store, "--log-level", "WARNING"]
+    argv += ["--store", store, "--log-level", "WARNING", "--ingest-workers-at", "first-big-output"]  # one agent's
     for provider in PROVIDERS.values():
         if getattr(args, provider.upstream.dest):
             argv += [provider.upstream.flag, getattr(args, provider.upstream.dest)]
