@@ -6,14 +6,17 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from unittest import mock
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from mcp_offload.store import content_index
 from mcp_offload.store.content_index import BLOCK, ContentIndex
 
 CONTINUATION = bytes(range(0x80, 0xC0))
+SMALL_CHUNK = 4 * BLOCK  # the newline search's chunk in the property test (content_index._NEWLINE_CHUNK)
 
 
 def _encode(text: str) -> bytes:
@@ -203,16 +206,28 @@ def test_random_unicode_across_blocks_matches_the_oracle(piece: str, pad: int, d
 @given(
     st.integers(0, 3 * BLOCK + 7),
     st.lists(st.integers(0, 3 * BLOCK + 6), max_size=300),
-    st.sampled_from([0, (4 << 20) - 3 * BLOCK]),
+    st.sampled_from([0, SMALL_CHUNK - 2 * BLOCK, SMALL_CHUNK - 5]),  # no chunk edge, one in the middle, near the start
 )
 def test_newline_checkpoints_are_the_newlines_before_each_block(size: int, at: list[int], pad: int) -> None:
     """The newlines' offsets are found with numpy: every checkpoint is still the count of b"\\n" before its block
-    (block edges, a newline as the first or last byte, a 4 MiB search-chunk edge crossed)."""
+    (block edges, a newline as the first or last byte, a search-chunk edge crossed: the chunk is made 4 blocks here
+    so that each example is kilobytes, not 4 MiB; the real chunk's edge is the next test's)."""
     data = bytearray(b"x" * (pad + size))
     for i in at:
         if i < size:
             data[pad + i] = 10
     raw = bytes(data)
-    index = ContentIndex.build(raw)
+    with mock.patch.object(content_index, "_NEWLINE_CHUNK", SMALL_CHUNK):
+        index = ContentIndex.build(raw)
     assert list(index.line_starts) == [raw.count(b"\n", 0, s) for s in range(0, len(raw), BLOCK)]
     assert index.lines == raw.count(b"\n") + (1 if raw and not raw.endswith(b"\n") else 0)
+
+
+def test_newline_checkpoints_across_the_real_search_chunk_edge() -> None:
+    chunk = content_index._NEWLINE_CHUNK
+    raw = bytearray(b"x" * (chunk + 3 * BLOCK))
+    for i in (0, BLOCK - 1, chunk - BLOCK, chunk - 1, chunk, chunk + 1, chunk + BLOCK, len(raw) - 1):
+        raw[i] = 10
+    index = ContentIndex.build(bytes(raw))
+    assert list(index.line_starts) == [raw.count(b"\n", 0, s) for s in range(0, len(raw), BLOCK)]
+    assert index.lines == raw.count(b"\n")

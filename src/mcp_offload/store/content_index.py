@@ -20,8 +20,6 @@ from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from typing import Protocol
 
-import numpy as np
-
 BLOCK = 16 * 1024
 _NEWLINE_CHUNK = 4 << 20  # bytes compared at a time when finding newlines (bounds the comparison's temporary)
 _CONTINUATION = bytes(range(0x80, 0xC0))
@@ -47,7 +45,9 @@ def _count_chars(chunk: bytes) -> int:
 def _newlines(data: bytes) -> tuple[int, array[int]]:
     """(newlines in `data`, newlines before each block). The newlines' offsets are found by numpy (a byte compare and
     a nonzero scan, ~0.25 ms a MB, where `bytes.count` block by block took ~1 ms), then counted per block by a
-    binary search."""
+    binary search. numpy is imported here: a command that only lists the store (`outputs list`) never needs it."""
+    import numpy as np
+
     view = np.frombuffer(data, dtype=np.uint8)
     found = [np.flatnonzero(view[at : at + _NEWLINE_CHUNK] == 10) + at for at in range(0, len(data), _NEWLINE_CHUNK)]
     offsets = np.concatenate(found) if found else np.zeros(0, dtype=np.intp)
