@@ -68,6 +68,7 @@ def test_cli_refuses_an_open_address() -> None:
                              capture_output=True, text=True, timeout=60)  # fmt: skip
     assert refused.returncode == 2
     assert "token" in refused.stderr and "Traceback" not in refused.stderr
+    assert "MCP_OFFLOAD_GATEWAY_TOKEN" in refused.stderr  # the gateway's own token variable, not the MCP service's
 
 
 def test_gateway_status_behind_its_token(upstream: UpstreamServer, start_gateway: StartGateway) -> None:

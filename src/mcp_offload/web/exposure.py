@@ -43,12 +43,13 @@ class Exposed(Protocol):
     def allow_open(self) -> bool: ...
 
 
-def check_exposure(options: Exposed) -> None:
-    """Refuse to serve an open (tokenless) server beyond loopback unless the operator said so explicitly."""
+def check_exposure(options: Exposed, token_env: str = "MCP_OFFLOAD_TOKEN") -> None:
+    """Refuse to serve an open (tokenless) server beyond loopback unless the operator said so explicitly; the
+    message names the front end's token variable (`token_env`)."""
     if not is_loopback(options.host) and not options.tokens and not options.allow_open:
         raise RefusedConfig(
             f"refusing to listen on {options.host} without a token: anyone who can reach it could read every "
-            "output. Set --token (or MCP_OFFLOAD_TOKEN), or pass --allow-open if this network is trusted."
+            f"output. Set --token (or {token_env}), or pass --allow-open if this network is trusted."
         )
 
 
@@ -68,7 +69,7 @@ def exposure_from_args(args: Any, token_env: str, environ: Mapping[str, str] | N
         allowed_hosts=_split(args.allowed_hosts),
         allowed_origins=_split(args.allowed_origins),
     )
-    check_exposure(exposure)
+    check_exposure(exposure, token_env)
     return exposure
 
 
