@@ -78,11 +78,21 @@ async def replica_store(cluster_url: str) -> AsyncIterator[RedisStore]:
 async def test_ranges_come_from_the_replica_not_the_master(replica_store: RedisStore, cluster_url: str) -> None:
     scope, data = scope_key("replica-reads"), os.urandom(BIG)
     handle = await put_bytes(replica_store, scope, data)  # returned: the replica acknowledged it (WAIT)
-    master, replica = _nodes_of(cluster_url, replica_store._key("d", scope, handle))
+    key = replica_store._key("d", scope, handle)
+    master, replica = _nodes_of(cluster_url, key)
     # read through a store whose client loads the slot map now that it lists the replica: a client that loaded it
     # before (the writer's, a moment after the cluster formed) reads from the master until it refreshes the map
     reader = RedisStore(cluster_url, prefix=replica_store.prefix, read_from_replicas=True)
     try:
+        # and wait until its own map lists it: the node it asked may know the replica later than the one
+        # `_nodes_of` asked (gossip; seen on a loaded machine), and redis-py sends a read to the master then
+        replicas = await anyio.to_thread.run_sync(reader._replica_client)
+        assert isinstance(replicas, redis.cluster.RedisCluster)
+        deadline = time.monotonic() + 30
+        while len(replicas.nodes_manager.slots_cache[replicas.keyslot(key)]) < 2:  # type: ignore[no-untyped-call]
+            assert time.monotonic() < deadline, "the reader's slot map never listed the replica"
+            await anyio.sleep(0.2)
+            await anyio.to_thread.run_sync(replicas.nodes_manager.initialize)
         before = _getranges(master), _getranges(replica)
         async with reader.open(scope, handle) as out:
             assert isinstance(out.data, RedisBuffer)
