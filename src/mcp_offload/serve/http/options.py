@@ -5,12 +5,12 @@ server beyond loopback are the HTTP base's, shared with the gateway (`web/exposu
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, Literal
 
 from mcp.server.transport_security import TransportSecuritySettings
 
-from mcp_offload.web.exposure import RefusedConfig, check_exposure, exposure_from_args
+from mcp_offload.web.exposure import Exposure, RefusedConfig, check_exposure, exposure_from_args
 from mcp_offload.web.host_check import exposure_rules
 
 __all__ = [
@@ -26,16 +26,11 @@ Transport = Literal["http", "sse", "both"]
 
 
 @dataclass(frozen=True, slots=True)
-class HttpOptions:
-    """Everything about serving over HTTP; `Settings` stays about the store and the tools."""
+class HttpOptions(Exposure):
+    """Everything about serving over HTTP: the exposure (`web/exposure.py`, shared with the gateway) and the MCP
+    service's own; `Settings` stays about the store and the tools."""
 
     transport: Transport = "http"
-    host: str = "127.0.0.1"
-    port: int = 8765
-    tokens: tuple[str, ...] = ()
-    allow_open: bool = False
-    allowed_hosts: tuple[str, ...] = ()  # extra Host values (reverse proxy names); "*" turns Host/Origin checks off
-    allowed_origins: tuple[str, ...] = ()
     stateless: bool = False  # streamable HTTP without sessions (every request stands alone)
     json_response: bool = False  # answer POSTs with plain JSON instead of an SSE stream (no progress relayed)
     max_body_bytes: int = 32 * 1024 * 1024
@@ -78,12 +73,7 @@ def http_options_from_args(args: Any, environ: dict[str, str] | None = None) -> 
     """HttpOptions from the CLI flags (cli/dispatch.py) and MCP_OFFLOAD_TOKEN (comma-separated tokens)."""
     exposure = exposure_from_args(args, "MCP_OFFLOAD_TOKEN", environ)
     return HttpOptions(
-        host=exposure.host,
-        port=exposure.port,
-        tokens=exposure.tokens,
-        allow_open=exposure.allow_open,
-        allowed_hosts=exposure.allowed_hosts,
-        allowed_origins=exposure.allowed_origins,
+        **{field.name: getattr(exposure, field.name) for field in fields(Exposure)},
         transport=args.transport,
         stateless=args.stateless,
         json_response=args.json_response,
