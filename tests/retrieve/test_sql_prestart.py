@@ -6,16 +6,19 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 import time
 from pathlib import Path
 
 import anyio
+import duckdb
 import pytest
 
 from mcp_offload.core import outputs
 from mcp_offload.core.ingest import is_tabular
 from mcp_offload.core.services import Services, sql_runner
 from mcp_offload.retrieve.sql.runner import PRESTART_DELAY_S
+from mcp_offload.retrieve.sql.worker import main as worker
 from support import alive, cmdline, descendants
 
 WORKER = "retrieve/sql/worker/main.py"
@@ -123,3 +126,43 @@ async def test_a_worker_about_to_exit_idle_is_replaced_not_sent_to(services: Ser
     assert (await outputs.query(services, scope, out.handle, "SELECT count(*) AS n FROM t")).result == "n\n2000\n"
     (second,) = _workers()
     assert second != first
+
+
+def test_warm_up_reads_its_sample_without_a_file_a_kill_could_leave_behind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker is killed at shutdown, often while it warms up: no file of the warm-up may exist in the temp
+    directory while DuckDB works (each killed worker used to leave a `sql-warm-up-*` directory in /tmp)."""
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    seen: list[list[str]] = []
+    read: list[object] = []
+    real_connect = duckdb.connect
+
+    def connect(*args: object, **kwargs: object) -> duckdb.DuckDBPyConnection:
+        seen.append(os.listdir(temp))  # what a kill at this moment would leave behind
+        con = real_connect(*args, **kwargs)  # type: ignore[arg-type]
+        return _Recording(con, read)  # type: ignore[return-value]
+
+    monkeypatch.setattr(duckdb, "connect", connect)  # the module the worker calls it on
+    worker.warm_up()
+    assert seen == [[]] and read == [[(2,)]]  # DuckDB read the sample's two rows, and no file was there
+    assert os.listdir(temp) == []
+
+
+class _Recording:
+    def __init__(self, con: duckdb.DuckDBPyConnection, read: list[object]) -> None:
+        self._con, self._read = con, read
+
+    def execute(self, sql: str, parameters: list[object]) -> _Recording:
+        self._cursor = self._con.execute(sql, parameters)
+        return self
+
+    def fetchall(self) -> list[tuple[object, ...]]:
+        rows = self._cursor.fetchall()
+        self._read.append(rows)
+        return rows
+
+    def close(self) -> None:
+        self._con.close()

@@ -31,6 +31,7 @@ import tempfile
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Iterator
 from typing import Any
 
 import duckdb
@@ -111,12 +112,13 @@ def load(request: dict[str, Any]) -> duckdb.DuckDBPyConnection:
 def warm_up() -> None:
     """Pay DuckDB's once-per-process costs before the first request is read: the first connection (~140 ms here)
     and the first CSV read. A worker the server starts ahead of the first query (runner.py `prestart`) is then
-    ready for it; for one started by the query itself, the work is the same, only earlier."""
+    ready for it; for one started by the query itself, the work is the same, only earlier.
+
+    The sample CSV is an anonymous in-memory file where the OS has them (Linux's memfd), read through its /proc
+    path: a worker is killed at shutdown, often while it warms up, and a file in the temp directory would be left
+    behind each time."""
     try:
-        with tempfile.TemporaryDirectory(prefix="sql-warm-up-") as directory:
-            path = os.path.join(directory, "w.csv")
-            with open(path, "w", encoding="utf-8") as file:
-                file.write("a,b\nx,1\ny,2\n")
+        with _sample_csv(b"a,b\nx,1\ny,2\n") as path:
             con = duckdb.connect(":memory:", config={"threads": 1, "autoload_known_extensions": False})
             try:
                 con.execute("SELECT count(*) FROM read_csv(?, header = true)", [path]).fetchall()
@@ -124,6 +126,24 @@ def warm_up() -> None:
                 con.close()
     except (OSError, duckdb.Error, MemoryError):  # no writable temp directory, say: the first request pays instead
         pass
+
+
+@contextlib.contextmanager
+def _sample_csv(data: bytes) -> Iterator[str]:
+    memfd_create = getattr(os, "memfd_create", None)
+    if memfd_create is not None and os.path.isdir("/proc/self/fd"):
+        fd = memfd_create("sql-warm-up", os.MFD_CLOEXEC)
+        try:
+            os.write(fd, data)
+            yield f"/proc/self/fd/{fd}"
+        finally:
+            os.close(fd)
+        return
+    with tempfile.TemporaryDirectory(prefix="sql-warm-up-") as directory:
+        path = os.path.join(directory, "w.csv")
+        with open(path, "wb") as file:
+            file.write(data)
+        yield path
 
 
 def run(con: duckdb.DuckDBPyConnection, sql: str, deadline_s: float, max_chars: int) -> dict[str, Any]:
