@@ -11,18 +11,20 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import anyio
 import mcp.types as types
 import pytest
+import pytest_asyncio
 from mcp import Client, MCPError, StdioServerParameters
 
 import mcp_offload
 from mcp_offload.mcp_server.tools import result_of
 from support import ERAS, text_of
+from support.held import held
 from support.proxy import fixture_entry, npm_entry
 from support.raw_pipe import RawPipe
 
@@ -53,62 +55,69 @@ async def _shortcut_calls(client: Client) -> int:
 
 
 # -- the SDK client over a real stdio subprocess, both eras ------------------------------------------------------
-@pytest.mark.parametrize("mode", ERAS)
-async def test_small_result_is_answered_by_the_shortcut_as_the_upstream_sent_it(tmp_path: Path, mode: str) -> None:
-    async with Client(_params(tmp_path, _config(tmp_path)), mode=mode, read_timeout_seconds=60) as client:
-        assert "fx__echo" in {t.name for t in (await client.list_tools()).tools}
-        before = await _shortcut_calls(client)
-        results = [await client.call_tool("fx__echo", {"name": f"héllo {i} ✓"}) for i in range(5)]
-        assert await _shortcut_calls(client) == before + 5  # all five answered from their line
+# One proxy per era serves the four tests below in turn (each counts the shortcut's calls from where it starts): a
+# proxy and its upstream cost a few seconds of CPU to start.
+@pytest_asyncio.fixture(scope="module", loop_scope="module", params=ERAS)
+async def client(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Client]:
+    tmp_path = tmp_path_factory.mktemp(f"shortcut-{request.param}")
+    async with held(
+        Client(_params(tmp_path, _config(tmp_path)), mode=request.param, read_timeout_seconds=60)
+    ) as held_client:
+        yield held_client
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_small_result_is_answered_by_the_shortcut_as_the_upstream_sent_it(client: Client) -> None:
+    assert "fx__echo" in {t.name for t in (await client.list_tools()).tools}
+    before = await _shortcut_calls(client)
+    results = [await client.call_tool("fx__echo", {"name": f"héllo {i} ✓"}) for i in range(5)]
+    assert await _shortcut_calls(client) == before + 5  # all five answered from their line
     assert [text_of(r) for r in results] == [f"héllo {i} ✓" for i in range(5)]
     assert all(not r.is_error and r.structured_content is None for r in results)
 
 
-@pytest.mark.parametrize("mode", ERAS)
-async def test_big_result_is_offloaded_and_read_back_in_the_same_session(tmp_path: Path, mode: str) -> None:
-    async with Client(_params(tmp_path, _config(tmp_path)), mode=mode, read_timeout_seconds=60) as client:
-        await client.list_tools()
-        before = await _shortcut_calls(client)
-        big = await client.call_tool("fx__json", {"n": 20_000})
-        assert await _shortcut_calls(client) == before + 1
-        links = [b for b in big.content if isinstance(b, types.ResourceLink)]
-        assert "Stored as out_" in text_of(big) and len(text_of(big)) < 6_000 and links
-        handle = str(links[0].uri).removeprefix("offload://outputs/")
-        # the output is in the session the full path serves: our own tools find it
-        found = await client.call_tool("query_large_output", {"handle": handle, "query": ".items | length"})
-        assert text_of(found).strip().startswith("20000"), text_of(found)[:300]
+@pytest.mark.asyncio(loop_scope="module")
+async def test_big_result_is_offloaded_and_read_back_in_the_same_session(client: Client) -> None:
+    await client.list_tools()
+    before = await _shortcut_calls(client)
+    big = await client.call_tool("fx__json", {"n": 20_000})
+    assert await _shortcut_calls(client) == before + 1
+    links = [b for b in big.content if isinstance(b, types.ResourceLink)]
+    assert "Stored as out_" in text_of(big) and len(text_of(big)) < 6_000 and links
+    handle = str(links[0].uri).removeprefix("offload://outputs/")
+    # the output is in the session the full path serves: our own tools find it
+    found = await client.call_tool("query_large_output", {"handle": handle, "query": ".items | length"})
+    assert text_of(found).strip().startswith("20000"), text_of(found)[:300]
 
 
-@pytest.mark.parametrize("mode", ERAS)
-async def test_upstream_error_is_passed_on_as_the_same_error(tmp_path: Path, mode: str) -> None:
-    async with Client(_params(tmp_path, _config(tmp_path)), mode=mode, read_timeout_seconds=60) as client:
-        await client.list_tools()
-        before = await _shortcut_calls(client)
-        with pytest.raises(MCPError) as caught:
-            await client.call_tool("fx__fail", {"n": 1})
-        assert caught.value.code == types.INVALID_PARAMS and caught.value.message == "n is out of range"
-        assert caught.value.error.data == {"max": 0}
-        failed = await client.call_tool("fx__fail", {"n": 2})  # an isError result is never offloaded
-        assert failed.is_error and text_of(failed) == "E" * 50_000
-        assert await _shortcut_calls(client) == before + 2
+@pytest.mark.asyncio(loop_scope="module")
+async def test_upstream_error_is_passed_on_as_the_same_error(client: Client) -> None:
+    await client.list_tools()
+    before = await _shortcut_calls(client)
+    with pytest.raises(MCPError) as caught:
+        await client.call_tool("fx__fail", {"n": 1})
+    assert caught.value.code == types.INVALID_PARAMS and caught.value.message == "n is out of range"
+    assert caught.value.error.data == {"max": 0}
+    failed = await client.call_tool("fx__fail", {"n": 2})  # an isError result is never offloaded
+    assert failed.is_error and text_of(failed) == "E" * 50_000
+    assert await _shortcut_calls(client) == before + 2
 
 
-@pytest.mark.parametrize("mode", ERAS)
-async def test_cancelled_call_reaches_the_upstream_and_the_proxy_goes_on(tmp_path: Path, mode: str) -> None:
+@pytest.mark.asyncio(loop_scope="module")
+async def test_cancelled_call_reaches_the_upstream_and_the_proxy_goes_on(client: Client, tmp_path: Path) -> None:
     marker = tmp_path / "cancelled.txt"
-    async with Client(_params(tmp_path, _config(tmp_path)), mode=mode, read_timeout_seconds=60) as client:
-        await client.list_tools()
-        before = await _shortcut_calls(client)
-        with anyio.move_on_after(2) as waited:  # the SDK client sends notifications/cancelled when its caller stops
-            await client.call_tool("fx__hang", {"n": 60, "name": str(marker)})
-        assert waited.cancelled_caught
-        for _ in range(300):
-            if marker.exists():
-                break
-            await anyio.sleep(0.1)
-        assert marker.read_text() == "cancelled"  # the upstream was told to stop
-        assert text_of(await client.call_tool("fx__echo", {"name": "after"})) == "after"
-        assert await _shortcut_calls(client) == before + 2
+    await client.list_tools()
+    before = await _shortcut_calls(client)
+    with anyio.move_on_after(2) as waited:  # the SDK client sends notifications/cancelled when its caller stops
+        await client.call_tool("fx__hang", {"n": 60, "name": str(marker)})
+    assert waited.cancelled_caught
+    for _ in range(300):
+        if marker.exists():
+            break
+        await anyio.sleep(0.1)
+    assert marker.read_text() == "cancelled"  # the upstream was told to stop
+    assert text_of(await client.call_tool("fx__echo", {"name": "after"})) == "after"
+    assert await _shortcut_calls(client) == before + 2
 
 
 @pytest.mark.parametrize("mode", ERAS)
