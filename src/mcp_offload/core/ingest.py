@@ -3,7 +3,9 @@
 The one path for storing (`ingest_text`, `ingest_blob`), behind `outputs.offload`, which the `offload` tool, the
 proxy (for large upstream results) and the compactor call. All CPU work (encoding, indexing, parsing, counting:
 `prepare_text`) runs off the event loop: a big output's in a worker process of `ingest_pool` (so it does not hold
-the serving process's GIL either), a small one's in a thread.
+the serving process's GIL either), a small one's in a thread. A big output's bytes are written to the store
+(`Store.stage`: the filesystem store's content file, written and fsynced by a thread) while the rest is prepared, so
+`put` only adds the metadata and publishes.
 
 `model_preview` is the one rule for the preview the model sees; `mcp-offload outputs show` rebuilds a stored
 output's preview with it (`stored_preview`), so it shows what the model saw.
@@ -29,7 +31,7 @@ from mcp_offload.retrieve.json_structure import warm_structure
 from mcp_offload.retrieve.json_structure_file import SIDECAR as STRUCTURE_SIDECAR
 from mcp_offload.retrieve.ranked.index_cache import SIDECAR, offload_in_progress, warm_index
 from mcp_offload.settings import Settings
-from mcp_offload.store.base import Kind, OutputMeta
+from mcp_offload.store.base import Kind, OutputMeta, StagedContent, Store
 from mcp_offload.store.content_index import ContentIndex
 from mcp_offload.store.handles import new_handle, validate_handle
 from mcp_offload.tokens import TokenCounter
@@ -38,6 +40,7 @@ from mcp_offload.tokens import TokenCounter
 # the preview gets the rest of the budget, so the whole reference stays within `preview_tokens`.
 FRAME_TOKENS = 80
 FREE_LATER_BYTES = 1 << 20  # a parse of a smaller document is freed in well under a millisecond: at once
+STAGE_MIN_BYTES = 256 * 1024  # a smaller output's write takes about as long as starting the thread that stages it
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,9 +128,13 @@ def prepare_text(
     handle: str | None = None,
     *,
     free_in_background: bool = False,
+    on_encoded: Callable[[bytes], None] | None = None,
 ) -> Prepared:
     """Everything but the store write: encode, index, detect the kind, preview, count tokens. Pure CPU work, run in
     an ingest worker process or a thread (never on the event loop); raises `TooLarge` over the size cap.
+
+    `on_encoded(data)`: called with the bytes as soon as they are encoded and within the cap, before the rest of
+    the work (the caller starts the store's write meanwhile: `Store.stage`).
 
     `free_in_background`: a big parsed document is freed by a background thread (`kinds.free_later`) instead of
     before returning (~20 % of its parse, off the answer's path; in a worker process that would only slow the reply's
@@ -139,6 +146,8 @@ def prepare_text(
             "nothing was stored.",
             SPLIT_ADVICE,
         )
+    if on_encoded is not None:
+        on_encoded(data)
     index = ContentIndex.build(data)
     # The parsed value lives only until the preview is built: the GC stays paused until it is freed, so that it is
     # never traversed (one collection over a 100 MB document's objects costs about as much as parsing it).
@@ -198,21 +207,27 @@ async def ingest_text(
         )
     if handle is not None:
         validate_handle(handle)
+    staging = _Staging(services.store)
     with offload_in_progress():  # background index builds give way meanwhile
-        prepared = await services.ingest.prepare(text, name, source, handle)  # a big one, in a worker process
-        if not isinstance(prepared, Prepared):
-            prepared = await anyio.to_thread.run_sync(
-                partial(prepare_text, free_in_background=True),
-                services.settings,
-                services.tokens,
-                text,
-                name,
-                source,
-                handle,
-            )
+        try:
+            # a big one in a worker process; its bytes are written to the store while the worker builds the rest
+            prepared = await services.ingest.prepare(text, name, source, handle, staging)
+            if not isinstance(prepared, Prepared):
+                prepared = await anyio.to_thread.run_sync(
+                    partial(prepare_text, free_in_background=True, on_encoded=staging),
+                    services.settings,
+                    services.tokens,
+                    text,
+                    name,
+                    source,
+                    handle,
+                )
+        except BaseException:
+            staging.discard()
+            raise
         ingested, index, data = prepared.ingested, prepared.index, prepared.data
         try:
-            await services.store.put(scope, ingested.meta, index, data)
+            await services.store.put(scope, ingested.meta, index, data, staging.take())
         except HandleExists:
             if handle is None:
                 raise
@@ -229,6 +244,32 @@ async def ingest_text(
     key = (meta.handle, meta.created, meta.size)
     warm_index(key, data, services.store.sidecar(scope, meta.handle, SIDECAR), remote)
     return ingested
+
+
+class _Staging:
+    """`on_encoded` for `prepare_text`: a big output's bytes go to the store's staged write (`Store.stage`) while
+    the rest is prepared, so that the write and its fsync (about a quarter of a 100 MB JSON document's parse) are
+    not added after it. Called again (a worker died after encoding: the thread prepares it anew), the earlier
+    staging is dropped."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+        self._staged: StagedContent | None = None
+
+    def __call__(self, data: bytes) -> None:
+        if len(data) < STAGE_MIN_BYTES:
+            return
+        self.discard()
+        self._staged = self._store.stage(data)
+
+    def take(self) -> StagedContent | None:
+        staged, self._staged = self._staged, None
+        return staged
+
+    def discard(self) -> None:
+        staged, self._staged = self._staged, None
+        if staged is not None:
+            staged.discard()
 
 
 def is_tabular(kind: str, shape: dict[str, Any]) -> bool:

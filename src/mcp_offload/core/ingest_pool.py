@@ -32,6 +32,7 @@ so the result is byte-identical wherever it ran (the gateway's cache safety reli
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import pickle
@@ -40,7 +41,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import suppress
 from pathlib import Path
 from typing import IO
@@ -211,21 +212,40 @@ class IngestPool:
         if not closed:
             self._idle.put(worker)
 
-    async def prepare(self, text: str, name: str | None, source: str | None, handle: str | None) -> object | None:
+    async def prepare(
+        self,
+        text: str,
+        name: str | None,
+        source: str | None,
+        handle: str | None,
+        on_encoded: Callable[[bytes], None] | None = None,
+    ) -> object | None:
+        """`on_encoded(data)`: as for `ingest.prepare_text`, called (in a thread of ours) with the bytes the worker
+        sends ahead of the rest."""
         if not self._workers or len(text) < POOL_MIN_CHARS:
             return None
         self.start()
         if not self.ready:
             return None
         request = (text, name, source, handle)
-        return await anyio.to_thread.run_sync(self._call, request, abandon_on_cancel=True)
+        return await anyio.to_thread.run_sync(self._call, request, on_encoded, abandon_on_cancel=True)
 
-    def _call(self, request: tuple[str, str | None, str | None, str | None]) -> object | None:
+    def _call(
+        self,
+        request: tuple[str, str | None, str | None, str | None],
+        on_encoded: Callable[[bytes], None] | None,
+    ) -> object | None:
         worker = self._free_worker()
         if worker is None:
             return None
         try:
             reply = worker.call(ingest_wire.PREPARE, pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL))
+            data = None
+            if reply == ingest_wire.ENCODED:  # the bytes come first, then the rest once prepared
+                data = worker.receive()
+                if on_encoded is not None:
+                    on_encoded(data)
+                reply = worker.receive()
         except WorkerDied as exc:
             self._died(worker, exc, "this output is prepared in a thread")
             return None
@@ -233,7 +253,7 @@ class IngestPool:
         ok, value = pickle.loads(reply)
         if not ok:
             raise value
-        prepared: object = value
+        prepared: object = value if data is None else dataclasses.replace(value, data=data)
         return prepared
 
     async def parse_json(self, pieces: Sequence[bytes]) -> tuple[object, bytes] | None:

@@ -10,6 +10,7 @@ from typing import IO
 
 HEADER = 8
 PREPARE = b"P"  # prepare one output: a pickle of (text, name, source, handle) follows
+ENCODED = b"E"  # a PREPARE answer's first frame when the output's bytes follow in the next one, before the rest
 PARSE = b"J"  # parse one JSON document: its bytes follow
 PASSAGES = b"I"  # build one output's passage index: an 8-byte length, a pickle of its key, then the output's bytes
 

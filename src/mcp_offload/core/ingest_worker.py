@@ -3,7 +3,9 @@
 Reads its settings (one frame), loads the tokenizer, answers with an empty frame, then answers one request frame at
 a time until its input closes (`ingest_wire`):
 
-- `PREPARE`, `(text, name, source, handle)`: prepares one output, answering `(True, Prepared)` or
+- `PREPARE`, `(text, name, source, handle)`: prepares one output. Once it is encoded (and within the cap) its
+  bytes go first: an `ENCODED` frame, then the bytes in one frame (the serving process writes them to the store
+  while the rest is prepared here); last, `(True, Prepared)` (its `data` empty when the bytes went ahead) or
   `(False, exception)`;
 - `PARSE`, a JSON document's bytes (a big request body of the gateway, sent in its pieces as they arrived):
   `(False, reason)` when it is not JSON, else `(True, layout)` and then the value in pieces, one frame each, so that
@@ -20,6 +22,7 @@ stdout carries only frames: logging goes to stderr.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import pickle
 import signal
@@ -61,8 +64,20 @@ def _serve(stdin: IO[bytes], stdout: IO[bytes]) -> None:
             continue
         text, name, source, handle = pickle.loads(frame[1:])
         del frame
+        sent_ahead = False
+
+        def send_ahead(data: bytes) -> None:
+            nonlocal sent_ahead
+            ingest_wire.send(stdout, ingest_wire.ENCODED)
+            ingest_wire.send(stdout, data)
+            sent_ahead = True
+
         try:
-            reply = pickle.dumps((True, prepare_text(settings, tokens, text, name, source, handle)), protocol=5)
+            prepared = prepare_text(settings, tokens, text, name, source, handle, on_encoded=send_ahead)
+            if sent_ahead:
+                prepared = dataclasses.replace(prepared, data=b"")
+            reply = pickle.dumps((True, prepared), protocol=5)
+            del prepared
         except Exception as exc:  # the caller raises it as if prepared in its own thread
             try:
                 reply = pickle.dumps((False, exc), protocol=5)

@@ -138,11 +138,28 @@ class SidecarOverQuota(OSError):
 SIDECAR_NAME = re.compile(r"[a-z][a-z0-9_]{0,31}")
 
 
+class StagedContent(Protocol):
+    """An output's bytes being written ahead of its metadata (`Store.stage`). `put(..., staged=...)` publishes them
+    and takes them over; `discard()` drops them (from any thread, at any point of the write; idempotent)."""
+
+    def discard(self) -> None: ...
+
+
 class Store(Protocol):
     """A session-scoped output store."""
 
-    async def put(self, scope: str, meta: OutputMeta, index: ContentIndex, data: bytes) -> None:
-        """Store atomically: afterwards the whole output is visible, or (on any error) nothing is."""
+    def stage(self, data: bytes) -> StagedContent | None:
+        """Start writing `data` now, in the background, ahead of its `put` (callable from any thread): the caller
+        builds the preview meanwhile, and `put` then only adds the metadata and publishes. None when this backend
+        does not stage (it writes everything in `put`) or the bytes could never fit; nothing is visible either way
+        until `put`."""
+        ...
+
+    async def put(
+        self, scope: str, meta: OutputMeta, index: ContentIndex, data: bytes, staged: StagedContent | None = None
+    ) -> None:
+        """Store atomically: afterwards the whole output is visible, or (on any error) nothing is. `staged`: `data`
+        as `stage` began writing it, which `put` takes over (published, or discarded on any error)."""
         ...
 
     def open(self, scope: str, handle: str) -> AbstractAsyncContextManager[StoredOutput]:

@@ -21,11 +21,11 @@ import anyio
 
 from mcp_offload.errors import StoreUnavailable
 from mcp_offload.os_support import O_CLOEXEC, O_NOFOLLOW, missing_for_fs_store
-from mcp_offload.store.base import OutputMeta, ScannedOutput, StoredOutput
+from mcp_offload.store.base import OutputMeta, ScannedOutput, StagedContent, StoredOutput
 from mcp_offload.store.content_index import ContentIndex
 from mcp_offload.store.failures import filesystem_errors
 from mcp_offload.store.fs.admin_scan import AdminScan
-from mcp_offload.store.fs.publish import Publishing
+from mcp_offload.store.fs.publish import Publishing, StagedFile
 from mcp_offload.store.fs.reading import Reading
 from mcp_offload.store.fs.sidecars import SidecarFiles
 from mcp_offload.store.fs.sweep import DEBRIS_GRACE_S, Sweeping
@@ -76,13 +76,23 @@ class FilesystemStore(Publishing, Sweeping, Reading, AdminScan, SidecarFiles):
             os.close(os.open(self._base / LOCK, os.O_RDONLY | os.O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600))
         self.clean_debris()
 
-    async def put(self, scope: str, meta: OutputMeta, index: ContentIndex, data: bytes) -> None:
-        validate_scope(scope)
-        validate_handle(meta.handle)
-        if len(data) != index.size:
-            raise ValueError("index does not describe the data")  # programming error
-        check_fits_at_all(len(data), self.limits)  # before writing anything
-        await self._in_thread(self._put_sync, scope, meta, index, data)
+    async def put(
+        self, scope: str, meta: OutputMeta, index: ContentIndex, data: bytes, staged: StagedContent | None = None
+    ) -> None:
+        if staged is not None and not isinstance(staged, StagedFile):
+            staged.discard()  # another backend's: written here instead
+            staged = None
+        try:
+            validate_scope(scope)
+            validate_handle(meta.handle)
+            if len(data) != index.size:
+                raise ValueError("index does not describe the data")  # programming error
+            check_fits_at_all(len(data), self.limits)  # before writing anything
+            await self._in_thread(self._put_sync, scope, meta, index, data, staged)
+        except BaseException:
+            if staged is not None:
+                staged.discard()  # refused, or cancelled before the thread took it (a no-op once it did)
+            raise
         if self.clock() - self._last_sweep >= self.limits.sweep_interval_s:
             await self.sweep()
 

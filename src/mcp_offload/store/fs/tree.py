@@ -92,6 +92,8 @@ class StoreTree:
             return fh.read()
 
     def _remove_tmp(self, name: str) -> None:
+        if not name or name in (".", "..") or "/" in name:
+            raise ValueError(f"not a staging directory's name: {name!r}")  # programming error: never tmp/ itself
         with contextlib.suppress(OSError):
             shutil.rmtree(self._base / "tmp" / name)
 

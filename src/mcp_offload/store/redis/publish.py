@@ -23,7 +23,7 @@ import anyio
 import orjson
 
 from mcp_offload.errors import HandleExists, StoreFull, StoreUnavailable
-from mcp_offload.store.base import CHUNK, OutputMeta
+from mcp_offload.store.base import CHUNK, OutputMeta, StagedContent
 from mcp_offload.store.content_index import ContentIndex
 from mcp_offload.store.failures import redis_errors
 from mcp_offload.store.handles import validate_handle, validate_scope
@@ -72,7 +72,15 @@ class Publishing(Ledger):
 
     _acks: ReplicaAcks
 
-    async def put(self, scope: str, meta: OutputMeta, index: ContentIndex, data: bytes) -> None:
+    def stage(self, data: bytes) -> StagedContent | None:
+        """None: the upload runs in `put`, on the event loop (it is network I/O, not a thread's file writes)."""
+        return None
+
+    async def put(
+        self, scope: str, meta: OutputMeta, index: ContentIndex, data: bytes, staged: StagedContent | None = None
+    ) -> None:
+        if staged is not None:
+            staged.discard()  # another backend's: uploaded here instead
         validate_scope(scope)
         validate_handle(meta.handle)
         if len(data) != index.size:
