@@ -139,13 +139,13 @@ async def test_the_length_cap_is_checked_before_encoding(
     capped: Services, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     encoded: list[int] = []
-    real_encode = ingest_module._encode
+    real_encode = ingest_module.encode_output
 
-    def encode(text: str) -> tuple[bytes, tuple[str, ...]]:
+    def encode(settings: Settings, text: str) -> tuple[bytes, tuple[str, ...]]:
         encoded.append(len(text))
-        return real_encode(text)
+        return real_encode(settings, text)
 
-    monkeypatch.setattr(ingest_module, "_encode", encode)
+    monkeypatch.setattr(ingest_module, "encode_output", encode)
     files = _files(tmp_path / "store")
     with pytest.raises(TooLarge) as excinfo:
         await ingest_text(capped, SCOPE, "x" * (CAP + 1))

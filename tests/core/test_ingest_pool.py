@@ -6,6 +6,7 @@ catcher with a generous bound: the benchmark, bench/run.py --only isolation, mea
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import time
@@ -17,8 +18,8 @@ import orjson
 import pytest
 
 from mcp_offload.core import outputs
-from mcp_offload.core.ingest import Prepared, prepare_text
-from mcp_offload.core.ingest_pool import POOL_MIN_CHARS, IngestPool
+from mcp_offload.core.ingest import Prepared, encode_output, prepare_text
+from mcp_offload.core.ingest_pool import POOL_MIN_CHARS, IngestPool, WorkerDied
 from mcp_offload.core.services import Services, build_services
 from mcp_offload.errors import TooLarge
 from mcp_offload.preview.kinds import gc_paused
@@ -59,7 +60,7 @@ async def pooled(tmp_path: Path) -> AsyncIterator[Services]:
 async def test_a_worker_prepares_what_a_thread_prepares_byte_for_byte(pooled: Services, make: object) -> None:
     assert callable(make)
     text = make(POOL_MIN_CHARS * 2)
-    from_worker = await pooled.ingest.prepare(text, "n", "offload", "out_" + "a" * 26)
+    from_worker = await pooled.ingest.prepare(*encode_output(pooled.settings, text), "n", "offload", "out_" + "a" * 26)
     assert isinstance(from_worker, Prepared)  # it did run in the worker
     here = prepare_text(
         pooled.settings, load_counter(pooled.settings.encoding), text, "n", "offload", "out_" + "a" * 26
@@ -76,10 +77,19 @@ def vars_of(meta: object) -> dict[str, object]:
 
 
 async def test_small_outputs_stay_in_this_process(pooled: Services) -> None:
-    assert await pooled.ingest.prepare("x" * (POOL_MIN_CHARS - 1), None, None, None) is None
+    assert not pooled.ingest.takes(POOL_MIN_CHARS - 1)
+    assert pooled.ingest.takes(POOL_MIN_CHARS)
 
 
-async def test_an_error_in_the_worker_is_raised_as_itself(tmp_path: Path) -> None:
+async def test_an_error_in_the_worker_is_raised_as_itself(pooled: Services) -> None:
+    not_utf8 = b"\xff" * (POOL_MIN_CHARS * 2)  # no encoding of a text gives these bytes: the worker's decode fails
+    with pytest.raises(UnicodeDecodeError):
+        await pooled.ingest.prepare(not_utf8, (), None, None, None)
+    text = _log(POOL_MIN_CHARS * 2)  # and the worker goes on
+    assert isinstance(await pooled.ingest.prepare(*encode_output(pooled.settings, text), None, None, None), Prepared)
+
+
+async def test_bytes_over_the_cap_are_refused_before_any_worker_sees_them(tmp_path: Path) -> None:
     services = build_services(
         Settings(store=str(tmp_path / "store"), ingest_workers=1, max_output_bytes=POOL_MIN_CHARS)
     )
@@ -110,7 +120,7 @@ async def test_a_worker_killed_mid_call_loses_nothing(pooled: Services) -> None:
         assert opened.read_bytes(0, opened.meta.size) == text.encode()
     await _ready(pool)  # a new worker started
     assert worker not in pool._all
-    assert await pool.prepare(_log(POOL_MIN_CHARS * 2), None, None, None) is not None
+    assert await pool.prepare(*encode_output(pooled.settings, _log(POOL_MIN_CHARS * 2)), None, None, None) is not None
 
 
 async def test_closing_while_workers_load_kills_them_at_once(tmp_path: Path) -> None:
@@ -158,3 +168,16 @@ async def test_a_big_ingest_does_not_hold_the_event_loop(pooled: Services) -> No
     assert lags and max(lags) < bound, (
         f"the loop stalled {max(lags) * 1000:.0f} ms (parse alone: {parse_s * 1000:.0f} ms)"
     )
+
+
+async def test_a_call_the_closing_pool_cuts_short_is_no_death(
+    pooled: Services, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Closing the pool closes the pipes under any call still writing to them (a background passage-index build at
+    shutdown): the call ends as if its worker had died, but nothing died, nothing is logged and nothing restarts."""
+    pool = pooled.ingest
+    (worker,) = pool._all
+    await pool.aclose()
+    with caplog.at_level(logging.WARNING, logger="mcp_offload.core.ingest_pool"):
+        pool._died(worker, WorkerDied("write to closed file"), "this passage index is built in a thread")
+    assert caplog.records == [] and pool._live == 0 and not pool._all

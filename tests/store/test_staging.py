@@ -2,8 +2,8 @@
 `put`. The filesystem store writes and fsyncs the content file in a thread of its own; what `put` publishes is what
 an unstaged put publishes (bytes, index, metadata, recency from the publish); a discarded or failed staging leaves
 nothing, in `tmp/` or published; Redis does not stage. Through the core: the thread path and the ingest worker
-(which sends the bytes ahead of the rest) stage each big output once, and a worker that dies after sending them
-costs nothing but a second staging."""
+(sent the bytes the serving process stages) stage each big output once, and a worker that dies mid-call
+loses nothing: the thread prepares the output from the same bytes, and its staging is published."""
 
 from __future__ import annotations
 
@@ -36,7 +36,11 @@ def _tmp_entries(store: FilesystemStore) -> list[str]:
     return sorted(os.listdir(store.root / "v1" / "tmp"))
 
 
-def _wait_until_empty(store: FilesystemStore, timeout_s: float = 30.0) -> list[str]:
+def _wait_until_empty(store: FilesystemStore, staged: object = None, timeout_s: float = 30.0) -> list[str]:
+    """`tmp/` once empty (or at the timeout); first, when given, once `staged`'s write has ended (before it, the
+    directory may not be made yet)."""
+    if isinstance(staged, StagedFile):
+        assert staged._done.wait(timeout_s)
     deadline = time.monotonic() + timeout_s
     while _tmp_entries(store) and time.monotonic() < deadline:
         time.sleep(0.01)
@@ -76,7 +80,7 @@ async def test_a_discarded_staging_leaves_nothing(tmp_path: Path, when: str) -> 
         assert not staged._done.is_set()  # 30 MB: still writing
     staged.discard()
     staged.discard()  # idempotent
-    assert _wait_until_empty(store) == []
+    assert _wait_until_empty(store, staged) == []
     assert await store.list(SCOPE_A) == []
     with pytest.raises(RuntimeError, match="discarded"):
         staged.take()  # a put of it now is a programming error, not a publish of nothing
@@ -107,7 +111,7 @@ async def test_a_refused_put_discards_its_staging(tmp_path: Path) -> None:
     assert staged is not None
     with pytest.raises(ValueError, match="index does not describe"):
         await store.put(SCOPE_A, make_meta(DATA), ContentIndex.build(DATA[:-1]), DATA, staged)
-    assert _wait_until_empty(store) == []
+    assert _wait_until_empty(store, staged) == []
 
 
 async def test_bytes_that_can_never_fit_are_not_staged_and_put_says_why(tmp_path: Path) -> None:
@@ -129,7 +133,7 @@ async def test_redis_does_not_stage_and_drops_a_staging_it_is_given(redis_url: s
         await store.put(SCOPE_A, meta, ContentIndex.build(DATA), DATA, foreign)
         async with store.open(SCOPE_A, meta.handle) as out:
             assert out.read_bytes(0, len(DATA)) == DATA
-        assert _wait_until_empty(fs) == []
+        assert _wait_until_empty(fs, foreign) == []
     finally:
         await store.aclose()
 
@@ -190,21 +194,20 @@ async def test_a_big_output_is_staged_once_and_a_small_one_not_at_all(
 
 
 @pytest.mark.parametrize("services", [1], ids=["worker"], indirect=True)
-async def test_a_worker_dying_after_sending_the_bytes_costs_a_second_staging_only(
+async def test_a_worker_dying_mid_call_keeps_the_staging_the_thread_then_publishes(
     services: Services, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store, spy = _spy(services, monkeypatch)
     (worker,) = services.ingest._all
 
-    def kill_the_worker() -> None:  # the bytes have arrived; the rest will not
-        if len(spy.sizes) == 1:
-            os.kill(worker.process.pid, signal.SIGKILL)
-            worker.process.wait()
+    def kill_the_worker() -> None:  # staged: the worker is sent the bytes next, and is gone
+        os.kill(worker.process.pid, signal.SIGKILL)
+        worker.process.wait()
 
     spy.on_stage.append(kill_the_worker)
     scope = outputs.SessionScope.named("s")
-    stored = await outputs.offload(services, scope, DATA.decode())  # prepared again in a thread
-    assert spy.sizes == [len(DATA), len(DATA)]
+    stored = await outputs.offload(services, scope, DATA.decode())  # prepared in a thread, from the same bytes
+    assert spy.sizes == [len(DATA)]  # staged once
     async with store.open(scope.key, stored.handle) as out:
         assert out.read_bytes(0, out.meta.size) == DATA
-    assert _wait_until_empty(store) == []  # the first staging was dropped
+    assert _wait_until_empty(store) == []

@@ -99,12 +99,22 @@ def clean_name(name: str | None, max_chars: int) -> str | None:
     return kept or None
 
 
-def _encode(text: str) -> tuple[bytes, tuple[str, ...]]:
+def encode_output(settings: Settings, text: str) -> tuple[bytes, tuple[str, ...]]:
+    """A text output's bytes as stored (UTF-8; lone surrogates kept, with a note) and its notes; `TooLarge` over the
+    size cap."""
+    notes: tuple[str, ...] = ()
     try:
-        return text.encode("utf-8"), ()
+        data = text.encode("utf-8")
     except UnicodeEncodeError:
         data = text.encode("utf-8", "surrogatepass")
-        return data, ("content has unpaired UTF-16 surrogates; stored exactly as given (not valid UTF-8 on disk)",)
+        notes = ("content has unpaired UTF-16 surrogates; stored exactly as given (not valid UTF-8 on disk)",)
+    if len(data) > settings.max_output_bytes:
+        raise TooLarge(
+            f"content is {len(data):,} bytes, over this server's cap of {settings.max_output_bytes:,} bytes; "
+            "nothing was stored.",
+            SPLIT_ADVICE,
+        )
+    return data, notes
 
 
 SPLIT_ADVICE = "Split it into parts and offload each."
@@ -129,23 +139,19 @@ def prepare_text(
     *,
     free_in_background: bool = False,
     on_encoded: Callable[[bytes], None] | None = None,
+    encoded: tuple[bytes, tuple[str, ...]] | None = None,
 ) -> Prepared:
     """Everything but the store write: encode, index, detect the kind, preview, count tokens. Pure CPU work, run in
     an ingest worker process or a thread (never on the event loop); raises `TooLarge` over the size cap.
 
     `on_encoded(data)`: called with the bytes as soon as they are encoded and within the cap, before the rest of
-    the work (the caller starts the store's write meanwhile: `Store.stage`).
+    the work (the caller starts the store's write meanwhile: `Store.stage`). `encoded`: `encode_output(settings,
+    text)`, when the caller has it already (an ingest worker is sent the bytes).
 
     `free_in_background`: a big parsed document is freed by a background thread (`kinds.free_later`) instead of
     before returning (~20 % of its parse, off the answer's path; in a worker process that would only slow the reply's
     pickling, so the workers free it here)."""
-    data, notes = _encode(text)
-    if len(data) > settings.max_output_bytes:
-        raise TooLarge(
-            f"content is {len(data):,} bytes, over this server's cap of {settings.max_output_bytes:,} bytes; "
-            "nothing was stored.",
-            SPLIT_ADVICE,
-        )
+    data, notes = encode_output(settings, text) if encoded is None else encoded
     if on_encoded is not None:
         on_encoded(data)
     index = ContentIndex.build(data)
@@ -210,11 +216,20 @@ async def ingest_text(
     staging = _Staging(services.store)
     with offload_in_progress():  # background index builds give way meanwhile
         try:
-            # a big one in a worker process; its bytes are written to the store while the worker builds the rest
-            prepared = await services.ingest.prepare(text, name, source, handle, staging)
+            prepared: object | None = None
+            encoded: tuple[bytes, tuple[str, ...]] | None = None
+            if services.ingest.takes(len(text)):  # a big one, in a worker process: sent its bytes
+                encoded = await anyio.to_thread.run_sync(encode_output, services.settings, text)
+                staging(encoded[0])  # written to the store while the worker prepares the rest
+                prepared = await services.ingest.prepare(*encoded, name, source, handle)
             if not isinstance(prepared, Prepared):
                 prepared = await anyio.to_thread.run_sync(
-                    partial(prepare_text, free_in_background=True, on_encoded=staging),
+                    partial(
+                        prepare_text,
+                        free_in_background=True,
+                        on_encoded=staging if encoded is None else None,
+                        encoded=encoded,
+                    ),
                     services.settings,
                     services.tokens,
                     text,
@@ -249,18 +264,15 @@ async def ingest_text(
 class _Staging:
     """`on_encoded` for `prepare_text`: a big output's bytes go to the store's staged write (`Store.stage`) while
     the rest is prepared, so that the write and its fsync (about a quarter of a 100 MB JSON document's parse) are
-    not added after it. Called again (a worker died after encoding: the thread prepares it anew), the earlier
-    staging is dropped."""
+    not added after it."""
 
     def __init__(self, store: Store) -> None:
         self._store = store
         self._staged: StagedContent | None = None
 
     def __call__(self, data: bytes) -> None:
-        if len(data) < STAGE_MIN_BYTES:
-            return
-        self.discard()
-        self._staged = self._store.stage(data)
+        if len(data) >= STAGE_MIN_BYTES and self._staged is None:
+            self._staged = self._store.stage(data)
 
     def take(self) -> StagedContent | None:
         staged, self._staged = self._staged, None

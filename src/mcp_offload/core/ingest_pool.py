@@ -41,7 +41,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from contextlib import suppress
 from pathlib import Path
 from typing import IO
@@ -106,12 +106,16 @@ class _Worker:
         self._receive()
         self.loaded = True
 
-    def call(self, *request: bytes | bytearray | memoryview) -> bytes:
-        """Send one request frame (its pieces) and receive the first frame of the answer."""
+    def send(self, *request: bytes | bytearray | memoryview) -> None:
+        """Send one frame (its pieces) of a many-frame request."""
         try:
             ingest_wire.send(self._in, *request)
-        except OSError as exc:
+        except (OSError, ValueError) as exc:  # ValueError: the pipe was closed (the pool closing) first
             raise WorkerDied(str(exc)) from None
+
+    def call(self, *request: bytes | bytearray | memoryview) -> bytes:
+        """Send one request frame (its pieces) and receive the first frame of the answer."""
+        self.send(*request)
         return self._receive()
 
     def receive(self) -> bytes:
@@ -212,40 +216,31 @@ class IngestPool:
         if not closed:
             self._idle.put(worker)
 
-    async def prepare(
-        self,
-        text: str,
-        name: str | None,
-        source: str | None,
-        handle: str | None,
-        on_encoded: Callable[[bytes], None] | None = None,
-    ) -> object | None:
-        """`on_encoded(data)`: as for `ingest.prepare_text`, called (in a thread of ours) with the bytes the worker
-        sends ahead of the rest."""
-        if not self._workers or len(text) < POOL_MIN_CHARS:
-            return None
+    def takes(self, chars: int) -> bool:
+        """Whether an output of `chars` characters goes to the workers (then its bytes are for `prepare`): workers
+        configured, one started (this starts them when none is), and the output big enough to be worth the copy."""
+        if not self._workers or chars < POOL_MIN_CHARS:
+            return False
         self.start()
+        return self.ready
+
+    async def prepare(
+        self, data: bytes, notes: tuple[str, ...], name: str | None, source: str | None, handle: str | None
+    ) -> object | None:
+        """The output whose encoding is `data` (and its `notes`: `ingest.encode_output`), prepared in a worker: the
+        bytes go as they are (the worker decodes them), and come back as `data` (only the rest is pickled back)."""
         if not self.ready:
             return None
-        request = (text, name, source, handle)
-        return await anyio.to_thread.run_sync(self._call, request, on_encoded, abandon_on_cancel=True)
+        request = pickle.dumps((notes, name, source, handle), protocol=pickle.HIGHEST_PROTOCOL)
+        return await anyio.to_thread.run_sync(self._call, request, data, abandon_on_cancel=True)
 
-    def _call(
-        self,
-        request: tuple[str, str | None, str | None, str | None],
-        on_encoded: Callable[[bytes], None] | None,
-    ) -> object | None:
+    def _call(self, request: bytes, data: bytes) -> object | None:
         worker = self._free_worker()
         if worker is None:
             return None
         try:
-            reply = worker.call(ingest_wire.PREPARE, pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL))
-            data = None
-            if reply == ingest_wire.ENCODED:  # the bytes come first, then the rest once prepared
-                data = worker.receive()
-                if on_encoded is not None:
-                    on_encoded(data)
-                reply = worker.receive()
+            worker.send(ingest_wire.PREPARE, request)
+            reply = worker.call(data)
         except WorkerDied as exc:
             self._died(worker, exc, "this output is prepared in a thread")
             return None
@@ -253,7 +248,7 @@ class IngestPool:
         ok, value = pickle.loads(reply)
         if not ok:
             raise value
-        prepared: object = value if data is None else dataclasses.replace(value, data=data)
+        prepared: object = dataclasses.replace(value, data=data)
         return prepared
 
     async def parse_json(self, pieces: Sequence[bytes]) -> tuple[object, bytes] | None:
@@ -319,10 +314,13 @@ class IngestPool:
                     return None
 
     def _died(self, worker: _Worker, exc: WorkerDied, instead: str) -> None:
-        log.warning("an ingest worker process died (%s); %s, it restarts", exc, instead)
         with self._lock:
-            self._live -= 1
-            self._all.discard(worker)
+            closed = self._closed
+            if not closed:  # closing counted it already
+                self._live -= 1
+                self._all.discard(worker)
+        if not closed:  # else the pool closed its pipes under a call: nothing died, and nothing restarts
+            log.warning("an ingest worker process died (%s); %s, it restarts", exc, instead)
         worker.stop()
         self.start()
 

@@ -1,16 +1,15 @@
 """The frames between the serving process and an ingest worker (`ingest_pool`, `ingest_worker`): an 8-byte
-big-endian length, then that many bytes. A request's first byte says what it asks (`PREPARE`: a pickle of the output to
-prepare follows; `PARSE`: a JSON document's bytes follow; `PASSAGES`: an output whose passage index to build);
-answers are pickles, some followed by more frames (`ingest_worker`). Both ends are our own code in the same
-installation; the pipes are private to the two processes."""
+big-endian length, then that many bytes. A request's first byte says what it asks (`PREPARE`: a pickle of the
+output's facts follows, and its bytes come as the next frame; `PARSE`: a JSON document's bytes follow; `PASSAGES`:
+an output whose passage index to build); answers are pickles, some followed by more frames (`ingest_worker`). Both
+ends are our own code in the same installation; the pipes are private to the two processes."""
 
 from __future__ import annotations
 
 from typing import IO
 
 HEADER = 8
-PREPARE = b"P"  # prepare one output: a pickle of (text, name, source, handle) follows
-ENCODED = b"E"  # a PREPARE answer's first frame when the output's bytes follow in the next one, before the rest
+PREPARE = b"P"  # prepare one output: a pickle of (notes, name, source, handle) follows; its bytes in the next frame
 PARSE = b"J"  # parse one JSON document: its bytes follow
 PASSAGES = b"I"  # build one output's passage index: an 8-byte length, a pickle of its key, then the output's bytes
 

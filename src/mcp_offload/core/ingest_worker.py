@@ -3,10 +3,9 @@
 Reads its settings (one frame), loads the tokenizer, answers with an empty frame, then answers one request frame at
 a time until its input closes (`ingest_wire`):
 
-- `PREPARE`, `(text, name, source, handle)`: prepares one output. Once it is encoded (and within the cap) its
-  bytes go first: an `ENCODED` frame, then the bytes in one frame (the serving process writes them to the store
-  while the rest is prepared here); last, `(True, Prepared)` (its `data` empty when the bytes went ahead) or
-  `(False, exception)`;
+- `PREPARE`, `(notes, name, source, handle)`, then the output's UTF-8 bytes as one frame (encoded by the serving
+  process, which writes them to the store meanwhile): prepares the output, answering `(True, Prepared)` with its
+  `data` left empty (the serving process has the bytes) or `(False, exception)`;
 - `PARSE`, a JSON document's bytes (a big request body of the gateway, sent in its pieces as they arrived):
   `(False, reason)` when it is not JSON, else `(True, layout)` and then the value in pieces, one frame each, so that
   the serving process unpickles it a piece at a time (no piece holds its GIL for long): for an object, `layout`
@@ -62,28 +61,21 @@ def _serve(stdin: IO[bytes], stdout: IO[bytes]) -> None:
             _passages(frame[1:], stdout)
             del frame
             continue
-        text, name, source, handle = pickle.loads(frame[1:])
+        notes, name, source, handle = pickle.loads(frame[1:])
         del frame
-        sent_ahead = False
-
-        def send_ahead(data: bytes) -> None:
-            nonlocal sent_ahead
-            ingest_wire.send(stdout, ingest_wire.ENCODED)
-            ingest_wire.send(stdout, data)
-            sent_ahead = True
-
+        data = ingest_wire.receive(stdin)
+        text = ""
         try:
-            prepared = prepare_text(settings, tokens, text, name, source, handle, on_encoded=send_ahead)
-            if sent_ahead:
-                prepared = dataclasses.replace(prepared, data=b"")
-            reply = pickle.dumps((True, prepared), protocol=5)
+            text = data.decode("utf-8", "surrogatepass")  # as the serving process encoded it
+            prepared = prepare_text(settings, tokens, text, name, source, handle, encoded=(data, notes))
+            reply = pickle.dumps((True, dataclasses.replace(prepared, data=b"")), protocol=5)
             del prepared
         except Exception as exc:  # the caller raises it as if prepared in its own thread
             try:
                 reply = pickle.dumps((False, exc), protocol=5)
             except Exception:  # an exception that does not pickle: its message, as a plain error
                 reply = pickle.dumps((False, RuntimeError(f"{type(exc).__name__}: {exc}")), protocol=5)
-        del text
+        del text, data
         ingest_wire.send(stdout, reply)
 
 
