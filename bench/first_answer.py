@@ -10,7 +10,7 @@ workers' CPU (from /proc), and the median of the per-turn differences against pl
 by an offload (passage and structure indexes) finish before the next one is timed.
 
 Last, offloading a JSON document of each `--sizes` size from 1 MB up against `orjson.loads` of the same text (the
-core suite's "offload JSON" row without the MCP client), in turns.
+core suite's "offload JSON" row without the MCP client), in turns, in both modes.
 
     python bench/run.py --only first_answer --sizes 10M,100M   # 4 MB log / text / 2 MB CSV / 4 MB JSON, then JSON
 """
@@ -130,15 +130,22 @@ async def _measure(mode: str, repeat: int, store: Path) -> list[dict[str, Any]]:
     return rows
 
 
-async def _json_vs_orjson(label: str, repeat: int, store: Path) -> dict[str, Any]:
-    """Offloading a JSON document (in a thread, as the core suite's in-memory server does) against `orjson.loads` of
-    the same text with the GC paused (as the offload parses), in turns."""
+async def _json_vs_orjson(label: str, mode: str, repeat: int, store: Path) -> dict[str, Any]:
+    """Offloading a JSON document against `orjson.loads` of the same text with the GC paused (as the offload
+    parses), in turns: in a thread (`ingest_workers = 0`) or in the ingest workers (started and ready first), each
+    turn after the previous one's background builds are done."""
     size = parse_size(label)
     text = make_json(size, random.Random(size))
-    services = build_services(Settings(store=str(store), max_output_bytes=2 * size + 1_000_000, ingest_workers=0))
+    workers = 0 if mode == "thread" else 2
+    settings = Settings(store=str(store), max_output_bytes=2 * size + 1_000_000, ingest_workers=workers)
+    services = build_services(settings)
     ours: list[float] = []
     yard: list[float] = []
     try:
+        if workers:
+            services.ingest.start()
+            while len(services.ingest._all) < workers or not services.ingest.ready:  # noqa: ASYNC110
+                await anyio.sleep(0.05)
         for _ in range(repeat):
             await _quiet()
             t0 = time.perf_counter()
@@ -154,7 +161,7 @@ async def _json_vs_orjson(label: str, repeat: int, store: Path) -> dict[str, Any
     med, yard_med = statistics.median(ours), statistics.median(yard)
     return {
         "suite": "first_answer",
-        "case": "offload JSON (in process) vs orjson.loads",
+        "case": f"offload JSON (in process, {mode}) vs orjson.loads",
         "size": label,
         "ours_ms": round(med, 1),
         "yardstick": "orjson.loads, GC paused",
@@ -172,5 +179,6 @@ def run(args: Any) -> list[dict[str, Any]]:
         for mode in ("thread", "workers"):
             rows += anyio.run(_measure, mode, repeat, Path(tmp) / mode)
         for label in [s for s in args.sizes.split(",") if s and parse_size(s) >= 1_000_000]:
-            rows.append(anyio.run(_json_vs_orjson, label, repeat, Path(tmp) / f"json-{label}"))
+            for mode in ("thread", "workers"):
+                rows.append(anyio.run(_json_vs_orjson, label, mode, repeat, Path(tmp) / f"json-{label}-{mode}"))
     return rows
