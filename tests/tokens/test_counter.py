@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from mcp_offload.tokens import SOURCE_ESTIMATE, TokenCounter, load_counter
 from mcp_offload.tokens import counter as counter_module
+from mcp_offload.tokens.counter import _longest_token
 from support.cpu_time import best_cpu_of
 
 ENCODINGS = ["o200k_base", "cl100k_base"]
@@ -309,3 +310,17 @@ def test_estimate_is_flagged_and_consistent() -> None:
     prefix, n = est.truncate("a\ud83d\ude00", 1)  # "a\ud83d" is 4 bytes, but never half a surrogate pair
     assert (prefix, n) == ("a", 1)
     assert est.count_large("abcd" * 10) == (10, True)
+
+
+@pytest.mark.parametrize("encoding", ["o200k_base", "cl100k_base"])
+def test_the_longest_token_is_found_from_the_ranks_as_from_the_token_list(encoding: str) -> None:
+    enc = load_counter(encoding)._enc
+    assert enc is not None
+    from_the_list = max(len(b) for b in enc.token_byte_values())
+    assert _longest_token(enc) == from_the_list
+
+    class WithoutRanks:  # a tiktoken that keeps its ranks elsewhere: the token list still answers
+        def token_byte_values(self) -> list[bytes]:
+            return enc.token_byte_values()  # type: ignore[union-attr]
+
+    assert _longest_token(WithoutRanks()) == from_the_list  # type: ignore[arg-type]
