@@ -130,3 +130,21 @@ def test_a_port_out_of_range_in_the_store_url_is_one_line_exit_2(store: str, por
     done = _run("stats", env=env)
     assert done.returncode == 2 and done.stderr.splitlines()[-1].endswith(line)
     assert "s3cret" not in done.stderr  # the message names the port, not the URL with its password
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_a_bad_store_location_is_refused_before_the_server_is_imported(transport: str) -> None:
+    """The refusal comes first: the MCP SDK and the server cost about a second of CPU to import, for nothing."""
+    argv = ["--store", "redis://127.0.0.1:70000/0", "--transport", transport]
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "mcp_offload", *argv],
+        capture_output=True,
+        text=True,
+        timeout=HANG_TIMEOUT_S,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 2
+    imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+    assert "mcp_offload.cli.dispatch" in imported  # the trace is there
+    assert not {name for name in imported if name == "mcp" or name.startswith("mcp_offload.mcp_server")}
+    assert done.stderr.splitlines()[-1].endswith("port 70000 is out of range (1-65535); nothing was started")

@@ -13,6 +13,7 @@ import pytest
 from mcp_offload.cli import dispatch
 from mcp_offload.cli.dispatch import SUBCOMMANDS, Subcommand, settings_from_args
 from mcp_offload.version import __version__
+from support import HANG_TIMEOUT_S
 
 EXE = str(Path(sys.executable).with_name("mcp-offload"))
 
@@ -102,3 +103,20 @@ def test_outputs_on_a_missing_store_says_so_and_creates_nothing(tmp_path: Path, 
     done = _run("outputs", "list", "--store", str(plain))
     assert done.returncode == 1 and "is not an mcp-offload store" in done.stderr
     assert list(plain.iterdir()) == []  # nothing created in a directory that is not a store
+
+
+def test_demo_help_answers_without_importing_the_mcp_sdk() -> None:
+    """Help is for reading: the MCP SDK (a second of CPU to import) is imported only when the demo runs."""
+    script = (
+        "import sys\n"
+        "from mcp_offload.cli import dispatch\n"
+        "try:\n"
+        "    dispatch.main(['demo', '--help'])\n"
+        "except SystemExit as exc:\n"
+        "    print('exit', exc.code, 'mcp' in sys.modules, 'mcp_offload.cli.demo' in sys.modules)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=HANG_TIMEOUT_S, stdin=subprocess.DEVNULL
+    )
+    assert done.stdout.startswith("usage: mcp-offload demo"), done.stderr[-2000:]
+    assert done.stdout.splitlines()[-1] == "exit 0 False True"

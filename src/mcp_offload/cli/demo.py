@@ -23,15 +23,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import anyio
-from mcp import Client, StdioServerParameters
 
 from mcp_offload.cli.arg_types import OneLineParser
 from mcp_offload.cli.exit_status import exit_status
-from mcp_offload.core.outputs import SessionScope
-from mcp_offload.mcp_server.content_blocks import text_of
-from mcp_offload.mcp_server.tools import result_of
 from mcp_offload.settings import Settings
-from mcp_offload.tokens import load_counter
 
 PLANTED_ISSUE = 4242
 PLANTED_LOG = "ERROR payment-gateway: upstream timeout after 30000 ms (order=A-77812)"
@@ -75,6 +70,8 @@ def make_log(rng: random.Random, lines: int = 20_000) -> str:
 
 
 def _text(result: Any) -> str:
+    from mcp_offload.mcp_server.content_blocks import text_of
+
     return text_of(result.content)
 
 
@@ -119,6 +116,13 @@ def _demo_store(store: str | None) -> Iterator[str]:
 
 async def run_demo(settings: Settings, store_location: str | None = None) -> int:
     """The demo; `store_location`: keep the outputs there (session "demo") instead of in a temporary store."""
+    # imported here, not with the module: `demo --help` answers without the MCP SDK (a second of CPU)
+    from mcp import Client, StdioServerParameters
+
+    from mcp_offload.core.outputs import SessionScope
+    from mcp_offload.mcp_server.tools import result_of
+    from mcp_offload.tokens import load_counter
+
     rng = random.Random(7)
     counter = load_counter(settings.encoding)
     api, log = make_api_response(rng), make_log(rng)

@@ -266,8 +266,10 @@ def run(args: argparse.Namespace) -> int | None:
     """Serve (stdio or HTTP). Operator errors (a refused network configuration, a bad config file
     or setting) and store errors propagate to `exit_status`."""
     from mcp_offload.core.answer_cap import parse_client_caps
+    from mcp_offload.store.location import store_kind
 
     settings = settings_from_args(args)
+    store_kind(settings.store)  # a store location no backend takes: one line, exit 2, before the server's imports
     parse_client_caps(settings.client_caps)  # a bad or too small cap: one line, exit 2, nothing started
     discover_config(args)
     check_session(args.session, args.transport)
