@@ -148,3 +148,23 @@ def test_a_bad_store_location_is_refused_before_the_server_is_imported(transport
     assert "mcp_offload.cli.dispatch" in imported  # the trace is there
     assert not {name for name in imported if name == "mcp" or name.startswith("mcp_offload.mcp_server")}
     assert done.stderr.splitlines()[-1].endswith("port 70000 is out of range (1-65535); nothing was started")
+
+
+def test_a_store_that_cannot_work_is_refused_before_the_server_is_imported(redis_url: str) -> None:
+    """A TLS URL to a plain Redis port: the stdio server opens (and checks) the store before it imports the MCP
+    server, so the one-line refusal costs no second of CPU for an import it will not use."""
+    plain = redis_url.split("://", 1)[1].split("/", 1)[0]
+    script = (
+        "import sys\n"
+        "from mcp_offload.cli import dispatch\n"
+        "try:\n"
+        f"    dispatch.main(['--store', 'rediss://{plain}/0'])\n"
+        "except SystemExit as exc:\n"
+        "    print('exit', exc.code, 'mcp' in sys.modules)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=HANG_TIMEOUT_S, stdin=subprocess.DEVNULL
+    )
+    assert done.stdout.splitlines() == ["exit 1 False"], done.stderr[-2000:]
+    assert done.stderr.splitlines()[-1].endswith("did not answer the TLS handshake, as a plain (non-TLS) port does: "
+                                                  "use redis:// for a plain port")  # fmt: skip

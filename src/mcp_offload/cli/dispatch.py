@@ -207,16 +207,19 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
 
 async def serve_stdio(settings: Settings, proxy: ProxyConfig | None = None, session: str | None = None) -> None:
     from mcp_offload.core.services import build_services
-    from mcp_offload.mcp_server.offload_server import build_server
-    from mcp_offload.serve.stdio import stdio_streams
-    from mcp_offload.serve.stdio_eras import serve_eras
-    from mcp_offload.serve.stdio_shortcut import stdio_shortcut_for
 
     # One client: the ingest workers start at the first big output (prepared in a thread meanwhile), not at launch.
     # A client starts every stdio server it knows when it starts, and two idle workers cost ~1 s of CPU and ~130 MB
     # each (measured here) per server; a shared HTTP service or gateway starts them at once.
+    # The store is opened (and a Redis one checked) before the MCP server is imported: a store that cannot work is
+    # refused in one line without that second of CPU.
     services = build_services(settings)
     try:
+        from mcp_offload.mcp_server.offload_server import build_server
+        from mcp_offload.serve.stdio import stdio_streams
+        from mcp_offload.serve.stdio_eras import serve_eras
+        from mcp_offload.serve.stdio_shortcut import stdio_shortcut_for
+
         async with open_proxy(services, proxy) as extensions:
             server = build_server(services, extensions=extensions, session=session)
             async with stdio_streams(tap=stdio_shortcut_for(server, extensions)) as (read, write):
