@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -69,17 +70,29 @@ async def test_a_staged_put_publishes_what_a_plain_put_does(tmp_path: Path) -> N
 
 
 @pytest.mark.parametrize("when", ["while it writes", "after the write"])
-async def test_a_discarded_staging_leaves_nothing(tmp_path: Path, when: str) -> None:
+async def test_a_discarded_staging_leaves_nothing(tmp_path: Path, when: str, monkeypatch: pytest.MonkeyPatch) -> None:
     store = FilesystemStore(tmp_path / "store")
-    staged = store.stage(DATA * 10)
+    gate = threading.Event()  # holds the staging thread in its write until the discard is in
+    real_write = store._write_file
+
+    def held_write(dir_fd: int, name: str, payload: bytes) -> None:
+        gate.wait(60)
+        real_write(dir_fd, name, payload)
+
+    if when == "while it writes":
+        monkeypatch.setattr(store, "_write_file", held_write)
+    else:
+        gate.set()
+    staged = store.stage(DATA)
     assert isinstance(staged, StagedFile)
     if when == "after the write":
         assert staged._done.wait(60)
         assert len(_tmp_entries(store)) == 1  # written, held open
-    else:
-        assert not staged._done.is_set()  # 30 MB: still writing
     staged.discard()
     staged.discard()  # idempotent
+    if when == "while it writes":
+        assert not staged._done.is_set()  # the discard came first
+        gate.set()
     assert _wait_until_empty(store, staged) == []
     assert await store.list(SCOPE_A) == []
     with pytest.raises(RuntimeError, match="discarded"):
