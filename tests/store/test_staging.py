@@ -18,7 +18,7 @@ import anyio
 import pytest
 
 from mcp_offload.core import outputs
-from mcp_offload.core.ingest import STAGE_MIN_BYTES
+from mcp_offload.core.ingest import STAGE_MIN_CHARS
 from mcp_offload.core.services import Services, build_services
 from mcp_offload.errors import StoreFull, StoreUnavailable, UnknownHandle
 from mcp_offload.settings import Settings
@@ -198,9 +198,9 @@ async def test_a_big_output_is_staged_once_and_a_small_one_not_at_all(
     text = DATA.decode()
     scope = outputs.SessionScope.named("s")
     stored = await outputs.offload(services, scope, text)
-    small = await outputs.offload(services, scope, "x" * (STAGE_MIN_BYTES // 2))
+    small = await outputs.offload(services, scope, "x" * (STAGE_MIN_CHARS // 2))
     assert spy.sizes == [len(DATA)]
-    for handle, expected in ((stored.handle, DATA), (small.handle, b"x" * (STAGE_MIN_BYTES // 2))):
+    for handle, expected in ((stored.handle, DATA), (small.handle, b"x" * (STAGE_MIN_CHARS // 2))):
         async with store.open(scope.key, handle) as out:
             assert out.read_bytes(0, out.meta.size) == expected
     assert _wait_until_empty(store) == []

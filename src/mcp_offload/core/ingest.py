@@ -31,7 +31,7 @@ from mcp_offload.retrieve.json_structure import warm_structure
 from mcp_offload.retrieve.json_structure_file import SIDECAR as STRUCTURE_SIDECAR
 from mcp_offload.retrieve.ranked.index_cache import SIDECAR, offload_in_progress, warm_index
 from mcp_offload.settings import Settings
-from mcp_offload.store.base import Kind, OutputMeta, StagedContent, Store
+from mcp_offload.store.base import Kind, OutputMeta, StagedContent
 from mcp_offload.store.content_index import ContentIndex
 from mcp_offload.store.handles import new_handle, validate_handle
 from mcp_offload.tokens import TokenCounter
@@ -40,7 +40,7 @@ from mcp_offload.tokens import TokenCounter
 # the preview gets the rest of the budget, so the whole reference stays within `preview_tokens`.
 FRAME_TOKENS = 80
 FREE_LATER_BYTES = 1 << 20  # a parse of a smaller document is freed in well under a millisecond: at once
-STAGE_MIN_BYTES = 256 * 1024  # a smaller output's write takes about as long as starting the thread that stages it
+STAGE_MIN_CHARS = 256 * 1024  # a smaller output's write takes about as long as starting the thread that stages it
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,22 +138,18 @@ def prepare_text(
     handle: str | None = None,
     *,
     free_in_background: bool = False,
-    on_encoded: Callable[[bytes], None] | None = None,
     encoded: tuple[bytes, tuple[str, ...]] | None = None,
 ) -> Prepared:
     """Everything but the store write: encode, index, detect the kind, preview, count tokens. Pure CPU work, run in
     an ingest worker process or a thread (never on the event loop); raises `TooLarge` over the size cap.
 
-    `on_encoded(data)`: called with the bytes as soon as they are encoded and within the cap, before the rest of
-    the work (the caller starts the store's write meanwhile: `Store.stage`). `encoded`: `encode_output(settings,
-    text)`, when the caller has it already (an ingest worker is sent the bytes).
+    `encoded`: `encode_output(settings, text)`, when the caller has it already (it encodes a big output first, to
+    start the store's write of its bytes meanwhile; an ingest worker is sent the bytes).
 
     `free_in_background`: a big parsed document is freed by a background thread (`kinds.free_later`) instead of
     before returning (~20 % of its parse, off the answer's path; in a worker process that would only slow the reply's
     pickling, so the workers free it here)."""
     data, notes = encode_output(settings, text) if encoded is None else encoded
-    if on_encoded is not None:
-        on_encoded(data)
     index = ContentIndex.build(data)
     # The parsed value lives only until the preview is built: the GC stays paused until it is freed, so that it is
     # never traversed (one collection over a 100 MB document's objects costs about as much as parsing it).
@@ -213,23 +209,19 @@ async def ingest_text(
         )
     if handle is not None:
         validate_handle(handle)
-    staging = _Staging(services.store)
+    staged: StagedContent | None = None
     with offload_in_progress():  # background index builds give way meanwhile
         try:
             prepared: object | None = None
             encoded: tuple[bytes, tuple[str, ...]] | None = None
-            if services.ingest.takes(len(text)):  # a big one, in a worker process: sent its bytes
+            if len(text) >= STAGE_MIN_CHARS:  # a big one: its bytes are written while the rest is prepared
                 encoded = await anyio.to_thread.run_sync(encode_output, services.settings, text)
-                staging(encoded[0])  # written to the store while the worker prepares the rest
-                prepared = await services.ingest.prepare(*encoded, name, source, handle)
+                staged = services.store.stage(encoded[0])
+                if services.ingest.takes(len(text)):  # in a worker process, sent the bytes
+                    prepared = await services.ingest.prepare(*encoded, name, source, handle)
             if not isinstance(prepared, Prepared):
                 prepared = await anyio.to_thread.run_sync(
-                    partial(
-                        prepare_text,
-                        free_in_background=True,
-                        on_encoded=staging if encoded is None else None,
-                        encoded=encoded,
-                    ),
+                    partial(prepare_text, free_in_background=True, encoded=encoded),
                     services.settings,
                     services.tokens,
                     text,
@@ -238,11 +230,12 @@ async def ingest_text(
                     handle,
                 )
         except BaseException:
-            staging.discard()
+            if staged is not None:
+                staged.discard()
             raise
         ingested, index, data = prepared.ingested, prepared.index, prepared.data
         try:
-            await services.store.put(scope, ingested.meta, index, data, staging.take())
+            await services.store.put(scope, ingested.meta, index, data, staged)  # it takes the staging over
         except HandleExists:
             if handle is None:
                 raise
@@ -259,29 +252,6 @@ async def ingest_text(
     key = (meta.handle, meta.created, meta.size)
     warm_index(key, data, services.store.sidecar(scope, meta.handle, SIDECAR), remote)
     return ingested
-
-
-class _Staging:
-    """`on_encoded` for `prepare_text`: a big output's bytes go to the store's staged write (`Store.stage`) while
-    the rest is prepared, so that the write and its fsync (about a quarter of a 100 MB JSON document's parse) are
-    not added after it."""
-
-    def __init__(self, store: Store) -> None:
-        self._store = store
-        self._staged: StagedContent | None = None
-
-    def __call__(self, data: bytes) -> None:
-        if len(data) >= STAGE_MIN_BYTES and self._staged is None:
-            self._staged = self._store.stage(data)
-
-    def take(self) -> StagedContent | None:
-        staged, self._staged = self._staged, None
-        return staged
-
-    def discard(self) -> None:
-        staged, self._staged = self._staged, None
-        if staged is not None:
-            staged.discard()
 
 
 def is_tabular(kind: str, shape: dict[str, Any]) -> bool:
