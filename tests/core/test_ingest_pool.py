@@ -17,7 +17,7 @@ import anyio
 import orjson
 import pytest
 
-from mcp_offload.core import outputs
+from mcp_offload.core import ingest_pool, outputs
 from mcp_offload.core.ingest import Prepared, encode_output, prepare_text
 from mcp_offload.core.ingest_pool import POOL_MIN_CHARS, IngestPool, WorkerDied
 from mcp_offload.core.services import Services, build_services
@@ -56,12 +56,26 @@ async def pooled(tmp_path: Path) -> AsyncIterator[Services]:
         await services.aclose()
 
 
-@pytest.mark.parametrize("make", [_json, _log], ids=["json", "log"])
+def _accented(size: int) -> str:  # not ASCII: characters and bytes differ, so the index counts characters per block
+    return "".join(f"línea {i}: ¿qué tal? — naïve café {'€' * (i % 5)}\n" for i in range(size // 40))
+
+
+def _read_by(pid: int) -> int:
+    """Bytes the process has read with read calls (its pipe included; a mapping's pages are not reads)."""
+    io = dict(line.split(": ") for line in Path(f"/proc/{pid}/io").read_text().splitlines())
+    return int(io["rchar"])
+
+
+@pytest.mark.parametrize("make", [_json, _log, _accented], ids=["json", "log", "accented"])
 async def test_a_worker_prepares_what_a_thread_prepares_byte_for_byte(pooled: Services, make: object) -> None:
     assert callable(make)
     text = make(POOL_MIN_CHARS * 2)
+    (worker,) = pooled.ingest._all
+    read_before = _read_by(worker.process.pid)
     from_worker = await pooled.ingest.prepare(*encode_output(pooled.settings, text), "n", "offload", "out_" + "a" * 26)
     assert isinstance(from_worker, Prepared)  # it did run in the worker
+    # it mapped the bytes from this process's in-memory file: it did not read them from its pipe
+    assert _read_by(worker.process.pid) - read_before < POOL_MIN_CHARS
     here = prepare_text(
         pooled.settings, load_counter(pooled.settings.encoding), text, "n", "offload", "out_" + "a" * 26
     )
@@ -70,6 +84,36 @@ async def test_a_worker_prepares_what_a_thread_prepares_byte_for_byte(pooled: Se
     assert from_worker.index == here.index
     worker_meta, meta = from_worker.ingested.meta, here.ingested.meta
     assert {**vars_of(worker_meta), "created": 0} == {**vars_of(meta), "created": 0}
+
+
+async def test_bytes_a_worker_cannot_map_come_through_its_pipe(
+    pooled: Services, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    def short_file(data: bytes) -> int:  # a file the size it announces does not fit: the worker's mapping fails
+        fd = os.memfd_create("short", os.MFD_CLOEXEC)
+        os.write(fd, data[:100])
+        return fd
+
+    monkeypatch.setattr(ingest_pool, "_share", short_file)
+    (worker,) = pooled.ingest._all
+    text = _accented(POOL_MIN_CHARS * 2)
+    data = text.encode()
+    read_before = _read_by(worker.process.pid)
+    with caplog.at_level(logging.INFO, logger="mcp_offload.core.ingest_pool"):
+        from_worker = await pooled.ingest.prepare(data, (), None, None, "out_" + "b" * 26)
+    assert isinstance(from_worker, Prepared)
+    assert _read_by(worker.process.pid) - read_before >= len(data)  # through the pipe, in full
+    here = prepare_text(pooled.settings, load_counter(pooled.settings.encoding), text, None, None, "out_" + "b" * 26)
+    assert (from_worker.data, from_worker.index, from_worker.ingested.preview) == (
+        here.data,
+        here.index,
+        here.ingested.preview,
+    )
+    assert "could not map an output's bytes" in caplog.text and "sent through its pipe" in caplog.text
+    assert not pooled.ingest._maps  # and from now on without trying
+    read_before = _read_by(worker.process.pid)
+    assert isinstance(await pooled.ingest.prepare(data, (), None, None, None), Prepared)
+    assert _read_by(worker.process.pid) - read_before >= len(data)
 
 
 def vars_of(meta: object) -> dict[str, object]:

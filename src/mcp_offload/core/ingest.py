@@ -32,7 +32,7 @@ from mcp_offload.retrieve.json_structure_file import SIDECAR as STRUCTURE_SIDECA
 from mcp_offload.retrieve.ranked.index_cache import SIDECAR, offload_in_progress, warm_index
 from mcp_offload.settings import Settings
 from mcp_offload.store.base import Kind, OutputMeta, StagedContent
-from mcp_offload.store.content_index import ContentIndex
+from mcp_offload.store.content_index import ContentIndex, Encoded
 from mcp_offload.store.handles import new_handle, validate_handle
 from mcp_offload.tokens import TokenCounter
 
@@ -138,19 +138,20 @@ def prepare_text(
     handle: str | None = None,
     *,
     free_in_background: bool = False,
-    encoded: tuple[bytes, tuple[str, ...]] | None = None,
+    encoded: tuple[Encoded, tuple[str, ...]] | None = None,
 ) -> Prepared:
     """Everything but the store write: encode, index, detect the kind, preview, count tokens. Pure CPU work, run in
     an ingest worker process or a thread (never on the event loop); raises `TooLarge` over the size cap.
 
     `encoded`: `encode_output(settings, text)`, when the caller has it already (it encodes a big output first, to
-    start the store's write of its bytes meanwhile; an ingest worker is sent the bytes).
+    start the store's write of its bytes meanwhile; an ingest worker is sent the bytes, or maps them). A mapping is
+    read, not kept: the `Prepared` then has no `data` (the caller has the bytes).
 
     `free_in_background`: a big parsed document is freed by a background thread (`kinds.free_later`) instead of
     before returning (~20 % of its parse, off the answer's path; in a worker process that would only slow the reply's
     pickling, so the workers free it here)."""
     data, notes = encode_output(settings, text) if encoded is None else encoded
-    index = ContentIndex.build(data)
+    index = ContentIndex.build(data, is_ascii=text.isascii())  # the same answer, without a pass over the bytes
     # The parsed value lives only until the preview is built: the GC stays paused until it is freed, so that it is
     # never traversed (one collection over a 100 MB document's objects costs about as much as parsing it).
     with gc_paused():
@@ -183,7 +184,7 @@ def prepare_text(
         source=source,
         notes=notes,
     )
-    return Prepared(Ingested(meta=meta, preview=preview), index, data)
+    return Prepared(Ingested(meta=meta, preview=preview), index, data if isinstance(data, bytes) else b"")
 
 
 async def ingest_text(

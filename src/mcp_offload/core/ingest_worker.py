@@ -3,9 +3,11 @@
 Reads its settings (one frame), loads the tokenizer, answers with an empty frame, then answers one request frame at
 a time until its input closes (`ingest_wire`):
 
-- `PREPARE`, `(notes, name, source, handle)`, then the output's UTF-8 bytes as one frame (encoded by the serving
-  process, which writes them to the store meanwhile): prepares the output, answering `(True, Prepared)` with its
-  `data` left empty (the serving process has the bytes) or `(False, exception)`;
+- `PREPARE`, `(notes, name, source, handle, where)`, and the output's UTF-8 bytes (encoded by the serving process,
+  which writes them to the store meanwhile): where `where` names them (`(path, size)`: the serving process's
+  in-memory file, by its `/proc` path), mapped from there, else as the next frame. Prepares the output, answering
+  `(True, Prepared)` with its `data` left empty (the serving process has the bytes) or `(False, exception)`; when
+  the file cannot be mapped, first `(None, reason)`, and then the bytes come as the next frame;
 - `PARSE`, a JSON document's bytes (a big request body of the gateway, sent in its pieces as they arrived):
   `(False, reason)` when it is not JSON, else `(True, layout)` and then the value in pieces, one frame each, so that
   the serving process unpickles it a piece at a time (no piece holds its GIL for long): for an object, `layout`
@@ -22,10 +24,12 @@ stdout carries only frames: logging goes to stderr.
 from __future__ import annotations
 
 import dataclasses
+import mmap
 import os
 import pickle
 import signal
 import sys
+from contextlib import suppress
 from typing import IO
 
 from mcp_offload.core import ingest_wire
@@ -61,12 +65,19 @@ def _serve(stdin: IO[bytes], stdout: IO[bytes]) -> None:
             _passages(frame[1:], stdout)
             del frame
             continue
-        notes, name, source, handle = pickle.loads(frame[1:])
+        notes, name, source, handle, where = pickle.loads(frame[1:])
         del frame
-        data = ingest_wire.receive(stdin)
+        data: bytes | mmap.mmap | None = None
+        if where is not None:
+            try:
+                data = _mapped(*where)
+            except (OSError, ValueError) as exc:
+                ingest_wire.send(stdout, pickle.dumps((None, str(exc)), protocol=5))
+        if data is None:
+            data = ingest_wire.receive(stdin)
         text = ""
         try:
-            text = data.decode("utf-8", "surrogatepass")  # as the serving process encoded it
+            text = str(data, "utf-8", "surrogatepass")  # as the serving process encoded it
             prepared = prepare_text(settings, tokens, text, name, source, handle, encoded=(data, notes))
             reply = pickle.dumps((True, dataclasses.replace(prepared, data=b"")), protocol=5)
             del prepared
@@ -75,8 +86,24 @@ def _serve(stdin: IO[bytes], stdout: IO[bytes]) -> None:
                 reply = pickle.dumps((False, exc), protocol=5)
             except Exception:  # an exception that does not pickle: its message, as a plain error
                 reply = pickle.dumps((False, RuntimeError(f"{type(exc).__name__}: {exc}")), protocol=5)
+        if isinstance(data, mmap.mmap):
+            with suppress(BufferError):  # a view still held: unmapped once it goes
+                data.close()
         del text, data
         ingest_wire.send(stdout, reply)
+
+
+def _mapped(path: str, size: int) -> mmap.mmap:
+    """The serving process's in-memory file at `path` (`/proc/<its pid>/fd/<fd>`), mapped read-only, without a copy."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        mapped = mmap.mmap(fd, size, prot=mmap.PROT_READ)
+    finally:
+        os.close(fd)
+    if len(mapped) != size:  # mmap refuses a file shorter than `size`; this is only a check
+        mapped.close()
+        raise ValueError(f"the shared file holds {len(mapped):,} bytes, not {size:,}")
+    return mapped
 
 
 def _parse(document: memoryview, stdout: IO[bytes]) -> None:

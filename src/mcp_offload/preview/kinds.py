@@ -24,6 +24,7 @@ import orjson
 import re2
 
 from mcp_offload.store.base import Kind
+from mcp_offload.store.content_index import Encoded
 
 __all__ = ["JsonLines", "as_json_lines", "detect_kind", "free_later", "gc_paused", "parse_document"]
 
@@ -63,7 +64,7 @@ _SAMPLE_RECORDS_HEAD = 64
 _SAMPLE_RECORDS = 128
 
 
-def detect_kind(text: str, utf8: bytes | None = None) -> tuple[Kind, object | None]:
+def detect_kind(text: str, utf8: Encoded | None = None) -> tuple[Kind, object | None]:
     """("json", value) | ("jsonl", JsonLines) | ("text", None).
 
     JSON is strict RFC 8259: NaN and Infinity are not JSON (jq versions disagree on them), and documents nested
@@ -153,7 +154,7 @@ def _reject_constant(name: str) -> None:
     raise ValueError(f"{name} is not JSON")
 
 
-def _has_digit_run(utf8: bytes) -> bool:
+def _has_digit_run(utf8: Encoded) -> bool:
     """Whether the bytes hold 19 digits in a row.
 
     A chunk is scanned only when one of its 8-byte words (at offsets that are multiples of 8) is all digits, and then
@@ -177,7 +178,7 @@ def _has_digit_run(utf8: bytes) -> bool:
     return False
 
 
-def _loads_exact(text: str, utf8: bytes | None = None) -> Any:
+def _loads_exact(text: str, utf8: Encoded | None = None) -> Any:
     """Parse one JSON text exactly: orjson when it can, `json` for what orjson gets wrong or refuses.
 
     orjson refuses lone surrogates (raw or escaped) and numbers beyond a double, and rounds big integers; `json`
@@ -200,7 +201,7 @@ def _loads_exact(text: str, utf8: bytes | None = None) -> Any:
         return json.loads(text, parse_constant=_reject_constant)
 
 
-def parse_document(text: str, utf8: bytes | None = None) -> tuple[bool, Any]:
+def parse_document(text: str, utf8: Encoded | None = None) -> tuple[bool, Any]:
     """(True, value) when the whole of `text` (encoded: `utf8`, if given) is one JSON document, else (False, None)."""
     if _prefix_rejects(text, len(text)):
         return False, None

@@ -26,6 +26,7 @@ _CONTINUATION = bytes(range(0x80, 0xC0))
 _MAGIC = b"MOIX1\n"
 
 Buffer = bytes | bytearray | memoryview | mmap.mmap  # stored bytes or an mmap of them
+Encoded = bytes | mmap.mmap  # a text's UTF-8 bytes, or a read-only mapping of them (slices of either are bytes)
 
 
 class ByteSource(Protocol):
@@ -42,7 +43,7 @@ def _count_chars(chunk: bytes) -> int:
     return len(chunk.translate(None, _CONTINUATION))
 
 
-def _newlines(data: bytes) -> tuple[int, array[int]]:
+def _newlines(data: Encoded) -> tuple[int, array[int]]:
     """(newlines in `data`, newlines before each block). The newlines' offsets are found by numpy (a byte compare and
     a nonzero scan, ~0.25 ms a MB, where `bytes.count` block by block took ~1 ms), then counted per block by a
     binary search. numpy is imported here: a command that only lists the store (`outputs list`) never needs it."""
@@ -68,9 +69,12 @@ class ContentIndex:
 
     # -- building -------------------------------------------------------------------------------------
     @classmethod
-    def build(cls, data: bytes) -> ContentIndex:
+    def build(cls, data: Encoded, *, is_ascii: bool | None = None) -> ContentIndex:
+        """`is_ascii`: whether `data` is all ASCII, when the caller knows (a `str`'s `isascii()` is free; the
+        bytes' is a pass over them)."""
         size = len(data)
-        is_ascii = data.isascii()
+        if is_ascii is None:
+            is_ascii = (data if isinstance(data, bytes) else data[:]).isascii()
         char_starts = array("Q")
         newlines, line_starts = _newlines(data)
         chars = 0
@@ -80,7 +84,7 @@ class ContentIndex:
             for start in range(0, size, BLOCK):
                 char_starts.append(chars)
                 chars += _count_chars(data[start : start + BLOCK])
-        lines = newlines + (1 if size and not data.endswith(b"\n") else 0)
+        lines = newlines + (1 if size and data[size - 1 :] != b"\n" else 0)
         return cls(size, chars, lines, is_ascii, char_starts, line_starts)
 
     @classmethod
