@@ -19,7 +19,7 @@ import pytest
 
 from mcp_offload.core import ingest_pool, outputs
 from mcp_offload.core.ingest import Prepared, encode_output, prepare_text
-from mcp_offload.core.ingest_pool import POOL_MIN_CHARS, IngestPool, WorkerDied
+from mcp_offload.core.ingest_pool import PARSE_MIN_BYTES, POOL_MIN_CHARS, IngestPool, JsonInvalid, WorkerDied
 from mcp_offload.core.services import Services, build_services
 from mcp_offload.errors import TooLarge
 from mcp_offload.preview.kinds import gc_paused
@@ -114,6 +114,39 @@ async def test_bytes_a_worker_cannot_map_come_through_its_pipe(
     read_before = _read_by(worker.process.pid)
     assert isinstance(await pooled.ingest.prepare(data, (), None, None, None), Prepared)
     assert _read_by(worker.process.pid) - read_before >= len(data)
+
+
+async def test_a_worker_parses_a_big_document_from_the_shared_file(pooled: Services) -> None:
+    document = orjson.dumps({"model": "m", "messages": [{"role": "user", "content": _accented(PARSE_MIN_BYTES)}] * 3})
+    pieces = [document[i : i + 65536] for i in range(0, len(document), 65536)]  # as a request body arrives
+    (worker,) = pooled.ingest._all
+    read_before = _read_by(worker.process.pid)
+    parsed = await pooled.ingest.parse_json(pieces)
+    assert parsed is not None
+    value, joined = parsed
+    assert value == orjson.loads(document) and joined == document
+    assert _read_by(worker.process.pid) - read_before < PARSE_MIN_BYTES  # mapped, not read from the pipe
+    with pytest.raises(JsonInvalid, match="unexpected content after document") as refused:
+        await pooled.ingest.parse_json([*pieces, b"]"])
+    assert refused.value.document == document + b"]"
+
+
+async def test_a_document_a_worker_cannot_map_comes_through_its_pipe(
+    pooled: Services, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def short_file(*pieces: bytes) -> int:
+        fd = os.memfd_create("short", os.MFD_CLOEXEC)
+        os.write(fd, pieces[0][:100])
+        return fd
+
+    monkeypatch.setattr(ingest_pool, "_share", short_file)
+    document = orjson.dumps([_log(PARSE_MIN_BYTES * 2), {"n": 1}])
+    pieces = [document[: len(document) // 2], document[len(document) // 2 :]]
+    (worker,) = pooled.ingest._all
+    read_before = _read_by(worker.process.pid)
+    assert await pooled.ingest.parse_json(pieces) == (orjson.loads(document), document)
+    assert _read_by(worker.process.pid) - read_before >= len(document)
+    assert not pooled.ingest._maps
 
 
 def vars_of(meta: object) -> dict[str, object]:

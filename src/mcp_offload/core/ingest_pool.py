@@ -6,8 +6,9 @@ for most of it (a JSON parse holds it from start to end), and every other client
 agent's big tool result stalled another agent's small turn on the gateway by 340 ms. Here that work runs in
 `ingest_workers` worker processes (`python -m mcp_offload.core.ingest_worker`, spoken to over pipes by a thread of
 ours; not `multiprocessing`, whose spawn re-runs the caller's main script: a library user's script has no
-`__main__` guard to expect); the serving process only pickles the text out and the bytes, index and preview back,
-a copy of a few milliseconds for 4 MB.
+`__main__` guard to expect). A big output's bytes (or a body to parse) go to the worker in an anonymous in-memory
+file it maps (`_share`: one copy, made without the GIL; where the system has none, or a worker cannot map it,
+through the pipe), and only the index, preview and metadata come back pickled.
 
 Outputs under `POOL_MIN_CHARS` are prepared in a thread as before: their work is a few milliseconds, less than the
 copies. The workers start lazily (`start()`, or at the first big output); until one has started (about a second),
@@ -44,7 +45,7 @@ import time
 from collections.abc import Sequence
 from contextlib import suppress
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import anyio
 
@@ -246,9 +247,8 @@ class IngestPool:
             worker.send(ingest_wire.PREPARE, pickle.dumps((*facts, where), protocol=pickle.HIGHEST_PROTOCOL))
             reply = worker.call(data) if where is None else worker.receive()
             ok, value = pickle.loads(reply)
-            if ok is None:  # it could not map them: they go through the pipe, now and from now on
-                self._maps = False
-                log.info("an ingest worker could not map an output's bytes (%s); they are sent through its pipe", value)
+            if ok is None:  # it could not map them
+                self._not_mapped(value)
                 ok, value = pickle.loads(worker.call(data))
         except WorkerDied as exc:
             self._died(worker, exc, "this output is prepared in a thread")
@@ -278,18 +278,43 @@ class IngestPool:
         worker = self._free_worker()
         if worker is None:
             return None
+        size = sum(len(piece) for piece in pieces)
+        shared = _share(*pieces) if self._maps else None
         try:  # every frame is read, whatever the answer, so the next call starts at a frame boundary
-            ok, layout = pickle.loads(worker.call(ingest_wire.PARSE, *pieces))
+            ok, layout, mapped = self._parse_request(worker, pieces, shared, size)
             if ok:
                 value = pickle.loads(worker.receive()) if layout is None else _object(worker, layout)
-            document = worker.receive()
+            # joined without this process's GIL: read back from the file it wrote, or from the worker's pipe
+            document = _read_back(shared, size) if mapped and shared is not None else worker.receive()
         except WorkerDied as exc:
             self._died(worker, exc, "this document is parsed here")
             return None
+        finally:
+            if shared is not None:
+                os.close(shared)
         self._idle.put(worker)
         if not ok:
             raise JsonInvalid(str(layout), document)
         return value, document
+
+    def _parse_request(
+        self, worker: _Worker, pieces: Sequence[bytes], shared: int | None, size: int
+    ) -> tuple[bool, Any, bool]:
+        """Ask `worker` to parse the document (mapped from `shared` when there is one, else sent through its pipe):
+        `(ok, layout or reason, whether it was mapped)`."""
+        if shared is not None:
+            where = (f"/proc/{os.getpid()}/fd/{shared}", size)
+            ok, layout = pickle.loads(worker.call(ingest_wire.PARSE_MAPPED, pickle.dumps(where)))
+            if ok is not None:
+                return ok, layout, True
+            self._not_mapped(layout)
+        ok, layout = pickle.loads(worker.call(ingest_wire.PARSE, *pieces))
+        return ok, layout, False
+
+    def _not_mapped(self, reason: object) -> None:
+        """A worker could not map bytes this process shared: they go through the pipes, now and from now on."""
+        self._maps = False
+        log.info("an ingest worker could not map an output's bytes (%s); they are sent through its pipe", reason)
 
     def passage_index(self, data: Buffer, key: tuple[str, float, int]) -> bytes | None:
         """The passage index file (`index_file.dump_index`) of the output `key` names, built from `data` in a worker;
@@ -345,22 +370,34 @@ class IngestPool:
             await anyio.to_thread.run_sync(_stop_all, workers)
 
 
-def _share(data: bytes) -> int | None:
-    """An anonymous in-memory file (memfd) holding `data`, for a worker to map: one copy in the kernel (~50 ms for
-    100 MB, without the GIL) instead of the pipe's two (~130-240 ms, the worker reading as this process writes). None
-    when the system has none or it cannot hold them (its pages count as this process's memory until closed)."""
+def _share(*pieces: bytes) -> int | None:
+    """An anonymous in-memory file (memfd) holding the pieces' bytes, one after the other, for a worker to map: one
+    copy in the kernel (~50 ms for 100 MB, without the GIL) instead of the pipe's two (~130-240 ms, the worker reading
+    as this process writes). None when the system has none or it cannot hold them (its pages count as this process's
+    memory until closed)."""
     try:
         fd = os.memfd_create("mcp-offload-output", os.MFD_CLOEXEC)
     except OSError:
         return None
     try:
-        view, written = memoryview(data), 0
-        while written < len(view):
-            written += os.write(fd, view[written : written + SHARE_CHUNK])
+        for piece in pieces:
+            view, written = memoryview(piece), 0
+            while written < len(view):
+                written += os.write(fd, view[written : written + SHARE_CHUNK])
     except OSError:
         os.close(fd)
         return None
     return fd
+
+
+def _read_back(fd: int, size: int) -> bytes:
+    """The `size` bytes `_share` wrote to `fd`, in one piece (the read releases the GIL; joining pieces would not)."""
+    parts = [os.pread(fd, size, 0)]  # a memfd reads whole at once; the loop is for a system where it would not
+    done = len(parts[0])
+    while done < size and parts[-1]:
+        parts.append(os.pread(fd, size - done, done))
+        done += len(parts[-1])
+    return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
 def _widen(pipe: IO[bytes]) -> None:

@@ -1,8 +1,9 @@
 """The frames between the serving process and an ingest worker (`ingest_pool`, `ingest_worker`): an 8-byte
 big-endian length, then that many bytes. A request's first byte says what it asks (`PREPARE`: a pickle of the
-output's facts follows, and its bytes come as the next frame; `PARSE`: a JSON document's bytes follow; `PASSAGES`:
-an output whose passage index to build); answers are pickles, some followed by more frames (`ingest_worker`). Both
-ends are our own code in the same installation; the pipes are private to the two processes."""
+output's facts follows, and its bytes come as the next frame or are mapped; `PARSE`: a JSON document's bytes follow;
+`PARSE_MAPPED`: where to map them; `PASSAGES`: an output whose passage index to build); answers are pickles, some
+followed by more frames (`ingest_worker`). Both ends are our own code in the same installation; the pipes are
+private to the two processes."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import IO
 HEADER = 8
 PREPARE = b"P"  # prepare one output: a pickle of (notes, name, source, handle) follows; its bytes in the next frame
 PARSE = b"J"  # parse one JSON document: its bytes follow
+PARSE_MAPPED = b"M"  # parse one JSON document the worker maps: a pickle of (path, size) follows
 PASSAGES = b"I"  # build one output's passage index: an 8-byte length, a pickle of its key, then the output's bytes
 
 

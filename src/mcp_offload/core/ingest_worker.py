@@ -15,6 +15,9 @@ a time until its input closes (`ingest_wire`):
   list, one frame per item); for anything else `layout` is None and one frame follows. Last, either way, the
   document's bytes, whole: reading them from the pipe, the serving process gets them in one piece without joining
   its pieces under its GIL (a 20 MB join holds it for 5-50 ms);
+- `PARSE_MAPPED`, `(path, size)`: the same for a document the serving process wrote to an in-memory file, mapped
+  from there; the same answer without the document's bytes (the serving process reads them back from its file),
+  or `(None, reason)` when it cannot be mapped (the serving process then sends a `PARSE`);
 - `PASSAGES`, an output's key and bytes: builds its passage index (`retrieve.ranked`, one thread), answering
   `(True, None)` and then the index file's bytes in one frame (`index_file.dump_index`), or `(False, reason)`.
 
@@ -59,6 +62,11 @@ def _serve(stdin: IO[bytes], stdout: IO[bytes]) -> None:
         frame = memoryview(ingest_wire.receive(stdin))
         if frame[:1] == ingest_wire.PARSE:
             _parse(frame[1:], stdout)
+            del frame
+            continue
+        if frame[:1] == ingest_wire.PARSE_MAPPED:
+            path, size = pickle.loads(frame[1:])
+            _parse_mapped(path, size, stdout)
             del frame
             continue
         if frame[:1] == ingest_wire.PASSAGES:
@@ -106,7 +114,20 @@ def _mapped(path: str, size: int) -> mmap.mmap:
     return mapped
 
 
-def _parse(document: memoryview, stdout: IO[bytes]) -> None:
+def _parse_mapped(path: str, size: int, stdout: IO[bytes]) -> None:
+    try:
+        mapped = _mapped(path, size)
+    except (OSError, ValueError) as exc:
+        ingest_wire.send(stdout, pickle.dumps((None, str(exc)), protocol=5))
+        return
+    try:
+        with memoryview(mapped) as document:
+            _parse(document, stdout, send_back=False)
+    finally:
+        mapped.close()
+
+
+def _parse(document: memoryview, stdout: IO[bytes], *, send_back: bool = True) -> None:
     import orjson
 
     from mcp_offload.errors import reason_of
@@ -127,7 +148,8 @@ def _parse(document: memoryview, stdout: IO[bytes]) -> None:
         ingest_wire.send(stdout, pickle.dumps((True, layout), protocol=5))
         for piece in pieces:
             ingest_wire.send(stdout, pickle.dumps(piece, protocol=5))
-    ingest_wire.send(stdout, document)
+    if send_back:
+        ingest_wire.send(stdout, document)
 
 
 def _passages(request: memoryview, stdout: IO[bytes]) -> None:
