@@ -10,12 +10,14 @@ import logging
 import os
 import signal
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 import anyio
 import orjson
 import pytest
+import pytest_asyncio
 
 from mcp_offload.core import ingest_pool, outputs
 from mcp_offload.core.ingest import Prepared, encode_output, prepare_text
@@ -48,7 +50,28 @@ async def _ready(pool: IngestPool) -> None:
 
 @pytest.fixture
 async def pooled(tmp_path: Path) -> AsyncIterator[Services]:
+    """A pool of one worker of the test's own: for tests that kill it or change how it is sent bytes."""
     services = build_services(Settings(store=str(tmp_path / "store"), ingest_workers=1))
+    try:
+        await _ready(services.ingest)
+        yield services
+    finally:
+        await services.aclose()
+
+
+# One pool serves the tests that leave it as they found it (`on_shared_pool`, all on one xdist worker): a worker
+# process costs about a second of CPU to start.
+T = TypeVar("T", bound=Callable[..., Any])
+
+
+def on_shared_pool(test: T) -> T:
+    marked: T = pytest.mark.xdist_group("ingest-pool-shared")(pytest.mark.asyncio(loop_scope="module")(test))
+    return marked
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def shared(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Services]:
+    services = build_services(Settings(store=str(tmp_path_factory.mktemp("shared") / "store"), ingest_workers=1))
     try:
         await _ready(services.ingest)
         yield services
@@ -67,7 +90,9 @@ def _read_by(pid: int) -> int:
 
 
 @pytest.mark.parametrize("make", [_json, _log, _accented], ids=["json", "log", "accented"])
-async def test_a_worker_prepares_what_a_thread_prepares_byte_for_byte(pooled: Services, make: object) -> None:
+@on_shared_pool
+async def test_a_worker_prepares_what_a_thread_prepares_byte_for_byte(shared: Services, make: object) -> None:
+    pooled = shared
     assert callable(make)
     text = make(POOL_MIN_CHARS * 2)
     (worker,) = pooled.ingest._all
@@ -116,7 +141,9 @@ async def test_bytes_a_worker_cannot_map_come_through_its_pipe(
     assert _read_by(worker.process.pid) - read_before >= len(data)
 
 
-async def test_a_worker_parses_a_big_document_from_the_shared_file(pooled: Services) -> None:
+@on_shared_pool
+async def test_a_worker_parses_a_big_document_from_the_shared_file(shared: Services) -> None:
+    pooled = shared
     document = orjson.dumps({"model": "m", "messages": [{"role": "user", "content": _accented(PARSE_MIN_BYTES)}] * 3})
     pieces = [document[i : i + 65536] for i in range(0, len(document), 65536)]  # as a request body arrives
     (worker,) = pooled.ingest._all
@@ -153,12 +180,16 @@ def vars_of(meta: object) -> dict[str, object]:
     return {name: getattr(meta, name) for name in meta.__slots__}  # type: ignore[attr-defined]
 
 
-async def test_small_outputs_stay_in_this_process(pooled: Services) -> None:
+@on_shared_pool
+async def test_small_outputs_stay_in_this_process(shared: Services) -> None:
+    pooled = shared
     assert not pooled.ingest.takes(POOL_MIN_CHARS - 1)
     assert pooled.ingest.takes(POOL_MIN_CHARS)
 
 
-async def test_an_error_in_the_worker_is_raised_as_itself(pooled: Services) -> None:
+@on_shared_pool
+async def test_an_error_in_the_worker_is_raised_as_itself(shared: Services) -> None:
+    pooled = shared
     not_utf8 = b"\xff" * (POOL_MIN_CHARS * 2)  # no encoding of a text gives these bytes: the worker's decode fails
     with pytest.raises(UnicodeDecodeError):
         await pooled.ingest.prepare(not_utf8, (), None, None, None)
