@@ -51,9 +51,13 @@ class Settings:
     jq_memory_mb: int = 2048  # per worker process
     jq_workers: int = 2  # jq worker processes
     # worker processes for the CPU work of storing outputs of 256 KiB or more (tokenizing, indexing, previews), so that
-    # one client's big output never holds the event loop or the GIL of a shared server (the HTTP service and the gateway
-    # start them at launch, a stdio server at its first big output); 0: a thread of this process
+    # one client's big output never holds the event loop or the GIL of a shared server; 0: a thread of this process
     ingest_workers: int = 2
+    # when the HTTP service and the gateway start their ingest workers: "launch" (a shared server: no client's first
+    # big output is prepared in the serving process) or "first-big-output" (one client's own server: prepared in a
+    # thread until they run; an idle worker costs ~1 s of CPU to start and ~130 MB); a stdio server starts them at
+    # its first big output
+    ingest_workers_at: str = "launch"
     # the libjq the jq workers load: "auto" = the -O2 build of jq.py's own libjq that .ci/build-libjq.sh caches, when
     # present (same version, ~3x faster parsing), else jq.py's bundled -O0 one; "" = always the bundled one; or a path
     jq_library: str = "auto"
@@ -100,6 +104,11 @@ class Settings:
                 f"gateway_max_big_turns (--gateway-max-big-turns, MCP_OFFLOAD_GATEWAY_MAX_BIG_TURNS) is "
                 f"{self.gateway_max_big_turns}: it is 1 or more"
             )
+        if self.ingest_workers_at not in INGEST_WORKERS_AT:
+            raise SettingsError(
+                f"ingest_workers_at (--ingest-workers-at, MCP_OFFLOAD_INGEST_WORKERS_AT) is "
+                f"{self.ingest_workers_at!r}: it is one of {', '.join(INGEST_WORKERS_AT)}"
+            )
         if self.store_tls_cert_reqs not in TLS_CERT_REQS:
             raise SettingsError(
                 f"store_tls_cert_reqs (--store-tls-cert-reqs, MCP_OFFLOAD_STORE_TLS_CERT_REQS) is "
@@ -130,6 +139,7 @@ class Settings:
 
 
 TLS_CERT_REQS = ("required", "optional", "none")
+INGEST_WORKERS_AT = ("launch", "first-big-output")
 _TLS_QUERY = (  # a TLS setting and the query option of a Redis URL (redis-py's) that it sets
     ("store_tls_ca_file", "ssl_ca_certs"),
     ("store_tls_cert_reqs", "ssl_cert_reqs"),

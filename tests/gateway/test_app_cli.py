@@ -20,6 +20,7 @@ from llm_upstream import UpstreamServer
 from support import HANG_TIMEOUT_S, free_port
 from support.gateway_process import gateway_args, wait_healthy
 from support.gateway_server import StartGateway
+from support.ingest_children import ingest_workers
 from support.llm_conversations import BASH_ANTHROPIC, NEEDLE, anthropic_messages, build_log, search_then_answer
 
 CLI = [sys.executable, "-m", "mcp_offload"]
@@ -78,22 +79,6 @@ def test_gateway_status_behind_its_token(upstream: UpstreamServer, start_gateway
     assert httpx2.get(gateway.base_url + "/stats", headers={"x-mcp-offload-token": token}).json()["sessions_total"] == 0
 
 
-def _ingest_workers(pid: int) -> int:
-    """How many of `pid`'s child processes are ingest workers (`python -m mcp_offload.core.ingest_worker`)."""
-    count = 0
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            status = (entry / "status").read_text()
-            command = (entry / "cmdline").read_bytes()
-        except OSError:  # gone meanwhile
-            continue
-        parent = next(line.split()[1] for line in status.splitlines() if line.startswith("PPid:"))
-        count += parent == str(pid) and b"mcp_offload.core.ingest_worker" in command
-    return count
-
-
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads child processes from /proc")
 def test_ingest_workers_start_at_launch_or_at_the_first_big_output(upstream: UpstreamServer, tmp_path: Path) -> None:
     """A shared gateway starts its ingest workers at launch; one started with `--ingest-workers-at first-big-output`
@@ -108,20 +93,20 @@ def test_ingest_workers_start_at_launch_or_at_the_first_big_output(upstream: Ups
             wait_healthy(base, proc, lambda: "")
             deadline = time.monotonic() + HANG_TIMEOUT_S
             if when == "launch":
-                while _ingest_workers(proc.pid) < 2 and time.monotonic() < deadline:
+                while ingest_workers(proc.pid) < 2 and time.monotonic() < deadline:
                     time.sleep(0.1)
-                assert _ingest_workers(proc.pid) == 2
+                assert ingest_workers(proc.pid) == 2
                 continue
             time.sleep(1.0)  # a worker started at launch would be a child by now (Popen returns once it is)
-            assert _ingest_workers(proc.pid) == 0
+            assert ingest_workers(proc.pid) == 0
             client = anthropic.Anthropic(base_url=base, api_key="sk-ant-test", max_retries=0)
             big_log = build_log(lines=8000)  # ~400 KB: an output of 256 KiB or more, prepared in a thread meanwhile
             assert len(big_log) > 256 * 1024
             messages = anthropic_messages(big_log)
             client.messages.create(model="claude-sonnet-4-6", max_tokens=256, messages=messages, tools=[BASH_ANTHROPIC])
-            while _ingest_workers(proc.pid) < 2 and time.monotonic() < deadline:
+            while ingest_workers(proc.pid) < 2 and time.monotonic() < deadline:
                 time.sleep(0.1)
-            assert _ingest_workers(proc.pid) == 2
+            assert ingest_workers(proc.pid) == 2
         finally:
             proc.send_signal(signal.SIGTERM)
             proc.wait(timeout=30)

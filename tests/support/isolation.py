@@ -6,6 +6,10 @@ Per process (a worker, or the one process of a serial run), for the whole sessio
   process: what a test or the code under test leaves in "the" temp directory is seen by no other worker.
 - `XDG_CONFIG_HOME`, `XDG_DATA_HOME`, `XDG_STATE_HOME` point into it too: a server started without `--store` or
   `--config` uses a store, a log and a servers.json of this process's own (never the developer's).
+- `MCP_OFFLOAD_INGEST_WORKERS_AT=first-big-output`: an HTTP service or gateway a test starts as a process starts
+  its ingest workers at its first big output, as `wrap` starts its gateway (two idle workers cost ~2 s of CPU, and
+  most tests' servers never see an output of 256 KiB). The tests of the launch default pass `--ingest-workers-at
+  launch`.
 - `REDIS_URL` names a database of its own on the shared server: gwN uses database N + 1 (N mod 15), so a test on
   the default key prefix never meets another worker's keys. (The Redis Cluster has database 0 only: see below.)
 Per test: `os.environ` and the working directory are as they were before the test when the next one starts; a test
@@ -42,6 +46,7 @@ import pytest
 
 from support.ports import worker_index
 
+INGEST_WORKERS_AT = "MCP_OFFLOAD_INGEST_WORKERS_AT"
 OURS = {"PYTEST_CURRENT_TEST"}  # pytest's own, set per test phase
 REDIS_DATABASES = 15  # gwN -> database 1 + N mod 15: within a default redis-server's 16, 0 left to serial runs
 
@@ -91,6 +96,19 @@ def require_marker(name: str, what: str) -> None:
             "for the module), which .ci/run runs in a pytest session of its own, once the agents are installed",
             pytrace=False,
         )
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _ingest_workers_on_demand() -> Iterator[None]:
+    saved = os.environ.get(INGEST_WORKERS_AT)
+    os.environ[INGEST_WORKERS_AT] = "first-big-output"
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop(INGEST_WORKERS_AT, None)
+        else:
+            os.environ[INGEST_WORKERS_AT] = saved
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -29,7 +29,7 @@ from mcp_offload.cli.store_flags import add_redis_store_flags, redis_store_overr
 from mcp_offload.errors import SettingsError
 from mcp_offload.logs import log_to_stderr, tag_worker
 from mcp_offload.proxy import ProxyConfig, add_proxy_flags, open_proxy, proxy_config_from_args
-from mcp_offload.settings import Settings
+from mcp_offload.settings import INGEST_WORKERS_AT, Settings
 from mcp_offload.version import __version__
 from mcp_offload.web.workers import supervise, worker_slot
 
@@ -172,6 +172,14 @@ def _add_transport_flags(parser: argparse.ArgumentParser) -> None:
     )
     net.add_argument("--max-sessions", type=int, default=1000, help="open sessions per transport (default 1000)")
     net.add_argument(
+        "--ingest-workers-at",
+        choices=INGEST_WORKERS_AT,
+        default=None,
+        help="when the ingest worker processes of an HTTP service start: at launch (default: a shared service) or at "
+        "the first big output (one client's own service; env MCP_OFFLOAD_INGEST_WORKERS_AT). A stdio server starts "
+        "them at its first big output",
+    )
+    net.add_argument(
         "--session-idle-timeout",
         type=duration,
         metavar="DURATION",
@@ -201,6 +209,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         store_session_max_outputs=args.store_session_max_outputs,
         store_max_bytes=args.store_max_bytes,
         store_max_outputs=args.store_max_outputs,
+        ingest_workers_at=args.ingest_workers_at,
         **redis_store_overrides(args),
     )
 

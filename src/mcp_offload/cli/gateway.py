@@ -31,7 +31,7 @@ from mcp_offload.gateway.options import DEFAULT_PORT, GatewayOptions, LoopLimits
 from mcp_offload.gateway.upstream import ProviderConfig
 from mcp_offload.logs import log_to_stderr, tag_worker
 from mcp_offload.providers.registry import PROVIDERS
-from mcp_offload.settings import Settings
+from mcp_offload.settings import INGEST_WORKERS_AT, Settings
 from mcp_offload.web.exposure import exposure_from_args
 from mcp_offload.web.host_check import exposure_rules
 from mcp_offload.web.workers import supervise, worker_slot
@@ -138,10 +138,11 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:  # argparse's _SubPa
     )
     parser.add_argument(
         "--ingest-workers-at",
-        choices=["launch", "first-big-output"],
-        default="launch",
+        choices=INGEST_WORKERS_AT,
+        default=None,
         help="when the ingest worker processes start: at launch (default: no client's first big output is prepared "
-        "in the serving process) or at the first big output (one agent's own gateway: `wrap` starts it so)",
+        "in the serving process) or at the first big output (one agent's own gateway: `wrap` starts it so; env "
+        "MCP_OFFLOAD_INGEST_WORKERS_AT)",
     )
     parser.add_argument("--log-level", default="INFO", help="stderr log level (default INFO: one line per request)")
     parser.set_defaults(run=run, command_line=None)
@@ -166,7 +167,6 @@ def options_from_args(args: argparse.Namespace, environ: dict[str, str] | None =
             threshold_tokens=args.threshold_tokens, retrieval=args.retrieval, fail_closed=args.fail_closed
         ),
         limits=LoopLimits(max_loops=args.max_loops, ping_interval_s=args.ping_interval),
-        ingest_workers_at_launch=args.ingest_workers_at == "launch",
     )
 
 
@@ -176,6 +176,7 @@ def settings_from_args(args: argparse.Namespace, environ: dict[str, str] | None 
         store=args.store,
         gateway_cache_breakpoints=args.gateway_cache_breakpoints,
         gateway_max_big_turns=args.gateway_max_big_turns,
+        ingest_workers_at=args.ingest_workers_at,
         **redis_store_overrides(args),
     )
 

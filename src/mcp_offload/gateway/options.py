@@ -36,9 +36,6 @@ class GatewayOptions:
     policy: RewritePolicy = field(default_factory=RewritePolicy)
     limits: LoopLimits = field(default_factory=LoopLimits)
     shutdown_grace_s: float = 10.0
-    # the ingest workers start at launch (a shared gateway: no client's first big output takes the GIL), or at the
-    # first big output (one agent's own gateway, `wrap`: two idle workers cost ~1 s of CPU and ~130 MB each)
-    ingest_workers_at_launch: bool = True
 
     def __post_init__(self) -> None:
         if self.max_body_bytes <= 0:

@@ -61,7 +61,7 @@ async def run_gateway(settings: Settings, options: GatewayOptions, slot: WorkerS
     services = build_services(settings)
     if slot is not None:  # every worker's counts in the store at once: whichever worker answers /stats counts them
         services.savings.flush_interval_s = 0.0
-    if options.ingest_workers_at_launch:  # a shared service: big outputs are prepared in workers from the first one
+    if settings.ingest_workers_at == "launch":  # a shared service: workers from the first big output
         services.ingest.start()
     app = GatewayApp(services, options)
     try:

@@ -42,7 +42,8 @@ async def run_http(
     services = build_services(settings)
     if slot is not None:
         services.savings.flush_interval_s = 0.0
-    services.ingest.start()  # a shared service: big outputs are prepared in worker processes from the first one
+    if settings.ingest_workers_at == "launch":  # a shared service: workers from the first big output
+        services.ingest.start()
     try:
         async with open_proxy(services, proxy) as extensions:
             await serve_http(services, options, extensions=extensions, slot=slot)
