@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import IO
 
 HEADER = 8
-PREPARE = b"P"  # prepare one output: a pickle of (notes, name, source, handle) follows; its bytes in the next frame
+PREPARE = b"P"  # prepare one output: a pickle of (notes, name, source, handle, where) follows; its bytes mapped or next
 PARSE = b"J"  # parse one JSON document: its bytes follow
 PARSE_MAPPED = b"M"  # parse one JSON document the worker maps: a pickle of (path, size) follows
 PASSAGES = b"I"  # build one output's passage index: an 8-byte length, a pickle of its key, then the output's bytes

@@ -61,7 +61,7 @@ async def run_gateway(settings: Settings, options: GatewayOptions, slot: WorkerS
     services = build_services(settings)
     if slot is not None:  # every worker's counts in the store at once: whichever worker answers /stats counts them
         services.savings.flush_interval_s = 0.0
-    if settings.ingest_workers_at == "launch":  # a shared service: workers from the first big output
+    if settings.ingest_workers_at == "launch":  # a shared service: big outputs go to workers from the first
         services.ingest.start()
     app = GatewayApp(services, options)
     try:

@@ -42,7 +42,7 @@ async def run_http(
     services = build_services(settings)
     if slot is not None:
         services.savings.flush_interval_s = 0.0
-    if settings.ingest_workers_at == "launch":  # a shared service: workers from the first big output
+    if settings.ingest_workers_at == "launch":  # a shared service: big outputs go to workers from the first
         services.ingest.start()
     try:
         async with open_proxy(services, proxy) as extensions:
