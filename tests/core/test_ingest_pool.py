@@ -176,6 +176,32 @@ async def test_a_document_a_worker_cannot_map_comes_through_its_pipe(
     assert not pooled.ingest._maps
 
 
+async def test_a_worker_never_maps_another_file_than_the_one_shared(
+    pooled: Services, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A `/proc` path that names some other file (a `/proc` of another PID namespace would) is refused by its
+    identity, and the bytes come through the pipe: the worker never prepares another file's bytes."""
+    text = _accented(POOL_MIN_CHARS * 2)
+    data = text.encode()
+    impostor = os.memfd_create("impostor", os.MFD_CLOEXEC)
+    os.write(impostor, data.upper())  # as long, other bytes
+    shared_at = ingest_pool._where
+
+    def elsewhere(fd: int, size: int) -> tuple[str, int, tuple[int, int]]:
+        _, size, identity = shared_at(fd, size)
+        return f"/proc/{os.getpid()}/fd/{impostor}", size, identity
+
+    monkeypatch.setattr(ingest_pool, "_where", elsewhere)
+    try:
+        from_worker = await pooled.ingest.prepare(data, (), None, None, "out_" + "c" * 26)
+    finally:
+        os.close(impostor)
+    assert isinstance(from_worker, Prepared)
+    here = prepare_text(pooled.settings, load_counter(pooled.settings.encoding), text, None, None, "out_" + "c" * 26)
+    assert (from_worker.index, from_worker.ingested.preview) == (here.index, here.ingested.preview)
+    assert not pooled.ingest._maps
+
+
 def vars_of(meta: object) -> dict[str, object]:
     return {name: getattr(meta, name) for name in meta.__slots__}  # type: ignore[attr-defined]
 

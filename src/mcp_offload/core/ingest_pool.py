@@ -243,7 +243,7 @@ class IngestPool:
             return None
         shared = _share(data) if self._maps else None
         try:
-            where = None if shared is None else (f"/proc/{os.getpid()}/fd/{shared}", len(data))
+            where = None if shared is None else _where(shared, len(data))
             worker.send(ingest_wire.PREPARE, pickle.dumps((*facts, where), protocol=pickle.HIGHEST_PROTOCOL))
             reply = worker.call(data) if where is None else worker.receive()
             ok, value = pickle.loads(reply)
@@ -303,8 +303,7 @@ class IngestPool:
         """Ask `worker` to parse the document (mapped from `shared` when there is one, else sent through its pipe):
         `(ok, layout or reason, whether it was mapped)`."""
         if shared is not None:
-            where = (f"/proc/{os.getpid()}/fd/{shared}", size)
-            ok, layout = pickle.loads(worker.call(ingest_wire.PARSE_MAPPED, pickle.dumps(where)))
+            ok, layout = pickle.loads(worker.call(ingest_wire.PARSE_MAPPED, pickle.dumps(_where(shared, size))))
             if ok is not None:
                 return ok, layout, True
             self._not_mapped(layout)
@@ -388,6 +387,13 @@ def _share(*pieces: bytes) -> int | None:
         os.close(fd)
         return None
     return fd
+
+
+def _where(fd: int, size: int) -> tuple[str, int, tuple[int, int]]:
+    """Where a worker finds the shared file `fd`: its `/proc` path, its size and its identity (device, inode), which
+    the worker checks, so that a `/proc` of another PID namespace never has it map some other process's file."""
+    stat = os.fstat(fd)
+    return f"/proc/{os.getpid()}/fd/{fd}", size, (stat.st_dev, stat.st_ino)
 
 
 def _read_back(fd: int, size: int) -> bytes:

@@ -12,7 +12,7 @@ from typing import IO
 HEADER = 8
 PREPARE = b"P"  # prepare one output: a pickle of (notes, name, source, handle, where) follows; its bytes mapped or next
 PARSE = b"J"  # parse one JSON document: its bytes follow
-PARSE_MAPPED = b"M"  # parse one JSON document the worker maps: a pickle of (path, size) follows
+PARSE_MAPPED = b"M"  # parse one JSON document the worker maps: a pickle of (path, size, (device, inode)) follows
 PASSAGES = b"I"  # build one output's passage index: an 8-byte length, a pickle of its key, then the output's bytes
 
 

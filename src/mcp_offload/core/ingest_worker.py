@@ -4,10 +4,11 @@ Reads its settings (one frame), loads the tokenizer, answers with an empty frame
 a time until its input closes (`ingest_wire`):
 
 - `PREPARE`, `(notes, name, source, handle, where)`, and the output's UTF-8 bytes (encoded by the serving process,
-  which writes them to the store meanwhile): where `where` names them (`(path, size)`: the serving process's
-  in-memory file, by its `/proc` path), mapped from there, else as the next frame. Prepares the output, answering
-  `(True, Prepared)` with its `data` left empty (the serving process has the bytes) or `(False, exception)`; when
-  the file cannot be mapped, first `(None, reason)`, and then the bytes come as the next frame;
+  which writes them to the store meanwhile): where `where` names them (`(path, size, (device, inode))`: the serving
+  process's in-memory file, by its `/proc` path, and its identity, checked), mapped from there, else as the next
+  frame. Prepares the output, answering `(True, Prepared)` with its `data` left empty (the serving process has the
+  bytes) or `(False, exception)`; when the file cannot be mapped, first `(None, reason)`, and then the bytes come as
+  the next frame;
 - `PARSE`, a JSON document's bytes (a big request body of the gateway, sent in its pieces as they arrived):
   `(False, reason)` when it is not JSON, else `(True, layout)` and then the value in pieces, one frame each, so that
   the serving process unpickles it a piece at a time (no piece holds its GIL for long): for an object, `layout`
@@ -15,9 +16,9 @@ a time until its input closes (`ingest_wire`):
   list, one frame per item); for anything else `layout` is None and one frame follows. Last, either way, the
   document's bytes, whole: reading them from the pipe, the serving process gets them in one piece without joining
   its pieces under its GIL (a 20 MB join holds it for 5-50 ms);
-- `PARSE_MAPPED`, `(path, size)`: the same for a document the serving process wrote to an in-memory file, mapped
-  from there; the same answer without the document's bytes (the serving process reads them back from its file),
-  or `(None, reason)` when it cannot be mapped (the serving process then sends a `PARSE`);
+- `PARSE_MAPPED`, `(path, size, (device, inode))`: the same for a document the serving process wrote to an
+  in-memory file, mapped from there; the same answer without the document's bytes (the serving process reads them
+  back from its file), or `(None, reason)` when it cannot be mapped (the serving process then sends a `PARSE`);
 - `PASSAGES`, an output's key and bytes: builds its passage index (`retrieve.ranked`, one thread), answering
   `(True, None)` and then the index file's bytes in one frame (`index_file.dump_index`), or `(False, reason)`.
 
@@ -65,8 +66,7 @@ def _serve(stdin: IO[bytes], stdout: IO[bytes]) -> None:
             del frame
             continue
         if frame[:1] == ingest_wire.PARSE_MAPPED:
-            path, size = pickle.loads(frame[1:])
-            _parse_mapped(path, size, stdout)
+            _parse_mapped(*pickle.loads(frame[1:]), stdout=stdout)
             del frame
             continue
         if frame[:1] == ingest_wire.PASSAGES:
@@ -101,10 +101,14 @@ def _serve(stdin: IO[bytes], stdout: IO[bytes]) -> None:
         ingest_wire.send(stdout, reply)
 
 
-def _mapped(path: str, size: int) -> mmap.mmap:
-    """The serving process's in-memory file at `path` (`/proc/<its pid>/fd/<fd>`), mapped read-only, without a copy."""
+def _mapped(path: str, size: int, identity: tuple[int, int]) -> mmap.mmap:
+    """The serving process's in-memory file at `path` (`/proc/<its pid>/fd/<fd>`), mapped read-only, without a copy;
+    ValueError unless it is the file `identity` (device, inode) names."""
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
     try:
+        stat = os.fstat(fd)
+        if (stat.st_dev, stat.st_ino) != tuple(identity):
+            raise ValueError(f"{path} is not the file the serving process shared")
         mapped = mmap.mmap(fd, size, prot=mmap.PROT_READ)
     finally:
         os.close(fd)
@@ -114,9 +118,9 @@ def _mapped(path: str, size: int) -> mmap.mmap:
     return mapped
 
 
-def _parse_mapped(path: str, size: int, stdout: IO[bytes]) -> None:
+def _parse_mapped(path: str, size: int, identity: tuple[int, int], *, stdout: IO[bytes]) -> None:
     try:
-        mapped = _mapped(path, size)
+        mapped = _mapped(path, size, identity)
     except (OSError, ValueError) as exc:
         ingest_wire.send(stdout, pickle.dumps((None, str(exc)), protocol=5))
         return
