@@ -18,9 +18,9 @@ import pytest
 
 from llm_upstream import UpstreamServer
 from support import HANG_TIMEOUT_S, free_port
+from support.child_processes import ingest_workers
 from support.gateway_process import gateway_args, wait_healthy
 from support.gateway_server import StartGateway
-from support.ingest_children import ingest_workers
 from support.llm_conversations import BASH_ANTHROPIC, NEEDLE, anthropic_messages, build_log, search_then_answer
 
 CLI = [sys.executable, "-m", "mcp_offload"]

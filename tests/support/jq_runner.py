@@ -22,6 +22,7 @@ from mcp_offload.store.base import Kind, OutputMeta, StoredOutput
 from mcp_offload.store.content_index import ContentIndex
 from mcp_offload.store.fs import FilesystemStore
 from mcp_offload.store.handles import new_handle, scope_key
+from support.child_processes import child_pids
 
 WORKER_MARK = b"jq_worker.main"  # in every worker's command line (see `jq_process.worker_command`)
 JQ = shutil.which("jq")
@@ -65,19 +66,7 @@ def as_cli(result: JqResult) -> str:
 
 def worker_pids() -> set[int]:
     """This process's jq workers, found the way an outsider would: /proc."""
-    found = set()
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-            cmdline = (entry / "cmdline").read_bytes()
-        except OSError:
-            continue
-        fields = stat.rsplit(")", 1)[1].split()
-        if int(fields[1]) == os.getpid() and fields[0] != "Z" and WORKER_MARK in cmdline:
-            found.add(int(entry.name))
-    return found
+    return child_pids(os.getpid(), WORKER_MARK)
 
 
 async def wait_until(condition: Callable[[], bool], within_s: float = 5.0) -> bool:

@@ -15,9 +15,9 @@ import anyio
 import pytest
 
 from support import HANG_TIMEOUT_S, free_port
+from support.child_processes import ingest_workers
 from support.gateway_process import wait_healthy
 from support.http_transport import connect
-from support.ingest_children import ingest_workers
 
 CLI = [sys.executable, "-m", "mcp_offload"]
 VARIABLE = "MCP_OFFLOAD_INGEST_WORKERS_AT"
