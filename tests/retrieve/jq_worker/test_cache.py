@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import ctypes
 import time
 
 import pytest
 
 from mcp_offload.errors import QueryError
 from mcp_offload.retrieve.jq_pool import JqRunner
+from mcp_offload.retrieve.jq_process import libjq_path
+from mcp_offload.retrieve.jq_worker.cache import CachedInput, CacheLimits
+from mcp_offload.retrieve.jq_worker.engine import Engine
+from mcp_offload.retrieve.jq_worker.libjq import LibJq
+from mcp_offload.retrieve.jq_worker.main import after_reply
 from support.jq_runner import DOC, JSONL, OpenStored, json_doc, make_output, same_handle
 
 
@@ -160,3 +166,26 @@ async def test_cache_can_be_turned_off() -> None:
         assert [(await jq.run(output, ".nested.z")).cached for _ in range(2)] == [False, False]
     finally:
         await jq.aclose()
+
+
+def test_a_parsed_input_too_big_to_keep_is_freed_after_the_reply() -> None:
+    """Freeing a parsed document takes about as long as the program ran on it (~1 s per 100 MB): the worker answers
+    first (`main.after_reply` runs once the reply is sent). In this process, with the real libjq: `put` keeps the
+    value alive, `after_reply` frees it (the heap shrinks by most of its cost)."""
+    engine = Engine(LibJq(libjq_path()))
+    document = json_doc(2_000_000)
+    buffer = ctypes.create_string_buffer(document, len(document))
+    before = engine.meter.used()
+    if before is None:
+        pytest.skip("no mallinfo2 (not glibc): the heap cannot be measured")
+    parsed = engine.parse_all(ctypes.addressof(buffer), len(document))
+    assert parsed is not None
+    parsed_bytes = (engine.meter.used() or 0) - before
+    assert parsed_bytes > 4 * len(document)
+    entry = CachedInput("big", len(document), parsed[1], parsed[0], parsed_bytes)
+    limits = CacheLimits(entries=4, input_bytes=len(document), memory_bytes=parsed_bytes // 2)  # too big to keep
+    assert engine.inputs.put(entry, limits) == parsed_bytes
+    assert engine.inputs.listing() == []  # not kept, and the server is told so with the reply
+    assert (engine.meter.used() or 0) - before > parsed_bytes * 0.9  # still alive while the reply goes out
+    after_reply(engine)
+    assert engine.inputs.unkept == [] and (engine.meter.used() or 0) - before < parsed_bytes * 0.1

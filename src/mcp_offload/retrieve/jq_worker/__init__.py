@@ -26,6 +26,8 @@ creation time, kind: stored outputs never change) and the worker keeps the parse
 and jq values are copy-on-write, so a program that "modifies" its input (`.a = 1`) copies what it changes and the
 cached value stays as parsed. The cache counts against the memory cap: a query gets the same total budget with
 or without it (see `main.handle`), and the server retries once without the cache when a query runs out of memory.
+A parsed input too big to keep is freed after the reply is sent (`main.after_reply`): freeing it takes about as
+long as the program ran on it (~1 s per 100 MB of JSON), and the model need not wait for that.
 Programs that read the input stream themselves (`input`, `inputs`, `input_line_number`, `input_filename`) run on
 the stream as before, except over a single-value input, where the stream has nothing left to give anyway.
 

@@ -53,6 +53,7 @@ class InputCache:
     def __init__(self, lib: LibJq) -> None:
         self.lib = lib
         self.entries: OrderedDict[str, CachedInput] = OrderedDict()
+        self.unkept: list[Jv] = []  # values `put` did not keep: freed by `release`, once the reply is sent
 
     @property
     def cost(self) -> int:
@@ -66,13 +67,20 @@ class InputCache:
         return entry
 
     def put(self, entry: CachedInput, limits: CacheLimits) -> int:
-        """Keep `entry` (owning its value) if it fits at all, evicting the oldest; returns the heap bytes freed."""
+        """Keep `entry` (owning its value) if it fits at all, evicting the oldest; returns the heap bytes freed (or
+        to be freed: a value too big to keep is freed by `release`, after the reply, since freeing a parsed document
+        takes about as long as the program ran on it: ~1 s per 100 MB of JSON)."""
         if not limits.admits(entry.size, entry.cost):
-            self.lib.jv_free(entry.value)
+            self.unkept.append(entry.value)
             return entry.cost
         freed = self._drop(entry.key)
         self.entries[entry.key] = entry
         return freed + self.shrink(limits)
+
+    def release(self) -> None:
+        """Free the values `put` did not keep."""
+        while self.unkept:
+            self.lib.jv_free(self.unkept.pop())
 
     def shrink(self, limits: CacheLimits) -> int:
         freed = 0

@@ -46,6 +46,7 @@ class Engine:
         self.sink = ErrorSink(lib)
         self.inputs = InputCache(lib)
         self.meter = HeapMeter()
+        self.trim_due = False  # give freed heap back to the OS once the reply is sent (`main.after_reply`)
         self._programs: OrderedDict[tuple[str, str], Program | None] = OrderedDict()
 
     def program(self, source: str, variant: str = "plain") -> Program | None:

@@ -117,7 +117,16 @@ def handle(
         del buffer
         cap.lift()
         if (size > TRIM_ABOVE_BYTES and not hit) or freed > TRIM_ABOVE_BYTES:
-            trim_heap()
+            engine.trim_due = True
+
+
+def after_reply(engine: Engine) -> None:
+    """What need not delay the answer: freeing a parsed input the cache did not keep, then giving the freed heap back
+    to the OS (together ~1 s after a query on 100 MB of JSON, which the model no longer waits for)."""
+    engine.inputs.release()
+    if engine.trim_due:
+        engine.trim_due = False
+        trim_heap()
 
 
 def main(argv: list[str]) -> int:
@@ -157,3 +166,4 @@ def main(argv: list[str]) -> int:
             sock.sendall(encode_frame(reply))
         except OSError:
             return 0
+        after_reply(engine)
