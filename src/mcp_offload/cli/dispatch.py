@@ -25,11 +25,12 @@ from mcp_offload.cli.arg_types import OneLineParser, duration, port, size, worke
 from mcp_offload.cli.client_config import user_servers_path
 from mcp_offload.cli.event_loop import loop_options
 from mcp_offload.cli.exit_status import exit_status
+from mcp_offload.cli.ingest_flags import add_ingest_workers_at_flag
 from mcp_offload.cli.store_flags import add_redis_store_flags, redis_store_overrides
 from mcp_offload.errors import SettingsError
 from mcp_offload.logs import log_to_stderr, tag_worker
 from mcp_offload.proxy import ProxyConfig, add_proxy_flags, open_proxy, proxy_config_from_args
-from mcp_offload.settings import INGEST_WORKERS_AT, Settings
+from mcp_offload.settings import Settings
 from mcp_offload.version import __version__
 from mcp_offload.web.workers import supervise, worker_slot
 
@@ -171,14 +172,7 @@ def _add_transport_flags(parser: argparse.ArgumentParser) -> None:
         "--max-body-bytes", type=size, metavar="SIZE", default=32 * 1024 * 1024, help="largest request body (32MiB)"
     )
     net.add_argument("--max-sessions", type=int, default=1000, help="open sessions per transport (default 1000)")
-    net.add_argument(
-        "--ingest-workers-at",
-        choices=INGEST_WORKERS_AT,
-        default=None,
-        help="when the ingest worker processes of an HTTP service start: at launch (default: a shared service) or at "
-        "the first big output (one client's own service; env MCP_OFFLOAD_INGEST_WORKERS_AT). A stdio server starts "
-        "them at its first big output",
-    )
+    add_ingest_workers_at_flag(net)
     net.add_argument(
         "--session-idle-timeout",
         type=duration,

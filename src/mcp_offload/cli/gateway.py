@@ -25,13 +25,14 @@ import anyio
 from mcp_offload.cachesafe.policy import RewritePolicy
 from mcp_offload.cli.arg_types import http_url, port, workers
 from mcp_offload.cli.event_loop import loop_options
+from mcp_offload.cli.ingest_flags import add_ingest_workers_at_flag
 from mcp_offload.cli.own_parser import main_on_own_parser, own_parser
 from mcp_offload.cli.store_flags import add_redis_store_flags, redis_store_overrides
 from mcp_offload.gateway.options import DEFAULT_PORT, GatewayOptions, LoopLimits
 from mcp_offload.gateway.upstream import ProviderConfig
 from mcp_offload.logs import log_to_stderr, tag_worker
 from mcp_offload.providers.registry import PROVIDERS
-from mcp_offload.settings import INGEST_WORKERS_AT, Settings
+from mcp_offload.settings import Settings
 from mcp_offload.web.exposure import exposure_from_args
 from mcp_offload.web.host_check import exposure_rules
 from mcp_offload.web.workers import supervise, worker_slot
@@ -136,14 +137,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:  # argparse's _SubPa
         help="requests with a body of 512 KiB or more in progress at once; one more is refused with the API's "
         "overloaded error and Retry-After (default 8; env MCP_OFFLOAD_GATEWAY_MAX_BIG_TURNS)",
     )
-    parser.add_argument(
-        "--ingest-workers-at",
-        choices=INGEST_WORKERS_AT,
-        default=None,
-        help="when the ingest worker processes start: at launch (default: no client's first big output is prepared "
-        "in the serving process) or at the first big output (one agent's own gateway: `wrap` starts it so; env "
-        "MCP_OFFLOAD_INGEST_WORKERS_AT)",
-    )
+    add_ingest_workers_at_flag(parser)
     parser.add_argument("--log-level", default="INFO", help="stderr log level (default INFO: one line per request)")
     parser.set_defaults(run=run, command_line=None)
     return parser
