@@ -83,6 +83,13 @@ def _accented(size: int) -> str:  # not ASCII: characters and bytes differ, so t
     return "".join(f"línea {i}: ¿qué tal? — naïve café {'€' * (i % 5)}\n" for i in range(size // 40))
 
 
+def _short_file(*pieces: bytes) -> int:
+    """In place of `ingest_pool._share`: a file shorter than the size announced, which the worker cannot map."""
+    fd = os.memfd_create("short", os.MFD_CLOEXEC)
+    os.write(fd, pieces[0][:100])
+    return fd
+
+
 def _read_by(pid: int) -> int:
     """Bytes the process has read with read calls (its pipe included; a mapping's pages are not reads)."""
     io = dict(line.split(": ") for line in Path(f"/proc/{pid}/io").read_text().splitlines())
@@ -114,12 +121,7 @@ async def test_a_worker_prepares_what_a_thread_prepares_byte_for_byte(shared: Se
 async def test_bytes_a_worker_cannot_map_come_through_its_pipe(
     pooled: Services, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    def short_file(data: bytes) -> int:  # a file the size it announces does not fit: the worker's mapping fails
-        fd = os.memfd_create("short", os.MFD_CLOEXEC)
-        os.write(fd, data[:100])
-        return fd
-
-    monkeypatch.setattr(ingest_pool, "_share", short_file)
+    monkeypatch.setattr(ingest_pool, "_share", _short_file)
     (worker,) = pooled.ingest._all
     text = _accented(POOL_MIN_CHARS * 2)
     data = text.encode()
@@ -161,12 +163,7 @@ async def test_a_worker_parses_a_big_document_from_the_shared_file(shared: Servi
 async def test_a_document_a_worker_cannot_map_comes_through_its_pipe(
     pooled: Services, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def short_file(*pieces: bytes) -> int:
-        fd = os.memfd_create("short", os.MFD_CLOEXEC)
-        os.write(fd, pieces[0][:100])
-        return fd
-
-    monkeypatch.setattr(ingest_pool, "_share", short_file)
+    monkeypatch.setattr(ingest_pool, "_share", _short_file)
     document = orjson.dumps([_log(PARSE_MIN_BYTES * 2), {"n": 1}])
     pieces = [document[: len(document) // 2], document[len(document) // 2 :]]
     (worker,) = pooled.ingest._all
