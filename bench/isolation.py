@@ -7,7 +7,12 @@ upstream (tests/llm_upstream) in its own process:
   and, right after it, the same request straight to the upstream: X's added latency is the difference, pair by
   pair, so the drift of a shared machine lands on both sides alike;
 * agent Y sends `--turns` turns (default 5), each carrying one more fresh `--result-mb` MB tool result (default 4);
-  its whole history is sent every turn, as agents do, so turn 5 is a 20 MB request of which 4 MB are new.
+  its whole history is sent every turn, as agents do, so turn 5 is a 20 MB request of which 4 MB are new. After
+  each turn through the gateway Y sends the same request straight to a second scripted upstream, its yardstick.
+  That one is Y's own: a scripted upstream is one process with one event loop, and parsing Y's 4-20 MB direct
+  requests holds it for 80-230 ms. Shared with X, it held X's gateway call that long, which is no work of the
+  gateway (a provider does not queue one customer's request behind another's); before the second upstream those
+  stalls were X's whole p99 under Y's load (each slow pair of X ended as Y's direct request did).
 
 Phase 1 measures X alone; phase 2 measures X while Y's turns run (only X's pairs that overlap a Y request count).
 Reported: X's added latency p50 / p99 in both phases, the ratio of the p99s (goal: within 2x of X alone, and under
@@ -30,6 +35,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -145,13 +152,7 @@ def pct(values: list[float], q: float) -> float:
 
 def measure(pairs: int, turns: int, result_mb: float, extra: list[str], workdir: Path) -> list[dict[str, Any]]:
     size = int(result_mb * 1_000_000)
-    upstream = subprocess.Popen([sys.executable, __file__, "--serve-upstream"], stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE)  # fmt: skip
-    try:
-        line = upstream.stdout.readline() if upstream.stdout else b""
-        if not line.strip().isdigit():
-            raise RuntimeError("the scripted upstream did not start")
-        direct = f"http://127.0.0.1:{int(line)}"
+    with _upstream() as direct, _upstream() as y_direct:
         port, log = free_port(), workdir / "gateway.log"
         argv = gateway_args(port, workdir / "store", direct, direct + "/v1", *extra)
         with log.open("wb") as out:
@@ -159,20 +160,34 @@ def measure(pairs: int, turns: int, result_mb: float, extra: list[str], workdir:
         try:
             base = f"http://127.0.0.1:{port}"
             wait_healthy(base, gateway, lambda: log.read_text(errors="replace"), timeout_s=300)  # a loaded machine
-            return _phases(base, direct, pairs, turns, size, workdir)
+            return _phases(base, direct, y_direct, pairs, turns, size, workdir)
         finally:
             gateway.terminate()
             gateway.wait(30)
+
+
+@contextmanager
+def _upstream() -> Iterator[str]:
+    """A scripted upstream in its own process; its base URL."""
+    upstream = subprocess.Popen([sys.executable, __file__, "--serve-upstream"], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE)  # fmt: skip
+    try:
+        line = upstream.stdout.readline() if upstream.stdout else b""
+        if not line.strip().isdigit():
+            raise RuntimeError("the scripted upstream did not start")
+        yield f"http://127.0.0.1:{int(line)}"
     finally:
         if upstream.stdin:
             upstream.stdin.close()
         upstream.wait(15)
 
 
-def _phases(gateway: str, direct: str, pairs: int, turns: int, size: int, workdir: Path) -> list[dict[str, Any]]:
+def _phases(
+    gateway: str, direct: str, y_direct: str, pairs: int, turns: int, size: int, workdir: Path
+) -> list[dict[str, Any]]:
     load_before = os.getloadavg()[0]
     out = workdir / "y.json"
-    y = subprocess.Popen([sys.executable, __file__, "--agent-y", gateway, direct, str(turns), str(size), str(out)],
+    y = subprocess.Popen([sys.executable, __file__, "--agent-y", gateway, y_direct, str(turns), str(size), str(out)],
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)  # fmt: skip
     with httpx2.Client(timeout=600) as http:
         x_pairs(http, gateway, direct, 20)  # warm up (connections, the gateway's first-request work)
