@@ -13,7 +13,8 @@ real SDK `Client` of this venv (mcp 2.3), and every client and server is a separ
   mcp-offload        Client → stdio → `python -m mcp_offload --config servers.json` → stdio → upstreams;
                      once per client era: the 2025-11-25 handshake (`mode="legacy"`) and 2026-07-28 (pinned)
   mcp-offload http   Client → streamable HTTP (loopback) → `mcp_offload --config … --transport http` → stdio → …
-                     (and once more with `--json-response`: plain JSON answers instead of an SSE stream per POST)
+                     (and once more with `--json-response`: plain JSON answers instead of an SSE stream per POST;
+                     `ours-http-modern`: the default server, a 2026-07-28 client)
   mcp-proxy 0.13.0   Client → streamable HTTP (loopback) → `mcp-proxy --named-server every '<cmd>' --named-server
                      fs '<cmd>' --port P` → stdio → upstreams, at /servers/<name>/mcp. mcp-proxy only bridges
                      stdio <-> SSE/HTTP (it cannot be a stdio-in, stdio-out proxy without chaining two of them), so
@@ -42,7 +43,8 @@ is always a 2025-11-25 call: the 2026-07-28 row's overhead includes what that er
 
     python bench/run.py --only proxy [--quick]
     python bench/proxy.py [--small 200] [--large 10]
-        [--targets direct,ours,ours-modern,ours-http,ours-http-json,mcp-proxy,jmunch,fastmcp] [--cases …]
+        [--targets direct,ours,ours-modern,ours-http,ours-http-json,ours-http-modern,mcp-proxy,jmunch,fastmcp]
+        [--cases …]
     MCP_OFFLOAD_BENCH_OURS="/path/to/candidate-mcp-offload" python bench/proxy.py   # another build in ours' place
     MCP_OFFLOAD_BENCH_BASE="env PYTHONPATH=/tmp/base/src python -m mcp_offload" python bench/proxy.py \
         --targets direct,ours,base,ours-modern,base-modern,jmunch   # before/after: a baseline build in the same run
@@ -349,13 +351,14 @@ async def _open_target(key: str, up: Upstreams, workdir: Path, stack: AsyncExitS
         t = Target(key, f"mcp-offload{' (base)' if baseline else ''} stdio {era}")
         t.set_calls(Call(c, "every__echo", echo_args), Call(c, "fs__read_text_file", read_args), up)
         return t
-    if key in ("ours-http", "ours-http-json"):
+    if key in ("ours-http", "ours-http-json", "ours-http-modern"):
         port = free_port()
         argv = [*ours_argv(config, workdir / f"store-{key}"), "--transport", "http", "--port", str(port)]
         if key == "ours-http-json":
             argv.append("--json-response")  # plain JSON answers, like mcp-proxy's
         base = stack.enter_context(http_server(argv, port, workdir / f"{key}.log"))
-        c = await client(base + "/mcp", "legacy")
+        # the 2026-07-28 era with the default (SSE allowed): the SDK answers in JSON unless a notification comes first
+        c = await client(base + "/mcp", "2026-07-28" if key == "ours-http-modern" else "legacy")
         t = Target(key, f"mcp-offload http{' json' if key == 'ours-http-json' else ''} {c.protocol_version}")
         t.set_calls(Call(c, "every__echo", echo_args), Call(c, "fs__read_text_file", read_args), up)
         return t
@@ -483,6 +486,7 @@ SIZES = {
 PEER_PAIRS = [
     ("ours-http", "mcp-proxy"),
     ("ours-http-json", "mcp-proxy"),
+    ("ours-http-modern", "mcp-proxy"),
     ("ours", "fastmcp"),
     ("ours", "jmunch"),
     ("ours-modern", "jmunch"),
@@ -562,7 +566,9 @@ def rows_for(targets: list[Target], skipped: dict[str, str], case: str) -> list[
     return rows
 
 
-ALL_TARGETS = ["direct", "ours", "ours-modern", "ours-http", "ours-http-json", "mcp-proxy", "jmunch", "fastmcp"]
+ALL_TARGETS = [
+    "direct", "ours", "ours-modern", "ours-http", "ours-http-json", "ours-http-modern", "mcp-proxy", "jmunch", "fastmcp"
+]  # fmt: skip
 ALL_CASES = ["small", "large", *FIRST_ANSWER]
 
 
