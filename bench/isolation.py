@@ -152,7 +152,7 @@ def pct(values: list[float], q: float) -> float:
 
 def measure(pairs: int, turns: int, result_mb: float, extra: list[str], workdir: Path) -> list[dict[str, Any]]:
     size = int(result_mb * 1_000_000)
-    with _upstream() as direct, _upstream() as y_direct:
+    with _upstream() as direct, _upstream() as y_upstream:
         port, log = free_port(), workdir / "gateway.log"
         argv = gateway_args(port, workdir / "store", direct, direct + "/v1", *extra)
         with log.open("wb") as out:
@@ -160,7 +160,7 @@ def measure(pairs: int, turns: int, result_mb: float, extra: list[str], workdir:
         try:
             base = f"http://127.0.0.1:{port}"
             wait_healthy(base, gateway, lambda: log.read_text(errors="replace"), timeout_s=300)  # a loaded machine
-            return _phases(base, direct, y_direct, pairs, turns, size, workdir)
+            return _phases(base, direct, y_upstream, pairs, turns, size, workdir)
         finally:
             gateway.terminate()
             gateway.wait(30)
@@ -183,11 +183,11 @@ def _upstream() -> Iterator[str]:
 
 
 def _phases(
-    gateway: str, direct: str, y_direct: str, pairs: int, turns: int, size: int, workdir: Path
+    gateway: str, direct: str, y_upstream: str, pairs: int, turns: int, size: int, workdir: Path
 ) -> list[dict[str, Any]]:
     load_before = os.getloadavg()[0]
     out = workdir / "y.json"
-    y = subprocess.Popen([sys.executable, __file__, "--agent-y", gateway, y_direct, str(turns), str(size), str(out)],
+    y = subprocess.Popen([sys.executable, __file__, "--agent-y", gateway, y_upstream, str(turns), str(size), str(out)],
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)  # fmt: skip
     with httpx2.Client(timeout=600) as http:
         x_pairs(http, gateway, direct, 20)  # warm up (connections, the gateway's first-request work)
