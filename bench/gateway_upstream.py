@@ -31,13 +31,23 @@ class RemoteUpstream:
 
 @contextlib.contextmanager
 def upstream_process(quick: bool) -> Iterator[RemoteUpstream]:
-    cmd = [sys.executable, str(GATEWAY_BENCH), "--serve-upstream", *(["--quick"] if quick else [])]
-    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    with child_upstream([sys.executable, str(GATEWAY_BENCH), "--serve-upstream", *(["--quick"] if quick else [])]) as (
+        base_url,
+        proc,
+    ):
+        yield RemoteUpstream(base_url, proc)
+
+
+@contextlib.contextmanager
+def child_upstream(argv: list[str]) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """A scripted upstream in a process of its own (`argv` prints its port, then serves until its stdin closes): its
+    base URL and the process. bench/isolation.py and bench/workers.py start theirs with it too."""
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     try:
         line = proc.stdout.readline() if proc.stdout else b""
         if not line.strip().isdigit():
             raise RuntimeError("the scripted upstream did not start")
-        yield RemoteUpstream(f"http://127.0.0.1:{int(line)}", proc)
+        yield f"http://127.0.0.1:{int(line)}", proc
     finally:
         if proc.stdin:
             proc.stdin.close()

@@ -35,8 +35,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,6 +45,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.append(str(HERE.parent / "tests"))  # the scripted upstream and the gateway process helper
 sys.path.insert(0, str(HERE.parent))
 
+from bench.gateway_upstream import child_upstream  # noqa: E402
 from llm_upstream import UpstreamServer  # noqa: E402
 from support import free_port  # noqa: E402
 from support.gateway_process import gateway_args, wait_healthy  # noqa: E402
@@ -152,7 +151,8 @@ def pct(values: list[float], q: float) -> float:
 
 def measure(pairs: int, turns: int, result_mb: float, extra: list[str], workdir: Path) -> list[dict[str, Any]]:
     size = int(result_mb * 1_000_000)
-    with _upstream() as direct, _upstream() as y_upstream:
+    serve = [sys.executable, __file__, "--serve-upstream"]
+    with child_upstream(serve) as (direct, _), child_upstream(serve) as (y_upstream, _):
         port, log = free_port(), workdir / "gateway.log"
         argv = gateway_args(port, workdir / "store", direct, direct + "/v1", *extra)
         with log.open("wb") as out:
@@ -164,22 +164,6 @@ def measure(pairs: int, turns: int, result_mb: float, extra: list[str], workdir:
         finally:
             gateway.terminate()
             gateway.wait(30)
-
-
-@contextmanager
-def _upstream() -> Iterator[str]:
-    """A scripted upstream in its own process; its base URL."""
-    upstream = subprocess.Popen([sys.executable, __file__, "--serve-upstream"], stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE)  # fmt: skip
-    try:
-        line = upstream.stdout.readline() if upstream.stdout else b""
-        if not line.strip().isdigit():
-            raise RuntimeError("the scripted upstream did not start")
-        yield f"http://127.0.0.1:{int(line)}"
-    finally:
-        if upstream.stdin:
-            upstream.stdin.close()
-        upstream.wait(15)
 
 
 def _phases(

@@ -36,6 +36,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.append(str(HERE.parent / "tests"))  # the scripted upstream and the gateway process helper
 sys.path.insert(0, str(HERE.parent))
 
+from bench.gateway_upstream import child_upstream  # noqa: E402
 from llm_upstream import UpstreamServer  # noqa: E402
 from support import descendants, free_port  # noqa: E402
 from support.gateway_process import gateway_args, wait_healthy  # noqa: E402
@@ -135,13 +136,7 @@ def ms_per_turn(figures: dict[str, Any]) -> float:
 
 
 def measure(counts: list[int], seconds: float, concurrency: int, repeat: int, workdir: Path) -> list[dict[str, Any]]:
-    upstream = subprocess.Popen([sys.executable, __file__, "--serve-upstream"], stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE)  # fmt: skip
-    try:
-        line = upstream.stdout.readline() if upstream.stdout else b""
-        if not line.strip().isdigit():
-            raise RuntimeError("the scripted upstream did not start")
-        direct = f"http://127.0.0.1:{int(line)}"
+    with child_upstream([sys.executable, __file__, "--serve-upstream"]) as (direct, _):
         rounds: list[dict[int, dict[str, Any]]] = []
         directs: list[dict[str, Any]] = []
         load_before = os.getloadavg()[0]
@@ -150,10 +145,6 @@ def measure(counts: list[int], seconds: float, concurrency: int, repeat: int, wo
             order = counts if r % 2 == 0 else counts[::-1]
             rounds.append({n: through_gateway(direct, n, seconds, concurrency, workdir) for n in order})
         load_after = os.getloadavg()[0]
-    finally:
-        if upstream.stdin:
-            upstream.stdin.close()
-        upstream.wait(15)
     common = {"suite": "workers", "size": f"{concurrency} connections x {seconds:g} s",
               "loadavg_before_after": [round(load_before, 2), round(load_after, 2)]}  # fmt: skip
     direct_ms = [ms_per_turn(d) for d in directs]
