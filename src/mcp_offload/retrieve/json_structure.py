@@ -122,8 +122,7 @@ def _string_quotes(b: npt.NDArray[np.uint8]) -> Int64s:
     quotes = np.flatnonzero(b == 0x22)
     if not len(quotes):
         return quotes
-    after_backslash = b[np.maximum(quotes - 1, 0)] == 0x5C
-    after_backslash[0] &= bool(quotes[0] > 0)
+    after_backslash = b[np.maximum(quotes - 1, 0)] == 0x5C  # a quote at byte 0 reads itself: never a backslash
     candidates = np.flatnonzero(after_backslash)  # indexes into `quotes`
     if not len(candidates):
         return quotes
