@@ -66,37 +66,50 @@ def test_a_big_turn_does_not_hold_the_loop(upstream: UpstreamServer, start_gatew
 
     with httpx2.Client(timeout=600) as http:
         alone = [_small_turn(http, gateway, i) for i in range(20)]  # the small turns' own time, and warm-up
-        stop = threading.Event()
-        lags: list[float] = []
-
-        async def ticker() -> None:
-            while not stop.is_set():
-                tick = time.perf_counter()
-                await asyncio.sleep(0.001)
-                lags.append(time.perf_counter() - tick - 0.001)
-
-        assert gateway.loop is not None
-        ticking = asyncio.run_coroutine_threadsafe(ticker(), gateway.loop)
-        small: list[float] = []
-
-        def agent_x() -> None:
-            with httpx2.Client(timeout=600) as x_http:
-                while not stop.is_set():
-                    small.append(_small_turn(x_http, gateway, len(small)))
-
-        x = threading.Thread(target=agent_x)
-        x.start()
-        big: Any = http.post(gateway.base_url + "/v1/messages", content=body,
-                             headers={**HEADERS, "x-api-key": "sk-ant-y"})  # fmt: skip
-        stop.set()
-        x.join(HANG_TIMEOUT_S)
-        ticking.result(HANG_TIMEOUT_S)
-    assert big.status_code == 200, big.text
+        # A second big turn (another agent, so the result is ingested afresh) only when the first one's figures miss:
+        # the small turns cross this test process's own GIL too (the upstream and the clients run here), and on a
+        # loaded CI machine one of them once waited 152 ms against a bound of 125. A loop that blocks misses twice.
+        for attempt, agent in enumerate(("sk-ant-y", "sk-ant-y2")):
+            lags, small, big = _turns_during_a_big_one(http, gateway, body, agent)
+            assert big.status_code == 200, big.text
+            report = (f"loop stalled up to {max(lags) * 1000:.0f} ms, small turns up to {max(small) * 1000:.0f} ms "
+                      f"(alone: median {statistics.median(alone) * 1000:.0f} ms, max {max(alone) * 1000:.0f} ms; "
+                      f"parsing the body: {parse_s * 1000:.0f} ms; bound {bound * 1000:.0f} ms)")  # fmt: skip
+            print(report)
+            if lags and max(lags) < bound and small and max(small) < max(alone) + bound:
+                break
+            assert attempt == 0, report
     sent = [r.body for r in upstream.received("anthropic", ok_only=True) if r.body and len(r.body["messages"]) == 3]
-    assert len(sent) == 1 and "Stored as out_" in json.dumps(sent[0]["messages"][2])  # Y's turn: offloaded
-    report = (f"loop stalled up to {max(lags) * 1000:.0f} ms, small turns up to {max(small) * 1000:.0f} ms "
-              f"(alone: median {statistics.median(alone) * 1000:.0f} ms, max {max(alone) * 1000:.0f} ms; "
-              f"parsing the body: {parse_s * 1000:.0f} ms; bound {bound * 1000:.0f} ms)")  # fmt: skip
-    print(report)
-    assert lags and max(lags) < bound, report
-    assert small and max(small) < max(alone) + bound, report
+    assert sent and all("Stored as out_" in json.dumps(one["messages"][2]) for one in sent)  # Y's turns: offloaded
+
+
+def _turns_during_a_big_one(
+    http: httpx2.Client, gateway: GatewayServer, body: bytes, agent: str
+) -> tuple[list[float], list[float], Any]:
+    """The 1 ms timer's lags on the gateway's loop and agent X's small turns, while agent `agent` sends `body`."""
+    stop = threading.Event()
+    lags: list[float] = []
+
+    async def ticker() -> None:
+        while not stop.is_set():
+            tick = time.perf_counter()
+            await asyncio.sleep(0.001)
+            lags.append(time.perf_counter() - tick - 0.001)
+
+    assert gateway.loop is not None
+    ticking = asyncio.run_coroutine_threadsafe(ticker(), gateway.loop)
+    small: list[float] = []
+
+    def agent_x() -> None:
+        with httpx2.Client(timeout=600) as x_http:
+            while not stop.is_set():
+                small.append(_small_turn(x_http, gateway, len(small)))
+
+    x = threading.Thread(target=agent_x)
+    x.start()
+    big: Any = http.post(gateway.base_url + "/v1/messages", content=body,
+                         headers={**HEADERS, "x-api-key": agent})  # fmt: skip
+    stop.set()
+    x.join(HANG_TIMEOUT_S)
+    ticking.result(HANG_TIMEOUT_S)
+    return lags, small, big
