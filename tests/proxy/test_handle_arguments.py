@@ -176,7 +176,8 @@ async def test_what_a_handle_argument_kept_out_is_counted_in_the_session_the_rec
         for n in range(2):
             written = await client.call_tool("fs__write_file", {"path": str(tmp_path / f"copy{n}.txt"), "content": uri})
             assert not written.is_error, text_of(written)
-        refused = await client.call_tool("fs__write_file", {"path": str(tmp_path / "x.txt"), "content": uri[:-1] + "a"})
+        unknown = uri[:-1] + ("b" if uri.endswith("a") else "a")  # another handle (not the same one, 1 run in 32)
+        refused = await client.call_tool("fs__write_file", {"path": str(tmp_path / "x.txt"), "content": unknown})
         outside = await client.call_tool("fs__write_file", {"path": "/proc/nope/denied.txt", "content": uri})
         assert refused.is_error and outside.is_error  # neither counts
         status = await client.call_tool("proxy_status", {})
