@@ -99,17 +99,16 @@ def _read_by(pid: int) -> int:
 @pytest.mark.parametrize("make", [_json, _log, _accented], ids=["json", "log", "accented"])
 @on_shared_pool
 async def test_a_worker_prepares_what_a_thread_prepares_byte_for_byte(shared: Services, make: object) -> None:
-    pooled = shared
     assert callable(make)
     text = make(POOL_MIN_CHARS * 2)
-    (worker,) = pooled.ingest._all
+    (worker,) = shared.ingest._all
     read_before = _read_by(worker.process.pid)
-    from_worker = await pooled.ingest.prepare(*encode_output(pooled.settings, text), "n", "offload", "out_" + "a" * 26)
+    from_worker = await shared.ingest.prepare(*encode_output(shared.settings, text), "n", "offload", "out_" + "a" * 26)
     assert isinstance(from_worker, Prepared)  # it did run in the worker
     # it mapped the bytes from this process's in-memory file: it did not read them from its pipe
     assert _read_by(worker.process.pid) - read_before < POOL_MIN_CHARS
     here = prepare_text(
-        pooled.settings, load_counter(pooled.settings.encoding), text, "n", "offload", "out_" + "a" * 26
+        shared.settings, load_counter(shared.settings.encoding), text, "n", "offload", "out_" + "a" * 26
     )
     assert from_worker.data == here.data == text.encode()
     assert from_worker.ingested.preview == here.ingested.preview
@@ -145,18 +144,17 @@ async def test_bytes_a_worker_cannot_map_come_through_its_pipe(
 
 @on_shared_pool
 async def test_a_worker_parses_a_big_document_from_the_shared_file(shared: Services) -> None:
-    pooled = shared
     document = orjson.dumps({"model": "m", "messages": [{"role": "user", "content": _accented(PARSE_MIN_BYTES)}] * 3})
     pieces = [document[i : i + 65536] for i in range(0, len(document), 65536)]  # as a request body arrives
-    (worker,) = pooled.ingest._all
+    (worker,) = shared.ingest._all
     read_before = _read_by(worker.process.pid)
-    parsed = await pooled.ingest.parse_json(pieces)
+    parsed = await shared.ingest.parse_json(pieces)
     assert parsed is not None
     value, joined = parsed
     assert value == orjson.loads(document) and joined == document
     assert _read_by(worker.process.pid) - read_before < PARSE_MIN_BYTES  # mapped, not read from the pipe
     with pytest.raises(JsonInvalid, match="unexpected content after document") as refused:
-        await pooled.ingest.parse_json([*pieces, b"]"])
+        await shared.ingest.parse_json([*pieces, b"]"])
     assert refused.value.document == document + b"]"
 
 
@@ -205,19 +203,17 @@ def vars_of(meta: object) -> dict[str, object]:
 
 @on_shared_pool
 async def test_small_outputs_stay_in_this_process(shared: Services) -> None:
-    pooled = shared
-    assert not pooled.ingest.takes(POOL_MIN_CHARS - 1)
-    assert pooled.ingest.takes(POOL_MIN_CHARS)
+    assert not shared.ingest.takes(POOL_MIN_CHARS - 1)
+    assert shared.ingest.takes(POOL_MIN_CHARS)
 
 
 @on_shared_pool
 async def test_an_error_in_the_worker_is_raised_as_itself(shared: Services) -> None:
-    pooled = shared
     not_utf8 = b"\xff" * (POOL_MIN_CHARS * 2)  # no encoding of a text gives these bytes: the worker's decode fails
     with pytest.raises(UnicodeDecodeError):
-        await pooled.ingest.prepare(not_utf8, (), None, None, None)
+        await shared.ingest.prepare(not_utf8, (), None, None, None)
     text = _log(POOL_MIN_CHARS * 2)  # and the worker goes on
-    assert isinstance(await pooled.ingest.prepare(*encode_output(pooled.settings, text), None, None, None), Prepared)
+    assert isinstance(await shared.ingest.prepare(*encode_output(shared.settings, text), None, None, None), Prepared)
 
 
 async def test_bytes_over_the_cap_are_refused_before_any_worker_sees_them(tmp_path: Path) -> None:

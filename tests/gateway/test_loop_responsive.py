@@ -80,7 +80,8 @@ def test_a_big_turn_does_not_hold_the_loop(upstream: UpstreamServer, start_gatew
                 break
             assert attempt == 0, report
     sent = [r.body for r in upstream.received("anthropic", ok_only=True) if r.body and len(r.body["messages"]) == 3]
-    assert sent and all("Stored as out_" in json.dumps(one["messages"][2]) for one in sent)  # Y's turns: offloaded
+    assert len(sent) == attempt + 1  # one upstream request per big turn
+    assert all("Stored as out_" in json.dumps(one["messages"][2]) for one in sent)  # Y's turns: offloaded
 
 
 def _turns_during_a_big_one(
