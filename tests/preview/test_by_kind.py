@@ -14,9 +14,10 @@ import pytest
 from mcp_offload.core import outputs
 from mcp_offload.core.ingest import FRAME_TOKENS
 from mcp_offload.core.services import Services
-from support.preview_corpus import corpus
+from support.preview_corpus import KINDS, corpus_text
 
-CORPUS = corpus()
+# One worker builds the corpus (a redis-server, a uvicorn app, git) and runs every test of this module
+pytestmark = pytest.mark.xdist_group("preview-corpus")
 
 
 async def run_calls(services: Services, scope: outputs.SessionScope, handle: str, out: Any) -> list[str]:
@@ -43,10 +44,11 @@ async def run_calls(services: Services, scope: outputs.SessionScope, handle: str
     return answers
 
 
-@pytest.mark.parametrize(("kind", "name", "text"), CORPUS, ids=[name for _, name, _ in CORPUS])
+@pytest.mark.parametrize(("kind", "name"), KINDS, ids=[name for _, name in KINDS])
 async def test_real_output_gets_its_kind_of_preview_and_every_call_works(
-    services: Services, kind: str, name: str, text: str
+    services: Services, kind: str, name: str
 ) -> None:
+    text = corpus_text(name)
     scope = outputs.SessionScope.new()
     out = await outputs.offload(services, scope, text, name=name)
     assert out.kind == "text"
@@ -59,18 +61,14 @@ async def test_real_output_gets_its_kind_of_preview_and_every_call_works(
     await run_calls(services, scope, out.handle, out)
 
 
-def _corpus_text(name: str) -> str:
-    return next(text for _, n, text in CORPUS if n == name)
-
-
 async def _offloaded(services: Services, name: str) -> tuple[outputs.SessionScope, Any]:
     scope = outputs.SessionScope.new()
-    return scope, await outputs.offload(services, scope, _corpus_text(name), name=name)
+    return scope, await outputs.offload(services, scope, corpus_text(name), name=name)
 
 
 async def test_uvicorn_log_errors_templates_and_levels_match_the_log(services: Services) -> None:
     scope, out = await _offloaded(services, "uvicorn log")
-    lines = _corpus_text("uvicorn log").split("\n")
+    lines = corpus_text("uvicorn log").split("\n")
     errors = [i + 1 for i, line in enumerate(lines) if line.startswith("ERROR:")]
     assert len(errors) == 2
     assert out.shape["first_error"]["line"] == errors[0]
@@ -89,7 +87,7 @@ async def test_uvicorn_log_errors_templates_and_levels_match_the_log(services: S
 
 async def test_redis_log_levels_and_time_span(services: Services) -> None:
     _, out = await _offloaded(services, "redis-server log")
-    lines = [line for line in _corpus_text("redis-server log").split("\n") if line]
+    lines = [line for line in corpus_text("redis-server log").split("\n") if line]
     marks = {".": "DEBUG", "-": "VERBOSE", "*": "NOTICE", "#": "WARNING"}
     expected: dict[str, int] = {}
     for line in lines:
@@ -123,13 +121,13 @@ def _diff_oracle(text: str) -> dict[str, tuple[int, int]]:
 
 async def test_git_diff_files_and_counts_match_a_line_by_line_count(services: Services) -> None:
     scope, out = await _offloaded(services, "git diff")
-    oracle = _diff_oracle(_corpus_text("git diff"))
+    oracle = _diff_oracle(corpus_text("git diff"))
     assert out.shape["files_changed"] == len(oracle)
     assert (out.shape["added"], out.shape["removed"]) == (
         sum(a for a, _ in oracle.values()),
         sum(r for _, r in oracle.values()),
     )
-    lines = _corpus_text("git diff").split("\n")
+    lines = corpus_text("git diff").split("\n")
     for path, added, removed, first, last in out.shape["files"]:
         assert (added, removed) == oracle[path]
         assert lines[first - 1].startswith("diff --git ") and path in lines[first - 1]
@@ -139,7 +137,7 @@ async def test_git_diff_files_and_counts_match_a_line_by_line_count(services: Se
 
 async def test_packages_csv_rows_columns_and_the_row_query(services: Services) -> None:
     scope, out = await _offloaded(services, "packages.csv")
-    text = _corpus_text("packages.csv")
+    text = corpus_text("packages.csv")
     assert out.shape["rows"] == text.count("\n") - 1
     types = dict(out.shape["columns"])
     assert types["files"] == "integer" and types["typed"] == "boolean" and types["name"] == "text"
@@ -166,7 +164,7 @@ async def test_packages_csv_rows_columns_and_the_row_query(services: Services) -
 
 async def test_python_outline_matches_the_ast(services: Services) -> None:
     _, out = await _offloaded(services, "python: typing.py")
-    source = _corpus_text("python: typing.py")
+    source = corpus_text("python: typing.py")
     expected: list[tuple[str, int, int | None]] = []
 
     def top_level(body: list[ast.stmt]) -> None:  # module level, also inside `if` / `try` (as the outline is)
@@ -191,7 +189,7 @@ async def test_python_outline_matches_the_ast(services: Services) -> None:
 
 async def test_markdown_and_html_headings(services: Services) -> None:
     _, md = await _offloaded(services, "openai api.md")
-    lines = _corpus_text("openai api.md").split("\n")
+    lines = corpus_text("openai api.md").split("\n")
     expected = [(i + 1, line) for i, line in enumerate(lines) if re.match(r"#{1,6} ", line)]
     shown = [(line, "#" * level + " " + text) for line, _, level, text in md.shape["headings"]]
     assert shown == expected[: len(shown)]
@@ -199,7 +197,7 @@ async def test_markdown_and_html_headings(services: Services) -> None:
     assert [text for _, _, text in page.shape["headings"]] == [
         re.sub(r"`", "", line.lstrip("#").strip()) for _, line in expected[: len(page.shape["headings"])]
     ]
-    html_lines = _corpus_text("html: markdown-it page").split("\n")
+    html_lines = corpus_text("html: markdown-it page").split("\n")
     for line, level, _ in page.shape["headings"]:
         assert html_lines[line - 1].startswith(f"<h{level}")
     _, pydoc_page = await _offloaded(services, "html: pydoc page")

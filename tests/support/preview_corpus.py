@@ -9,7 +9,9 @@
   C header and C++ source);
 - Markdown: openai's api.md; HTML: that page rendered by markdown-it-py, and a pydoc page (no headings).
 
-Each generator returns (name, text); `corpus()` is the whole set, built once per test session.
+Each generator returns (name, text); `corpus()` is the whole set, built once per process, and only when a test
+first asks for a text (`corpus_text`): tests are parametrized by `KINDS`, known without building anything, so that
+collecting them (every pytest-xdist worker collects every test) starts no redis-server and no uvicorn.
 """
 
 from __future__ import annotations
@@ -189,6 +191,30 @@ def html_pages() -> list[tuple[str, str]]:
     ]
 
 
+# (expected preview type, name) of every output `corpus()` builds, in its order
+KINDS: tuple[tuple[str, str], ...] = (
+    ("log", "redis-server log"),
+    ("log", "uvicorn log"),
+    ("diff", "git diff"),
+    ("diff", "git log -p"),
+    ("table", "packages.csv"),
+    ("table", "packages.tsv"),
+    ("table", "numpy pcg64-testset-1.csv"),
+    ("code", "python: typing.py"),
+    ("code", "javascript: import-linter explorer.js"),
+    ("code", "c: numpy ndarraytypes.h"),
+    ("code", "cpp: numpy generate_umath_validation_data.cpp"),
+    ("markdown", "openai api.md"),
+    ("html", "html: markdown-it page"),
+    ("html", "html: pydoc page"),
+)
+
+
+def corpus_text(name: str) -> str:
+    """The text of the output named `name` in `KINDS` (the whole corpus is built on the first call)."""
+    return next(text for _, n, text in corpus() if n == name)
+
+
 @cache
 def corpus() -> tuple[tuple[str, str, str], ...]:
     """(expected preview type, name, text) for every real output."""
@@ -207,4 +233,5 @@ def corpus() -> tuple[tuple[str, str, str], ...]:
     items += [("code", name, text) for name, text in source_files()]
     items.append(("markdown", "openai api.md", markdown_doc()))
     items += [("html", name, text) for name, text in html_pages()]
+    assert tuple((kind, name) for kind, name, _ in items) == KINDS, "KINDS must list what corpus() builds"
     return tuple(items)
