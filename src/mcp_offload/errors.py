@@ -45,11 +45,28 @@ RESOURCE_NOT_FOUND = -32002
 
 
 def reason_of(exc: BaseException) -> str:
-    """An exception's message as a clause inside a sentence of ours: its text (its class name when it has none)
-    without a final period, since the sentence adds its own (httpcore's "Server disconnected without sending a
-    response." came out with two)."""
-    text = str(exc).strip() or type(exc).__name__
+    """An exception's message as a clause inside a sentence of ours: its text without a final period, since the
+    sentence adds its own (httpcore's "Server disconnected without sending a response." came out with two).
+
+    An exception without text says what caused it: httpx's ReadError on a connection the peer reset carries none,
+    nor does the anyio error under it, but the OSError at the bottom does ("Connection reset by peer"). The class
+    name is the last resort."""
+    text = _own_text(exc)
+    cause, depth = exc.__cause__ or exc.__context__, 0
+    while not text and cause is not None and depth < _CAUSE_DEPTH:
+        text = _own_text(cause)
+        cause, depth = cause.__cause__ or cause.__context__, depth + 1
+    text = text or type(exc).__name__
     return text[:-1] if text.endswith(".") and not text.endswith("..") else text
+
+
+_CAUSE_DEPTH = 8  # how far down a chain of causes `reason_of` looks for a message
+
+
+def _own_text(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.filename is None and isinstance(exc.strerror, str) and exc.strerror.strip():
+        return exc.strerror.strip()  # "Connection reset by peer", not "[Errno 104] Connection reset by peer"
+    return str(exc).strip()
 
 
 class OffloadError(Exception):
