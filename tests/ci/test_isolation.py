@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -83,6 +84,36 @@ def test_a_module_sharing_a_module_scoped_fixture_runs_on_one_worker(pytester: p
     assert groups["test_a"] is not None and groups["test_a"].args == ("test_shared.py",)
     assert groups["test_b"] is not None and groups["test_b"].args == ("test_shared.py",)
     assert groups["test_c"] is None  # free to go to any worker
+
+
+def test_pytest_xdist_runs_each_such_module_on_one_worker_for_real(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The groups are honoured by the pytest and pytest-xdist installed, not only marked: pytest 9.2 with xdist 3.8
+    distributed a group's tests one by one (pytest-dev/pytest-xdist#1386), and every worker that got one of them
+    built the module's fixture again (a LiteLLM proxy is ~13 s of CPU)."""
+    pytester.makeconftest(PLUGIN)
+    module = textwrap.dedent("""
+        import os
+        import pytest
+
+        @pytest.fixture(scope="module")
+        def expensive():
+            with open(os.environ["BUILT_LOG"], "a") as log:
+                log.write(f"{__name__} {os.environ['PYTEST_XDIST_WORKER']}\\n")
+
+        @pytest.mark.parametrize("i", range(6))
+        def test_shared(expensive, i): pass
+        """)
+    pytester.makepyfile(test_one=module, test_two=module)
+    built = tmp_path / "built.log"
+    monkeypatch.setenv("BUILT_LOG", str(built))
+    tests_dir = str(Path(__file__).parents[1])  # the small suite's conftest imports support.isolation
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([tests_dir, os.environ.get("PYTHONPATH", "")]))
+    result = pytester.runpytest_subprocess(*ARGS, "-n", "2", "--dist", "loadgroup")
+    result.assert_outcomes(passed=12)
+    lines = built.read_text().splitlines()
+    assert sorted(line.split()[0] for line in lines) == ["test_one", "test_two"], lines  # each built once
 
 
 def test_a_test_starting_a_real_agent_must_be_marked(pytester: pytest.Pytester) -> None:
