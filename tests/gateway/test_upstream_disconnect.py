@@ -74,41 +74,25 @@ def _upstream(*, reset: bool) -> Iterator[str]:
         assert not thread.is_alive()
 
 
-@pytest.fixture
-def hang_up_upstream() -> Iterator[str]:
-    with _upstream(reset=False) as url:
-        yield url
-
-
-@pytest.fixture
-def reset_upstream() -> Iterator[str]:
-    with _upstream(reset=True) as url:
-        yield url
-
-
-def _gateway_502(upstream: str, start_gateway: StartGateway) -> str:
-    gateway = start_gateway(upstream)
-    client = anthropic.Anthropic(base_url=gateway.base_url, api_key="k", max_retries=0)
-    with pytest.raises(anthropic.APIStatusError) as caught:
-        client.messages.create(model="claude-sonnet-4-6", max_tokens=8, messages=[{"role": "user", "content": "hi"}])
+@pytest.mark.parametrize(
+    ("reset", "clause"),
+    [(False, "Server disconnected without sending a response"), (True, "Connection reset by peer")],
+    ids=["hang-up", "reset"],
+)
+def test_an_upstream_closing_without_an_answer_is_one_502_sentence_naming_what_happened(
+    reset: bool, clause: str, start_gateway: StartGateway
+) -> None:
+    with _upstream(reset=reset) as upstream:
+        gateway = start_gateway(upstream)
+        client = anthropic.Anthropic(base_url=gateway.base_url, api_key="k", max_retries=0)
+        with pytest.raises(anthropic.APIStatusError) as caught:
+            client.messages.create(
+                model="claude-sonnet-4-6", max_tokens=8, messages=[{"role": "user", "content": "hi"}]
+            )
+    message = caught.value.message
     assert caught.value.status_code == 502
-    return caught.value.message
-
-
-def test_an_upstream_hanging_up_is_one_502_sentence_without_a_double_period(
-    hang_up_upstream: str, start_gateway: StartGateway
-) -> None:
-    message = _gateway_502(hang_up_upstream, start_gateway)
-    assert "Server disconnected without sending a response. Check --anthropic-upstream" in message, message
-    assert ".." not in message
-
-
-def test_an_upstream_resetting_the_connection_is_named_for_the_reset(
-    reset_upstream: str, start_gateway: StartGateway
-) -> None:
-    message = _gateway_502(reset_upstream, start_gateway)
-    assert ": Connection reset by peer. Check --anthropic-upstream" in message, message
-    assert "ReadError" not in message
+    assert f": {clause}. Check --anthropic-upstream" in message, message
+    assert ".." not in message and "ReadError" not in message
 
 
 @pytest.mark.parametrize(
