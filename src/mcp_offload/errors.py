@@ -44,6 +44,9 @@ INTERNAL_ERROR = -32603
 RESOURCE_NOT_FOUND = -32002
 
 
+_CAUSE_DEPTH = 8  # how far down a chain of causes `reason_of` looks for a message
+
+
 def reason_of(exc: BaseException) -> str:
     """An exception's message as a clause inside a sentence of ours: its text without a final period, since the
     sentence adds its own (httpcore's "Server disconnected without sending a response." came out with two).
@@ -58,9 +61,6 @@ def reason_of(exc: BaseException) -> str:
         cause, depth = cause.__cause__ or cause.__context__, depth + 1
     text = text or type(exc).__name__
     return text[:-1] if text.endswith(".") and not text.endswith("..") else text
-
-
-_CAUSE_DEPTH = 8  # how far down a chain of causes `reason_of` looks for a message
 
 
 def _own_text(exc: BaseException) -> str:
