@@ -69,6 +69,9 @@ def test_a_big_turn_does_not_hold_the_loop(upstream: UpstreamServer, start_gatew
         # A second big turn (another agent, so the result is ingested afresh) only when the first one's figures miss:
         # the small turns cross this test process's own GIL too (the upstream and the clients run here), and on a
         # loaded CI machine one of them once waited 152 ms against a bound of 125. A loop that blocks misses twice.
+        # A small turn may take twice the bound over its own time (the GIL it shares with the upstream and the
+        # clients: 167 ms once, while the loop's own worst stall was 76 ms). A loop doing the turn's work holds one
+        # for 4x the parse (above), and the timer catches any stall of the loop over the bound.
         for attempt, agent in enumerate(("sk-ant-y", "sk-ant-y2")):
             lags, small, big = _turns_during_a_big_one(http, gateway, body, agent)
             assert big.status_code == 200, big.text
@@ -76,7 +79,7 @@ def test_a_big_turn_does_not_hold_the_loop(upstream: UpstreamServer, start_gatew
                       f"(alone: median {statistics.median(alone) * 1000:.0f} ms, max {max(alone) * 1000:.0f} ms; "
                       f"parsing the body: {parse_s * 1000:.0f} ms; bound {bound * 1000:.0f} ms)")  # fmt: skip
             print(report)
-            if lags and max(lags) < bound and small and max(small) < max(alone) + bound:
+            if lags and max(lags) < bound and small and max(small) < max(alone) + 2 * bound:
                 break
             assert attempt == 0, report
     sent = [r.body for r in upstream.received("anthropic", ok_only=True) if r.body and len(r.body["messages"]) == 3]
