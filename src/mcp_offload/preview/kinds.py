@@ -236,13 +236,16 @@ def _parse_json_lines(text: str) -> JsonLines | None:
     objects = arrays = 0
     sample: list[Any] = []
     pos, size, chunk = 0, len(text), _FIRST_CHUNK
+    reach = _PREFIX_CHARS + _PREFIX_MARGIN + 1
+    if text.find("\n", 0, reach) < 0:  # a first line longer than the prefix check's reach
+        if _prefix_rejects(text, size):
+            return None  # not JSON, seen from its prefix: before any search reads on (100 MB) or orjson copies it
+        if text.find("\n", reach) < 0:
+            return None  # one line is not JSON Lines (two are needed): it is not parsed a second time
     with gc_paused():
         while pos < size:
             end = text.find("\n", pos + chunk)
             end = size if end < 0 else end
-            first_end = text.find("\n") if pos == 0 else -1
-            if pos == 0 and _prefix_rejects(text, size if first_end < 0 else first_end):
-                return None  # a huge first line that is not JSON: do not copy it into orjson
             lines = text[pos:end].split("\n")
             checked = _check_lines(lines)
             if checked is None:
