@@ -163,14 +163,14 @@ async def test_accounting_counts_and_an_honest_cost_ratio(tmp_path: Path) -> Non
             ),
         )
         await record_turn(services, session, TurnCounters(prices=FIVE_MINUTES, retrieval_calls=1, loops=1, fail_open=1))
-        summary = await session_summary(services)
+        summary = await session_summary(open_record(services))
         totals = summary["totals"]
         assert totals["requests"] == 2 and totals["retrieval_calls"] == 1 and totals["fail_open"] == 1
         # actual = 100 + 5000*0.1 + 1000*1.25 = 1850; direct = 1850 + 9500*0.1 + 10000*1.15 = 14300
         assert totals["cost_actual_milli"] == 1_850_000 and totals["cost_direct_milli"] == 14_300_000
         assert totals["cost_ratio"] == round(1850 / 14300, 4)
         assert summary["sessions"][0]["session"] == SESSION
-        assert (await session_summary(services, "f" * 32))["sessions"] == []
+        assert (await session_summary(open_record(services), "f" * 32))["sessions"] == []
 
 
 @pytest.mark.skipif(not have_redis_server(), reason="redis-server is not installed (.ci/redis.sh start)")

@@ -21,12 +21,13 @@ from typing import Any, TextIO
 
 import anyio
 
+from mcp_offload.cachesafe.record import record_beside
 from mcp_offload.cli.exit_status import CommandDeclined
 from mcp_offload.cli.own_parser import main_on_own_parser, own_parser
 from mcp_offload.cli.store_flags import add_redis_store_flags, redis_store_overrides
 from mcp_offload.cli.store_location import missing_store, nothing_stored_yet, unused_default_store
 from mcp_offload.errors import OperatorError
-from mcp_offload.gateway.status import gateway_stats, stats_lines
+from mcp_offload.gateway.status import record_stats, stats_lines
 from mcp_offload.savings import SavingsRow, last_days, open_savings, summarize, summary_json
 from mcp_offload.savings.record import MAX_DAYS
 from mcp_offload.settings import Settings
@@ -108,14 +109,10 @@ async def _read(location: str, days: int) -> dict[Any, SavingsRow]:
 
 
 async def _read_gateway(location: str) -> dict[str, Any]:
-    """The LLM gateway's per-session figures (gateway/status.py), read from its record beside the store."""
-    from mcp_offload.core.services import build_services
-
-    services = build_services(Settings.from_env().with_overrides(store=location))
-    try:
-        return await gateway_stats(services)
-    finally:
-        await services.aclose()
+    """The LLM gateway's per-session figures (gateway/status.py), read from its record beside the store (alone: the
+    services' tokenizer and workers cost a second of CPU and are not needed)."""
+    async with record_beside(location) as record:
+        return await record_stats(record)
 
 
 def print_table(rows: dict[Any, SavingsRow], days: list[str], out: TextIO) -> None:

@@ -17,12 +17,14 @@ backends), so several gateway instances add up.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from mcp_offload.cachesafe.record import open_record
-from mcp_offload.cachesafe.session import CacheSafeSession
-from mcp_offload.core.services import Services
+from mcp_offload.cachesafe.record import DecisionRecord, open_record
 from mcp_offload.providers.prices import CachePrices
+
+if TYPE_CHECKING:
+    from mcp_offload.cachesafe.session import CacheSafeSession
+    from mcp_offload.core.services import Services
 
 MILLI = 1000
 
@@ -81,11 +83,11 @@ class SessionFigures:
         return {**asdict(self), "cost_ratio": self.cost_ratio}
 
 
-async def session_summary(services: Services, session_key: str | None = None) -> dict[str, Any]:
-    """`{"sessions": [per session: counters, cost ratio], "totals": {…, "cost_ratio"}}`, most recent first; one
-    session with `session_key`. Record entries without counters are not conversations the gateway served (a
-    credential's handle index, the compression service's hash index) and are left out."""
-    record = open_record(services)
+async def session_summary(record: DecisionRecord, session_key: str | None = None) -> dict[str, Any]:
+    """`{"sessions": [per session: counters, cost ratio], "totals": {…, "cost_ratio"}}` from `record` (`open_record`,
+    `record_beside`), most recent first; one session with `session_key`. Record entries without counters are not
+    conversations the gateway served (a credential's handle index, the compression service's hash index) and are
+    left out."""
     listed = await record.backend.sessions()
     if session_key is not None:
         listed = [(key, when) for key, when in listed if key == session_key]

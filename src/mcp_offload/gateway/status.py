@@ -20,6 +20,7 @@ import orjson
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
+from mcp_offload.cachesafe.record import DecisionRecord, open_record
 from mcp_offload.core.services import Services
 from mcp_offload.errors import StoreError
 from mcp_offload.gateway.accounting import session_summary
@@ -43,7 +44,12 @@ COLUMNS = (
 
 async def gateway_stats(services: Services) -> dict[str, Any]:
     """The summary document (sessions most recent first, at most MAX_SESSIONS_SHOWN, and the totals)."""
-    summary = await session_summary(services)
+    return await record_stats(open_record(services))
+
+
+async def record_stats(record: DecisionRecord) -> dict[str, Any]:
+    """`gateway_stats` from the record alone (`record_beside`: `mcp-offload stats`)."""
+    summary = await session_summary(record)
     sessions = summary.get("sessions", [])
     return {"sessions": sessions[:MAX_SESSIONS_SHOWN], "sessions_total": len(sessions), "totals": summary["totals"]}
 

@@ -11,17 +11,20 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import asdict, dataclass, field
-from typing import Literal, TypeVar
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 from mcp_offload.apis.base import LlmApi
 from mcp_offload.apis.history import canonical_bytes
 from mcp_offload.apis.message import Message
 from mcp_offload.cachesafe.record.base import RECORD_TTL_S, RecordBackend
-from mcp_offload.cachesafe.session import CacheSafeSession
-from mcp_offload.core.services import Services
 from mcp_offload.store.location import open_beside
+
+if TYPE_CHECKING:  # annotations only: `mcp-offload stats` reads the record without the services' imports
+    from mcp_offload.cachesafe.session import CacheSafeSession
+    from mcp_offload.core.services import Services
 
 T = TypeVar("T")
 
@@ -239,6 +242,17 @@ def _directory_backend(path: str) -> RecordBackend:
 
 def _open_backend(location: str) -> RecordBackend:
     return open_beside(location, directory=_directory_backend, redis=_redis_backend)
+
+
+@asynccontextmanager
+async def record_beside(location: str) -> AsyncIterator[DecisionRecord]:
+    """The record beside the store at `location` on its own, for a reader that needs nothing else of the services
+    (`mcp-offload stats`: no tokenizer, no workers); closed on the way out."""
+    record = DecisionRecord(_open_backend(location))
+    try:
+        yield record
+    finally:
+        await record.backend.aclose()
 
 
 def open_record(services: Services) -> DecisionRecord:
