@@ -20,12 +20,14 @@ import anyio
 import mcp.types as types
 import orjson
 import pytest
-from mcp import MCPError
+from mcp import MCPError, StdioServerParameters
+from mcp.shared.message import SessionMessage
 
+from mcp_offload.cli.event_loop import loop_options
 from mcp_offload.proxy.config import parse_config
 from mcp_offload.proxy.transports import UpstreamUnavailable
 from mcp_offload.proxy.transports.raw_channel import ChannelClosed, RawChannel, encode_line
-from mcp_offload.proxy.transports.stdio_pipes import parse_line
+from mcp_offload.proxy.transports.stdio_pipes import SDK_BACKLOG, _Child, parse_line, stdio_pipes
 from mcp_offload.proxy.upstream import Upstream
 from support import HANG_TIMEOUT_S
 
@@ -47,7 +49,8 @@ def progress(token, value, **extra):
     send({"jsonrpc": "2.0", "method": "notifications/progress",
           "params": {"progressToken": token, "progress": value, **extra}})
 
-tools = [{"name": n, "inputSchema": {"type": "object"}} for n in ("echo", "stray", "progress", "hold", "die", "fail")]
+tools = [{"name": n, "inputSchema": {"type": "object"}}
+         for n in ("echo", "stray", "progress", "hold", "die", "fail", "flood")]
 for line in sys.stdin:
     log.write(line)
     log.flush()
@@ -90,6 +93,11 @@ for line in sys.stdin:
             send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32602, "message": "bad n", "data": {"max": 0}}})
         elif name == "die":
             os._exit(3)
+        elif name == "flood":  # n log notifications (control traffic, for the SDK client) of ~1 KB, then the answer
+            for i in range(m["params"]["arguments"]["n"]):
+                send({"jsonrpc": "2.0", "method": "notifications/message",
+                      "params": {"level": "info", "data": {"i": i, "pad": "x" * 1000}}})
+            answer(rid, "flooded")
         # hold: never answers
     else:
         send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": "Method not found"}})
@@ -240,6 +248,71 @@ async def test_a_timeout_and_a_cancel_tell_the_upstream(tmp_path: Path) -> None:
         cancels = [m for m in received(log) if m.get("method") == "notifications/cancelled"]
         assert cancels[1]["params"] == {"requestId": second["id"], "reason": "the caller cancelled"}
         assert upstream.state == "ready"
+
+
+def test_the_pipes_run_on_the_loop_the_cli_runs(tmp_path: Path) -> None:
+    """The servers run on uvloop (cli/event_loop.py), whose pipe transports are no asyncio subclasses: calls, SDK
+    traffic, progress and the upstream's exit there too (the tests above run on the standard loop)."""
+    assert loop_options() == {"use_uvloop": True}  # uvloop is a dependency here (Linux)
+    seen: list[float] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append(progress)
+
+    async def scenario() -> None:
+        async with scripted(tmp_path) as (upstream, _log):
+            with anyio.fail_after(HANG_TIMEOUT_S):
+                assert text(await upstream.call_tool("echo", {})).startswith('"mo-')
+                read = await upstream.read_resource("scripted://uvloop")
+                assert type(json.loads(str(getattr(read.contents[0], "text", "")))) is int  # the SDK's own id
+                assert text(await upstream.call_tool("progress", {}, progress=on_progress)) == "done"
+                with pytest.raises(UpstreamUnavailable, match="closed the connection during the call to 'die'"):
+                    await upstream.call_tool("die", {})
+                assert text(await upstream.call_tool("echo", {})).startswith('"mo-')  # restarted
+            assert upstream.restarts == 1
+
+    anyio.run(scenario, backend="asyncio", backend_options=loop_options())
+    assert seen == [1.0, 2.0, 3.0]
+
+
+async def test_a_flood_of_control_traffic_reaches_a_slow_sdk_client_whole_and_in_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Lines for the SDK client wait in a bounded queue: past SDK_BACKLOG the child's stdout is no longer read (it
+    blocks on a full pipe), and nothing is lost or reordered; the call's answer after them still comes."""
+    pauses: list[bool] = []
+    pause = _Child.pause_reading
+
+    def recorded(self: _Child, paused: bool) -> None:
+        pauses.append(paused)
+        pause(self, paused)
+
+    monkeypatch.setattr(_Child, "pause_reading", recorded)
+    script = tmp_path / "scripted.py"
+    script.write_text(SCRIPT)
+    params = StdioServerParameters(command=sys.executable, args=[str(script), str(tmp_path / "received.jsonl")])
+    count = SDK_BACKLOG * 40  # ~2.6 MB: far more than the pipe and the queue hold
+    with (tmp_path / "stderr.txt").open("w") as errlog, anyio.fail_after(HANG_TIMEOUT_S):
+        async with stdio_pipes(params, errlog) as ((read_stream, _write_stream), raw):
+            async with anyio.create_task_group() as tg:
+                answers: list[dict[str, Any]] = []
+
+                async def call() -> None:
+                    params = {"name": "flood", "arguments": {"n": count}}
+                    answers.append(await raw.request("tools/call", params, timeout_s=HANG_TIMEOUT_S, modern=False))
+
+                tg.start_soon(call)
+                got: list[int] = []
+                while len(got) < count:
+                    item = await read_stream.receive()
+                    assert isinstance(item, SessionMessage), item
+                    assert isinstance(item.message, types.JSONRPCNotification) and item.message.params is not None
+                    got.append(item.message.params["data"]["i"])
+                    if len(got) % SDK_BACKLOG == 0:
+                        await anyio.sleep(0.01)  # a slow reader: the queue fills and reading pauses
+            assert got == list(range(count))
+            assert answers[0]["result"]["content"][0]["text"] == "flooded"
+    assert pauses[:2] == [True, False] and len(pauses) > 10  # reading paused and resumed, again and again
 
 
 async def test_a_json_rpc_error_is_passed_through(tmp_path: Path) -> None:
