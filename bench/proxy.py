@@ -229,6 +229,9 @@ class Target:
     wire_bytes: dict[str, int] = field(default_factory=dict)
     pid: int | None = None  # the proxy process the small call goes through (a stdio child of this process)
     cpu_ms: dict[str, float] = field(default_factory=dict)  # by case: that process's CPU time per timed call
+    # by case: the client's own CPU per timed call (this thread's): a 2026-07-28 client does more per call than a
+    # handshake-era one (its envelope, a larger reply), which shows in the overhead but is not the proxy's
+    client_cpu_ms: dict[str, list[float]] = field(default_factory=dict)
 
     def set_calls(self, small: Call, read: Call, up: Upstreams) -> None:
         """echo for `small`; `read` (a read_text_file call) of the large file and of each first-answer file."""
@@ -458,9 +461,10 @@ async def measure(targets: list[Target], case: str, calls: int, warmup: int) -> 
             order.reverse()
         for target in order:
             call = target.calls[case]
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.thread_time()
             result = await call.client.call_tool(call.tool, call.arguments)
             target.times.setdefault(case, []).append((time.perf_counter() - start) * 1000)
+            target.client_cpu_ms.setdefault(case, []).append((time.thread_time() - cpu) * 1000)
             if result.is_error:
                 raise AssertionError(f"{target.label} {case}: error result {_text(result)[:300]!r}")
     for target in targets:
@@ -522,6 +526,9 @@ def rows_for(targets: list[Target], skipped: dict[str, str], case: str) -> list[
         if case in t.cpu_ms:  # the proxy process's own CPU per call: what a loaded machine multiplies into latency
             row["cpu_ms_per_call"] = round(t.cpu_ms[case], 3)
             note += f", proxy CPU {t.cpu_ms[case]:.2f} ms/call"
+        if t.client_cpu_ms.get(case):
+            row["client_cpu_ms_per_call"] = round(statistics.median(t.client_cpu_ms[case]), 3)
+            note += f", client CPU {row['client_cpu_ms_per_call']:.2f} ms/call"
         if direct_med and t.key != "direct":
             overhead = med - direct_med
             row.update(yardstick="direct", yardstick_ms=round(direct_med, 3), ratio=round(med / direct_med, 2))
