@@ -366,6 +366,8 @@ def test_lines_the_fast_codecs_refuse_are_still_read_and_written() -> None:
     assert parse_line(b'{"text": "caf\xe9"}')["text"] == "caf\ufffd"  # not UTF-8: replaced, not dropped
     with pytest.raises(ValueError):
         parse_line(b"Starting server on stdio...")
+    with pytest.raises(ValueError, match="nested too deeply"):  # never a RecursionError out of the loop's callback
+        parse_line(b"[" * 100_000 + b"]" * 100_000)
     big = {"jsonrpc": "2.0", "id": "mo-1", "params": {"arguments": {"n": 2**70, "s": "é"}}}
     line = b'{"jsonrpc":"2.0","id":"mo-1","params":{"arguments":{"n":1180591620717411303424,"s":"\xc3\xa9"}}}\n'
     assert encode_line(big) == line

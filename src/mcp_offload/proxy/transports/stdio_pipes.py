@@ -56,11 +56,15 @@ def parse_line(line: bytes) -> Any:
     """One JSON-RPC line as Python values: pydantic-core's parser (the one the SDK's `validate_json` uses: integers
     of any size stay exact, ~3x faster than orjson on a big text result), or the standard library where it refuses
     the text (a lone surrogate; bytes that are not UTF-8 become U+FFFD, so a call gets its answer rather than
-    waiting for its timeout). Raises ValueError when the line is not JSON at all."""
+    waiting for its timeout). Raises ValueError when the line is not JSON at all, or nested deeper than the
+    parsers go (it is read in the event loop's callback, where nothing else may escape)."""
     try:
         return from_json(line)
     except ValueError:
-        return json.loads(line.decode("utf-8", "replace"))
+        try:
+            return json.loads(line.decode("utf-8", "replace"))
+        except RecursionError:
+            raise ValueError("nested too deeply to parse") from None
 
 
 class _Child(asyncio.SubprocessProtocol):
