@@ -239,6 +239,7 @@ async def stdio_pipes(
         except (anyio.ClosedResourceError, anyio.BrokenResourceError) as exc:
             if not shutting_down:
                 log.debug("the SDK client stopped reading the upstream: %r", exc)
+            raw.close()  # the connection is over for the calls too: they fail now, not when the backlog stops reading
 
     async def writer() -> None:
         try:
