@@ -3,8 +3,10 @@ the same pipes (`proxy/transports/raw_channel.py`, `stdio_pipes.py`). Its own ca
 real child process on real pipes, answering by a script, logging every line it reads): our ids never meet the SDK's,
 a stray answer or progress for an id nobody waits for is dropped, the upstream's exit fails every waiting call at
 once, progress reaches the caller, a timeout or a caller's cancel tells the upstream (`notifications/cancelled`), and
-on a 2026-07-28 connection each request carries the SDK client's envelope. The same behaviours through the whole
-proxy with real upstream servers are in test_upstream.py, test_router.py and test_real.py."""
+on a 2026-07-28 connection each request carries the SDK client's envelope; the pipes work on the CLI's uvloop too, and
+a flood of control traffic reaches a slow SDK client whole and in order while the child's stdout pauses. The same
+behaviours through the whole proxy with real upstream servers are in test_upstream.py, test_router.py and
+test_real.py."""
 
 from __future__ import annotations
 
