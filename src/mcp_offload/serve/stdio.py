@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 from mcp.server.stdio import stdio_server
 
+from mcp_offload.pipe_flow import WriteFlow
 from mcp_offload.serve.stdio_rejects import AnsweringReadStream
 
 
@@ -75,7 +76,7 @@ async def stdio_streams(tap: LineTap | None = None) -> AsyncIterator[tuple[Any, 
             lambda: asyncio.StreamReaderProtocol(reader, loop=loop), os.fdopen(os.dup(wire_in), "rb", buffering=0)
         )
         write_transport, protocol = await loop.connect_write_pipe(
-            lambda: _PipeWriter(loop), os.fdopen(os.dup(wire_out), "wb", buffering=0)
+            _PipeWriter, os.fdopen(os.dup(wire_out), "wb", buffering=0)
         )
         write_transport.set_write_buffer_limits(high=0)  # flush = everything is in the pipe
         # stdio_server is typed for anyio's file wrappers; ours have the same async read/write/iteration surface
@@ -139,56 +140,34 @@ class _WireOut:
 
     def __init__(self, transport: asyncio.WriteTransport, protocol: _PipeWriter) -> None:
         self._transport = transport
-        self._protocol = protocol
+        self._flow = protocol.flow
 
     async def write(self, text: str) -> None:
-        self._protocol.check()
+        self._flow.check()
         self._transport.write(text.encode("utf-8"))
 
     async def flush(self) -> None:
-        await self._protocol.drained()
+        await self._flow.drained()
 
     async def write_line(self, line: bytes) -> None:
         """One whole line from a tap, beside the SDK's (each write is one line, so none interleave)."""
-        self._protocol.check()
+        self._flow.check()
         self._transport.write(line)
-        await self._protocol.drained()
+        await self._flow.drained()
 
 
 class _PipeWriter(asyncio.BaseProtocol):
-    """Flow control of the stdout pipe: `drained()` returns once the transport's buffer is empty again."""
+    """The stdout pipe's protocol: its flow control (`flow.drained()` returns once the transport's buffer is empty
+    again; `flow.check()` raises once the client closed the pipe)."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._loop = loop
-        self._paused = False
-        self._waiters: list[asyncio.Future[None]] = []
-        self._lost: BaseException | None = None
+    def __init__(self) -> None:
+        self.flow = WriteFlow()
 
     def pause_writing(self) -> None:
-        self._paused = True
+        self.flow.pause()
 
     def resume_writing(self) -> None:
-        self._paused = False
-        self._wake()
+        self.flow.resume()
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self._lost = exc or BrokenPipeError("the client closed stdout")
-        self._wake()
-
-    def _wake(self) -> None:
-        waiters, self._waiters = self._waiters, []
-        for waiter in waiters:
-            if not waiter.done():
-                waiter.set_result(None)
-
-    def check(self) -> None:
-        if self._lost is not None:
-            raise self._lost
-
-    async def drained(self) -> None:
-        self.check()
-        while self._paused:
-            waiter = self._loop.create_future()
-            self._waiters.append(waiter)
-            await waiter
-            self.check()
+        self.flow.lose(exc or BrokenPipeError("the client closed stdout"))

@@ -39,6 +39,7 @@ from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 from pydantic_core import from_json
 
+from mcp_offload.pipe_flow import WriteFlow
 from mcp_offload.proxy.transports.raw_channel import RawChannel
 
 log = logging.getLogger(__name__)
@@ -82,9 +83,7 @@ class _Child(asyncio.SubprocessProtocol):
         # Freed right after its own parse instead, a 4 MB text result's parse took 1,955 page faults and 6.3 ms of
         # CPU against 440 and 3.6 ms (bench/proxy.py's 4 MB text, in the proxy; the first answer 1.1-1.2x slower).
         self._last = b""
-        self._paused = False
-        self._waiters: list[asyncio.Future[None]] = []
-        self._stdin_lost: BaseException | None = None
+        self._stdin = WriteFlow()
         self.transport: asyncio.SubprocessTransport | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -111,21 +110,13 @@ class _Child(asyncio.SubprocessProtocol):
         if fd == STDOUT:
             self._on_eof()
         elif fd == STDIN:
-            self._stdin_lost = exc or BrokenPipeError("the server closed its stdin")
-            self._wake()
+            self._stdin.lose(exc or BrokenPipeError("the server closed its stdin"))
 
     def pause_writing(self) -> None:
-        self._paused = True
+        self._stdin.pause()
 
     def resume_writing(self) -> None:
-        self._paused = False
-        self._wake()
-
-    def _wake(self) -> None:
-        for waiter in self._waiters:
-            if not waiter.done():
-                waiter.set_result(None)
-        self._waiters.clear()
+        self._stdin.resume()
 
     def pause_reading(self, paused: bool) -> None:
         """Stop (or resume) reading the child's stdout: its lines wait in the pipe, and the child blocks."""
@@ -143,15 +134,13 @@ class _Child(asyncio.SubprocessProtocol):
         """One whole line to the child's stdin, waiting while the pipe is full. Raises `anyio.ClosedResourceError`
         once stdin is closed or lost (the child exited or is exiting)."""
         pipe = cast(asyncio.WriteTransport | None, self._pipe(STDIN))
-        if self._stdin_lost is not None or pipe is None or pipe.is_closing():
+        if self._stdin.lost is not None or pipe is None or pipe.is_closing():
             raise anyio.ClosedResourceError
         pipe.write(line)
-        while self._paused and self._stdin_lost is None:
-            waiter = asyncio.get_running_loop().create_future()
-            self._waiters.append(waiter)
-            await waiter
-        if self._stdin_lost is not None:
-            raise anyio.ClosedResourceError from self._stdin_lost
+        try:
+            await self._stdin.drained()
+        except Exception as exc:  # the loss
+            raise anyio.ClosedResourceError from exc
 
 
 class _Pid:
